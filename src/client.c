@@ -1,0 +1,1 @@
+/* SPDX-License-Identifier: MIT */ /* placeholder */ typedef int kdp__placeholder_client;
