@@ -36,8 +36,8 @@ enum {
 /* "OK", "CANCELLED", ... "UNAUTHENTICATED"; "UNKNOWN" for any other value. */
 const char *kdp__status_name(int code);
 /* Parses a grpc-status header value (decimal, no sign, no spaces). A value
- * that is not a number gives UNKNOWN; a number out of 0..16 is returned as is
- * (peers may send new codes). */
+ * that is not a number (or is too big for an int) gives UNKNOWN; a number out
+ * of 0..16 is returned as is (peers may send new codes). */
 int kdp__status_parse(const char *s, size_t len);
 /* The gRPC code for a non-200 HTTP :status, per gRPC's HTTP-to-gRPC mapping
  * (400 INTERNAL, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 UNIMPLEMENTED,
@@ -48,16 +48,18 @@ int kdp__status_from_http(int http_status);
  * -EEXIST -> ALREADY_EXISTS, -EPERM/-EACCES -> PERMISSION_DENIED, -ENOMEM and
  * -EMSGSIZE -> RESOURCE_EXHAUSTED, -ECANCELED -> CANCELLED, -ENOTSUP/-ENOSYS ->
  * UNIMPLEMENTED, -ECONNREFUSED/-ECONNRESET/-EPIPE/-ENOTCONN -> UNAVAILABLE,
- * -EBUSY/-EAGAIN -> UNAVAILABLE, other -> UNKNOWN). */
+ * -EBUSY/-EAGAIN -> UNAVAILABLE, 0 or positive -> OK, other -> UNKNOWN). */
 int kdp__status_from_errno(int neg_errno);
 
 /* grpc-timeout: 1-8 ASCII digits then one unit of H M S m u n. Stores the
- * timeout in microseconds (n rounds up to 1 us if non-zero; H saturates
- * instead of overflowing). Returns 0 or -EINVAL. */
+ * timeout in microseconds (n rounds up to 1 us if non-zero; even 99999999H
+ * fits in 64 bits, so nothing overflows). Returns 0 or -EINVAL. */
 int kdp__timeout_parse(const char *s, size_t len, uint64_t *ret_us);
 /* Formats us as a grpc-timeout value with at most 8 digits, in the finest
  * unit that fits (u, m, S, M, H), rounding up so a deadline is never made
- * shorter. buf needs 10 bytes; returns the length written (NUL-terminated). */
+ * shorter (except that values beyond 99999999H, about 11,400 years, are
+ * clamped to it). buf needs 10 bytes; returns the length written
+ * (NUL-terminated). */
 size_t kdp__timeout_format(uint64_t us, char buf[10]);
 
 /* grpc-message percent-encoding: bytes outside 0x20..0x7E and '%' become
@@ -78,12 +80,13 @@ typedef int (*kdp__deframer_cb)(void *ud, const uint8_t *msg, size_t len);
 
 typedef struct kdp__deframer {
     uint8_t hdr[KDP__FRAME_HEADER_LEN];
-    size_t hdr_len;   /* bytes of hdr received so far */
-    uint8_t *buf;     /* body being assembled */
-    size_t len;       /* bytes of body received */
-    size_t need;      /* body length announced by the header */
-    size_t max;       /* receive limit on one message body */
-    bool failed;      /* a previous feed() failed: every later one fails too */
+    size_t hdr_len; /* bytes of hdr received so far */
+    uint8_t *buf;   /* body being assembled */
+    size_t len;     /* bytes of body received */
+    size_t need;    /* body length announced by the header */
+    size_t cap;     /* allocated size of buf, reused between messages */
+    size_t max;     /* receive limit on one message body */
+    bool failed;    /* a previous feed() failed: every later one fails too */
 } kdp__deframer;
 
 void kdp__deframer_init(kdp__deframer *d, size_t max_message);
@@ -93,7 +96,8 @@ void kdp__deframer_done(kdp__deframer *d);
  * zero-length ones). The length is checked against max as soon as the header
  * is complete, BEFORE any body is buffered. Returns 0, -EMSGSIZE (over the
  * limit), -ENOTSUP (compressed flag set, or flag byte not 0/1), -ENOMEM, or
- * the callback's error. After an error the deframer stays failed. */
+ * the callback's error. After an error the deframer stays failed: later calls
+ * return -EPROTO. */
 int kdp__deframer_feed(kdp__deframer *d, const uint8_t *data, size_t len, kdp__deframer_cb cb,
                        void *ud);
 /* True if bytes of an unfinished message are pending (the stream ended in the

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages kdp needs to build, test, fuzz and run its
+# demo. As root: apt-get update (once) and install what is missing. Otherwise:
+# print the exact command to run and fail.
+set -euo pipefail
+
+packages=(
+  # build
+  gcc make cmake ninja-build pkg-config
+  libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
+  # tests, sanitizers, fuzzing
+  libcmocka-dev clang libclang-rt-14-dev
+  # real gRPC peers: grpc-go (built offline in GOPATH mode) and grpcio
+  golang-go golang-google-grpc-dev golang-google-protobuf-dev
+  protobuf-compiler protoc-gen-go protoc-gen-go-grpc
+  python3 python3-grpcio python3-protobuf
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "installed" ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "kdp needs these Debian packages: ${missing[*]}" >&2
+  echo "Install them with:" >&2
+  echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
