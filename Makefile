@@ -16,7 +16,7 @@ deps:
 	@scripts/install-deps.sh
 
 $(BUILD)/build.ninja: CMakeLists.txt
-	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DKDP_WERROR=ON
+	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DKDP_WERROR=ON -DKDP_INTEROP=ON -DKDP_SANITIZE=OFF
 
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
@@ -33,7 +33,7 @@ test-unit: build
 
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_C_COMPILER=clang -DKDP_SANITIZE=ON \
-	  -DKDP_WERROR=ON -DKDP_GO_PEERS_DIR=$(abspath $(BUILD))/go
+	  -DKDP_WERROR=ON -DKDP_INTEROP=ON -DKDP_GO_PEERS_DIR=$(abspath $(BUILD))/go
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j 2

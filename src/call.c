@@ -289,8 +289,10 @@ static void notify_cancel(kdp__call *call, int status)
 
 void kdp__call_abort(kdp__call *call, int status, const char *message)
 {
-    (void)finish(call, status, message, 200);
+    /* Tell the handler first: finishing may flush, close the stream and
+     * free the call. */
     notify_cancel(call, status);
+    (void)finish(call, status, message, 200);
 }
 
 int kdp__call_reject_http(kdp__call *call, int http_status, int status, const char *message)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "conn.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@ struct kdp__conn {
     size_t out_cap;
     uint32_t events;
 
-    bool in_session; /* nghttp2 is running our callbacks */
+    unsigned busy;   /* nghttp2 is running our callbacks, or the owner holds us */
     bool want_flush; /* a flush was asked for meanwhile */
     bool closing;    /* GOAWAY sent: close once drained */
     bool dead;       /* closed callback scheduled */
@@ -108,9 +109,9 @@ static int gather(kdp__conn *c)
 {
     while (c->out_len < OUT_GATHER) {
         const uint8_t *data = NULL;
-        c->in_session = true;
+        c->busy++;
         ssize_t n = nghttp2_session_mem_send(c->session, &data);
-        c->in_session = false;
+        c->busy--;
         if (n < 0) {
             log_debug("nghttp2_session_mem_send: %s", nghttp2_strerror((int)n));
             return -EPROTO;
@@ -161,11 +162,24 @@ void kdp__conn_flush(kdp__conn *c)
     if (c->dead) {
         return;
     }
-    if (c->in_session) {
+    if (c->busy) {
         c->want_flush = true;
         return;
     }
     do_flush(c);
+}
+
+void kdp__conn_hold(kdp__conn *c)
+{
+    c->busy++;
+}
+
+void kdp__conn_release(kdp__conn *c)
+{
+    assert(c->busy > 0);
+    if (--c->busy == 0 && c->want_flush) {
+        kdp__conn_flush(c);
+    }
 }
 
 static int do_read(kdp__conn *c)
@@ -185,9 +199,9 @@ static int do_read(kdp__conn *c)
         if (n == 0) {
             return -ECONNRESET; /* peer closed: every open stream is gone */
         }
-        c->in_session = true;
+        c->busy++;
         ssize_t used = nghttp2_session_mem_recv(c->session, buf, (size_t)n);
-        c->in_session = false;
+        c->busy--;
         if (used < 0) {
             log_debug("nghttp2_session_mem_recv: %s", nghttp2_strerror((int)used));
             /* nghttp2 may have queued a GOAWAY explaining why: try to send it. */

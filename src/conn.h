@@ -38,6 +38,11 @@ nghttp2_session *kdp__conn_session(const kdp__conn *c);
  * thread, inside nghttp2 callbacks included (then deferred). A send error
  * schedules the closed callback; it is never called from here directly. */
 void kdp__conn_flush(kdp__conn *c);
+/* Defers every flush until the matching release, so the owner can walk its
+ * streams while submitting frames without any of them closing (and being
+ * freed) under its feet. Holds nest. */
+void kdp__conn_hold(kdp__conn *c);
+void kdp__conn_release(kdp__conn *c);
 /* Sends GOAWAY(error_code) after what is already queued, then closes once
  * everything is flushed and no stream wants to write any more; bounded by
  * linger_us, after which the socket is closed anyway. */

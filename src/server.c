@@ -358,12 +358,15 @@ static int session_new(kdp__server *s, sconn *sc, nghttp2_session **ret)
     return 0;
 }
 
-static void accept_one(kdp__server *s, int fd)
+int kdp__server_adopt(kdp__server *s, int fd)
 {
+    if (!s || fd < 0 || s->shutting_down) {
+        return -EINVAL;
+    }
     if (s->stats.connections >= s->cfg.max_connections) {
         log_warn("refusing a connection: %u connections already open", s->cfg.max_connections);
         close(fd);
-        return;
+        return -EMFILE;
     }
     sconn *sc = calloc(1, sizeof(*sc));
     nghttp2_session *session = NULL;
@@ -373,7 +376,7 @@ static void accept_one(kdp__server *s, int fd)
         nghttp2_session_del(session);
         free(sc);
         close(fd);
-        return;
+        return -ENOMEM;
     }
     sc->srv = s;
     sc->next = s->conns;
@@ -383,6 +386,7 @@ static void accept_one(kdp__server *s, int fd)
     s->conns = sc;
     s->stats.connections++;
     kdp__conn_flush(sc->conn); /* our SETTINGS */
+    return 0;
 }
 
 static void on_accept(kdp__io *io, uint32_t events, void *ud)
@@ -398,7 +402,7 @@ static void on_accept(kdp__io *io, uint32_t events, void *ud)
             }
             return;
         }
-        accept_one(s, fd);
+        (void)kdp__server_adopt(s, fd);
     }
 }
 
@@ -529,7 +533,9 @@ void kdp__server_shutdown(kdp__server *s, uint64_t linger_us, kdp__server_done_f
     s->done = done;
     s->done_ud = ud;
     stop_listening(s);
-    for (sconn *sc = s->conns; sc; sc = sc->next) {
+    for (sconn *sc = s->conns, *next; sc; sc = next) {
+        next = sc->next;
+        kdp__conn_hold(sc->conn); /* no stream may close while we walk them */
         for (kdp__call *call = sc->calls; call; call = call->next) {
             if (!call->finished) {
                 s->stats.calls_cancelled++;
@@ -537,6 +543,7 @@ void kdp__server_shutdown(kdp__server *s, uint64_t linger_us, kdp__server_done_f
             }
         }
         kdp__conn_terminate(sc->conn, NGHTTP2_NO_ERROR, linger_us);
+        kdp__conn_release(sc->conn);
     }
     maybe_done(s);
 }

@@ -71,6 +71,10 @@ int kdp__server_new(kdp__loop *l, const kdp__method *methods, size_t n_methods,
 /* Binds path (owner-only permissions) and starts accepting. -EADDRINUSE if
  * path exists. Returns 0 or -errno. */
 int kdp__server_listen(kdp__server *s, const char *path);
+/* Serves one already connected stream socket (e.g. from socket activation,
+ * or one end of a socketpair in tests). Takes fd in every case: closed on
+ * failure. Returns 0 or -errno (-EMFILE over max_connections). */
+int kdp__server_adopt(kdp__server *s, int fd);
 /* Stops accepting and removes the socket file (only if it is still ours),
  * finishes open calls with UNAVAILABLE (their cancel callbacks run), sends
  * GOAWAY on every connection and closes them once flushed, within linger_us.

@@ -456,7 +456,9 @@ func scMixed(ctx context.Context, c pb.EchoClient) {
 	before := getStats(ctx, c)
 	sctx, scancel := context.WithCancel(ctx)
 	defer scancel()
-	st, err := c.Stream(sctx, &pb.EchoRequest{Count: 0, IntervalMs: 100})
+	// A 2 ms interval keeps the stream pushing all through the unary burst
+	// (which lasts tens of milliseconds), so the two really interleave.
+	st, err := c.Stream(sctx, &pb.EchoRequest{Count: 0, IntervalMs: 2})
 	if err != nil {
 		fail("Stream: %s", describe(err))
 	}
@@ -543,6 +545,10 @@ func scMixed(ctx context.Context, c pb.EchoClient) {
 		return during, len(recvTime)
 	}
 	during, _ := count(burstStart, burstEnd)
+	if during == 0 {
+		fail("no stream message arrived during the %v unary burst: the stream and the calls did not interleave",
+			burstEnd.Sub(burstStart).Round(time.Millisecond))
+	}
 	// The stream must still deliver: at least one message since the burst
 	// began and two overall (wait up to 2 s for the next one if the burst was
 	// shorter than the stream's interval).
