@@ -23,6 +23,7 @@ import threading
 import time
 from concurrent import futures
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kdp_interop  # noqa: E402
 

@@ -13,6 +13,7 @@ import re
 import sys
 import unittest
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kdp_interop as K  # noqa: E402
 
