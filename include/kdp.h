@@ -2,12 +2,29 @@
 /*
  * kdp: Kubernetes device plugins in C.
  *
- * This header is the whole public API. Every call documents its ownership
- * rules, its thread-safety and its errors. Functions return >= 0 on success
- * and a negative errno on failure unless stated otherwise.
+ * This header is the whole public API. A plugin serves the kubelet's
+ * device-plugin API (v1beta1) on a unix socket in the device-plugin
+ * directory, registers with the kubelet, streams its device list, and
+ * answers allocations. kdp does every RPC; the author writes callbacks.
+ *
+ * Two ways to write one:
+ *   simple:   kdp_run_simple("example.com/foo", "foo.sock", list_fn, ud);
+ *   flexible: kdp_plugin_new() with a kdp_ops table (allocate, preferred
+ *             allocation, pre-start, refresh, destroy), then kdp_plugin_run()
+ *             or, for several resources on one loop, kdp_ctx_run().
+ *
+ * Conventions: functions return >= 0 on success and a negative errno on
+ * failure. Strings passed in are copied unless said otherwise. Every
+ * callback runs on a kdp worker thread, one at a time per plugin, never on
+ * the caller's thread. Unless a function says it is thread-safe, call it
+ * from the thread that runs the context (or before the context runs).
  */
 #ifndef KDP_H
 #define KDP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,6 +46,10 @@ extern "C" {
  * Static storage; thread-safe. */
 KDP_EXPORT const char *kdp_version(void);
 
+/* ------------------------------------------------------------------------
+ * Logging
+ * ------------------------------------------------------------------------ */
+
 /* Log levels, in the order of klog's severities. */
 typedef enum kdp_log_level {
     KDP_LOG_DEBUG = 0,
@@ -39,14 +60,223 @@ typedef enum kdp_log_level {
 
 /* A log sink: gets each line that passes the level filter, without a trailing
  * newline. msg is valid only during the call. Called from kdp's threads
- * (the loop thread and the worker thread), one line at a time. */
+ * (the loop thread and worker threads), one line at a time. */
 typedef void (*kdp_log_fn)(kdp_log_level level, const char *msg, void *ud);
 
 /* Sets the minimum level and the sink for the whole process. fn NULL means
  * the default sink: klog-style lines on stderr
- * ("I1122 00:28:46.123456    1234 file.c:42] message"). The default level is
- * KDP_LOG_WARNING. Thread-safe. */
+ * ("I1122 00:28:46.123456    1234 plugin.c:42] message"). The default level
+ * is KDP_LOG_WARNING; KDP_LOG_INFO adds the lifecycle (registered, kubelet
+ * restarted, devices changed). Thread-safe. */
 KDP_EXPORT void kdp_log_set(kdp_log_level min_level, kdp_log_fn fn, void *ud);
+
+/* ------------------------------------------------------------------------
+ * Devices
+ * ------------------------------------------------------------------------ */
+
+typedef enum kdp_health {
+    KDP_HEALTHY = 0,
+    KDP_UNHEALTHY = 1,
+} kdp_health;
+
+/* One device as the author describes it. Every pointer is borrowed for the
+ * duration of the call that takes the struct (kdp copies what it keeps). */
+typedef struct kdp_device {
+    /* Required. Unique within the resource; 1-255 bytes, printable ASCII,
+     * no spaces, no '/' or ',' (the kubelet uses IDs in paths and lists). */
+    const char *id;
+    kdp_health health;
+    /* NUMA nodes the device is close to. NULL/0 = no affinity. Negative
+     * values (sysfs' -1 "no node") are ignored, never sent. */
+    const int64_t *numa_nodes;
+    size_t n_numa_nodes;
+    /* Optional host device node (e.g. "/dev/ttyUSB0"). The default Allocate
+     * hands it to the container with container_path (default: the same
+     * path) and permissions (default "rw"). */
+    const char *host_path;
+    const char *container_path;
+    const char *permissions;
+} kdp_device;
+
+/* A list being built by a kdp_list_fn. */
+typedef struct kdp_device_list kdp_device_list;
+
+/* Adds a copy of d. Returns 0, -EINVAL (bad id, permissions or path),
+ * -EEXIST (duplicate id) or -ENOMEM. */
+KDP_EXPORT int kdp_device_list_add(kdp_device_list *list, const kdp_device *d);
+
+/* ------------------------------------------------------------------------
+ * Allocation
+ * ------------------------------------------------------------------------ */
+
+/* What the kubelet asks for one container: the chosen device IDs (all known
+ * and healthy: kdp checked them before calling you). */
+typedef struct kdp_alloc_request {
+    const char *const *ids;
+    size_t n_ids;
+} kdp_alloc_request;
+
+/* The answer for one container, built with the kdp_response_* calls. */
+typedef struct kdp_alloc_response kdp_alloc_response;
+
+/* Sets env var key=value in the container (a later add of the same key
+ * replaces the value). -EINVAL if key is empty or contains '='. */
+KDP_EXPORT int kdp_response_add_env(kdp_alloc_response *r, const char *key, const char *value);
+/* Bind-mounts host_path at container_path. Both absolute. -EINVAL otherwise. */
+KDP_EXPORT int kdp_response_add_mount(kdp_alloc_response *r, const char *container_path,
+                                      const char *host_path, bool read_only);
+/* Gives the container a device node. permissions: a non-empty combination
+ * of 'r', 'w', 'm' (each at most once); NULL = "rw". Paths absolute.
+ * -EINVAL otherwise. */
+KDP_EXPORT int kdp_response_add_device(kdp_alloc_response *r, const char *container_path,
+                                       const char *host_path, const char *permissions);
+/* Adds a container annotation. -EINVAL if key is empty. */
+KDP_EXPORT int kdp_response_add_annotation(kdp_alloc_response *r, const char *key,
+                                           const char *value);
+/* Adds a CDI device by fully qualified name "vendor.com/class=name".
+ * -EINVAL if malformed. */
+KDP_EXPORT int kdp_response_add_cdi_device(kdp_alloc_response *r, const char *name);
+/* What kdp answers when there is no allocate op: a device node for each
+ * requested device that has a host_path, and the env var named by
+ * kdp_config.env_name listing the IDs, comma-separated. */
+KDP_EXPORT int kdp_response_add_defaults(kdp_alloc_response *r);
+
+/* GetPreferredAllocation input (only called when the kubelet has a choice). */
+typedef struct kdp_preferred_request {
+    const char *const *available; /* healthy candidates */
+    size_t n_available;
+    const char *const *must_include; /* already chosen (init containers) */
+    size_t n_must_include;
+    size_t size; /* how many to return */
+} kdp_preferred_request;
+
+/* The answer being built: IDs in order of preference. */
+typedef struct kdp_id_list kdp_id_list;
+KDP_EXPORT int kdp_id_list_add(kdp_id_list *l, const char *id);
+
+/* ------------------------------------------------------------------------
+ * Plugins
+ * ------------------------------------------------------------------------ */
+
+typedef struct kdp_ctx kdp_ctx;
+typedef struct kdp_plugin kdp_plugin;
+
+/* Lists the devices, from scratch, into out. Called at every (re)start, on
+ * kdp_plugin_rescan(), and every kdp_config.rescan_interval_ms. The list
+ * replaces the device table (a device not listed is gone). Return 0, or
+ * -errno to keep the previous table (the error is logged). */
+typedef int (*kdp_list_fn)(kdp_plugin *p, kdp_device_list *out, void *ud);
+
+/* Callbacks. Every member may be NULL. They run on the plugin's worker
+ * thread, one at a time, each bounded by kdp_config.callback_timeout_ms
+ * (and by the kubelet's grpc-timeout if it sent one): past it the kubelet
+ * gets DEADLINE_EXCEEDED and the late result is dropped. Return 0 or
+ * -errno; call kdp_plugin_set_error() first to give the kubelet a message
+ * (-EINVAL becomes INVALID_ARGUMENT, -ENOENT NOT_FOUND, -ETIMEDOUT
+ * DEADLINE_EXCEEDED, -EBUSY/-EAGAIN UNAVAILABLE, others UNKNOWN/INTERNAL).
+ * The options sent to the kubelet follow from which ops are set. */
+typedef struct kdp_ops {
+    /* Simple mode's one function (see kdp_list_fn). With list NULL, the
+     * table is whatever kdp_plugin_set_devices() last set. */
+    kdp_list_fn list;
+    /* Fills the response for one container. NULL = kdp_response_add_defaults. */
+    int (*allocate)(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_response *resp,
+                    void *ud);
+    /* Set = the kubelet asks for preferred allocations. */
+    int (*preferred)(kdp_plugin *p, const kdp_preferred_request *req, kdp_id_list *out,
+                     void *ud);
+    /* Set = the kubelet calls it before every container start (restarts
+     * included) with that container's devices, e.g. to format a disk. */
+    int (*prestart)(kdp_plugin *p, const char *const *ids, size_t n_ids, void *ud);
+    /* Before each (re)start of the server; an error is logged and the start
+     * retried with backoff. */
+    int (*refresh)(kdp_plugin *p, void *ud);
+    /* After each stop of the server (kubelet restart, shutdown). */
+    void (*destroy)(kdp_plugin *p, void *ud);
+} kdp_ops;
+
+typedef struct kdp_config {
+    /* Required: the extended resource name, e.g. "example.com/gopher",
+     * checked with the kubelet's own rule. */
+    const char *resource_name;
+    /* Required: the socket's file name in the device-plugin directory,
+     * e.g. "gopher.sock" (no '/', not "kubelet.sock"). */
+    const char *socket_name;
+    /* NULL = $KDP_DEVICE_PLUGIN_DIR, else /var/lib/kubelet/device-plugins. */
+    const char *device_plugin_dir;
+    /* Bound on each callback; 0 = 10000. */
+    unsigned callback_timeout_ms;
+    /* Simple mode: call list this often too; 0 = only at (re)start and on
+     * kdp_plugin_rescan(). */
+    unsigned rescan_interval_ms;
+    /* The env var of the default allocation; NULL = "KDP_DEVICES_" + the
+     * resource name upper-cased with every other character as '_'
+     * ("example.com/gopher" -> "KDP_DEVICES_EXAMPLE_COM_GOPHER"). */
+    const char *env_name;
+} kdp_config;
+
+/* A context: one event loop that can run several plugins. */
+KDP_EXPORT int kdp_ctx_new(kdp_ctx **ret);
+/* Stops and frees every plugin still attached, then the context. NULL ok. */
+KDP_EXPORT void kdp_ctx_free(kdp_ctx *ctx);
+/* Starts every plugin of ctx and runs until kdp_ctx_stop(), or SIGTERM or
+ * SIGINT (handled here through a signalfd: every plugin stops cleanly, its
+ * socket is removed, destroy runs, and this returns 0). */
+KDP_EXPORT int kdp_ctx_run(kdp_ctx *ctx);
+/* Embedding in another event loop: poll this fd for readability and call
+ * kdp_ctx_dispatch() when it is readable (it never blocks). Signals are not
+ * handled in this mode: call kdp_ctx_stop() from your own handler. */
+KDP_EXPORT int kdp_ctx_get_fd(kdp_ctx *ctx);
+/* Runs what is ready. Returns 0 while plugins run, 1 once the context has
+ * stopped, or -errno. Starts plugins not yet started. */
+KDP_EXPORT int kdp_ctx_dispatch(kdp_ctx *ctx);
+/* Asks every plugin of ctx to stop and kdp_ctx_run() to return. Thread-safe
+ * and async-signal-safe. */
+KDP_EXPORT int kdp_ctx_stop(kdp_ctx *ctx);
+
+/* Creates a plugin on ctx (NULL = a private context, used by
+ * kdp_plugin_run()). Checks the config (resource name with the kubelet's
+ * rule, socket name) and logs what is wrong. ops may be NULL (devices come
+ * from kdp_plugin_set_devices()). Returns 0, -EINVAL, -ENOMEM. */
+KDP_EXPORT int kdp_plugin_new(kdp_plugin **ret, kdp_ctx *ctx, const kdp_config *cfg,
+                              const kdp_ops *ops, void *ud);
+/* Stops the plugin if running (socket removed, destroy called) and frees
+ * it. NULL ok. Not from a callback. */
+KDP_EXPORT void kdp_plugin_free(kdp_plugin *p);
+/* Runs the plugin's context as kdp_ctx_run() does. Returns 0 after a clean
+ * stop, -EADDRINUSE if another instance serves the same socket, -errno. */
+KDP_EXPORT int kdp_plugin_run(kdp_plugin *p);
+/* Replaces the device table. Thread-safe: copies the devices, returns at
+ * once; the change reaches every open ListAndWatch stream within the loop's
+ * next turn, and nothing is sent if the set did not really change (order
+ * does not matter). Returns 0, -EINVAL (a bad device; nothing changed),
+ * -ENOMEM. */
+KDP_EXPORT int kdp_plugin_set_devices(kdp_plugin *p, const kdp_device *devs, size_t n);
+/* Sets one device's health. Thread-safe. Returns 0, -ENOENT (no such ID),
+ * -EINVAL. */
+KDP_EXPORT int kdp_plugin_set_health(kdp_plugin *p, const char *id, kdp_health health);
+/* Asks for a fresh call of the list op. Thread-safe. */
+KDP_EXPORT int kdp_plugin_rescan(kdp_plugin *p);
+/* Stops the plugin (and its private context's run). Thread-safe and
+ * async-signal-safe. */
+KDP_EXPORT int kdp_plugin_stop(kdp_plugin *p);
+/* From inside a callback: the message the kubelet gets with the error
+ * status the callback returns. printf-style. */
+KDP_EXPORT void kdp_plugin_set_error(kdp_plugin *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The config's resource name and the user data. */
+KDP_EXPORT const char *kdp_plugin_resource(const kdp_plugin *p);
+KDP_EXPORT void *kdp_plugin_userdata(const kdp_plugin *p);
+
+/* Simple mode in one call: a plugin for resource_name on socket_name whose
+ * devices come from list, run until SIGTERM/SIGINT. Returns 0 after a clean
+ * stop, or -errno. */
+KDP_EXPORT int kdp_run_simple(const char *resource_name, const char *socket_name,
+                              kdp_list_fn list, void *ud);
+
+/* Checks an extended resource name with the kubelet's rule. Returns 0, or
+ * -EINVAL and, if why is not NULL, a static string saying what is wrong. */
+KDP_EXPORT int kdp_validate_resource_name(const char *name, const char **why);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kdp-example-gopher: every regular file in --devices-dir is a device. Files
+ * come and go at run time (hot-plug, through inotify); a file that contains
+ * the word "unhealthy" is an Unhealthy device, and Healthy again once it no
+ * longer does. Allocate hands the container GOPHER=<comma-separated IDs>.
+ *
+ *   kdp-example-gopher [--devices-dir DIR] [--resource NAME] [--device-plugin-dir DIR]
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <kdp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+
+static const char *devices_dir = "/etc/gophers";
+
+static kdp_health file_health(int dirfd, const char *name)
+{
+    char buf[4096];
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        return KDP_UNHEALTHY;
+    }
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return strstr(buf, "unhealthy") ? KDP_UNHEALTHY : KDP_HEALTHY;
+}
+
+static int list_gophers(kdp_plugin *p, kdp_device_list *out, void *ud)
+{
+    (void)ud;
+    DIR *d = opendir(devices_dir);
+    if (!d) {
+        int r = -errno;
+        kdp_plugin_set_error(p, "cannot read %s: %s", devices_dir, strerror(errno));
+        return r;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+            continue;
+        }
+        kdp_device dev = {.id = e->d_name, .health = file_health(dirfd(d), e->d_name)};
+        if (kdp_device_list_add(out, &dev) < 0) {
+            fprintf(stderr, "gopher: skipping %s: not a valid device ID\n", e->d_name);
+        }
+    }
+    closedir(d);
+    return 0;
+}
+
+static int allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_response *resp,
+                    void *ud)
+{
+    (void)p;
+    (void)ud;
+    size_t len = 1;
+    for (size_t i = 0; i < req->n_ids; i++) {
+        len += strlen(req->ids[i]) + 1;
+    }
+    char *ids = calloc(1, len);
+    if (!ids) {
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < req->n_ids; i++) {
+        strcat(i ? strcat(ids, ",") : ids, req->ids[i]);
+    }
+    int r = kdp_response_add_env(resp, "GOPHER", ids);
+    free(ids);
+    return r;
+}
+
+/* Hot-plug: any change in the directory asks kdp for a fresh list. */
+static void *watch_devices(void *arg)
+{
+    kdp_plugin *p = arg;
+    int fd = inotify_init1(IN_CLOEXEC);
+    uint32_t mask = IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO |
+                    IN_ATTRIB;
+    while (fd >= 0 && inotify_add_watch(fd, devices_dir, mask) < 0) {
+        sleep(2); /* the directory does not exist yet */
+    }
+    kdp_plugin_rescan(p);
+    char buf[4096];
+    while (fd >= 0 && read(fd, buf, sizeof(buf)) > 0) {
+        kdp_plugin_rescan(p);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    kdp_config cfg = {.resource_name = "example.com/gopher", .socket_name = "gopher.sock"};
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        if ((v = flag_value(argc, argv, &i, "--devices-dir"))) {
+            devices_dir = v;
+        } else if ((v = flag_value(argc, argv, &i, "--resource"))) {
+            cfg.resource_name = v;
+        } else if ((v = flag_value(argc, argv, &i, "--device-plugin-dir"))) {
+            cfg.device_plugin_dir = v;
+        } else {
+            fprintf(stderr, "usage: %s [--devices-dir DIR] [--resource NAME] "
+                            "[--device-plugin-dir DIR]\n", argv[0]);
+            return 2;
+        }
+    }
+    kdp_log_set(KDP_LOG_INFO, NULL, NULL);
+    kdp_ops ops = {.list = list_gophers, .allocate = allocate};
+    kdp_plugin *p;
+    if (kdp_plugin_new(&p, NULL, &cfg, &ops, NULL) < 0) {
+        return 1;
+    }
+    pthread_t tid;
+    if (pthread_create(&tid, NULL, watch_devices, p) != 0 || pthread_detach(tid) != 0) {
+        fprintf(stderr, "gopher: cannot start the watcher thread\n");
+        kdp_plugin_free(p);
+        return 1;
+    }
+    int r = kdp_plugin_run(p);
+    kdp_plugin_free(p);
+    return r == 0 ? 0 : 1;
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kdp-example-simple: the simple mode. One function lists the devices; kdp
+ * does the rest (serve, register, stream, allocate, restarts, SIGTERM).
+ *
+ *   kdp-example-simple [--count N] [--resource NAME] [--device-plugin-dir DIR]
+ */
+#include <kdp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common.h"
+
+static int list_devices(kdp_plugin *p, kdp_device_list *out, void *ud)
+{
+    (void)p;
+    int count = *(int *)ud;
+    for (int i = 0; i < count; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "dev-%d", i);
+        kdp_device d = {.id = id, .health = KDP_HEALTHY};
+        int r = kdp_device_list_add(out, &d);
+        if (r < 0) {
+            return r;
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int count = 4;
+    const char *resource = "example.com/simple";
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        if ((v = flag_value(argc, argv, &i, "--count"))) {
+            count = atoi(v);
+        } else if ((v = flag_value(argc, argv, &i, "--resource"))) {
+            resource = v;
+        } else if ((v = flag_value(argc, argv, &i, "--device-plugin-dir"))) {
+            setenv("KDP_DEVICE_PLUGIN_DIR", v, 1);
+        } else {
+            fprintf(stderr, "usage: %s [--count N] [--resource NAME] [--device-plugin-dir DIR]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    kdp_log_set(KDP_LOG_INFO, NULL, NULL);
+    return kdp_run_simple(resource, "simple.sock", list_devices, &count) == 0 ? 0 : 1;
+}

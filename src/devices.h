@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * devices: kdp's device table. A table is a set of devices kept sorted by ID,
+ * so that comparing two tables ignores the order they were given in, lookups
+ * are binary searches, and a ListAndWatch message is encoded once per change
+ * and shared by every open stream.
+ */
+#ifndef KDP_DEVICES_H
+#define KDP_DEVICES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kdp.h"
+
+typedef struct kdp__dev {
+    char *id;
+    kdp_health health;
+    int64_t *numa; /* sorted, de-duplicated, only >= 0 */
+    size_t n_numa;
+    char *host_path;      /* NULL if none */
+    char *container_path; /* NULL = same as host_path */
+    char *permissions;    /* NULL = "rw" */
+} kdp__dev;
+
+typedef struct kdp__devtab {
+    kdp__dev *devs; /* always sorted by id (strcmp) */
+    size_t n;
+    size_t cap;
+} kdp__devtab;
+
+/* The public builder handed to kdp_list_fn is a table. */
+struct kdp_device_list {
+    kdp__devtab tab;
+};
+
+void kdp__devtab_init(kdp__devtab *t);
+/* Frees every device; the table is empty and reusable afterwards. */
+void kdp__devtab_clear(kdp__devtab *t);
+/* Validates d (id, permissions, paths) and adds a deep copy. Keeps the table
+ * sorted (insertion in place), so a table is always ready for lookups.
+ * Returns 0, -EINVAL (bad field; *why names it if why != NULL), -EEXIST
+ * (duplicate id), -ENOMEM. */
+int kdp__devtab_add(kdp__devtab *t, const kdp_device *d, const char **why);
+/* Builds a table from an array (all or nothing): on success t's old content
+ * (t initialised) is replaced, on failure t is unchanged. Same returns as
+ * kdp__devtab_add. */
+int kdp__devtab_from_array(kdp__devtab *t, const kdp_device *devs, size_t n, const char **why);
+/* Deep copy; dst must be initialised (its old content is freed). */
+int kdp__devtab_copy(kdp__devtab *dst, const kdp__devtab *src);
+/* Moves src's content into dst (dst's old content freed; src left empty). */
+void kdp__devtab_move(kdp__devtab *dst, kdp__devtab *src);
+/* Same devices with the same health and NUMA nodes (what the kubelet sees;
+ * host paths are not compared). Order-insensitive by construction. */
+bool kdp__devtab_same_for_kubelet(const kdp__devtab *a, const kdp__devtab *b);
+const kdp__dev *kdp__devtab_find(const kdp__devtab *t, const char *id);
+/* Returns 1 if the health changed, 0 if it was already so, -ENOENT. */
+int kdp__devtab_set_health(kdp__devtab *t, const char *id, kdp_health health);
+size_t kdp__devtab_count_healthy(const kdp__devtab *t);
+
+/* Packs the table as a v1beta1 ListAndWatchResponse ("Healthy"/"Unhealthy";
+ * a device without NUMA nodes gets no topology). *ret_buf is malloc'ed.
+ * Returns 0 or -ENOMEM. */
+int kdp__devtab_encode(const kdp__devtab *t, uint8_t **ret_buf, size_t *ret_len);
+
+/* What changed between two tables, for log lines and kdpctl: cb gets each
+ * device that was added (old NULL), removed (new NULL) or whose health or
+ * NUMA nodes changed (both set), in ID order. */
+typedef void (*kdp__devtab_diff_fn)(const kdp__dev *old_dev, const kdp__dev *new_dev, void *ud);
+void kdp__devtab_diff(const kdp__devtab *a, const kdp__devtab *b, kdp__devtab_diff_fn cb, void *ud);
+
+#endif

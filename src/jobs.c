@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+#include "jobs.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "log.h"
+
+#define JOB_OF(b) ((kdp__pjob *)((char *)(b)-offsetof(kdp__pjob, base)))
+
+static void run(kdp__job *b)
+{
+    kdp__pjob *j = JOB_OF(b);
+    j->fn(j);
+}
+
+static void done(kdp__job *b)
+{
+    kdp__pjob *j = JOB_OF(b);
+    kdp__timer_free(j->deadline);
+    j->deadline = NULL;
+    j->complete(j, false);
+}
+
+static void job_free(kdp__job *b)
+{
+    kdp__pjob *j = JOB_OF(b);
+    if (j->cleanup) {
+        j->cleanup(j);
+    }
+    free(j);
+}
+
+kdp__pjob *kdp__pjob_new(kdp_plugin *p, const char *what)
+{
+    kdp__pjob *j = calloc(1, sizeof(*j));
+    if (!j) {
+        return NULL;
+    }
+    j->p = p;
+    j->what = what;
+    j->base.run = run;
+    j->base.done = done;
+    j->base.free = job_free;
+    return j;
+}
+
+static void on_deadline(kdp__timer *t, void *ud)
+{
+    kdp__pjob *j = ud;
+    kdp__timer_free(t);
+    j->deadline = NULL;
+    kdp_plugin *p = j->p;
+    log_error("%s: the %s callback did not return within its deadline; its result will be "
+              "dropped",
+              p->resource, j->what);
+    j->complete(j, true);
+    (void)kdp__worker_abandon(p->worker, &j->base); /* frees j, now or when fn returns */
+}
+
+int kdp__pjob_submit(kdp__pjob *j, uint64_t deadline_us)
+{
+    kdp_plugin *p = j->p;
+    uint64_t limit = kdp__now_us() + (uint64_t)p->cb_timeout_ms * 1000U;
+    if (deadline_us == 0 || deadline_us > limit) {
+        deadline_us = limit;
+    }
+    int r = kdp__timer_new(p->ctx->loop, on_deadline, j, &j->deadline);
+    if (r == 0) {
+        kdp__timer_start_at(j->deadline, deadline_us);
+        r = kdp__worker_submit(p->worker, &j->base);
+    }
+    if (r < 0) {
+        kdp__timer_free(j->deadline);
+        j->deadline = NULL;
+        job_free(&j->base);
+    }
+    return r;
+}
+
+void kdp__pjob_cancel(kdp__pjob *j)
+{
+    kdp__timer_free(j->deadline);
+    j->deadline = NULL;
+    (void)kdp__worker_abandon(j->p->worker, &j->base);
+}
+
+void kdp__job_set_error(kdp__job *cur, const char *fmt, va_list ap)
+{
+    kdp__pjob *j = JOB_OF(cur);
+    vsnprintf(j->msg, sizeof(j->msg), fmt, ap);
+    j->has_msg = true;
+}

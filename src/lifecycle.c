@@ -1,0 +1,702 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lifecycle: refresh -> list -> lock -> serve -> register, and back again.
+ *
+ * Restarts come from three signals: kubelet.sock re-created (a new kubelet),
+ * our own socket deleted (the kubelet cleans the directory when it starts),
+ * and the kubelet's ListAndWatch stream ending. Each restart runs destroy,
+ * then refresh, re-creates the socket and registers again. Registration is
+ * retried with capped exponential backoff, forever; a missing kubelet.sock is
+ * waited for through inotify, with a slow fallback check.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "deviceplugin.pb-c.h"
+#include "jobs.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "service.h"
+#include "sock.h"
+#include "wire.h"
+
+enum { RETRY_NONE = 0, RETRY_START, RETRY_REGISTER };
+
+static void serve(kdp_plugin *p);
+static void do_register(kdp_plugin *p);
+static void after_job(kdp_plugin *p);
+
+static void schedule_retry(kdp_plugin *p, int what, uint64_t delay_us)
+{
+    p->retry_what = what;
+    kdp__timer_start(p->retry_timer, delay_us);
+}
+
+void kdp__plugin_on_retry(kdp__timer *t, void *ud)
+{
+    (void)t;
+    kdp_plugin *p = ud;
+    int what = p->retry_what;
+    p->retry_what = RETRY_NONE;
+    if (what == RETRY_START) {
+        kdp__plugin_start(p);
+    } else if (what == RETRY_REGISTER && (p->state == P_WAITING || p->state == P_REGISTERING)) {
+        do_register(p);
+    }
+}
+
+/* ---- the device table ---- */
+
+static void log_change(const kdp__dev *old_dev, const kdp__dev *new_dev, void *ud)
+{
+    kdp_plugin *p = ud;
+    if (!old_dev) {
+        log_info("%s: device %s added (%s)", p->resource, new_dev->id,
+                 new_dev->health == KDP_HEALTHY ? "Healthy" : "Unhealthy");
+    } else if (!new_dev) {
+        log_info("%s: device %s removed", p->resource, old_dev->id);
+    } else if (old_dev->health != new_dev->health) {
+        log_info("%s: device %s is now %s", p->resource, new_dev->id,
+                 new_dev->health == KDP_HEALTHY ? "Healthy" : "Unhealthy");
+    }
+}
+
+static int encode_table(kdp_plugin *p)
+{
+    uint8_t *buf;
+    size_t len;
+    int r = kdp__devtab_encode(&p->tab, &buf, &len);
+    if (r < 0) {
+        log_error("%s: cannot encode %zu devices: %s", p->resource, p->tab.n, strerror(-r));
+        return r;
+    }
+    free(p->law_msg);
+    p->law_msg = buf;
+    p->law_len = len;
+    if (len > KDP_KUBELET_MAX_MESSAGE) {
+        log_error("%s: the device list (%zu devices) is %zu bytes, over the kubelet's message "
+                  "limit of %u bytes (4 MiB): the kubelet will reject it; split the devices "
+                  "over several resources",
+                  p->resource, p->tab.n, len, KDP_KUBELET_MAX_MESSAGE);
+    } else if (len > KDP_WARN_MESSAGE) {
+        log_warn("%s: the device list is %zu bytes, close to the kubelet's message limit of %u "
+                 "bytes (4 MiB)",
+                 p->resource, len, KDP_KUBELET_MAX_MESSAGE);
+    }
+    return 0;
+}
+
+/* Takes the table other threads published, if newer, and pushes it to the
+ * kubelet when what the kubelet sees has changed. */
+static void take_shared(kdp_plugin *p)
+{
+    kdp__devtab fresh;
+    kdp__devtab_init(&fresh);
+    pthread_mutex_lock(&p->mu);
+    bool newer = p->shared_ver != p->tab_ver;
+    int r = newer ? kdp__devtab_copy(&fresh, &p->shared) : 0;
+    uint64_t ver = p->shared_ver;
+    pthread_mutex_unlock(&p->mu);
+    if (!newer) {
+        return;
+    }
+    if (r < 0) {
+        log_error("%s: out of memory copying the device table", p->resource);
+        kdp__devtab_clear(&fresh);
+        kdp__wakeup_signal(p->wake); /* try again */
+        return;
+    }
+    p->tab_ver = ver;
+    bool changed = !kdp__devtab_same_for_kubelet(&p->tab, &fresh);
+    if (changed && kdp__log_enabled(KDP_LOG_INFO)) {
+        kdp__devtab_diff(&p->tab, &fresh, log_change, p);
+    }
+    kdp__devtab_move(&p->tab, &fresh);
+    if ((changed || !p->law_msg) && encode_table(p) == 0 && changed) {
+        kdp__service_broadcast(p);
+    }
+}
+
+/* ---- lifecycle jobs: refresh, list, destroy ---- */
+
+static void fn_refresh(kdp__pjob *j)
+{
+    j->result = j->p->ops.refresh(j->p, j->p->ud);
+}
+
+static void fn_destroy(kdp__pjob *j)
+{
+    j->p->ops.destroy(j->p, j->p->ud);
+}
+
+static void fn_list(kdp__pjob *j)
+{
+    kdp_device_list *list = j->data;
+    j->result = j->p->ops.list(j->p, list, j->p->ud);
+}
+
+static void cleanup_list(kdp__pjob *j)
+{
+    kdp_device_list *list = j->data;
+    if (list) {
+        kdp__devtab_clear(&list->tab);
+        free(list);
+    }
+}
+
+static void job_failed(kdp_plugin *p, kdp__pjob *j, bool timed_out)
+{
+    if (timed_out) {
+        return; /* logged by the deadline already */
+    }
+    log_error("%s: %s callback failed: %s%s%s", p->resource, j->what, strerror(-j->result),
+              j->has_msg ? ": " : "", j->has_msg ? j->msg : "");
+}
+
+static void complete_list(kdp__pjob *j, bool timed_out)
+{
+    kdp_plugin *p = j->p;
+    bool for_start = p->start_list == j;
+    if (for_start) {
+        p->start_list = NULL;
+    }
+    p->list_running = false;
+    if (timed_out || j->result < 0) {
+        job_failed(p, j, timed_out);
+        log_warn("%s: keeping the previous device list", p->resource);
+    } else {
+        kdp_device_list *list = j->data;
+        kdp__plugin_publish(p, &list->tab);
+        take_shared(p);
+    }
+    if (for_start) {
+        p->busy = false;
+        if (!p->stop_pending && !p->restart_pending) {
+            serve(p);
+            return;
+        }
+        after_job(p);
+    }
+}
+
+static int run_list(kdp_plugin *p, bool for_start)
+{
+    kdp__pjob *j = kdp__pjob_new(p, "list");
+    kdp_device_list *list = calloc(1, sizeof(*list));
+    if (!j || !list) {
+        free(j);
+        free(list);
+        return -ENOMEM;
+    }
+    kdp__devtab_init(&list->tab);
+    j->data = list;
+    j->fn = fn_list;
+    j->cleanup = cleanup_list;
+    j->complete = complete_list;
+    p->list_running = true;
+    if (for_start) {
+        p->start_list = j;
+    }
+    int r = kdp__pjob_submit(j, 0);
+    if (r < 0) {
+        p->list_running = false;
+        p->start_list = NULL;
+    }
+    return r;
+}
+
+static void after_refresh(kdp_plugin *p)
+{
+    if (p->ops.list) {
+        int r = run_list(p, true);
+        if (r == 0) {
+            return; /* complete_list goes on */
+        }
+        log_error("%s: cannot run the list callback: %s", p->resource, strerror(-r));
+    }
+    p->busy = false;
+    take_shared(p);
+    serve(p);
+}
+
+static void complete_refresh(kdp__pjob *j, bool timed_out)
+{
+    kdp_plugin *p = j->p;
+    if (timed_out || j->result < 0) {
+        job_failed(p, j, timed_out);
+        p->busy = false;
+        uint64_t delay = kdp__backoff_next(&p->backoff);
+        log_warn("%s: starting again in %llu ms", p->resource,
+                 (unsigned long long)(delay / 1000));
+        if (!p->stop_pending) {
+            p->restart_pending = false;
+            schedule_retry(p, RETRY_START, delay);
+        }
+        after_job(p);
+        return;
+    }
+    if (p->stop_pending || p->restart_pending) {
+        p->busy = false;
+        after_job(p);
+        return;
+    }
+    after_refresh(p);
+}
+
+void kdp__plugin_start(kdp_plugin *p)
+{
+    if (p->ctx->stop_requested || p->stop_pending) {
+        return;
+    }
+    p->state = P_STARTING;
+    p->busy = true;
+    p->started = true;
+    if (p->ops.refresh) {
+        kdp__pjob *j = kdp__pjob_new(p, "refresh");
+        int r = -ENOMEM;
+        if (j) {
+            j->fn = fn_refresh;
+            j->complete = complete_refresh;
+            r = kdp__pjob_submit(j, 0);
+        }
+        if (r == 0) {
+            return;
+        }
+        log_error("%s: cannot run the refresh callback: %s", p->resource, strerror(-r));
+        p->busy = false;
+        schedule_retry(p, RETRY_START, kdp__backoff_next(&p->backoff));
+        return;
+    }
+    after_refresh(p);
+}
+
+/* ---- lock, socket, server ---- */
+
+/* flock() on <dir>/<socket>.lock: released by the kernel when the process
+ * dies, so a crash never leaves it stale. Re-checked by inode so that a lock
+ * file removed and re-created meanwhile is not trusted. */
+static int take_lock(kdp_plugin *p)
+{
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int fd = open(p->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0) {
+            return -errno;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+            int e = errno;
+            char pid[32] = "";
+            ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+            pid[n > 0 ? n : 0] = '\0';
+            pid[strcspn(pid, "\n")] = '\0';
+            close(fd);
+            if (e != EWOULDBLOCK) {
+                return -e;
+            }
+            log_error("%s: another instance (pid %s) already serves %s: refusing to start "
+                      "(lock %s is held)",
+                      p->resource, *pid ? pid : "?", p->socket_path, p->lock_path);
+            return -EADDRINUSE;
+        }
+        struct stat a;
+        struct stat b;
+        if (fstat(fd, &a) == 0 && stat(p->lock_path, &b) == 0 && a.st_ino == b.st_ino) {
+            char pid[32];
+            int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+            if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+                log_warn("%s: cannot write pid to %s", p->resource, p->lock_path);
+            }
+            p->lock_fd = fd;
+            return 0;
+        }
+        close(fd);
+    }
+    return -EAGAIN;
+}
+
+static void release_lock(kdp_plugin *p)
+{
+    if (p->lock_fd < 0) {
+        return;
+    }
+    (void)unlink(p->lock_path);
+    close(p->lock_fd);
+    p->lock_fd = -1;
+}
+
+/* A stale socket from a crashed run of ours (we hold the lock) is removed;
+ * anything else in its place (a file, a symlink) is refused. */
+static int clear_socket_path(kdp_plugin *p)
+{
+    struct stat st;
+    if (lstat(p->socket_path, &st) < 0) {
+        return errno == ENOENT ? 0 : -errno;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        log_error("%s: %s exists and is not a socket: refusing to replace it", p->resource,
+                  p->socket_path);
+        return -EEXIST;
+    }
+    return unlink(p->socket_path) < 0 ? -errno : 0;
+}
+
+static void on_watch(int what, const char *name, void *ud);
+
+static int start_server(kdp_plugin *p)
+{
+    kdp__method methods[KDP__SERVICE_METHODS];
+    kdp__service_methods(p, methods);
+    kdp__server_config cfg = {.max_recv_message = KDP_KUBELET_MAX_MESSAGE};
+    int r = kdp__server_new(p->ctx->loop, methods, KDP__SERVICE_METHODS, &cfg, &p->server);
+    if (r < 0) {
+        return r;
+    }
+    r = kdp__server_listen(p->server, p->socket_path);
+    if (r < 0) {
+        kdp__server_free(p->server);
+        p->server = NULL;
+    }
+    return r;
+}
+
+static void fatal(kdp_plugin *p, int err)
+{
+    p->state = P_STOPPED;
+    release_lock(p);
+    kdp__ctx_plugin_stopped(p->ctx, p, err);
+}
+
+static void serve(kdp_plugin *p)
+{
+    int r = p->lock_fd >= 0 ? 0 : take_lock(p);
+    if (r == -EADDRINUSE) {
+        fatal(p, r);
+        return;
+    }
+    if (r == 0) {
+        r = clear_socket_path(p);
+    }
+    if (r == 0) {
+        r = start_server(p);
+    }
+    if (r < 0) {
+        uint64_t delay = kdp__backoff_next(&p->backoff);
+        log_error("%s: cannot serve %s: %s; trying again in %llu ms", p->resource,
+                  p->socket_path, strerror(-r), (unsigned long long)(delay / 1000));
+        p->state = P_STARTING;
+        schedule_retry(p, RETRY_START, delay);
+        return;
+    }
+    kdp__watch_free(p->watch);
+    p->watch = NULL;
+    r = kdp__watch_new(p->ctx->loop, p->dir, on_watch, p, &p->watch);
+    if (r < 0) {
+        log_warn("%s: cannot watch %s: %s (kubelet restarts are then noticed only when the "
+                 "stream ends)",
+                 p->resource, p->dir, strerror(-r));
+    }
+    p->starts++;
+    log_info("%s: serving on %s (%zu devices)", p->resource, p->socket_path, p->tab.n);
+    if (p->rescan_ms && p->ops.list) {
+        kdp__timer_start(p->rescan_timer, (uint64_t)p->rescan_ms * 1000U);
+    }
+    do_register(p);
+}
+
+/* ---- registration ---- */
+
+static void on_registered(int status, const char *message, const uint8_t *resp, size_t len,
+                          void *ud)
+{
+    (void)resp;
+    (void)len;
+    kdp_plugin *p = ud;
+    p->reg_call = NULL;
+    if (p->state != P_REGISTERING) {
+        return;
+    }
+    if (status == KDP__ST_OK) {
+        p->state = P_REGISTERED;
+        kdp__backoff_reset(&p->backoff);
+        log_info("%s: registered with the kubelet (endpoint %s)", p->resource, p->socket_name);
+        return;
+    }
+    uint64_t delay = kdp__backoff_next(&p->backoff);
+    log_warn("%s: Register failed: %s: %s; retrying in %llu ms", p->resource,
+             kdp__status_name(status), message, (unsigned long long)(delay / 1000));
+    p->expect_kubelet_law = false;
+    schedule_retry(p, RETRY_REGISTER, delay);
+}
+
+static void do_register(kdp_plugin *p)
+{
+    struct stat st;
+    if (stat(p->kubelet_path, &st) < 0) {
+        if (p->state != P_WAITING) {
+            log_info("%s: waiting for the kubelet (%s does not exist yet)", p->resource,
+                     p->kubelet_path);
+        }
+        p->state = P_WAITING;
+        schedule_retry(p, RETRY_REGISTER, KDP_WAIT_FALLBACK_US);
+        return;
+    }
+    p->state = P_REGISTERING;
+    p->kubelet_ino = st.st_ino;
+    V1beta1__DevicePluginOptions opts = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
+    kdp__service_options(p, &opts);
+    V1beta1__RegisterRequest req = V1BETA1__REGISTER_REQUEST__INIT;
+    req.version = (char *)KDP_API_VERSION;
+    req.endpoint = p->socket_name;
+    req.resource_name = p->resource;
+    req.options = &opts;
+    kdp__unary_opts o = {.timeout_us = KDP_REGISTER_TIMEOUT_US};
+    p->expect_kubelet_law = true;
+    kdp__timer_stop(p->retry_timer);
+    p->retry_what = RETRY_NONE;
+    int r = kdp__client_unary_pb(p->ctx->loop, p->kubelet_path, "/v1beta1.Registration/Register",
+                                 &req.base, &o, on_registered, p, &p->reg_call);
+    if (r < 0) {
+        log_error("%s: cannot start Register: %s", p->resource, strerror(-r));
+        schedule_retry(p, RETRY_REGISTER, kdp__backoff_next(&p->backoff));
+    }
+}
+
+/* ---- restart triggers ---- */
+
+static bool serving(const kdp_plugin *p)
+{
+    return p->state == P_WAITING || p->state == P_REGISTERING || p->state == P_REGISTERED;
+}
+
+static void on_watch(int what, const char *name, void *ud)
+{
+    kdp_plugin *p = ud;
+    if (!serving(p)) {
+        return;
+    }
+    if (what == KDP__WATCH_GONE) {
+        kdp__watch_free(p->watch);
+        p->watch = NULL;
+        kdp__plugin_restart(p, "the device-plugin directory was removed");
+        return;
+    }
+    struct stat st;
+    if (what == KDP__WATCH_CREATED && name && strcmp(name, KDP_KUBELET_SOCKET) == 0) {
+        if (p->state == P_WAITING || (p->state == P_REGISTERING && !p->reg_call)) {
+            log_info("%s: %s appeared: registering", p->resource, KDP_KUBELET_SOCKET);
+            kdp__backoff_reset(&p->backoff);
+            do_register(p);
+        } else if (stat(p->kubelet_path, &st) == 0 && st.st_ino != p->kubelet_ino) {
+            kdp__plugin_restart(p, "kubelet.sock was re-created (the kubelet restarted)");
+        }
+        return;
+    }
+    if (what == KDP__WATCH_DELETED && name && strcmp(name, p->socket_name) == 0) {
+        ino_t ours = p->server ? kdp__server_socket_ino(p->server) : 0;
+        if (lstat(p->socket_path, &st) < 0 || st.st_ino != ours) {
+            kdp__plugin_restart(p, "our socket was deleted (the kubelet restarted)");
+        }
+    }
+}
+
+void kdp__plugin_law_opened(kdp_plugin *p, law *l)
+{
+    if (p->expect_kubelet_law && !p->kubelet_law) {
+        p->kubelet_law = l;
+        p->expect_kubelet_law = false;
+    }
+}
+
+void kdp__plugin_law_ended(kdp_plugin *p, law *l)
+{
+    if (l != p->kubelet_law) {
+        return; /* a tool's stream (kdpctl watch ...), not the kubelet's */
+    }
+    p->kubelet_law = NULL;
+    if (p->state == P_REGISTERING || p->state == P_REGISTERED) {
+        kdp__plugin_restart(p, "the kubelet's ListAndWatch stream ended");
+    }
+}
+
+/* ---- stopping and restarting ---- */
+
+/* Closes what serving opened; leaves the lock held. */
+static void stop_serving(kdp_plugin *p)
+{
+    kdp__client_call_cancel(p->reg_call);
+    p->reg_call = NULL;
+    kdp__timer_stop(p->retry_timer);
+    kdp__timer_stop(p->rescan_timer);
+    kdp__timer_stop(p->restart_timer);
+    p->retry_what = RETRY_NONE;
+    p->kubelet_law = NULL;
+    p->expect_kubelet_law = false;
+    kdp__server *s = p->server;
+    p->server = NULL;
+    kdp__server_free(s); /* ends every stream; removes the socket if still ours */
+}
+
+static void finish_stop(kdp_plugin *p)
+{
+    kdp__watch_free(p->watch);
+    p->watch = NULL;
+    release_lock(p);
+    p->state = P_STOPPED;
+    p->busy = false;
+    log_info("%s: stopped", p->resource);
+    kdp__ctx_plugin_stopped(p->ctx, p, 0);
+}
+
+static void complete_destroy(kdp__pjob *j, bool timed_out)
+{
+    (void)timed_out;
+    kdp_plugin *p = j->p;
+    p->busy = false;
+    p->destroyed = true;
+    after_job(p);
+}
+
+/* Runs destroy (if the server was started since the last destroy), then
+ * after_job() decides what comes next. */
+static void run_destroy(kdp_plugin *p)
+{
+    if (!p->ops.destroy || !p->started || p->destroyed) {
+        p->destroyed = true;
+        after_job(p);
+        return;
+    }
+    kdp__pjob *j = kdp__pjob_new(p, "destroy");
+    if (j) {
+        j->fn = fn_destroy;
+        j->complete = complete_destroy;
+        p->busy = true;
+        if (kdp__pjob_submit(j, 0) == 0) {
+            return;
+        }
+        p->busy = false;
+    }
+    log_error("%s: cannot run the destroy callback", p->resource);
+    p->destroyed = true;
+    after_job(p);
+}
+
+/* Called whenever no lifecycle job runs any more: acts on pending requests. */
+static void after_job(kdp_plugin *p)
+{
+    if (p->busy) {
+        return;
+    }
+    if (p->stop_pending) {
+        if (!p->destroyed) {
+            p->state = P_STOPPING;
+            stop_serving(p);
+            run_destroy(p);
+            return;
+        }
+        if (p->state != P_STOPPED) {
+            finish_stop(p);
+        }
+        return;
+    }
+    if (p->restart_pending) {
+        if (!p->destroyed) {
+            stop_serving(p);
+            run_destroy(p);
+            return;
+        }
+        p->restart_pending = false;
+        p->destroyed = false;
+        p->started = false;
+        kdp__plugin_start(p);
+    }
+}
+
+/* Restart triggers arrive from inside server, watch and stream callbacks, so
+ * the restart itself runs from a zero-delay timer: never under the feet of
+ * the code that noticed it, and the two or three signals of one kubelet
+ * restart become one restart. */
+void kdp__plugin_restart(kdp_plugin *p, const char *why)
+{
+    if (p->state == P_IDLE || p->state == P_STOPPING || p->state == P_STOPPED ||
+        p->stop_pending || p->restart_pending || kdp__timer_armed(p->restart_timer)) {
+        return;
+    }
+    p->restart_why = why;
+    kdp__timer_start(p->restart_timer, 0);
+}
+
+void kdp__plugin_on_restart(kdp__timer *t, void *ud)
+{
+    (void)t;
+    kdp_plugin *p = ud;
+    if (p->state == P_IDLE || p->state == P_STOPPING || p->state == P_STOPPED ||
+        p->stop_pending || p->restart_pending) {
+        return;
+    }
+    log_info("%s: restarting: %s", p->resource, p->restart_why);
+    p->restart_pending = true;
+    p->destroyed = false;
+    if (p->busy) {
+        return; /* after_job() picks it up */
+    }
+    stop_serving(p);
+    p->state = P_STARTING;
+    run_destroy(p);
+}
+
+void kdp__plugin_begin_stop(kdp_plugin *p)
+{
+    if (p->stop_pending || p->state == P_STOPPED) {
+        return;
+    }
+    p->stop_pending = true;
+    if (p->state == P_IDLE) {
+        p->state = P_STOPPED;
+        kdp__ctx_plugin_stopped(p->ctx, p, 0);
+        return;
+    }
+    after_job(p);
+}
+
+void kdp__plugin_teardown_now(kdp_plugin *p)
+{
+    bool need_destroy = p->started && !p->destroyed && p->ops.destroy;
+    stop_serving(p);
+    if (need_destroy) {
+        p->ops.destroy(p, p->ud); /* the loop is not running any more */
+    }
+    p->destroyed = true;
+    kdp__watch_free(p->watch);
+    p->watch = NULL;
+    release_lock(p);
+    p->state = P_STOPPED;
+}
+
+/* ---- table sync and rescans ---- */
+
+void kdp__plugin_on_rescan(kdp__timer *t, void *ud)
+{
+    kdp_plugin *p = ud;
+    atomic_store(&p->rescan_wanted, true);
+    kdp__plugin_sync(p);
+    if (p->rescan_ms && serving(p)) {
+        kdp__timer_start(t, (uint64_t)p->rescan_ms * 1000U);
+    }
+}
+
+void kdp__plugin_sync(kdp_plugin *p)
+{
+    if (atomic_exchange(&p->rescan_wanted, false) && p->ops.list && serving(p) &&
+        !p->list_running) {
+        int r = run_list(p, false);
+        if (r < 0) {
+            log_error("%s: cannot run the list callback: %s", p->resource, strerror(-r));
+        }
+    }
+    take_shared(p);
+}

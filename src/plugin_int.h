@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/* Private to the plugin modules (ctx.c, plugin.c, lifecycle.c, service.c,
+ * jobs.c): the structures behind kdp_ctx and kdp_plugin. */
+#ifndef KDP_PLUGIN_INT_H
+#define KDP_PLUGIN_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "backoff.h"
+#include "client.h"
+#include "devices.h"
+#include "kdp.h"
+#include "loop.h"
+#include "server.h"
+#include "watch.h"
+#include "worker.h"
+
+#define KDP_API_VERSION            "v1beta1"
+#define KDP_KUBELET_SOCKET         "kubelet.sock"
+#define KDP_DEFAULT_DIR            "/var/lib/kubelet/device-plugins"
+#define KDP_DEFAULT_CB_TIMEOUT_MS  10000U
+#define KDP_REGISTER_TIMEOUT_US    (30ULL * 1000000ULL)
+#define KDP_KUBELET_MAX_MESSAGE    (4U * 1024U * 1024U) /* grpc-go's default receive limit */
+#define KDP_WARN_MESSAGE           (3U * 1024U * 1024U)
+#define KDP_WAIT_FALLBACK_US       (30ULL * 1000000ULL)
+
+typedef enum plugin_state {
+    P_IDLE = 0,    /* not started */
+    P_STARTING,    /* refresh / first list running on the worker */
+    P_WAITING,     /* serving; kubelet.sock absent */
+    P_REGISTERING, /* serving; Register in flight or waiting to retry */
+    P_REGISTERED,  /* serving; registered */
+    P_STOPPING,    /* destroy running */
+    P_STOPPED,
+} plugin_state;
+
+struct kdp_ctx {
+    kdp__loop *loop;
+    kdp_plugin *plugins;
+    kdp__wakeup *stop_wake;
+    bool stop_requested; /* loop thread's view */
+    bool started;
+    int error; /* the first fatal plugin error, returned by run */
+};
+
+typedef struct law law; /* an open ListAndWatch stream */
+
+struct kdp_plugin {
+    kdp_ctx *ctx;
+    kdp_plugin *next; /* in ctx->plugins */
+    bool own_ctx;
+    kdp_ops ops;
+    void *ud;
+
+    char *resource;
+    char *socket_name;
+    char *dir;
+    char *socket_path;
+    char *kubelet_path;
+    char *lock_path;
+    char *env_name;
+    unsigned cb_timeout_ms;
+    unsigned rescan_ms;
+
+    /* shared with other threads */
+    pthread_mutex_t mu;
+    kdp__devtab shared; /* the latest table set from any thread */
+    uint64_t shared_ver;
+    atomic_bool rescan_wanted;
+    atomic_bool stop_wanted;
+    kdp__wakeup *wake;
+
+    /* loop thread only */
+    plugin_state state;
+    kdp__worker *worker;
+    kdp__devtab tab; /* what the kubelet has been told */
+    uint64_t tab_ver;
+    uint8_t *law_msg; /* tab encoded as ListAndWatchResponse */
+    size_t law_len;
+    kdp__server *server;
+    law *laws;
+    law *kubelet_law; /* the stream the kubelet opened after our Register */
+    bool expect_kubelet_law;
+    kdp__client_call *reg_call;
+    kdp__backoff backoff;
+    kdp__timer *retry_timer;
+    kdp__timer *rescan_timer;
+    kdp__timer *restart_timer;
+    const char *restart_why; /* static string */
+    kdp__watch *watch;
+    int lock_fd;
+    ino_t kubelet_ino;
+    int retry_what;       /* what retry_timer will do */
+    bool busy;            /* a lifecycle job (refresh/list/destroy) is running */
+    bool restart_pending; /* restart once the running lifecycle job is done */
+    bool stop_pending;    /* stop once the running lifecycle job is done */
+    bool started;         /* refresh ran since the last destroy */
+    bool destroyed;       /* destroy ran for the current start */
+    bool list_running;
+    void *start_list; /* the list job of the current start, if running */
+    unsigned starts;  /* how many times the server started */
+};
+
+/* plugin.c: hands a new table to the loop thread (takes t's content). */
+void kdp__plugin_publish(kdp_plugin *p, kdp__devtab *t);
+
+/* ctx.c */
+void kdp__ctx_plugin_stopped(kdp_ctx *ctx, kdp_plugin *p, int error);
+
+#endif

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+#include "worker.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "log.h"
+
+enum { J_QUEUED = 1, J_RUNNING, J_DONE, J_ABANDONED };
+
+typedef struct wthread wthread;
+
+/* Shared with the threads; outlives the kdp__worker while a retired or stuck
+ * thread still runs. */
+typedef struct core {
+    pthread_mutex_t mu;
+    pthread_cond_t work; /* a job was queued, or closing */
+    pthread_cond_t idle; /* a thread exited */
+    kdp__job *q_head, *q_tail;
+    kdp__job *done_head, *done_tail;
+    wthread *threads;
+    kdp__wakeup *wake; /* NULL once the worker is freed */
+    unsigned refs;     /* 1 for the worker + 1 per thread */
+    bool closing;
+} core;
+
+struct wthread {
+    core *c;
+    wthread *next;
+    kdp__job *running;
+    bool retired;
+};
+
+struct kdp__worker {
+    core *c;
+    kdp__wakeup *wake;
+};
+
+static _Thread_local kdp__job *current_job;
+
+kdp__job *kdp__worker_current(void)
+{
+    return current_job;
+}
+
+static void push(kdp__job **head, kdp__job **tail, kdp__job *j)
+{
+    j->next = NULL;
+    if (*tail) {
+        (*tail)->next = j;
+    } else {
+        *head = j;
+    }
+    *tail = j;
+}
+
+static bool unlink_job(kdp__job **head, kdp__job **tail, kdp__job *j)
+{
+    kdp__job *prev = NULL;
+    for (kdp__job *it = *head; it; prev = it, it = it->next) {
+        if (it != j) {
+            continue;
+        }
+        if (prev) {
+            prev->next = j->next;
+        } else {
+            *head = j->next;
+        }
+        if (*tail == j) {
+            *tail = prev;
+        }
+        return true;
+    }
+    return false;
+}
+
+static void core_unref_locked(core *c)
+{
+    if (--c->refs > 0) {
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    pthread_mutex_unlock(&c->mu);
+    pthread_cond_destroy(&c->work);
+    pthread_cond_destroy(&c->idle);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+static void thread_forget(core *c, wthread *t)
+{
+    for (wthread **pp = &c->threads; *pp; pp = &(*pp)->next) {
+        if (*pp == t) {
+            *pp = t->next;
+            break;
+        }
+    }
+}
+
+/* Runs one job outside the lock; returns with the lock held again. */
+static void run_job(core *c, wthread *t, kdp__job *j)
+{
+    j->state = J_RUNNING;
+    t->running = j;
+    pthread_mutex_unlock(&c->mu);
+    current_job = j;
+    j->run(j);
+    current_job = NULL;
+    pthread_mutex_lock(&c->mu);
+    t->running = NULL;
+    if (j->state == J_ABANDONED || c->closing) {
+        pthread_mutex_unlock(&c->mu);
+        j->free(j);
+        pthread_mutex_lock(&c->mu);
+        return;
+    }
+    j->state = J_DONE;
+    push(&c->done_head, &c->done_tail, j);
+    kdp__wakeup_signal(c->wake);
+}
+
+static void *thread_main(void *arg)
+{
+    wthread *t = arg;
+    core *c = t->c;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        while (!t->retired && !c->closing && !c->q_head) {
+            pthread_cond_wait(&c->work, &c->mu);
+        }
+        if (t->retired || c->closing) {
+            break;
+        }
+        kdp__job *j = c->q_head;
+        (void)unlink_job(&c->q_head, &c->q_tail, j);
+        run_job(c, t, j);
+    }
+    thread_forget(c, t);
+    free(t);
+    pthread_cond_broadcast(&c->idle);
+    core_unref_locked(c);
+    return NULL;
+}
+
+/* Starts a thread (lock held). All signals are blocked in it: they belong to
+ * the loop thread (signalfd) or the application. */
+static int spawn_locked(core *c)
+{
+    wthread *t = calloc(1, sizeof(*t));
+    if (!t) {
+        return -ENOMEM;
+    }
+    t->c = c;
+    pthread_attr_t attr;
+    sigset_t all;
+    sigset_t old;
+    sigfillset(&all);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256U * 1024U);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t tid;
+    int r = pthread_create(&tid, &attr, thread_main, t);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (r != 0) {
+        free(t);
+        return -r;
+    }
+    t->next = c->threads;
+    c->threads = t;
+    c->refs++;
+    return 0;
+}
+
+static void on_wake(kdp__wakeup *wk, void *ud)
+{
+    (void)wk;
+    kdp__worker *w = ud;
+    core *c = w->c;
+    pthread_mutex_lock(&c->mu);
+    kdp__job *list = c->done_head;
+    c->done_head = c->done_tail = NULL;
+    pthread_mutex_unlock(&c->mu);
+    while (list) {
+        kdp__job *j = list;
+        list = j->next;
+        j->done(j);
+        j->free(j);
+    }
+}
+
+int kdp__worker_new(kdp__loop *l, kdp__worker **ret)
+{
+    kdp__worker *w = calloc(1, sizeof(*w));
+    core *c = calloc(1, sizeof(*c));
+    if (!w || !c) {
+        free(w);
+        free(c);
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->work, NULL);
+    pthread_cond_init(&c->idle, NULL);
+    c->refs = 1;
+    w->c = c;
+    int r = kdp__wakeup_new(l, on_wake, w, &w->wake);
+    if (r < 0) {
+        pthread_mutex_lock(&c->mu);
+        core_unref_locked(c);
+        free(w);
+        return r;
+    }
+    c->wake = w->wake;
+    *ret = w;
+    return 0;
+}
+
+static bool has_live_thread(const core *c)
+{
+    for (const wthread *t = c->threads; t; t = t->next) {
+        if (!t->retired) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int kdp__worker_submit(kdp__worker *w, kdp__job *j)
+{
+    core *c = w->c;
+    pthread_mutex_lock(&c->mu);
+    int r = has_live_thread(c) ? 0 : spawn_locked(c);
+    if (r == 0) {
+        j->state = J_QUEUED;
+        push(&c->q_head, &c->q_tail, j);
+        pthread_cond_signal(&c->work);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return r;
+}
+
+bool kdp__worker_abandon(kdp__worker *w, kdp__job *j)
+{
+    core *c = w->c;
+    pthread_mutex_lock(&c->mu);
+    if (j->state == J_RUNNING) {
+        j->state = J_ABANDONED;
+        for (wthread *t = c->threads; t; t = t->next) {
+            if (t->running == j) {
+                t->retired = true; /* finishes j, then exits */
+            }
+        }
+        if (c->q_head && spawn_locked(c) < 0) {
+            log_error("cannot start a worker thread: queued callbacks wait for the stuck one");
+        }
+        pthread_cond_broadcast(&c->work);
+        pthread_mutex_unlock(&c->mu);
+        return true;
+    }
+    bool found = unlink_job(&c->q_head, &c->q_tail, j) || unlink_job(&c->done_head, &c->done_tail, j);
+    pthread_mutex_unlock(&c->mu);
+    if (found) {
+        j->free(j);
+    }
+    return false;
+}
+
+static void free_list(kdp__job *j)
+{
+    while (j) {
+        kdp__job *next = j->next;
+        j->free(j);
+        j = next;
+    }
+}
+
+void kdp__worker_free(kdp__worker *w, unsigned wait_ms)
+{
+    if (!w) {
+        return;
+    }
+    core *c = w->c;
+    pthread_mutex_lock(&c->mu);
+    c->closing = true;
+    kdp__job *dropped = c->q_head;
+    c->q_head = c->q_tail = NULL;
+    pthread_cond_broadcast(&c->work);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += wait_ms / 1000;
+    until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (c->threads && pthread_cond_timedwait(&c->idle, &c->mu, &until) == 0) {
+    }
+    if (c->threads) {
+        log_warn("a callback is still running at shutdown; leaving it behind");
+    }
+    kdp__job *done = c->done_head;
+    c->done_head = c->done_tail = NULL;
+    c->wake = NULL;
+    core_unref_locked(c);
+    free_list(dropped);
+    free_list(done);
+    kdp__wakeup_free(w->wake);
+    free(w);
+}
