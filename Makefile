@@ -33,7 +33,8 @@ test-unit: build
 
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_C_COMPILER=clang -DKDP_SANITIZE=ON \
-	  -DKDP_WERROR=ON -DKDP_INTEROP=ON -DKDP_GO_PEERS_DIR=$(abspath $(BUILD))/go
+	  -DKDP_WERROR=ON -DKDP_INTEROP=ON -DKDP_GO_PEERS_DIR=$(abspath $(BUILD))/go \
+	  -DKDP_KUBELET_DIR=$(abspath $(BUILD))/kubelet-go
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j 2

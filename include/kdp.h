@@ -219,9 +219,11 @@ typedef struct kdp_config {
 KDP_EXPORT int kdp_ctx_new(kdp_ctx **ret);
 /* Stops and frees every plugin still attached, then the context. NULL ok. */
 KDP_EXPORT void kdp_ctx_free(kdp_ctx *ctx);
-/* Starts every plugin of ctx and runs until kdp_ctx_stop(), or SIGTERM or
- * SIGINT (handled here through a signalfd: every plugin stops cleanly, its
- * socket is removed, destroy runs, and this returns 0). */
+/* Starts every plugin of ctx and runs until every plugin has stopped:
+ * through kdp_ctx_stop(), kdp_plugin_stop(), or SIGTERM/SIGINT (handled here
+ * for the duration of the call: every plugin stops cleanly, its socket is
+ * removed, destroy runs, and this returns 0). Returns the first fatal plugin
+ * error instead (e.g. -EADDRINUSE: another instance serves the socket). */
 KDP_EXPORT int kdp_ctx_run(kdp_ctx *ctx);
 /* Embedding in another event loop: poll this fd for readability and call
  * kdp_ctx_dispatch() when it is readable (it never blocks). Signals are not

@@ -110,7 +110,7 @@ KDP_EXPORT int kdp_ctx_dispatch(kdp_ctx *ctx)
     if (r < 0) {
         return r;
     }
-    return ctx->stop_requested && all_stopped(ctx) ? 1 : 0;
+    return ctx->started && all_stopped(ctx) ? 1 : 0;
 }
 
 KDP_EXPORT int kdp_ctx_stop(kdp_ctx *ctx)
@@ -165,7 +165,7 @@ KDP_EXPORT int kdp_ctx_run(kdp_ctx *ctx)
     install_signals(ctx, old);
     start_all(ctx);
     int r = 0;
-    while (!(ctx->stop_requested && all_stopped(ctx))) {
+    while (!all_stopped(ctx)) { /* every plugin stopped: by request, signal or error */
         r = kdp__loop_dispatch(ctx->loop, -1);
         if (r < 0) {
             log_error("event loop: %s", strerror(-r));

@@ -291,7 +291,9 @@ int kdp__devtab_from_array(kdp__devtab *t, const kdp_device *devs, size_t n, con
         goto fail;
     }
     /* Sorting once keeps a large array O(n log n), not one insertion each. */
-    qsort(tmp.devs, tmp.n, sizeof(kdp__dev), cmp_dev_id);
+    if (tmp.n > 1) {
+        qsort(tmp.devs, tmp.n, sizeof(kdp__dev), cmp_dev_id);
+    }
     for (size_t i = 1; i < tmp.n; i++) {
         if (strcmp(tmp.devs[i - 1].id, tmp.devs[i].id) == 0) {
             if (why) {

@@ -473,6 +473,33 @@ static bool serving(const kdp_plugin *p)
     return p->state == P_WAITING || p->state == P_REGISTERING || p->state == P_REGISTERED;
 }
 
+static bool is_lock_name(const kdp_plugin *p, const char *name)
+{
+    size_t n = strlen(p->socket_name);
+    return strncmp(name, p->socket_name, n) == 0 && strcmp(name + n, ".lock") == 0;
+}
+
+/* Kubelets up to 1.24 delete every file in the directory when they start,
+ * our lock file included: the flock would then guard nothing, so take a new
+ * one (holding the old until then). */
+static void relock(kdp_plugin *p)
+{
+    struct stat st;
+    if (stat(p->lock_path, &st) == 0) {
+        return; /* re-created already (by us or another instance): check below */
+    }
+    int old = p->lock_fd;
+    p->lock_fd = -1;
+    int r = take_lock(p);
+    close(old);
+    if (r < 0) {
+        log_error("%s: the lock file %s was deleted and cannot be taken again: %s", p->resource,
+                  p->lock_path, strerror(-r));
+    } else {
+        log_info("%s: the lock file %s was deleted: locked again", p->resource, p->lock_path);
+    }
+}
+
 static void on_watch(int what, const char *name, void *ud)
 {
     kdp_plugin *p = ud;
@@ -494,6 +521,10 @@ static void on_watch(int what, const char *name, void *ud)
         } else if (stat(p->kubelet_path, &st) == 0 && st.st_ino != p->kubelet_ino) {
             kdp__plugin_restart(p, "kubelet.sock was re-created (the kubelet restarted)");
         }
+        return;
+    }
+    if (what == KDP__WATCH_DELETED && name && p->lock_fd >= 0 && is_lock_name(p, name)) {
+        relock(p);
         return;
     }
     if (what == KDP__WATCH_DELETED && name && strcmp(name, p->socket_name) == 0) {

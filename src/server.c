@@ -361,6 +361,9 @@ static int session_new(kdp__server *s, sconn *sc, nghttp2_session **ret)
 int kdp__server_adopt(kdp__server *s, int fd)
 {
     if (!s || fd < 0 || s->shutting_down) {
+        if (fd >= 0) {
+            close(fd); /* ours in every case, as the contract says */
+        }
         return -EINVAL;
     }
     if (s->stats.connections >= s->cfg.max_connections) {

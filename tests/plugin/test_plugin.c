@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kdp-test-plugin: a plugin with knobs, for the integration tests. Public API
+ * only. Devices are given on the command line and changed at run time
+ * through commands on stdin, which a separate thread turns into the
+ * thread-safe kdp_plugin_set_devices / kdp_plugin_set_health calls.
+ *
+ *   --device-plugin-dir DIR
+ *   --resource NAME         repeatable: several resources on one context;
+ *                           socket = NAME with every non-alphanumeric as '-' + ".sock"
+ *   --socket NAME           socket of the first resource
+ *   --devices SPEC          comma-separated id[:unhealthy][@numa] (every resource)
+ *   --host-paths DIR        give device ID x the host path DIR/x
+ *   --callback-timeout-ms N
+ *   --slow-ms N             allocate of a device named "slow" sleeps N ms
+ *   --fail-id ID            allocate of ID fails with -EINVAL and a message
+ *   --prestart FILE         enable PreStartContainer: append "prestart ids" to FILE
+ *   --preferred             enable GetPreferredAllocation: available reversed
+ *   --lifecycle FILE        append "refresh" / "destroy" to FILE
+ *   --list-file FILE        simple mode: the list op reads SPEC lines from FILE
+ *   --default-alloc         no allocate op: kdp's default response
+ *
+ * stdin: "set SPEC", "health ID Healthy|Unhealthy", "rescan", "stop".
+ */
+#include <errno.h>
+#include <kdp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_RES 4
+#define MAX_DEV 256
+
+static kdp_plugin *plugins[MAX_RES];
+static int n_plugins;
+static const char *host_paths;
+static unsigned slow_ms;
+static const char *fail_id;
+static const char *prestart_file;
+static const char *lifecycle_file;
+static const char *list_file;
+
+typedef struct spec {
+    kdp_device devs[MAX_DEV];
+    int64_t numa[MAX_DEV];
+    char ids[MAX_DEV][64];
+    char paths[MAX_DEV][256];
+    size_t n;
+} spec;
+
+/* Parses "a,b:unhealthy,c@1" into s. */
+static int parse_spec(const char *text, spec *s)
+{
+    memset(s, 0, sizeof(*s));
+    char *copy = strdup(text);
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",\n", &save); tok && s->n < MAX_DEV;
+         tok = strtok_r(NULL, ",\n", &save)) {
+        size_t i = s->n++;
+        kdp_device *d = &s->devs[i];
+        char *at = strchr(tok, '@');
+        if (at) {
+            *at = '\0';
+            s->numa[i] = strtoll(at + 1, NULL, 10);
+            d->numa_nodes = &s->numa[i];
+            d->n_numa_nodes = 1;
+        }
+        char *colon = strchr(tok, ':');
+        if (colon) {
+            *colon = '\0';
+            d->health = strcmp(colon + 1, "unhealthy") == 0 ? KDP_UNHEALTHY : KDP_HEALTHY;
+        }
+        snprintf(s->ids[i], sizeof(s->ids[i]), "%s", tok);
+        d->id = s->ids[i];
+        if (host_paths) {
+            snprintf(s->paths[i], sizeof(s->paths[i]), "%s/%s", host_paths, tok);
+            d->host_path = s->paths[i];
+        }
+    }
+    free(copy);
+    return 0;
+}
+
+static void note(const char *file, const char *what, const char *const *ids, size_t n)
+{
+    FILE *f = file ? fopen(file, "a") : NULL;
+    if (!f) {
+        return;
+    }
+    fprintf(f, "%s", what);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(f, "%s%s", i ? "," : " ", ids[i]);
+    }
+    fprintf(f, "\n");
+    fclose(f);
+}
+
+static int op_allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_response *resp,
+                       void *ud)
+{
+    (void)ud;
+    for (size_t i = 0; i < req->n_ids; i++) {
+        if (strcmp(req->ids[i], "slow") == 0) {
+            usleep(slow_ms * 1000U);
+        }
+        if (fail_id && strcmp(req->ids[i], fail_id) == 0) {
+            kdp_plugin_set_error(p, "device %s refuses to be allocated", fail_id);
+            return -EINVAL;
+        }
+    }
+    int r = kdp_response_add_defaults(resp);
+    if (r == 0) {
+        r = kdp_response_add_env(resp, "TEST_RESOURCE", kdp_plugin_resource(p));
+    }
+    if (r == 0) {
+        r = kdp_response_add_annotation(resp, "kdp.test/allocated", "yes");
+    }
+    if (r == 0) {
+        r = kdp_response_add_cdi_device(resp, "kdp.test/device=all");
+    }
+    if (r == 0) {
+        r = kdp_response_add_mount(resp, "/kdp-test", "/tmp", true);
+    }
+    return r;
+}
+
+static int op_prestart(kdp_plugin *p, const char *const *ids, size_t n, void *ud)
+{
+    (void)p;
+    (void)ud;
+    note(prestart_file, "prestart", ids, n);
+    return 0;
+}
+
+static int op_preferred(kdp_plugin *p, const kdp_preferred_request *req, kdp_id_list *out,
+                        void *ud)
+{
+    (void)p;
+    (void)ud;
+    for (size_t i = 0; i < req->n_available && i < req->size; i++) {
+        kdp_id_list_add(out, req->available[req->n_available - 1 - i]);
+    }
+    return 0;
+}
+
+static int op_refresh(kdp_plugin *p, void *ud)
+{
+    (void)p;
+    (void)ud;
+    note(lifecycle_file, "refresh", NULL, 0);
+    return 0;
+}
+
+static void op_destroy(kdp_plugin *p, void *ud)
+{
+    (void)p;
+    (void)ud;
+    note(lifecycle_file, "destroy", NULL, 0);
+}
+
+static int op_list(kdp_plugin *p, kdp_device_list *out, void *ud)
+{
+    (void)ud;
+    char text[8192] = "";
+    FILE *f = fopen(list_file, "r");
+    if (!f) {
+        kdp_plugin_set_error(p, "cannot open %s", list_file);
+        return -ENOENT;
+    }
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    static spec s;
+    parse_spec(text, &s);
+    for (size_t i = 0; i < s.n; i++) {
+        int r = kdp_device_list_add(out, &s.devs[i]);
+        if (r < 0) {
+            return r;
+        }
+    }
+    return 0;
+}
+
+static void *read_commands(void *arg)
+{
+    (void)arg;
+    char line[4096];
+    static spec s;
+    while (fgets(line, sizeof(line), stdin)) {
+        line[strcspn(line, "\n")] = '\0';
+        char id[128];
+        char health[32];
+        for (int i = 0; i < n_plugins; i++) {
+            int r = 0;
+            if (strncmp(line, "set ", 4) == 0) {
+                parse_spec(line + 4, &s);
+                r = kdp_plugin_set_devices(plugins[i], s.devs, s.n);
+            } else if (sscanf(line, "health %127s %31s", id, health) == 2) {
+                r = kdp_plugin_set_health(plugins[i], id,
+                                          strcmp(health, "Healthy") ? KDP_UNHEALTHY : KDP_HEALTHY);
+            } else if (strcmp(line, "rescan") == 0) {
+                r = kdp_plugin_rescan(plugins[i]);
+            } else if (strcmp(line, "stop") == 0) {
+                r = kdp_plugin_stop(plugins[i]);
+            }
+            printf("command \"%s\" on %s: %d\n", line, kdp_plugin_resource(plugins[i]), r);
+            fflush(stdout);
+        }
+    }
+    return NULL;
+}
+
+static char *socket_for(const char *resource)
+{
+    char *s = malloc(strlen(resource) + 6);
+    size_t i = 0;
+    for (; resource[i]; i++) {
+        char c = resource[i];
+        s[i] = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ? c : '-';
+    }
+    strcpy(s + i, ".sock");
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    const char *resources[MAX_RES];
+    int n_res = 0;
+    const char *socket = NULL;
+    const char *devices = "";
+    bool prestart = false;
+    bool preferred = false;
+    bool default_alloc = false;
+    kdp_config cfg = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--preferred") == 0) {
+            preferred = true;
+            continue;
+        }
+        if (strcmp(a, "--default-alloc") == 0) {
+            default_alloc = true;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "kdp-test-plugin: %s needs a value\n", a);
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--device-plugin-dir") == 0) {
+            cfg.device_plugin_dir = v;
+        } else if (strcmp(a, "--resource") == 0 && n_res < MAX_RES) {
+            resources[n_res++] = v;
+        } else if (strcmp(a, "--socket") == 0) {
+            socket = v;
+        } else if (strcmp(a, "--devices") == 0) {
+            devices = v;
+        } else if (strcmp(a, "--host-paths") == 0) {
+            host_paths = v;
+        } else if (strcmp(a, "--callback-timeout-ms") == 0) {
+            cfg.callback_timeout_ms = (unsigned)atoi(v);
+        } else if (strcmp(a, "--slow-ms") == 0) {
+            slow_ms = (unsigned)atoi(v);
+        } else if (strcmp(a, "--fail-id") == 0) {
+            fail_id = v;
+        } else if (strcmp(a, "--prestart") == 0) {
+            prestart = true;
+            prestart_file = v;
+        } else if (strcmp(a, "--lifecycle") == 0) {
+            lifecycle_file = v;
+        } else if (strcmp(a, "--list-file") == 0) {
+            list_file = v;
+        } else {
+            fprintf(stderr, "kdp-test-plugin: unknown flag %s\n", a);
+            return 2;
+        }
+    }
+    if (n_res == 0) {
+        resources[n_res++] = "kdp.test/dev";
+    }
+    kdp_log_set(KDP_LOG_INFO, NULL, NULL);
+    kdp_ops ops = {
+        .allocate = default_alloc ? NULL : op_allocate,
+        .prestart = prestart ? op_prestart : NULL,
+        .preferred = preferred ? op_preferred : NULL,
+        .refresh = lifecycle_file ? op_refresh : NULL,
+        .destroy = lifecycle_file ? op_destroy : NULL,
+        .list = list_file ? op_list : NULL,
+    };
+    kdp_ctx *ctx;
+    if (kdp_ctx_new(&ctx) < 0) {
+        return 1;
+    }
+    static spec initial;
+    parse_spec(devices, &initial);
+    for (int i = 0; i < n_res; i++) {
+        char *sock = i == 0 && socket ? strdup(socket) : socket_for(resources[i]);
+        cfg.resource_name = resources[i];
+        cfg.socket_name = sock;
+        int r = kdp_plugin_new(&plugins[n_plugins], ctx, &cfg, &ops, NULL);
+        free(sock);
+        if (r < 0) {
+            fprintf(stderr, "kdp-test-plugin: %s: %s\n", resources[i], strerror(-r));
+            kdp_ctx_free(ctx);
+            return 1;
+        }
+        if (!list_file) {
+            kdp_plugin_set_devices(plugins[n_plugins], initial.devs, initial.n);
+        }
+        n_plugins++;
+    }
+    pthread_t tid;
+    pthread_create(&tid, NULL, read_commands, NULL);
+    pthread_detach(tid);
+    int r = kdp_ctx_run(ctx);
+    if (r < 0) {
+        fprintf(stderr, "kdp-test-plugin: %s\n", strerror(-r));
+    }
+    kdp_ctx_free(ctx);
+    return r == 0 ? 0 : 1;
+}
