@@ -21,12 +21,13 @@ $(BUILD)/build.ninja: CMakeLists.txt
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Every test: the normal build, the same tests under ASan+UBSan, and a short
-# run of every fuzz target (plus its corpus replayed in ctest).
+# Every test: the normal build, a short run of every fuzz target (their
+# corpora are also replayed by ctest), then every test again under
+# ASan+UBSan, whose ctest summary closes the output.
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2
-	$(MAKE) --no-print-directory test-asan
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+	$(MAKE) --no-print-directory test-asan
 
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -L unit

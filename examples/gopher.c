@@ -123,12 +123,14 @@ int main(int argc, char **argv)
         return 1;
     }
     pthread_t tid;
-    if (pthread_create(&tid, NULL, watch_devices, p) != 0 || pthread_detach(tid) != 0) {
+    if (pthread_create(&tid, NULL, watch_devices, p) != 0) {
         fprintf(stderr, "gopher: cannot start the watcher thread\n");
         kdp_plugin_free(p);
         return 1;
     }
     int r = kdp_plugin_run(p);
+    pthread_cancel(tid); /* it waits in read() or sleep(): cancellation points */
+    pthread_join(tid, NULL);
     kdp_plugin_free(p);
     return r == 0 ? 0 : 1;
 }

@@ -63,7 +63,8 @@ typedef enum kdp_log_level {
  * (the loop thread and worker threads), one line at a time. */
 typedef void (*kdp_log_fn)(kdp_log_level level, const char *msg, void *ud);
 
-/* Sets the minimum level and the sink for the whole process. fn NULL means
+/* Sets the minimum level and the sink for the whole process (the sink is
+ * called under kdp's log lock: it must not call kdp_log_set). fn NULL means
  * the default sink: klog-style lines on stderr
  * ("I1122 00:28:46.123456    1234 plugin.c:42] message"). The default level
  * is KDP_LOG_WARNING; KDP_LOG_INFO adds the lifecycle (registered, kubelet
@@ -172,9 +173,16 @@ typedef int (*kdp_list_fn)(kdp_plugin *p, kdp_device_list *out, void *ud);
  * (and by the kubelet's grpc-timeout if it sent one): past it the kubelet
  * gets DEADLINE_EXCEEDED and the late result is dropped. Return 0 or
  * -errno; call kdp_plugin_set_error() first to give the kubelet a message
- * (-EINVAL becomes INVALID_ARGUMENT, -ENOENT NOT_FOUND, -ETIMEDOUT
- * DEADLINE_EXCEEDED, -EBUSY/-EAGAIN UNAVAILABLE, others UNKNOWN/INTERNAL).
- * The options sent to the kubelet follow from which ops are set. */
+ * (-EINVAL becomes INVALID_ARGUMENT, -ENOENT NOT_FOUND, -EEXIST
+ * ALREADY_EXISTS, -EPERM/-EACCES PERMISSION_DENIED, -ENOMEM
+ * RESOURCE_EXHAUSTED, -ETIMEDOUT DEADLINE_EXCEEDED, -ENOTSUP UNIMPLEMENTED,
+ * -EBUSY/-EAGAIN/-ECONNREFUSED UNAVAILABLE, -ECANCELED CANCELLED, any other
+ * UNKNOWN). The options sent to the kubelet follow from which ops are set.
+ *
+ * One at a time: a callback never runs while another of the same plugin
+ * does, with one exception: once a callback overruns its deadline, kdp
+ * stops waiting for it and the next ones run on a fresh thread while it
+ * finishes (its result is then dropped). */
 typedef struct kdp_ops {
     /* Simple mode's one function (see kdp_list_fn). With list NULL, the
      * table is whatever kdp_plugin_set_devices() last set. */
@@ -206,8 +214,9 @@ typedef struct kdp_config {
     const char *device_plugin_dir;
     /* Bound on each callback; 0 = 10000. */
     unsigned callback_timeout_ms;
-    /* Simple mode: call list this often too; 0 = only at (re)start and on
-     * kdp_plugin_rescan(). */
+    /* Call the list op this often too; 0 = only at (re)start and on
+     * kdp_plugin_rescan(). (kdp_run_simple uses 0: use kdp_plugin_new for
+     * periodic rescans.) */
     unsigned rescan_interval_ms;
     /* The env var of the default allocation; NULL = "KDP_DEVICES_" + the
      * resource name upper-cased with every other character as '_'
@@ -229,8 +238,10 @@ KDP_EXPORT int kdp_ctx_run(kdp_ctx *ctx);
  * kdp_ctx_dispatch() when it is readable (it never blocks). Signals are not
  * handled in this mode: call kdp_ctx_stop() from your own handler. */
 KDP_EXPORT int kdp_ctx_get_fd(kdp_ctx *ctx);
-/* Runs what is ready. Returns 0 while plugins run, 1 once the context has
- * stopped, or -errno. Starts plugins not yet started. */
+/* Runs what is ready; never blocks. Starts plugins not started yet (also
+ * ones added since the last call). Returns 0 while plugins run, 1 once
+ * every plugin has stopped cleanly, the first fatal plugin error once they
+ * have stopped after one (e.g. -EADDRINUSE), or -errno. */
 KDP_EXPORT int kdp_ctx_dispatch(kdp_ctx *ctx);
 /* Asks every plugin of ctx to stop and kdp_ctx_run() to return. Thread-safe
  * and async-signal-safe. */
@@ -242,8 +253,10 @@ KDP_EXPORT int kdp_ctx_stop(kdp_ctx *ctx);
  * from kdp_plugin_set_devices()). Returns 0, -EINVAL, -ENOMEM. */
 KDP_EXPORT int kdp_plugin_new(kdp_plugin **ret, kdp_ctx *ctx, const kdp_config *cfg,
                               const kdp_ops *ops, void *ud);
-/* Stops the plugin if running (socket removed, destroy called) and frees
- * it. NULL ok. Not from a callback. */
+/* Stops the plugin if running (socket removed, destroy called: on the
+ * calling thread, if the plugin had not been stopped through its context
+ * first) and frees it. NULL ok. Not from a callback, and not while its
+ * context runs on another thread. */
 KDP_EXPORT void kdp_plugin_free(kdp_plugin *p);
 /* Runs the plugin's context as kdp_ctx_run() does. Returns 0 after a clean
  * stop, -EADDRINUSE if another instance serves the same socket, -errno. */
@@ -252,7 +265,7 @@ KDP_EXPORT int kdp_plugin_run(kdp_plugin *p);
  * once; the change reaches every open ListAndWatch stream within the loop's
  * next turn, and nothing is sent if the set did not really change (order
  * does not matter). Returns 0, -EINVAL (a bad device; nothing changed),
- * -ENOMEM. */
+ * -EEXIST (two devices with one ID; nothing changed), -ENOMEM. */
 KDP_EXPORT int kdp_plugin_set_devices(kdp_plugin *p, const kdp_device *devs, size_t n);
 /* Sets one device's health. Thread-safe. Returns 0, -ENOENT (no such ID),
  * -EINVAL. */

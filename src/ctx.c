@@ -82,14 +82,16 @@ void kdp__ctx_plugin_stopped(kdp_ctx *ctx, kdp_plugin *p, int error)
     }
 }
 
+/* Starts every plugin not started yet (plugins may be added between
+ * dispatches). */
 static void start_all(kdp_ctx *ctx)
 {
-    if (ctx->started) {
+    ctx->started = true;
+    if (ctx->stop_requested) {
         return;
     }
-    ctx->started = true;
     for (kdp_plugin *p = ctx->plugins; p; p = p->next) {
-        if (p->state == P_IDLE) {
+        if (p->state == P_IDLE && !p->stop_pending) {
             kdp__plugin_start(p);
         }
     }
@@ -110,7 +112,10 @@ KDP_EXPORT int kdp_ctx_dispatch(kdp_ctx *ctx)
     if (r < 0) {
         return r;
     }
-    return ctx->started && all_stopped(ctx) ? 1 : 0;
+    if (ctx->started && all_stopped(ctx)) {
+        return ctx->error < 0 ? ctx->error : 1;
+    }
+    return 0;
 }
 
 KDP_EXPORT int kdp_ctx_stop(kdp_ctx *ctx)

@@ -30,6 +30,8 @@ enum { RETRY_NONE = 0, RETRY_START, RETRY_REGISTER };
 
 static void serve(kdp_plugin *p);
 static void do_register(kdp_plugin *p);
+static int take_lock(kdp_plugin *p);
+static void fatal(kdp_plugin *p, int err);
 static void after_job(kdp_plugin *p);
 
 static void schedule_retry(kdp_plugin *p, int what, uint64_t delay_us)
@@ -175,6 +177,9 @@ static void complete_list(kdp__pjob *j, bool timed_out)
         kdp__plugin_publish(p, &list->tab);
         take_shared(p);
     }
+    if (!for_start && atomic_load(&p->rescan_wanted)) {
+        kdp__plugin_sync(p); /* asked again while this list ran */
+    }
     if (for_start) {
         p->busy = false;
         if (!p->stop_pending && !p->restart_pending) {
@@ -202,6 +207,7 @@ static int run_list(kdp_plugin *p, bool for_start)
     p->list_running = true;
     if (for_start) {
         p->start_list = j;
+        atomic_store(&p->rescan_wanted, false); /* this list is a fresh one */
     }
     int r = kdp__pjob_submit(j, 0);
     if (r < 0) {
@@ -252,6 +258,21 @@ static void complete_refresh(kdp__pjob *j, bool timed_out)
 void kdp__plugin_start(kdp_plugin *p)
 {
     if (p->ctx->stop_requested || p->stop_pending) {
+        return;
+    }
+    /* The lock first: a second instance must fail before it runs any of
+     * the author's callbacks. */
+    int lr = p->lock_fd >= 0 ? 0 : take_lock(p);
+    if (lr == -EADDRINUSE) {
+        fatal(p, lr);
+        return;
+    }
+    if (lr < 0) {
+        uint64_t delay = kdp__backoff_next(&p->backoff);
+        log_error("%s: cannot take the lock %s: %s; trying again in %llu ms", p->resource,
+                  p->lock_path, strerror(-lr), (unsigned long long)(delay / 1000));
+        p->state = P_STARTING;
+        schedule_retry(p, RETRY_START, delay);
         return;
     }
     p->state = P_STARTING;
@@ -373,14 +394,17 @@ static void fatal(kdp_plugin *p, int err)
 
 static void serve(kdp_plugin *p)
 {
-    int r = p->lock_fd >= 0 ? 0 : take_lock(p);
-    if (r == -EADDRINUSE) {
-        fatal(p, r);
-        return;
+    /* The watch first: a deletion of our socket right after we create it
+     * (a starting kubelet cleaning the directory) must not go unseen. */
+    if (!p->watch) {
+        int w = kdp__watch_new(p->ctx->loop, p->dir, on_watch, p, &p->watch);
+        if (w < 0) {
+            log_warn("%s: cannot watch %s: %s (kubelet restarts are then noticed only when "
+                     "the stream ends or Register fails)",
+                     p->resource, p->dir, strerror(-w));
+        }
     }
-    if (r == 0) {
-        r = clear_socket_path(p);
-    }
+    int r = clear_socket_path(p);
     if (r == 0) {
         r = start_server(p);
     }
@@ -392,13 +416,8 @@ static void serve(kdp_plugin *p)
         schedule_retry(p, RETRY_START, delay);
         return;
     }
-    kdp__watch_free(p->watch);
-    p->watch = NULL;
-    r = kdp__watch_new(p->ctx->loop, p->dir, on_watch, p, &p->watch);
-    if (r < 0) {
-        log_warn("%s: cannot watch %s: %s (kubelet restarts are then noticed only when the "
-                 "stream ends)",
-                 p->resource, p->dir, strerror(-r));
+    if (!p->law_msg) {
+        (void)encode_table(p); /* the kubelet gets a first list, even an empty one */
     }
     p->starts++;
     log_info("%s: serving on %s (%zu devices)", p->resource, p->socket_path, p->tab.n);
@@ -409,6 +428,14 @@ static void serve(kdp_plugin *p)
 }
 
 /* ---- registration ---- */
+
+/* Our socket file is still there and still the one we listen on. */
+static bool own_socket_intact(const kdp_plugin *p)
+{
+    struct stat st;
+    ino_t ours = p->server ? kdp__server_socket_ino(p->server) : 0;
+    return lstat(p->socket_path, &st) == 0 && st.st_ino == ours;
+}
 
 static void on_registered(int status, const char *message, const uint8_t *resp, size_t len,
                           void *ud)
@@ -424,6 +451,10 @@ static void on_registered(int status, const char *message, const uint8_t *resp, 
         p->state = P_REGISTERED;
         kdp__backoff_reset(&p->backoff);
         log_info("%s: registered with the kubelet (endpoint %s)", p->resource, p->socket_name);
+        return;
+    }
+    if (!own_socket_intact(p)) {
+        kdp__plugin_restart(p, "Register failed and our socket is gone");
         return;
     }
     uint64_t delay = kdp__backoff_next(&p->backoff);
@@ -485,8 +516,14 @@ static bool is_lock_name(const kdp_plugin *p, const char *name)
 static void relock(kdp_plugin *p)
 {
     struct stat st;
+    struct stat ours;
     if (stat(p->lock_path, &st) == 0) {
-        return; /* re-created already (by us or another instance): check below */
+        if (fstat(p->lock_fd, &ours) == 0 && ours.st_ino != st.st_ino) {
+            log_error("%s: the lock file %s was deleted and re-created by someone else: "
+                      "another instance may be starting on the same socket",
+                      p->resource, p->lock_path);
+        }
+        return;
     }
     int old = p->lock_fd;
     p->lock_fd = -1;
@@ -528,8 +565,7 @@ static void on_watch(int what, const char *name, void *ud)
         return;
     }
     if (what == KDP__WATCH_DELETED && name && strcmp(name, p->socket_name) == 0) {
-        ino_t ours = p->server ? kdp__server_socket_ino(p->server) : 0;
-        if (lstat(p->socket_path, &st) < 0 || st.st_ino != ours) {
+        if (!own_socket_intact(p)) {
             kdp__plugin_restart(p, "our socket was deleted (the kubelet restarted)");
         }
     }
@@ -722,8 +758,10 @@ void kdp__plugin_on_rescan(kdp__timer *t, void *ud)
 
 void kdp__plugin_sync(kdp_plugin *p)
 {
-    if (atomic_exchange(&p->rescan_wanted, false) && p->ops.list && serving(p) &&
-        !p->list_running) {
+    /* The request stays set while a list runs or before serving: the
+     * running list's completion, or the next start, takes it. */
+    if (p->ops.list && serving(p) && !p->list_running &&
+        atomic_exchange(&p->rescan_wanted, false)) {
         int r = run_list(p, false);
         if (r < 0) {
             log_error("%s: cannot run the list callback: %s", p->resource, strerror(-r));

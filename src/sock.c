@@ -34,14 +34,11 @@ int kdp__sock_listen(const char *path, int backlog, int *ret_fd, ino_t *ret_ino)
     if (fd < 0) {
         return -errno;
     }
-    /* The umask makes the socket owner-only from the moment it exists, with
-     * no window in which another user could connect. */
-    mode_t old = umask(0177);
-    r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-    int bind_errno = errno;
-    umask(old);
-    if (r < 0) {
-        r = -bind_errno;
+    /* Linux creates the socket file with the socket inode's mode (less the
+     * umask): set it first, so the file is owner-only from the moment it
+     * exists, without touching the process-wide umask. */
+    if (fchmod(fd, 0600) < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        r = -errno;
         goto fail;
     }
     struct stat st;

@@ -145,8 +145,8 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-/* Starts a thread (lock held). All signals are blocked in it: they belong to
- * the loop thread (signalfd) or the application. */
+/* Starts a thread (lock held). All signals are blocked in it: they are for
+ * the application's threads and kdp_ctx_run()'s handlers, not for callbacks. */
 static int spawn_locked(core *c)
 {
     wthread *t = calloc(1, sizeof(*t));

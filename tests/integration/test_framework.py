@@ -1,0 +1,665 @@
+#!/usr/bin/python3
+"""kdp's framework end to end: real plugin processes (kdp-test-plugin and the
+examples) against the kubelet emulator (kdp-test-kubelet, grpc-go).
+
+usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_framework.py [-v] [Test.name ...]
+
+Assertions are about order and outcomes; measured times are printed
+("FIGURE ..." lines, and a summary at the end), never asserted against a
+threshold. Every wait is bounded (harness.T), every test too (harness.TEST_BOUND).
+"""
+
+import os
+import signal
+import sys
+import time
+import unittest
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import T, IntegrationTest, env_name_for, figure, percentile  # noqa: E402
+
+RES = "kdp.test/dev"
+BOTH = {"pre_start_required": True, "get_preferred_allocation_available": True}
+NONE = {"pre_start_required": False, "get_preferred_allocation_available": False}
+
+EXEC_TO_REGISTERED_MS = []
+
+
+def devices_of(ev):
+    """{id: (health, numa list)} of a devices event."""
+    return {d["id"]: (d["health"], d["numa"]) for d in ev["devices"]}
+
+
+def ids_of(ev):
+    return sorted(d["id"] for d in ev["devices"])
+
+
+def devices_where(resource, cond):
+    """A wait_event predicate: a devices event of resource whose devices
+    ({id: (health, numa)}) satisfy cond."""
+    def pred(ev):
+        return (ev.get("event") == "devices" and ev.get("resource") == resource
+                and cond(devices_of(ev)))
+    pred.__name__ = "devices(%s, %s)" % (resource, getattr(cond, "__name__", "cond"))
+    return pred
+
+
+def ms(ns):
+    return ns / 1e6
+
+
+def note_exec_to_registered(pl, reg):
+    d = ms(reg["t_ns"] - pl.start_ns)
+    EXEC_TO_REGISTERED_MS.append(d)
+    return d
+
+
+def read_lines(path):
+    try:
+        with open(path) as f:
+            return [line.rstrip("\n") for line in f]
+    except FileNotFoundError:
+        return []
+
+
+def write_file(path, text, tmp_dir):
+    """Writes via a temporary file in tmp_dir and a rename: one inotify
+    IN_MOVED_TO, no half-written state visible."""
+    tmp = os.path.join(tmp_dir, ".tmp-" + os.path.basename(path))
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.rename(tmp, path)
+
+
+def tearDownModule():
+    if EXEC_TO_REGISTERED_MS:
+        figure("exec -> registered (ms, %d plugin starts)" % len(EXEC_TO_REGISTERED_MS),
+               "p50 %.1f, max %.1f" % (percentile(EXEC_TO_REGISTERED_MS, 50),
+                                       max(EXEC_TO_REGISTERED_MS)))
+    harness.print_figures()
+
+
+# ---------------------------------------------------------------------------
+
+class Registration(IntegrationTest):
+    def _check(self, legacy, with_ops, dial=None):
+        kl = self.kubelet(legacy=legacy, dial=dial)
+        args = ["--devices", "a,b"]
+        if with_ops:
+            args += ["--prestart", self.file("prestart.log"), "--preferred"]
+        pl = self.start_test_plugin(*args)
+        reg = kl.wait_event("registered", T, resource=RES)
+        d = note_exec_to_registered(pl, reg)
+        figure("exec -> registered, %s" % self.id().split(".")[-1], "%.1f ms" % d)
+        want = BOTH if with_ops else NONE
+        self.assertEqual(reg["endpoint"], "kdp-test-dev.sock")
+        self.assertEqual(reg["version"], "v1beta1")
+        self.assertEqual(reg["legacy"], legacy)
+        self.assertEqual(reg["options_source"], "request" if legacy else "rpc")
+        self.assertEqual(reg["options"], want)
+        self.assertEqual(reg["request_options"], want)
+        # A fresh GetDevicePluginOptions agrees with both.
+        r = kl.ok("options %s" % RES)
+        self.assertEqual(r["response"], want)
+        # The stream flows and the plugin knows it is registered.
+        ev = kl.wait_event("devices", T, resource=RES)
+        self.assertEqual(ids_of(ev), ["a", "b"])
+        pl.wait_log(r"kdp\.test/dev: registered with the kubelet", T)
+        kl.assert_no_event("rejected", within=0.1, since=0)
+        self.assertEqual(len(kl.events_since(0, "registered")), 1)
+
+    def test_modern_with_prestart_and_preferred(self):
+        self._check(legacy=False, with_ops=True)
+
+    def test_modern_without_options(self):
+        self._check(legacy=False, with_ops=False)
+
+    def test_legacy_with_prestart_and_preferred(self):
+        self._check(legacy=True, with_ops=True)
+
+    def test_legacy_without_options(self):
+        self._check(legacy=True, with_ops=False)
+
+    def test_legacy_dialer_path_authority(self):
+        # Older kubelets dial the bare path: :authority is the socket path.
+        self._check(legacy=True, with_ops=True, dial="legacy")
+
+
+class Devices(IntegrationTest):
+    def test_event_content(self):
+        kl = self.kubelet()
+        pl = self.start_test_plugin("--devices", "a@0,b:unhealthy,c@1,d,e@-1,f:unhealthy@1")
+        ev = kl.wait_event("devices", T, resource=RES)
+        self.assertEqual(devices_of(ev), {
+            "a": ("Healthy", [0]),
+            "b": ("Unhealthy", []),
+            "c": ("Healthy", [1]),
+            "d": ("Healthy", []),
+            "e": ("Healthy", []),  # sysfs' -1 "no node": never sent
+            "f": ("Unhealthy", [1]),
+        })
+        self.assertEqual((ev["n"], ev["healthy"], ev["unhealthy"]), (6, 4, 2))
+        self.assertEqual(ev["seq"], 1)
+        self.assertTrue(ev["current"])
+        st = kl.state()[RES]
+        self.assertEqual((st["capacity"], st["allocatable"]), (6, 4))
+        # Health changes through the thread-safe API, both ways.
+        self.assertEqual(pl.command("health b Healthy"), {RES: 0})
+        ev = kl.wait_event("devices", T, resource=RES)
+        self.assertEqual(devices_of(ev)["b"], ("Healthy", []))
+        self.assertEqual(pl.command("health a Unhealthy"), {RES: 0})
+        ev = kl.wait_event("devices", T, resource=RES)
+        self.assertEqual(devices_of(ev)["a"], ("Unhealthy", [0]))
+        self.assertEqual(devices_of(ev)["b"], ("Healthy", []))
+        # An unknown ID: -ENOENT, nothing sent.
+        mark = kl.mark()
+        self.assertEqual(pl.command("health zz Unhealthy"), {RES: -2})
+        kl.assert_no_event("devices", within=0.5, since=mark)
+
+    def test_hotplug_gopher(self):
+        kl = self.kubelet()
+        gdir = self.subdir("gophers")
+        write_file(os.path.join(gdir, "g0"), "a gopher\n", self.subdir("files"))
+        self.gopher(gdir)
+        res = "example.com/gopher"
+        kl.wait_event("registered", T, resource=res)
+        kl.wait_event(devices_where(res, lambda d: d == {"g0": ("Healthy", [])}), T)
+        # Plug in.
+        t0 = time.monotonic()
+        write_file(os.path.join(gdir, "g1"), "another\n", self.subdir("files"))
+        kl.wait_event(devices_where(res, lambda d: sorted(d) == ["g0", "g1"]), T)
+        figure("gopher: file created -> devices event", "%.1f ms" % ((time.monotonic() - t0) * 1e3))
+        # Unplug.
+        os.unlink(os.path.join(gdir, "g1"))
+        kl.wait_event(devices_where(res, lambda d: sorted(d) == ["g0"]), T)
+        # Health both ways.
+        with open(os.path.join(gdir, "g0"), "w") as f:
+            f.write("this gopher is unhealthy\n")
+        kl.wait_event(devices_where(res, lambda d: d == {"g0": ("Unhealthy", [])}), T)
+        with open(os.path.join(gdir, "g0"), "w") as f:
+            f.write("fine again\n")
+        kl.wait_event(devices_where(res, lambda d: d == {"g0": ("Healthy", [])}), T)
+        # Allocate: GOPHER=ids.
+        r = self.assertOk(kl.command("allocate %s g0" % res))
+        self.assertEqual(r["container_responses"][0]["envs"], {"GOPHER": "g0"})
+
+    def test_nothing_sent_without_change(self):
+        kl = self.kubelet()
+        pl = self.start_test_plugin("--devices", "a,b@0,c:unhealthy")
+        first = kl.wait_event("devices", T, resource=RES)
+        # The same set in another order: nothing to send.
+        mark = kl.mark()
+        self.assertEqual(pl.command("set c:unhealthy,b@0,a"), {RES: 0})
+        kl.assert_no_event("devices", within=1.0, since=mark)
+        # A real change (c becomes healthy): exactly one event.
+        mark = kl.mark()
+        self.assertEqual(pl.command("set b@0,a,c"), {RES: 0})
+        ev = kl.wait_event("devices", T, since=mark, resource=RES)
+        self.assertEqual(devices_of(ev), {"a": ("Healthy", []), "b": ("Healthy", [0]),
+                                          "c": ("Healthy", [])})
+        self.assertEqual(ev["seq"], first["seq"] + 1)
+        kl.assert_no_event("devices", within=0.5, since=kl.mark())
+        self.assertEqual(len(kl.events_since(mark, "devices")), 1)
+        # A bad device (an ID with '/') is refused and changes nothing.
+        mark = kl.mark()
+        self.assertEqual(pl.command("set a,b/x"), {RES: -22})
+        kl.assert_no_event("devices", within=0.5, since=mark)
+        self.assertOk(kl.command("allocate %s c" % RES))
+        # A NUMA change alone is a change too.
+        mark = kl.mark()
+        self.assertEqual(pl.command("set a,b@1,c"), {RES: 0})
+        ev = kl.wait_event("devices", T, since=mark, resource=RES)
+        self.assertEqual(devices_of(ev)["b"], ("Healthy", [1]))
+
+
+class Allocate(IntegrationTest):
+    def _start(self, *args, devices="a,b,c:unhealthy,d"):
+        self.hp = self.subdir("hp")
+        kl = self.kubelet()
+        pl = self.start_test_plugin("--devices", devices, "--host-paths", self.hp, *args)
+        kl.wait_event("devices", T, resource=RES)
+        return kl, pl
+
+    def spec(self, dev_id):
+        p = os.path.join(self.hp, dev_id)
+        return {"container_path": p, "host_path": p, "permissions": "rw"}
+
+    def test_unknown_and_unhealthy_ids(self):
+        kl, _ = self._start()
+        self.assertFailed(kl.command("allocate %s a,zz" % RES), "InvalidArgument", "zz")
+        self.assertFailed(kl.command("allocate %s a,c" % RES), "InvalidArgument", '"c"')
+        # ...and in a later container of the same request.
+        self.assertFailed(kl.command("allocate %s a;b,zz9" % RES), "InvalidArgument", "zz9")
+        self.assertOk(kl.command("allocate %s a" % RES))
+
+    def test_response_of_allocate_op(self):
+        kl, _ = self._start()
+        r = self.assertOk(kl.command("allocate %s a,b" % RES))
+        self.assertEqual(len(r["container_responses"]), 1)
+        c = r["container_responses"][0]
+        self.assertEqual(c["envs"], {"TEST_RESOURCE": RES, env_name_for(RES): "a,b"})
+        self.assertEqual(env_name_for(RES), "KDP_DEVICES_KDP_TEST_DEV")
+        self.assertEqual(c["devices"], [self.spec("a"), self.spec("b")])
+        self.assertEqual(c["annotations"], {"kdp.test/allocated": "yes"})
+        self.assertEqual(c["cdi_devices"], [{"name": "kdp.test/device=all"}])
+        self.assertEqual(c["mounts"], [{"container_path": "/kdp-test", "host_path": "/tmp",
+                                        "read_only": True}])
+
+    def test_default_allocation(self):
+        kl, _ = self._start("--default-alloc")
+        r = self.assertOk(kl.command("allocate %s b,a" % RES))
+        c = r["container_responses"][0]
+        self.assertEqual(c["envs"], {"KDP_DEVICES_KDP_TEST_DEV": "b,a"})
+        self.assertEqual(c["devices"], [self.spec("b"), self.spec("a")])
+        self.assertEqual(c["mounts"], [])
+        self.assertEqual(c["annotations"], {})
+        self.assertEqual(c["cdi_devices"], [])
+
+    def test_several_containers(self):
+        kl, _ = self._start("--default-alloc")
+        r = self.assertOk(kl.command("allocate %s a;d,b;b" % RES))
+        cs = r["container_responses"]
+        self.assertEqual([c["envs"]["KDP_DEVICES_KDP_TEST_DEV"] for c in cs], ["a", "d,b", "b"])
+        self.assertEqual([[x["host_path"] for x in c["devices"]] for c in cs],
+                         [[self.spec("a")["host_path"]],
+                          [self.spec("d")["host_path"], self.spec("b")["host_path"]],
+                          [self.spec("b")["host_path"]]])
+        # With the allocate op too.
+        r = self.assertOk(kl.command("allocate %s d;a" % RES))
+        self.assertEqual([c["envs"]["KDP_DEVICES_KDP_TEST_DEV"] for c in r["container_responses"]],
+                         ["d", "a"])
+
+    def test_callback_error_message(self):
+        kl, _ = self._start("--fail-id", "b")
+        self.assertFailed(kl.command("allocate %s a,b" % RES), "InvalidArgument",
+                          "device b refuses to be allocated")
+        # The message does not leak into the next call.
+        r = self.assertOk(kl.command("allocate %s a" % RES))
+        self.assertEqual(r["container_responses"][0]["envs"]["KDP_DEVICES_KDP_TEST_DEV"], "a")
+
+    def test_slow_callback_deadline_while_stream_flows(self):
+        kl = self.kubelet()
+        pl = self.start_test_plugin("--devices", "slow,a,b", "--callback-timeout-ms", "500",
+                              "--slow-ms", "5000")
+        kl.wait_event("devices", T, resource=RES)
+        t_send = time.time_ns()
+        cid, mark = kl.command_async("allocate %s slow" % RES)
+        # While the allocate hangs in the callback, the stream keeps flowing.
+        self.assertEqual(pl.command("health a Unhealthy"), {RES: 0})
+        dev = kl.wait_event(devices_where(RES, lambda d: d["a"][0] == "Unhealthy"), T, since=mark)
+        reply = kl.wait_reply(cid, mark, T)
+        self.assertLess(dev["t_ns"], reply["t_ns"],
+                        "the devices event came after the allocate reply")
+        self.assertFailed(reply, "DeadlineExceeded")
+        figure("slow allocate: DeadlineExceeded after", "%.1f ms (callback timeout 500 ms)"
+               % (reply["elapsed_us"] / 1e3))
+        figure("slow allocate: health change reached the kubelet after",
+               "%.1f ms" % ms(dev["t_ns"] - t_send))
+        # A fresh worker serves the next call while the hung callback still sleeps.
+        r = kl.command("allocate %s b" % RES, T)
+        self.assertOk(r)
+        self.assertLess(r["t_ns"], t_send + 5000 * 10**6,
+                        "the next allocate was served only after the hung callback returned")
+        figure("slow allocate: next allocate served in", "%.1f ms" % (r["elapsed_us"] / 1e3))
+        self.assertEqual(r["response"]["container_responses"][0]["envs"]["TEST_RESOURCE"], RES)
+        self.assertStopsCleanly(pl)
+
+
+class PreStartAndPreferred(IntegrationTest):
+    def _disks(self, names):
+        ddir = self.subdir("disks")
+        for n in names:
+            with open(os.path.join(ddir, n), "wb") as f:
+                f.write(b"\0" * 128)
+        return ddir
+
+    def test_superdisk_prestart_and_preferred(self):
+        kl = self.kubelet()
+        ddir = self._disks(["d0.img", "d1.img", "d2.img"])
+        self.superdisk(ddir)
+        res = "example.com/superdisk"
+        reg = kl.wait_event("registered", T, resource=res)
+        self.assertEqual(reg["options"], BOTH)
+        kl.wait_event(devices_where(res, lambda d: sorted(d) == ["d0.img", "d1.img", "d2.img"]), T)
+        self.assertOk(kl.command("prestart %s d1.img" % res))
+        with open(os.path.join(ddir, "d1.img"), "rb") as f:
+            head = f.read(64)
+        self.assertTrue(head.startswith(b"SUPERDISK v1 formatted d1.img "), head)
+        with open(os.path.join(ddir, "d0.img"), "rb") as f:
+            self.assertEqual(f.read(), b"\0" * 128)  # untouched
+        r = self.assertOk(kl.command("preferred %s available=d2.img,d0.img,d1.img must=d2.img "
+                                     "size=2" % res))
+        self.assertEqual(r["container_responses"][0]["deviceIDs"], ["d2.img", "d0.img"])
+        r = self.assertOk(kl.command("allocate %s d0.img" % res))
+        c = r["container_responses"][0]
+        self.assertEqual(c["mounts"], [{"container_path": "/superdisk/d0.img",
+                                        "host_path": os.path.join(ddir, "d0.img"),
+                                        "read_only": False}])
+        self.assertEqual(c["envs"], {"SUPERDISK_MOUNT": "/superdisk"})
+
+    def test_test_plugin_prestart_and_preferred(self):
+        kl = self.kubelet()
+        log = self.file("prestart.log")
+        self.start_test_plugin("--devices", "a,b,c,d", "--prestart", log, "--preferred")
+        kl.wait_event("devices", T, resource=RES)
+        self.assertOk(kl.command("prestart %s b,d" % RES))
+        self.assertEqual(read_lines(log), ["prestart b,d"])
+        r = self.assertOk(kl.command("preferred %s available=a,b,c,d size=2" % RES))
+        self.assertEqual(r["container_responses"][0]["deviceIDs"], ["d", "c"])
+        r = self.assertOk(kl.command("preferred %s available=a,b,c size=3" % RES))
+        self.assertEqual(r["container_responses"][0]["deviceIDs"], ["c", "b", "a"])
+
+
+class KubeletRestarts(IntegrationTest):
+    N = 50
+
+    def test_restart_50_times(self):
+        kl = self.kubelet()
+        life = self.file("lifecycle.log")
+        pl = self.start_test_plugin("--devices", "a,b", "--lifecycle", life)
+        kl.wait_event("registered", T, resource=RES)
+        kl.wait_event("devices", T, resource=RES)
+        lat = []
+        t_all = time.monotonic()
+        for i in range(self.N):
+            mark = kl.mark()
+            kl.ok("restart")
+            done = kl.wait_event("restart", T, since=mark, phase="done")
+            try:
+                reg = kl.wait_event("registered", T, since=mark, resource=RES)
+            except AssertionError as e:
+                figure("kubelet restarts before the failure", "%d of %d re-registered" % (i, self.N))
+                raise AssertionError(
+                    "kubelet restart #%d: the plugin did not register again within %.0f s. "
+                    "Its socket %s exists: %s; its last log line: %r. Emulator's events since "
+                    "the restart: %s\n%s"
+                    % (i + 1, T, pl.socket, os.path.exists(pl.socket),
+                       (pl.log_lines()[-1:] or [""])[0],
+                       [(x["event"], x.get("phase") or x.get("reason") or x.get("error", ""))
+                        for x in kl.events_since(mark)], e)) from None
+            lat.append(ms(reg["t_ns"] - done["t_ns"]))
+            kl.wait_event("devices", T, since=mark, resource=RES)
+        total = time.monotonic() - t_all
+        figure("kubelet restart -> registered (ms, %d restarts)" % self.N,
+               "p50 %.1f, max %.1f, min %.1f; %d restarts in %.2f s"
+               % (percentile(lat, 50), max(lat), min(lat), self.N, total))
+        r = self.assertOk(kl.command("allocate %s a" % RES))
+        self.assertEqual(r["container_responses"][0]["envs"]["TEST_RESOURCE"], RES)
+        regs = len(kl.events_since(0, "registered", resource=RES))
+        life_lines = read_lines(life)
+        refresh, destroy = life_lines.count("refresh"), life_lines.count("destroy")
+        reasons = {}
+        for line in pl.log_lines():
+            if "restarting: " in line:
+                why = line.split("restarting: ", 1)[1]
+                reasons[why] = reasons.get(why, 0) + 1
+        figure("kubelet restarts: registrations / refresh / destroy",
+               "%d / %d / %d for %d restarts (+1 start); restart reasons %s"
+               % (regs, refresh, destroy, self.N, reasons))
+        self.assertGreaterEqual(refresh, self.N)
+        self.assertGreaterEqual(destroy, self.N)
+        self.assertEqual(life_lines[0], "refresh")
+        self.assertStopsCleanly(pl)
+        life_lines = read_lines(life)
+        self.assertEqual(life_lines[-1], "destroy")
+
+    def test_kubelet_absent_at_start(self):
+        pl = self.start_test_plugin("--devices", "a,b")
+        pl.wait_log(r"waiting for the kubelet", T)
+        time.sleep(0.3)
+        self.assertTrue(pl.alive(), "the plugin exited while waiting%s" % pl.diagnostics())
+        t0 = time.time_ns()
+        kl = self.kubelet()  # deletes the stale sockets, the plugin's too
+        self.assertIn("kdp-test-dev.sock", kl.ready["removed"])
+        reg = kl.wait_event("registered", T, resource=RES)
+        figure("kubelet started after the plugin: kubelet exec -> registered",
+               "%.1f ms" % ms(reg["t_ns"] - t0))
+        kl.wait_event("devices", T, resource=RES)
+        r = self.assertOk(kl.command("allocate %s a,b" % RES))
+        self.assertEqual(r["container_responses"][0]["envs"]["KDP_DEVICES_KDP_TEST_DEV"], "a,b")
+        self.assertTrue(os.path.exists(pl.socket))
+
+    def test_kubelet_down_then_back(self):
+        kl = self.kubelet()
+        pl = self.start_test_plugin("--devices", "a,b")
+        kl.wait_event("registered", T, resource=RES)
+        kl.wait_event("devices", T, resource=RES)
+        lmark = pl.log_mark()
+        kl.ok("stop-server")  # connections dropped, kubelet.sock removed
+        pl.wait_log(r"waiting for the kubelet", T, since=lmark)
+        # A change while no kubelet listens reaches the next one.
+        self.assertEqual(pl.command("health b Unhealthy"), {RES: 0})
+        mark = kl.mark()
+        t0 = time.time_ns()
+        kl.ok("start-server")
+        reg = kl.wait_event("registered", T, since=mark, resource=RES)
+        figure("kubelet back (start-server) -> registered", "%.1f ms" % ms(reg["t_ns"] - t0))
+        ev = kl.wait_event("devices", T, since=mark, resource=RES)
+        self.assertEqual(devices_of(ev), {"a": ("Healthy", []), "b": ("Unhealthy", [])})
+        self.assertOk(kl.command("allocate %s a" % RES))
+        self.assertTrue(pl.alive())
+
+    def test_socket_deleted_as_soon_as_recreated(self):
+        # What a real kubelet restart does: the old kubelet's exit ends the
+        # stream (the plugin restarts and re-creates its socket), then the
+        # new kubelet deletes every socket in the dir -- possibly the
+        # plugin's brand-new one. The plugin must notice whenever it happens.
+        kl = self.kubelet(args=["-dial-timeout", "1s"])
+        pl = self.start_test_plugin("--devices", "a")
+        kl.wait_event("registered", T, resource=RES)
+        kl.wait_event("devices", T, resource=RES)
+        st = os.lstat(pl.socket)
+        old = (st.st_ino, st.st_ctime_ns)
+        lmark = pl.log_mark()
+        kl.ok("stop-server")  # the stream ends; kubelet.sock goes away
+        deadline = time.monotonic() + T
+        while True:  # delete the plugin's new socket the moment it exists
+            try:
+                st = os.lstat(pl.socket)
+                if (st.st_ino, st.st_ctime_ns) != old:
+                    os.unlink(pl.socket)
+                    break
+            except FileNotFoundError:
+                pass
+            self.assertLess(time.monotonic(), deadline, "the plugin never re-created its socket")
+        pl.wait_log(r"waiting for the kubelet", T, since=lmark)
+        mark = kl.mark()
+        t0 = time.time_ns()
+        kl.ok("start-server")
+        try:
+            reg = kl.wait_event("registered", T, since=mark, resource=RES)
+        except AssertionError as e:
+            rejected = kl.events_since(mark, "rejected")
+            raise AssertionError(
+                "the plugin's socket was deleted right after the plugin re-created it (on the "
+                "stream's end) and the plugin never noticed: socket exists now: %s; %d "
+                "Register attempts rejected by the kubelet, the last: %r; the plugin's log "
+                "since the stop:\n%s\n%s"
+                % (os.path.exists(pl.socket), len(rejected),
+                   rejected[-1]["error"] if rejected else None,
+                   "\n".join(pl.log_lines(lmark)[-8:]), e)) from None
+        figure("socket deleted as soon as re-created: start-server -> registered",
+               "%.1f ms" % ms(reg["t_ns"] - t0))
+        self.assertOk(kl.command("allocate %s a" % RES))
+
+    def test_own_socket_deleted(self):
+        kl = self.kubelet()
+        pl = self.start_test_plugin("--devices", "a,b")
+        kl.wait_event("registered", T, resource=RES)
+        kl.wait_event("devices", T, resource=RES)
+        mark, lmark = kl.mark(), pl.log_mark()
+        t0 = time.time_ns()
+        os.unlink(pl.socket)
+        reg = kl.wait_event("registered", T, since=mark, resource=RES)
+        figure("own socket deleted -> registered again", "%.1f ms" % ms(reg["t_ns"] - t0))
+        pl.wait_log(r"restarting: .*socket was deleted", T, since=lmark)
+        kl.wait_event("devices", T, since=mark, resource=RES)
+        r = self.assertOk(kl.command("allocate %s b" % RES))
+        self.assertEqual(r["container_responses"][0]["envs"]["KDP_DEVICES_KDP_TEST_DEV"], "b")
+        self.assertTrue(os.path.exists(pl.socket))
+
+
+class Shutdown(IntegrationTest):
+    def test_sigterm_superdisk(self):
+        kl = self.kubelet()
+        ddir = self.subdir("disks")
+        open(os.path.join(ddir, "x.img"), "w").close()
+        pl = self.superdisk(ddir)
+        kl.wait_event("registered", T, resource="example.com/superdisk")
+        kl.wait_event("devices", T, resource="example.com/superdisk")
+        self.assertTrue(os.path.exists(pl.socket))
+        self.assertTrue(os.path.exists(pl.lock))
+        mark = kl.mark()
+        self.assertStopsCleanly(pl)
+        self.assertFalse(os.path.exists(pl.socket), "socket left behind")
+        self.assertFalse(os.path.exists(pl.lock), "lock file left behind")
+        self.assertIn("superdisk: destroy:", pl.log_text())
+        kl.wait_event("stream_end", T, since=mark, resource="example.com/superdisk")
+
+    def test_sigterm_test_plugin(self):
+        kl = self.kubelet()
+        life = self.file("lifecycle.log")
+        pl = self.start_test_plugin("--devices", "a", "--lifecycle", life)
+        kl.wait_event("devices", T, resource=RES)
+        mark = kl.mark()
+        self.assertStopsCleanly(pl)
+        self.assertEqual(read_lines(life), ["refresh", "destroy"])
+        self.assertEqual(self.dir_entries(), ["kubelet.sock"])
+        end = kl.wait_event("stream_end", T, since=mark, resource=RES)
+        self.assertEqual(end["reason"], "stream")
+
+    def test_sigint(self):
+        kl = self.kubelet()
+        pl = self.start_test_plugin("--devices", "a")
+        kl.wait_event("devices", T, resource=RES)
+        mark = kl.mark()
+        pl.proc.send_signal(signal.SIGINT)
+        rc = pl.wait_exit(T)
+        self.assertEqual(rc, 0, pl.diagnostics())
+        self.assertEqual(self.dir_entries(), ["kubelet.sock"])
+        kl.wait_event("stream_end", T, since=mark, resource=RES)
+
+    def test_stop_through_api(self):
+        kl = self.kubelet()
+        life = self.file("lifecycle.log")
+        pl = self.start_test_plugin("--devices", "a", "--lifecycle", life)
+        kl.wait_event("devices", T, resource=RES)
+        mark = kl.mark()
+        self.assertEqual(pl.command("stop"), {RES: 0})
+        rc = pl.wait_exit(T)
+        self.assertEqual(rc, 0, pl.diagnostics())
+        self.assertFalse(os.path.exists(pl.socket), "socket left behind")
+        self.assertFalse(os.path.exists(pl.lock), "lock file left behind")
+        self.assertEqual(read_lines(life), ["refresh", "destroy"])
+        kl.wait_event("stream_end", T, since=mark, resource=RES)
+
+    def test_second_instance_refused(self):
+        kl = self.kubelet()
+        first = self.start_test_plugin("--devices", "a,b", name="first")
+        kl.wait_event("registered", T, resource=RES)
+        kl.wait_event("devices", T, resource=RES)
+        mark = kl.mark()
+        second = self.start_test_plugin("--devices", "x,y", name="second")
+        rc = second.wait_exit(T)
+        self.assertNotEqual(rc, 0, second.diagnostics())
+        self.assertIn("another instance", second.log_text())
+        # The first keeps its socket, its registration and its stream.
+        self.assertTrue(os.path.exists(first.socket))
+        self.assertTrue(os.path.exists(first.lock))
+        r = self.assertOk(kl.command("allocate %s a" % RES))
+        self.assertEqual(r["container_responses"][0]["envs"]["KDP_DEVICES_KDP_TEST_DEV"], "a")
+        kl.assert_no_event("stream_end", within=0.5, since=mark)
+        self.assertEqual(kl.events_since(mark, "registered"), [])
+        self.assertEqual(kl.events_since(mark, "devices"), [])
+        self.assertTrue(first.alive())
+        self.assertStopsCleanly(first)
+
+
+class Config(IntegrationTest):
+    def test_two_resources_one_process(self):
+        kl = self.kubelet()
+        pl = self.start_test_plugin("--devices", "a,b", resources=("a.test/x", "b.test/y"))
+        ra = kl.wait_event("registered", T, resource="a.test/x")
+        rb = kl.wait_event("registered", T, since=0, resource="b.test/y")
+        self.assertEqual((ra["endpoint"], rb["endpoint"]), ("a-test-x.sock", "b-test-y.sock"))
+        for res in ("a.test/x", "b.test/y"):
+            ev = kl.wait_event("devices", T, since=0, resource=res)
+            self.assertEqual(ids_of(ev), ["a", "b"])
+            r = self.assertOk(kl.command("allocate %s b" % res))
+            self.assertEqual(r["container_responses"][0]["envs"],
+                             {"TEST_RESOURCE": res, env_name_for(res): "b"})
+        # A change reaches both.
+        mark = kl.mark()
+        self.assertEqual(pl.command("health a Unhealthy"), {"a.test/x": 0, "b.test/y": 0})
+        for res in ("a.test/x", "b.test/y"):
+            kl.wait_event(devices_where(res, lambda d: d["a"][0] == "Unhealthy"), T, since=mark)
+        self.assertStopsCleanly(pl)
+        self.assertEqual(self.dir_entries(), ["kubelet.sock"])
+
+    def test_invalid_resource_names_refused(self):
+        kl = self.kubelet()
+        for name in ("gpu", "kubernetes.io/foo"):
+            with self.subTest(name=name):
+                mark = kl.mark()
+                pl = self.start_test_plugin("--devices", "a", resources=(name,), name="plugin:" + name)
+                rc = pl.wait_exit(T)
+                self.assertNotEqual(rc, 0, pl.diagnostics())
+                line = pl.wait_log(r"invalid resource name", T)
+                self.assertIn(name, line)
+                figure("invalid resource name %r" % name, line.split("] ", 1)[-1])
+                kl.assert_no_event(lambda e: e.get("event") in ("registered", "rejected"),
+                                   within=0.3, since=mark)
+                self.assertEqual(self.dir_entries(), ["kubelet.sock"])
+
+
+class SimpleMode(IntegrationTest):
+    def test_example_simple(self):
+        kl = self.kubelet()
+        pl = self.simple(3)
+        res = "example.com/simple"
+        reg = kl.wait_event("registered", T, resource=res)
+        note_exec_to_registered(pl, reg)
+        self.assertEqual(reg["endpoint"], "simple.sock")
+        self.assertEqual(reg["options"], NONE)
+        ev = kl.wait_event("devices", T, resource=res)
+        self.assertEqual(devices_of(ev), {"dev-%d" % i: ("Healthy", []) for i in range(3)})
+        r = self.assertOk(kl.command("allocate %s dev-2,dev-0" % res))
+        self.assertEqual(r["container_responses"][0]["envs"],
+                         {"KDP_DEVICES_EXAMPLE_COM_SIMPLE": "dev-2,dev-0"})
+        self.assertStopsCleanly(pl)
+        self.assertFalse(os.path.exists(pl.socket))
+
+    def test_list_file_rescan(self):
+        kl = self.kubelet()
+        lst = self.file("list.txt")
+        with open(lst, "w") as f:
+            f.write("a,b\n")
+        pl = self.start_test_plugin("--list-file", lst)
+        ev = kl.wait_event("devices", T, resource=RES)
+        self.assertEqual(devices_of(ev), {"a": ("Healthy", []), "b": ("Healthy", [])})
+        with open(lst, "w") as f:
+            f.write("a,b:unhealthy,c@0\n")
+        mark = kl.mark()
+        self.assertEqual(pl.command("rescan"), {RES: 0})
+        ev = kl.wait_event("devices", T, since=mark, resource=RES)
+        self.assertEqual(devices_of(ev), {"a": ("Healthy", []), "b": ("Unhealthy", []),
+                                          "c": ("Healthy", [0])})
+        # The list op fails: the previous table stays, nothing is sent.
+        os.unlink(lst)
+        mark, lmark = kl.mark(), pl.log_mark()
+        self.assertEqual(pl.command("rescan"), {RES: 0})
+        pl.wait_log(r"keeping the previous device list", T, since=lmark)
+        kl.assert_no_event("devices", within=0.5, since=mark)
+        self.assertOk(kl.command("allocate %s c" % RES))
+        # Unchanged rescans send nothing either.
+        with open(lst, "w") as f:
+            f.write("c@0,b:unhealthy,a\n")
+        mark = kl.mark()
+        self.assertEqual(pl.command("rescan"), {RES: 0})
+        kl.assert_no_event("devices", within=0.5, since=mark)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
