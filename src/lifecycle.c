@@ -33,6 +33,7 @@ static void do_register(kdp_plugin *p);
 static int take_lock(kdp_plugin *p);
 static void fatal(kdp_plugin *p, int err);
 static void after_job(kdp_plugin *p);
+static void run_destroy(kdp_plugin *p);
 
 static void schedule_retry(kdp_plugin *p, int what, uint64_t delay_us)
 {
@@ -593,7 +594,7 @@ void kdp__plugin_law_ended(kdp_plugin *p, law *l)
 /* ---- stopping and restarting ---- */
 
 /* Closes what serving opened; leaves the lock held. */
-static void stop_serving(kdp_plugin *p)
+static kdp__server *detach_server(kdp_plugin *p)
 {
     kdp__client_call_cancel(p->reg_call);
     p->reg_call = NULL;
@@ -605,7 +606,34 @@ static void stop_serving(kdp_plugin *p)
     p->expect_kubelet_law = false;
     kdp__server *s = p->server;
     p->server = NULL;
-    kdp__server_free(s); /* ends every stream; removes the socket if still ours */
+    return s;
+}
+
+/* For a restart: the kubelet is gone or going, close at once. */
+static void stop_serving(kdp_plugin *p)
+{
+    kdp__server_free(detach_server(p)); /* ends every stream; removes our socket */
+}
+
+static void on_drained(kdp__server *s, void *ud)
+{
+    kdp_plugin *p = ud;
+    p->draining = NULL;
+    kdp__server_free(s);
+    run_destroy(p);
+}
+
+/* For a stop: the socket goes at once, open streams end with UNAVAILABLE
+ * and every connection gets a GOAWAY, then destroy runs. */
+static void drain_then_destroy(kdp_plugin *p)
+{
+    kdp__server *s = detach_server(p);
+    if (!s) {
+        run_destroy(p);
+        return;
+    }
+    p->draining = s;
+    kdp__server_shutdown(s, KDP_DRAIN_LINGER_US, on_drained, p);
 }
 
 static void finish_stop(kdp_plugin *p)
@@ -661,8 +689,7 @@ static void after_job(kdp_plugin *p)
     if (p->stop_pending) {
         if (!p->destroyed) {
             p->state = P_STOPPING;
-            stop_serving(p);
-            run_destroy(p);
+            drain_then_destroy(p);
             return;
         }
         if (p->state != P_STOPPED) {
@@ -734,6 +761,8 @@ void kdp__plugin_teardown_now(kdp_plugin *p)
 {
     bool need_destroy = p->started && !p->destroyed && p->ops.destroy;
     stop_serving(p);
+    kdp__server_free(p->draining);
+    p->draining = NULL;
     if (need_destroy) {
         p->ops.destroy(p, p->ud); /* the loop is not running any more */
     }

@@ -26,6 +26,7 @@
 #define KDP_KUBELET_MAX_MESSAGE    (4U * 1024U * 1024U) /* grpc-go's default receive limit */
 #define KDP_WARN_MESSAGE           (3U * 1024U * 1024U)
 #define KDP_WAIT_FALLBACK_US       (30ULL * 1000000ULL)
+#define KDP_DRAIN_LINGER_US        (1000000ULL) /* bound on GOAWAY delivery at stop */
 
 typedef enum plugin_state {
     P_IDLE = 0,    /* not started */
@@ -81,6 +82,7 @@ struct kdp_plugin {
     uint8_t *law_msg; /* tab encoded as ListAndWatchResponse */
     size_t law_len;
     kdp__server *server;
+    kdp__server *draining; /* shutting down gracefully during a stop */
     law *laws;
     law *kubelet_law; /* the stream the kubelet opened after our Register */
     bool expect_kubelet_law;
