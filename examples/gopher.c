@@ -11,10 +11,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <kdp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -81,21 +83,36 @@ static int allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_respo
     return r;
 }
 
+static int stop_fd = -1; /* written by main to end the watcher thread */
+
+/* Waits for the inotify fd (or timeout_ms); false once main asks to stop. */
+static bool wait_for(int fd, int timeout_ms)
+{
+    struct pollfd fds[2] = {{.fd = fd, .events = POLLIN}, {.fd = stop_fd, .events = POLLIN}};
+    return poll(fds, 2, timeout_ms) >= 0 && !(fds[1].revents & POLLIN);
+}
+
 /* Hot-plug: any change in the directory asks kdp for a fresh list. */
 static void *watch_devices(void *arg)
 {
     kdp_plugin *p = arg;
-    int fd = inotify_init1(IN_CLOEXEC);
+    int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     uint32_t mask = IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO |
                     IN_ATTRIB;
-    while (fd >= 0 && inotify_add_watch(fd, devices_dir, mask) < 0) {
-        sleep(2); /* the directory does not exist yet */
+    while (inotify_add_watch(fd, devices_dir, mask) < 0) {
+        if (!wait_for(fd, 2000)) { /* the directory does not exist yet */
+            close(fd);
+            return NULL;
+        }
     }
     kdp_plugin_rescan(p);
     char buf[4096];
-    while (fd >= 0 && read(fd, buf, sizeof(buf)) > 0) {
+    while (wait_for(fd, -1)) {
+        while (read(fd, buf, sizeof(buf)) > 0) {
+        }
         kdp_plugin_rescan(p);
     }
+    close(fd);
     return NULL;
 }
 
@@ -123,14 +140,16 @@ int main(int argc, char **argv)
         return 1;
     }
     pthread_t tid;
-    if (pthread_create(&tid, NULL, watch_devices, p) != 0) {
+    stop_fd = eventfd(0, EFD_CLOEXEC);
+    if (stop_fd < 0 || pthread_create(&tid, NULL, watch_devices, p) != 0) {
         fprintf(stderr, "gopher: cannot start the watcher thread\n");
         kdp_plugin_free(p);
         return 1;
     }
     int r = kdp_plugin_run(p);
-    pthread_cancel(tid); /* it waits in read() or sleep(): cancellation points */
+    (void)eventfd_write(stop_fd, 1);
     pthread_join(tid, NULL);
+    close(stop_fd);
     kdp_plugin_free(p);
     return r == 0 ? 0 : 1;
 }

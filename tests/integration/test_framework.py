@@ -162,7 +162,7 @@ class Devices(IntegrationTest):
         kl = self.kubelet()
         gdir = self.subdir("gophers")
         write_file(os.path.join(gdir, "g0"), "a gopher\n", self.subdir("files"))
-        self.gopher(gdir)
+        gopher = self.gopher(gdir)
         res = "example.com/gopher"
         kl.wait_event("registered", T, resource=res)
         kl.wait_event(devices_where(res, lambda d: d == {"g0": ("Healthy", [])}), T)
@@ -184,6 +184,9 @@ class Devices(IntegrationTest):
         # Allocate: GOPHER=ids.
         r = self.assertOk(kl.command("allocate %s g0" % res))
         self.assertEqual(r["container_responses"][0]["envs"], {"GOPHER": "g0"})
+        # SIGTERM: a clean exit (the watcher thread stopped too).
+        self.assertStopsCleanly(gopher)
+        self.assertEqual(self.dir_entries(), ["kubelet.sock"])
 
     def test_nothing_sent_without_change(self):
         kl = self.kubelet()
