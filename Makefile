@@ -50,7 +50,8 @@ fuzz: fuzz-build
 	@scripts/run-fuzz.sh $(FUZZ_BUILD)/bin $(FUZZ_SECONDS)
 
 format:
-	clang-format -i include/*.h src/*.c src/*.h tests/unit/*.c tests/interop/*.c fuzz/*.c
+	clang-format -i include/*.h src/*.[ch] examples/*.[ch] tests/unit/*.c tests/interop/*.c \
+	  tests/plugin/*.c fuzz/*.c
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -62,8 +62,7 @@ static int list_gophers(kdp_plugin *p, kdp_device_list *out, void *ud)
     return 0;
 }
 
-static int allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_response *resp,
-                    void *ud)
+static int allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_response *resp, void *ud)
 {
     (void)p;
     (void)ud;
@@ -97,8 +96,8 @@ static void *watch_devices(void *arg)
 {
     kdp_plugin *p = arg;
     int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    uint32_t mask = IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO |
-                    IN_ATTRIB;
+    uint32_t mask =
+        IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB;
     while (inotify_add_watch(fd, devices_dir, mask) < 0) {
         if (!wait_for(fd, 2000)) { /* the directory does not exist yet */
             close(fd);
@@ -128,8 +127,10 @@ int main(int argc, char **argv)
         } else if ((v = flag_value(argc, argv, &i, "--device-plugin-dir"))) {
             cfg.device_plugin_dir = v;
         } else {
-            fprintf(stderr, "usage: %s [--devices-dir DIR] [--resource NAME] "
-                            "[--device-plugin-dir DIR]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--devices-dir DIR] [--resource NAME] "
+                    "[--device-plugin-dir DIR]\n",
+                    argv[0]);
             return 2;
         }
     }

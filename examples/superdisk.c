@@ -50,8 +50,7 @@ static int list_images(kdp_plugin *p, kdp_device_list *out, void *ud)
     return 0;
 }
 
-static int allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_response *resp,
-                    void *ud)
+static int allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_response *resp, void *ud)
 {
     (void)ud;
     for (size_t i = 0; i < req->n_ids; i++) {
@@ -80,8 +79,8 @@ static int prestart(kdp_plugin *p, const char *const *ids, size_t n, void *ud)
         if (image_path(path, sizeof(path), ids[i]) < 0) {
             return -EINVAL;
         }
-        int len = snprintf(header, sizeof(header), HEADER "%s at %lld\n", ids[i],
-                           (long long)time(NULL));
+        int len =
+            snprintf(header, sizeof(header), HEADER "%s at %lld\n", ids[i], (long long)time(NULL));
         int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0 || pwrite(fd, header, (size_t)len, 0) != len || fsync(fd) < 0) {
             int r = -errno;
@@ -155,8 +154,10 @@ int main(int argc, char **argv)
         } else if ((v = flag_value(argc, argv, &i, "--device-plugin-dir"))) {
             cfg.device_plugin_dir = v;
         } else {
-            fprintf(stderr, "usage: %s [--devices-dir DIR] [--resource NAME] "
-                            "[--device-plugin-dir DIR]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--devices-dir DIR] [--resource NAME] "
+                    "[--device-plugin-dir DIR]\n",
+                    argv[0]);
             return 2;
         }
     }

@@ -191,8 +191,7 @@ typedef struct kdp_ops {
     int (*allocate)(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_response *resp,
                     void *ud);
     /* Set = the kubelet asks for preferred allocations. */
-    int (*preferred)(kdp_plugin *p, const kdp_preferred_request *req, kdp_id_list *out,
-                     void *ud);
+    int (*preferred)(kdp_plugin *p, const kdp_preferred_request *req, kdp_id_list *out, void *ud);
     /* Set = the kubelet calls it before every container start (restarts
      * included) with that container's devices, e.g. to format a disk. */
     int (*prestart)(kdp_plugin *p, const char *const *ids, size_t n_ids, void *ud);
@@ -286,8 +285,8 @@ KDP_EXPORT void *kdp_plugin_userdata(const kdp_plugin *p);
 /* Simple mode in one call: a plugin for resource_name on socket_name whose
  * devices come from list, run until SIGTERM/SIGINT. Returns 0 after a clean
  * stop, or -errno. */
-KDP_EXPORT int kdp_run_simple(const char *resource_name, const char *socket_name,
-                              kdp_list_fn list, void *ud);
+KDP_EXPORT int kdp_run_simple(const char *resource_name, const char *socket_name, kdp_list_fn list,
+                              void *ud);
 
 /* Checks an extended resource name with the kubelet's rule. Returns 0, or
  * -EINVAL and, if why is not NULL, a static string saying what is wrong. */

@@ -248,10 +248,8 @@ static int submit(kdp__client_call *c, nghttp2_session *session, const char *pat
     nghttp2_nv nva[8];
     size_t n = 0;
 #define ADD(k, v)                                                                                  \
-    nva[n++] = (nghttp2_nv)                                                                        \
-    {                                                                                              \
-        (uint8_t *)(k), (uint8_t *)(v), strlen(k), strlen(v), NGHTTP2_NV_FLAG_NONE                 \
-    }
+    nva[n++] =                                                                                     \
+        (nghttp2_nv){(uint8_t *)(k), (uint8_t *)(v), strlen(k), strlen(v), NGHTTP2_NV_FLAG_NONE}
     ADD(":method", "POST");
     ADD(":scheme", "http");
     ADD(":path", path);
@@ -329,8 +327,7 @@ int kdp__client_unary(kdp__loop *l, const char *socket_path, const char *method_
     if (len) {
         memcpy(c->req + KDP__FRAME_HEADER_LEN, req, len);
     }
-    r = start(c, socket_path, method_path,
-              opts && opts->authority ? opts->authority : "localhost");
+    r = start(c, socket_path, method_path, opts && opts->authority ? opts->authority : "localhost");
     if (r < 0) {
         goto fail;
     }

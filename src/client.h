@@ -24,8 +24,8 @@ typedef struct kdp__client_call kdp__client_call;
  * own explanation for a local failure ("" if none, never NULL). resp is the
  * response message when status is OK, else NULL. All valid only during the
  * callback. The call is freed when the callback returns. */
-typedef void (*kdp__unary_done_fn)(int status, const char *message, const uint8_t *resp,
-                                   size_t len, void *ud);
+typedef void (*kdp__unary_done_fn)(int status, const char *message, const uint8_t *resp, size_t len,
+                                   void *ud);
 
 typedef struct kdp__unary_opts {
     const char *authority; /* NULL = "localhost" */

@@ -85,8 +85,8 @@ static int out_reserve(kdp__conn *c, size_t extra)
 static int send_tail(kdp__conn *c)
 {
     while (c->out_off < c->out_len) {
-        ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n =
+            send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0) {
             if (errno == EINTR) {
                 continue;

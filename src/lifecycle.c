@@ -9,6 +9,8 @@
  * retried with capped exponential backoff, forever; a missing kubelet.sock is
  * waited for through inotify, with a slow fallback check.
  */
+#include "lifecycle.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,7 +22,6 @@
 
 #include "deviceplugin.pb-c.h"
 #include "jobs.h"
-#include "lifecycle.h"
 #include "log.h"
 #include "service.h"
 #include "sock.h"
@@ -239,8 +240,7 @@ static void complete_refresh(kdp__pjob *j, bool timed_out)
         job_failed(p, j, timed_out);
         p->busy = false;
         uint64_t delay = kdp__backoff_next(&p->backoff);
-        log_warn("%s: starting again in %llu ms", p->resource,
-                 (unsigned long long)(delay / 1000));
+        log_warn("%s: starting again in %llu ms", p->resource, (unsigned long long)(delay / 1000));
         if (!p->stop_pending) {
             p->restart_pending = false;
             schedule_retry(p, RETRY_START, delay);
@@ -411,8 +411,8 @@ static void serve(kdp_plugin *p)
     }
     if (r < 0) {
         uint64_t delay = kdp__backoff_next(&p->backoff);
-        log_error("%s: cannot serve %s: %s; trying again in %llu ms", p->resource,
-                  p->socket_path, strerror(-r), (unsigned long long)(delay / 1000));
+        log_error("%s: cannot serve %s: %s; trying again in %llu ms", p->resource, p->socket_path,
+                  strerror(-r), (unsigned long long)(delay / 1000));
         p->state = P_STARTING;
         schedule_retry(p, RETRY_START, delay);
         return;
@@ -716,8 +716,8 @@ static void after_job(kdp_plugin *p)
  * restart become one restart. */
 void kdp__plugin_restart(kdp_plugin *p, const char *why)
 {
-    if (p->state == P_IDLE || p->state == P_STOPPING || p->state == P_STOPPED ||
-        p->stop_pending || p->restart_pending || kdp__timer_armed(p->restart_timer)) {
+    if (p->state == P_IDLE || p->state == P_STOPPING || p->state == P_STOPPED || p->stop_pending ||
+        p->restart_pending || kdp__timer_armed(p->restart_timer)) {
         return;
     }
     p->restart_why = why;
@@ -728,8 +728,8 @@ void kdp__plugin_on_restart(kdp__timer *t, void *ud)
 {
     (void)t;
     kdp_plugin *p = ud;
-    if (p->state == P_IDLE || p->state == P_STOPPING || p->state == P_STOPPED ||
-        p->stop_pending || p->restart_pending) {
+    if (p->state == P_IDLE || p->state == P_STOPPING || p->state == P_STOPPED || p->stop_pending ||
+        p->restart_pending) {
         return;
     }
     log_info("%s: restarting: %s", p->resource, p->restart_why);

@@ -68,9 +68,9 @@ void kdp__log(kdp_log_level level, const char *file, int line, const char *fmt, 
         localtime_r(&tv.tv_sec, &tm);
         /* klog: Lmmdd hh:mm:ss.uuuuuu threadid file:line] msg */
         fprintf(stderr, "%c%02d%02d %02d:%02d:%02d.%06ld %7d %s:%d] %s\n",
-                letters[level < 0 || level > KDP_LOG_ERROR ? 0 : level], tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)tv.tv_usec, (int)gettid(),
-                base_name(file), line, msg);
+                letters[level < 0 || level > KDP_LOG_ERROR ? 0 : level], tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, (long)tv.tv_usec, (int)gettid(), base_name(file),
+                line, msg);
     }
     pthread_mutex_unlock(&sink_lock);
 }

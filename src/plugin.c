@@ -41,8 +41,8 @@ static int check_config(const kdp_config *cfg)
         return -EINVAL;
     }
     if (!cfg->socket_name || kdp__validate_socket_name(cfg->socket_name, &why) < 0) {
-        log_error("invalid socket name \"%s\": %s",
-                  cfg->socket_name ? cfg->socket_name : "(null)", why ? why : "missing");
+        log_error("invalid socket name \"%s\": %s", cfg->socket_name ? cfg->socket_name : "(null)",
+                  why ? why : "missing");
         return -EINVAL;
     }
     if (cfg->env_name && kdp__validate_env_key(cfg->env_name, &why) < 0) {
@@ -153,8 +153,8 @@ KDP_EXPORT int kdp_plugin_new(kdp_plugin **ret, kdp_ctx *ctx, const kdp_config *
     if (ops) {
         p->ops = *ops;
     }
-    p->cb_timeout_ms = cfg->callback_timeout_ms ? cfg->callback_timeout_ms
-                                                : KDP_DEFAULT_CB_TIMEOUT_MS;
+    p->cb_timeout_ms =
+        cfg->callback_timeout_ms ? cfg->callback_timeout_ms : KDP_DEFAULT_CB_TIMEOUT_MS;
     p->rescan_ms = cfg->rescan_interval_ms;
     kdp__backoff_init(&p->backoff, 50000, 10000000, 0);
     r = fill_strings(p, cfg);
@@ -309,8 +309,8 @@ KDP_EXPORT void *kdp_plugin_userdata(const kdp_plugin *p)
     return p ? p->ud : NULL;
 }
 
-KDP_EXPORT int kdp_run_simple(const char *resource_name, const char *socket_name,
-                              kdp_list_fn list, void *ud)
+KDP_EXPORT int kdp_run_simple(const char *resource_name, const char *socket_name, kdp_list_fn list,
+                              void *ud)
 {
     if (!list) {
         return -EINVAL;

@@ -18,15 +18,15 @@
 #include "watch.h"
 #include "worker.h"
 
-#define KDP_API_VERSION            "v1beta1"
-#define KDP_KUBELET_SOCKET         "kubelet.sock"
-#define KDP_DEFAULT_DIR            "/var/lib/kubelet/device-plugins"
-#define KDP_DEFAULT_CB_TIMEOUT_MS  10000U
-#define KDP_REGISTER_TIMEOUT_US    (30ULL * 1000000ULL)
-#define KDP_KUBELET_MAX_MESSAGE    (4U * 1024U * 1024U) /* grpc-go's default receive limit */
-#define KDP_WARN_MESSAGE           (3U * 1024U * 1024U)
-#define KDP_WAIT_FALLBACK_US       (30ULL * 1000000ULL)
-#define KDP_DRAIN_LINGER_US        (1000000ULL) /* bound on GOAWAY delivery at stop */
+#define KDP_API_VERSION           "v1beta1"
+#define KDP_KUBELET_SOCKET        "kubelet.sock"
+#define KDP_DEFAULT_DIR           "/var/lib/kubelet/device-plugins"
+#define KDP_DEFAULT_CB_TIMEOUT_MS 10000U
+#define KDP_REGISTER_TIMEOUT_US   (30ULL * 1000000ULL)
+#define KDP_KUBELET_MAX_MESSAGE   (4U * 1024U * 1024U) /* grpc-go's default receive limit */
+#define KDP_WARN_MESSAGE          (3U * 1024U * 1024U)
+#define KDP_WAIT_FALLBACK_US      (30ULL * 1000000ULL)
+#define KDP_DRAIN_LINGER_US       (1000000ULL) /* bound on GOAWAY delivery at stop */
 
 typedef enum plugin_state {
     P_IDLE = 0,    /* not started */

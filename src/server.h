@@ -50,16 +50,16 @@ typedef struct kdp__method {
 } kdp__method;
 
 typedef struct kdp__server_config {
-    size_t max_recv_message;    /* 0 = 16 MiB */
-    uint32_t max_streams;       /* concurrent streams per connection; 0 = 1000 */
-    uint32_t max_connections;   /* 0 = 1024; more are closed at accept */
+    size_t max_recv_message;  /* 0 = 16 MiB */
+    uint32_t max_streams;     /* concurrent streams per connection; 0 = 1000 */
+    uint32_t max_connections; /* 0 = 1024; more are closed at accept */
 } kdp__server_config;
 
 typedef struct kdp__server_stats {
-    uint64_t active_calls;     /* begun and not yet closed */
-    uint64_t connections;      /* open now */
-    uint64_t calls_total;      /* ever begun */
-    uint64_t calls_cancelled;  /* ended by cancel, connection loss or shutdown */
+    uint64_t active_calls;    /* begun and not yet closed */
+    uint64_t connections;     /* open now */
+    uint64_t calls_total;     /* ever begun */
+    uint64_t calls_cancelled; /* ended by cancel, connection loss or shutdown */
 } kdp__server_stats;
 
 typedef void (*kdp__server_done_fn)(kdp__server *s, void *ud);

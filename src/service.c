@@ -104,10 +104,10 @@ void kdp__service_broadcast(kdp_plugin *p)
 typedef struct rpc {
     kdp__call *call; /* NULL once the caller is gone */
     kdp__pjob *job;
-    void *req;                    /* the unpacked request */
-    void (*free_req)(void *req);  /* protobuf-c free_unpacked */
-    kdp__devtab devs;             /* the requested devices, for add_defaults */
-    uint8_t *out;                 /* the packed response, built on the worker */
+    void *req;                   /* the unpacked request */
+    void (*free_req)(void *req); /* protobuf-c free_unpacked */
+    kdp__devtab devs;            /* the requested devices, for add_defaults */
+    uint8_t *out;                /* the packed response, built on the worker */
     size_t out_len;
 } rpc;
 
@@ -145,8 +145,8 @@ static void rpc_complete(kdp__pjob *j, bool timed_out)
     c->call = NULL;
     char msg[KDP_JOB_MSG_MAX + 64];
     if (timed_out) {
-        snprintf(msg, sizeof(msg), "%s: the %s callback did not return within %u ms",
-                 p->resource, j->what, p->cb_timeout_ms);
+        snprintf(msg, sizeof(msg), "%s: the %s callback did not return within %u ms", p->resource,
+                 j->what, p->cb_timeout_ms);
         (void)kdp__call_finish(call, KDP__ST_DEADLINE_EXCEEDED, msg);
         return;
     }
@@ -244,7 +244,8 @@ static bool check_ids(kdp_plugin *p, kdp__call *call, char **ids, size_t n, bool
 
 /* ---- Allocate ---- */
 
-static int allocate_one(kdp__pjob *j, const kdp__devtab *devs, V1beta1__ContainerAllocateRequest *cr,
+static int allocate_one(kdp__pjob *j, const kdp__devtab *devs,
+                        V1beta1__ContainerAllocateRequest *cr,
                         V1beta1__ContainerAllocateResponse *out, kdp_alloc_response *b)
 {
     kdp_plugin *p = j->p;
@@ -272,8 +273,8 @@ static void fn_allocate(kdp__pjob *j)
     for (; j->result == 0 && done < n; done++) {
         v1beta1__container_allocate_response__init(&outs[done]);
         ptrs[done] = &outs[done];
-        j->result = allocate_one(j, &c->devs, req->container_requests[done], &outs[done],
-                                 &bs[done]);
+        j->result =
+            allocate_one(j, &c->devs, req->container_requests[done], &outs[done], &bs[done]);
     }
     if (j->result == 0) {
         V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
@@ -415,8 +416,8 @@ static void fn_prestart(kdp__pjob *j)
     rpc *c = j->data;
     V1beta1__PreStartContainerRequest *req = c->req;
     kdp_plugin *p = j->p;
-    j->result = p->ops.prestart(p, (const char *const *)req->devices_ids, req->n_devices_ids,
-                                p->ud);
+    j->result =
+        p->ops.prestart(p, (const char *const *)req->devices_ids, req->n_devices_ids, p->ud);
     if (j->result == 0) {
         V1beta1__PreStartContainerResponse resp = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
         c->out_len = protobuf_c_message_get_packed_size(&resp.base);

@@ -261,7 +261,8 @@ bool kdp__worker_abandon(kdp__worker *w, kdp__job *j)
         pthread_mutex_unlock(&c->mu);
         return true;
     }
-    bool found = unlink_job(&c->q_head, &c->q_tail, j) || unlink_job(&c->done_head, &c->done_tail, j);
+    bool found =
+        unlink_job(&c->q_head, &c->q_tail, j) || unlink_job(&c->done_head, &c->done_tail, j);
     pthread_mutex_unlock(&c->mu);
     if (found) {
         j->free(j);

@@ -24,8 +24,8 @@ static void on_done(int status, const char *message, const uint8_t *resp, size_t
     if (resp) {
         rep = kdptest__echo_reply__unpack(NULL, len, resp);
     }
-    printf("status=%s code=%d message=%s payload=%.*s\n", kdp__status_name(status), status,
-           message, rep ? (int)rep->payload.len : 0, rep ? (const char *)rep->payload.data : "");
+    printf("status=%s code=%d message=%s payload=%.*s\n", kdp__status_name(status), status, message,
+           rep ? (int)rep->payload.len : 0, rep ? (const char *)rep->payload.data : "");
     fflush(stdout);
     exit_code = status == KDP__ST_OK && (resp == NULL || rep) ? 0 : 1;
     kdptest__echo_reply__free_unpacked(rep, NULL);

@@ -134,8 +134,7 @@ static int op_prestart(kdp_plugin *p, const char *const *ids, size_t n, void *ud
     return 0;
 }
 
-static int op_preferred(kdp_plugin *p, const kdp_preferred_request *req, kdp_id_list *out,
-                        void *ud)
+static int op_preferred(kdp_plugin *p, const kdp_preferred_request *req, kdp_id_list *out, void *ud)
 {
     (void)p;
     (void)ud;
