@@ -663,6 +663,43 @@ class SimpleMode(IntegrationTest):
         self.assertEqual(pl.command("rescan"), {RES: 0})
         kl.assert_no_event("devices", within=0.5, since=mark)
 
+    def test_list_file_rescan_interval(self):
+        # kdp_config.rescan_interval_ms: the list op runs again by itself.
+        kl = self.kubelet()
+        lst = self.file("list.txt")
+        with open(lst, "w") as f:
+            f.write("a\n")
+        pl = self.start_test_plugin("--list-file", lst, "--rescan-ms", "100")
+        ev = kl.wait_event("devices", T, resource=RES)
+        self.assertEqual(devices_of(ev), {"a": ("Healthy", [])})
+        mark = kl.mark()
+        with open(lst, "w") as f:
+            f.write("a,b\n")  # no rescan command: only the interval can notice
+        ev = kl.wait_event("devices", T, since=mark, resource=RES)
+        self.assertEqual(devices_of(ev), {"a": ("Healthy", []), "b": ("Healthy", [])})
+        self.assertStopsCleanly(pl)
+
+
+class Embedding(IntegrationTest):
+    def test_embedded_in_own_poll_loop(self):
+        # kdp_ctx_get_fd + kdp_ctx_dispatch in the application's poll() loop,
+        # with the application's own SIGTERM handler calling kdp_ctx_stop.
+        kl = self.kubelet()
+        pl = self.start_test_plugin("--devices", "a,b", "--embed")
+        pl.wait_log(r"embedded loop on fd", T)
+        kl.wait_event("registered", T, resource=RES)
+        kl.wait_event("devices", T, resource=RES)
+        r = self.assertOk(kl.command("allocate %s b" % RES))
+        self.assertEqual(r["container_responses"][0]["envs"]["TEST_RESOURCE"], RES)
+        mark = kl.mark()
+        self.assertEqual(pl.command("health a Unhealthy"), {RES: 0})
+        kl.wait_event("devices", T, since=mark, resource=RES)
+        mark = kl.mark()
+        kl.ok("restart")
+        kl.wait_event("registered", T, since=mark, resource=RES)
+        self.assertStopsCleanly(pl)
+        self.assertFalse(os.path.exists(pl.socket))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -19,12 +19,17 @@
  *   --lifecycle FILE        append "refresh" / "destroy" to FILE
  *   --list-file FILE        simple mode: the list op reads SPEC lines from FILE
  *   --default-alloc         no allocate op: kdp's default response
+ *   --rescan-ms N           call the list op every N ms too
+ *   --embed                 run in our own poll() loop (kdp_ctx_get_fd +
+ *                           kdp_ctx_dispatch) with our own SIGTERM handler
  *
  * stdin: "set SPEC", "health ID Healthy|Unhealthy", "rescan", "stop".
  */
 #include <errno.h>
 #include <kdp.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,6 +216,35 @@ static void *read_commands(void *arg)
     return NULL;
 }
 
+static kdp_ctx *embed_ctx;
+
+static void on_sigterm(int signo)
+{
+    (void)signo;
+    kdp_ctx_stop(embed_ctx); /* async-signal-safe */
+}
+
+/* The embedding mode: an application's own loop with kdp's fd in it. */
+static int run_embedded(kdp_ctx *ctx)
+{
+    embed_ctx = ctx;
+    struct sigaction sa = {.sa_handler = on_sigterm};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    struct pollfd pfd = {.fd = kdp_ctx_get_fd(ctx), .events = POLLIN};
+    fprintf(stderr, "kdp-test-plugin: embedded loop on fd %d\n", pfd.fd);
+    for (;;) {
+        int r = kdp_ctx_dispatch(ctx);
+        if (r != 0) {
+            return r < 0 ? r : 0;
+        }
+        if (poll(&pfd, 1, -1) < 0 && errno != EINTR) {
+            return -errno;
+        }
+    }
+}
+
 static char *socket_for(const char *resource)
 {
     char *s = malloc(strlen(resource) + 6);
@@ -232,6 +266,7 @@ int main(int argc, char **argv)
     bool prestart = false;
     bool preferred = false;
     bool default_alloc = false;
+    bool embed = false;
     kdp_config cfg = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -242,6 +277,10 @@ int main(int argc, char **argv)
         }
         if (strcmp(a, "--default-alloc") == 0) {
             default_alloc = true;
+            continue;
+        }
+        if (strcmp(a, "--embed") == 0) {
+            embed = true;
             continue;
         }
         if (!v) {
@@ -272,6 +311,8 @@ int main(int argc, char **argv)
             lifecycle_file = v;
         } else if (strcmp(a, "--list-file") == 0) {
             list_file = v;
+        } else if (strcmp(a, "--rescan-ms") == 0) {
+            cfg.rescan_interval_ms = (unsigned)atoi(v);
         } else {
             fprintf(stderr, "kdp-test-plugin: unknown flag %s\n", a);
             return 2;
@@ -314,7 +355,7 @@ int main(int argc, char **argv)
     pthread_t tid;
     pthread_create(&tid, NULL, read_commands, NULL);
     pthread_detach(tid);
-    int r = kdp_ctx_run(ctx);
+    int r = embed ? run_embedded(ctx) : kdp_ctx_run(ctx);
     if (r < 0) {
         fprintf(stderr, "kdp-test-plugin: %s\n", strerror(-r));
     }
