@@ -24,8 +24,11 @@ struct kdp__client_call {
     kdp__timer *timer; /* the deadline, then the deferred completion */
     int32_t stream_id;
     kdp__unary_done_fn done;
+    kdp__stream_msg_fn on_msg; /* server-streaming calls only */
     void *ud;
     uint64_t timeout_us;
+    bool in_msg_cb; /* on_msg is running: a cancel must be deferred */
+    bool cancelled;
 
     uint8_t *req; /* framed request */
     size_t req_len;
@@ -77,6 +80,10 @@ static void on_timer(kdp__timer *t, void *ud)
 {
     (void)t;
     kdp__client_call *c = ud;
+    if (c->cancelled) {
+        call_free(c); /* cancelled from inside on_msg */
+        return;
+    }
     if (!c->completed) {
         complete(c, KDP__ST_DEADLINE_EXCEEDED, "deadline exceeded after %llu ms",
                  (unsigned long long)(c->timeout_us / 1000));
@@ -131,6 +138,15 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
 static int on_message(void *ud, const uint8_t *msg, size_t len)
 {
     kdp__client_call *c = ud;
+    if (c->on_msg) {
+        c->n_msgs++;
+        if (!c->completed && !c->cancelled) {
+            c->in_msg_cb = true;
+            c->on_msg(msg, len, c->ud);
+            c->in_msg_cb = false;
+        }
+        return c->cancelled ? -ECANCELED : 0;
+    }
     if (++c->n_msgs > 1) {
         return -E2BIG;
     }
@@ -155,7 +171,9 @@ static int on_data(nghttp2_session *session, uint8_t flags, int32_t stream_id, c
     if (r == 0) {
         return 0;
     }
-    if (r == -EMSGSIZE) {
+    if (r == -ECANCELED) {
+        c->completed = true; /* no done: the caller cancelled */
+    } else if (r == -EMSGSIZE) {
         complete(c, KDP__ST_RESOURCE_EXHAUSTED, "response larger than max (%zu bytes)", c->df.max);
     } else if (r == -ENOTSUP) {
         complete(c, KDP__ST_INTERNAL, "compressed response, but no compression was asked for");
@@ -174,7 +192,7 @@ static void finish_from_headers(kdp__client_call *c, uint32_t error_code)
     if (c->grpc_status >= 0) {
         if (c->grpc_status != KDP__ST_OK) {
             complete(c, c->grpc_status, "%s", msg);
-        } else if (kdp__deframer_partial(&c->df) || c->n_msgs != 1) {
+        } else if (kdp__deframer_partial(&c->df) || (!c->on_msg && c->n_msgs != 1)) {
             complete(c, KDP__ST_INTERNAL, "expected one response message, got %u", c->n_msgs);
         } else {
             complete(c, KDP__ST_OK, "%s", msg);
@@ -299,9 +317,33 @@ static int start(kdp__client_call *c, const char *socket_path, const char *path,
     return 0;
 }
 
+static int start_call(kdp__loop *l, const char *socket_path, const char *method_path,
+                      const uint8_t *req, size_t len, const kdp__unary_opts *opts,
+                      kdp__stream_msg_fn on_msg, kdp__unary_done_fn done, void *ud,
+                      kdp__client_call **ret);
+
 int kdp__client_unary(kdp__loop *l, const char *socket_path, const char *method_path,
                       const uint8_t *req, size_t len, const kdp__unary_opts *opts,
                       kdp__unary_done_fn done, void *ud, kdp__client_call **ret)
+{
+    return start_call(l, socket_path, method_path, req, len, opts, NULL, done, ud, ret);
+}
+
+int kdp__client_stream(kdp__loop *l, const char *socket_path, const char *method_path,
+                       const uint8_t *req, size_t len, const kdp__unary_opts *opts,
+                       kdp__stream_msg_fn on_msg, kdp__unary_done_fn done, void *ud,
+                       kdp__client_call **ret)
+{
+    if (!on_msg) {
+        return -EINVAL;
+    }
+    return start_call(l, socket_path, method_path, req, len, opts, on_msg, done, ud, ret);
+}
+
+static int start_call(kdp__loop *l, const char *socket_path, const char *method_path,
+                      const uint8_t *req, size_t len, const kdp__unary_opts *opts,
+                      kdp__stream_msg_fn on_msg, kdp__unary_done_fn done, void *ud,
+                      kdp__client_call **ret)
 {
     if (!l || !socket_path || !method_path || method_path[0] != '/' || (!req && len) || !done ||
         len > UINT32_MAX) {
@@ -313,6 +355,7 @@ int kdp__client_unary(kdp__loop *l, const char *socket_path, const char *method_
     }
     c->loop = l;
     c->done = done;
+    c->on_msg = on_msg;
     c->ud = ud;
     c->grpc_status = -1;
     c->timeout_us = opts ? opts->timeout_us : 0;
@@ -363,7 +406,14 @@ int kdp__client_unary_pb(kdp__loop *l, const char *socket_path, const char *meth
 
 void kdp__client_call_cancel(kdp__client_call *c)
 {
-    if (c) {
-        call_free(c);
+    if (!c) {
+        return;
     }
+    if (c->in_msg_cb) {
+        /* inside nghttp2's callbacks: stop delivering, free from the loop */
+        c->cancelled = true;
+        kdp__timer_start(c->timer, 0);
+        return;
+    }
+    call_free(c);
 }

@@ -45,8 +45,21 @@ int kdp__client_unary(kdp__loop *l, const char *socket_path, const char *method_
 int kdp__client_unary_pb(kdp__loop *l, const char *socket_path, const char *method_path,
                          const ProtobufCMessage *req, const kdp__unary_opts *opts,
                          kdp__unary_done_fn done, void *ud, kdp__client_call **ret);
+/* Gets each message of a server-streaming call, on the loop thread, valid
+ * only during the call. May cancel the call (kdp__client_call_cancel). */
+typedef void (*kdp__stream_msg_fn)(const uint8_t *msg, size_t len, void *ud);
+
+/* A server-streaming call: on_msg runs for each response message as it
+ * arrives; done runs once at the end with the final status (resp NULL), unless
+ * the call is cancelled. opts->timeout_us bounds the whole call (0 = none),
+ * opts->max_recv each message. Returns 0 or -errno. */
+int kdp__client_stream(kdp__loop *l, const char *socket_path, const char *method_path,
+                       const uint8_t *req, size_t len, const kdp__unary_opts *opts,
+                       kdp__stream_msg_fn on_msg, kdp__unary_done_fn done, void *ud,
+                       kdp__client_call **ret);
 /* Abandons the call: done is not called, the connection is closed (the server
- * sees the stream cancelled). Not from inside done. NULL is fine. */
+ * sees the stream cancelled). Not from inside done; from inside on_msg is
+ * fine. NULL is fine. */
 void kdp__client_call_cancel(kdp__client_call *c);
 
 #endif

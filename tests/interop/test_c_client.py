@@ -8,6 +8,7 @@ Each test starts its own server on a socket in its own temp dir and stops it
 (SIGTERM, exit 0 expected) at the end.
 """
 
+import json
 import os
 import re
 import sys
@@ -19,9 +20,11 @@ import kdp_interop as K  # noqa: E402
 
 CLIENT_TIMEOUT = 15.0
 
-# status=<NAME> code=<n> message=<message> payload=<payload>
-# (the message is percent-decoded and may itself contain a newline)
-LINE = re.compile(r"\Astatus=(\S+) code=(-?\d+) message=(.*) payload=(.*?)\n?\Z", re.S)
+# status=<NAME> code=<n> message=<message> payload=<payload> messages=<n>
+# (the message is percent-decoded and may itself contain a newline); a
+# streaming call prints "message seq=N" lines before it.
+LINE = re.compile(r"status=(\S+) code=(-?\d+) message=(.*) payload=(.*?) messages=(\d+)\n?\Z",
+                  re.S)
 
 
 class Result:
@@ -29,11 +32,17 @@ class Result:
         self.rc = r.returncode
         self.elapsed = r.elapsed
         self.raw = r.stdout
-        m = LINE.match(r.stdout)
+        self.seqs = [int(x) for x in re.findall(r"^message seq=(-?\d+)$", r.stdout, re.M)]
+        self.cancelled = re.search(r"^cancelled after (\d+)$", r.stdout, re.M)
+        m = LINE.search(r.stdout)
+        if self.cancelled and not m:
+            self.status, self.code, self.message, self.payload = "", -1, "", ""
+            self.rc = r.returncode
+            return
         if not m:
             raise AssertionError("kdp-echo-client: unparseable output %r (exit %d)\nstderr:\n%s"
                                  % (r.stdout, r.returncode, r.stderr))
-        self.status, code, self.message, self.payload = m.groups()
+        self.status, code, self.message, self.payload, _ = m.groups()
         self.code = int(code)
 
 
@@ -92,6 +101,41 @@ class CClientCases:
         r = echo_client(self.srv.socket, "--payload", "after")
         self.assertEqual((r.status, r.payload, r.rc), ("OK", "after", 0), r.raw)
         self.finish()
+
+
+    def test_server_stream(self):
+        # kdp__client_stream: every message delivered in order, then OK.
+        r = echo_client(self.srv.socket, "--stream", "20", "--interval-ms", "5")
+        self.assertEqual((r.status, r.rc), ("OK", 0), r.raw)
+        self.assertEqual(r.seqs, list(range(20)), r.raw)
+        self.finish()
+
+    def test_server_stream_cancelled_from_callback(self):
+        # Cancelling from inside the message callback: the client stops at
+        # once and the server sees the stream cancelled.
+        before = stats(self.srv.socket)
+        r = echo_client(self.srv.socket, "--stream", "0", "--interval-ms", "10",
+                        "--cancel-after", "3")
+        self.assertEqual(r.rc, 0, r.raw)
+        self.assertTrue(r.cancelled, r.raw)
+        self.assertEqual(r.seqs, [0, 1, 2], r.raw)
+        wait_idle(self.srv.socket, before["streams_cancelled"] + 1)
+        self.finish()
+
+
+def stats(sock):
+    r = K.run([K.binary("kdp-go-client"), "-socket", sock, "-scenario", "stats",
+               "-timeout", "5s"], 15.0)
+    if r.returncode != 0:
+        raise AssertionError("stats failed: %s %s" % (r.stdout, r.stderr))
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def wait_idle(sock, min_cancelled):
+    r = K.run([K.binary("kdp-go-client"), "-socket", sock, "-scenario", "wait-idle",
+               "-min-cancelled", str(min_cancelled), "-timeout", "5s"], 15.0)
+    if r.returncode != 0:
+        raise AssertionError("the server never saw the cancel: %s %s" % (r.stdout, r.stderr))
 
 
 class CClientAgainstGoServer(CClientCases, K.InteropTestCase):
