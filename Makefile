@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 20
 CMAKE_GEN  := -G Ninja
 JOBS       ?= $(shell nproc)
 
-.PHONY: all deps build test test-unit test-asan fuzz fuzz-build format clean
+.PHONY: all deps build test test-unit test-asan fuzz fuzz-build format clean demo bench
 
 all: build
 
@@ -48,6 +48,14 @@ fuzz-build: deps
 # Runs each fuzz target for FUZZ_SECONDS on a scratch copy of its corpus.
 fuzz: fuzz-build
 	@scripts/run-fuzz.sh $(FUZZ_BUILD)/bin $(FUZZ_SECONDS)
+
+# The README's first command: a narrated story with kdpctl kubelet and a plugin.
+demo: build
+	@scripts/demo.sh $(BUILD)/bin
+
+# kdp side by side with the Go way; writes build/bench/ and prints a table.
+bench: build
+	@bench/run.sh $(BUILD)
 
 format:
 	clang-format -i include/*.h src/*.[ch] examples/*.[ch] tests/unit/*.c tests/interop/*.c \
