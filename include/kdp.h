@@ -36,13 +36,25 @@ extern "C" {
 #define KDP_EXPORT
 #endif
 
+/* The version this header belongs to. It equals project(VERSION) in
+ * CMakeLists.txt and what kdp_version() returns (tests/packaging checks
+ * both). Compatibility rules, and the ABI number in the library's SONAME
+ * (libkdp.so.0), are in docs/api.md. */
 #define KDP_VERSION_MAJOR 0
 #define KDP_VERSION_MINOR 1
 #define KDP_VERSION_PATCH 0
-/* The version this header belongs to, as one comparable number. */
+/* The same as one comparable number (MINOR and PATCH stay below 100):
+ * #if KDP_VERSION >= 200 for "0.2.0 or later". */
 #define KDP_VERSION (KDP_VERSION_MAJOR * 10000 + KDP_VERSION_MINOR * 100 + KDP_VERSION_PATCH)
+/* The same as a string, "MAJOR.MINOR.PATCH". */
+#define KDP_VERSION_STRING                                                                         \
+    KDP__VERSION_STR(KDP_VERSION_MAJOR)                                                            \
+    "." KDP__VERSION_STR(KDP_VERSION_MINOR) "." KDP__VERSION_STR(KDP_VERSION_PATCH)
+#define KDP__VERSION_STR(x)  KDP__VERSION_STR2(x)
+#define KDP__VERSION_STR2(x) #x
 
-/* The version of the library actually linked, as "MAJOR.MINOR.PATCH".
+/* The version of the library actually linked (at run time, which may be
+ * newer than the header a program was built with), as "MAJOR.MINOR.PATCH".
  * Static storage; thread-safe. */
 KDP_EXPORT const char *kdp_version(void);
 
@@ -291,6 +303,144 @@ KDP_EXPORT int kdp_run_simple(const char *resource_name, const char *socket_name
 /* Checks an extended resource name with the kubelet's rule. Returns 0, or
  * -EINVAL and, if why is not NULL, a static string saying what is wrong. */
 KDP_EXPORT int kdp_validate_resource_name(const char *name, const char **why);
+
+/* ------------------------------------------------------------------------
+ * Discovery: device nodes on the host, their USB identity and NUMA node,
+ * hot-plug, and CDI specs, for plugins that hand out existing device nodes
+ * (tools/generic/ is built on these).
+ *
+ * Roots: root is where the host's "/" is seen (NULL = "/"; e.g. "/host" in
+ * a container that mounts the host there, a temp dir in tests) and sysfs
+ * where the host's sysfs is (NULL = "/sys"). Paths passed in and handed
+ * back are host paths ("/dev/ttyUSB0"), never prefixed with root: they are
+ * what the kubelet and the container runtime see. These calls do blocking
+ * file I/O and keep no state: call them from a callback (the worker thread)
+ * or before the context runs. Thread-safe.
+ * ------------------------------------------------------------------------ */
+
+/* Frees a NULL-terminated string array handed out by a discovery call.
+ * NULL ok. */
+KDP_EXPORT void kdp_strv_free(char **v);
+
+/* Expands pattern, an absolute host path with glob(7) wildcards ('*', '?',
+ * "[...]") in any component: "/dev/ttyUSB*", "/dev/serial/by-id/usb-FTDI*",
+ * "/dev/snd/pcmC[0-9]D0p". No braces, no '~'; '*' does not match
+ * a leading '.'. A pattern without wildcards matches itself if it exists.
+ * Entries are matched by name: a symlink is returned as the link (the
+ * stable /dev/serial/by-id names stay what they are). *ret_paths gets the
+ * matches as host paths, sorted (strcmp), NULL-terminated (free with
+ * kdp_strv_free), also when there is none. Returns the number of matches,
+ * -EINVAL (pattern or root not absolute, a ".." component, over 4095
+ * bytes), -E2BIG (over 4096 matches), -ENOMEM. Unreadable directories
+ * are skipped. */
+KDP_EXPORT int kdp_glob_devices(const char *root, const char *pattern, char ***ret_paths);
+
+/* A USB device as sysfs describes it (every string owned by the struct). */
+typedef struct kdp_usb_device {
+    char *name;       /* its name in <sysfs>/bus/usb/devices, e.g. "1-1.2" */
+    uint16_t vendor;  /* idVendor */
+    uint16_t product; /* idProduct */
+    char *serial;     /* the serial attribute; NULL if the device has none */
+    int busnum;       /* -1 if unknown */
+    int devnum;       /* -1 if unknown */
+    /* Host paths of the device's own node and its interfaces' nodes
+     * ("/dev/bus/usb/001/004", "/dev/ttyUSB0", "/dev/hidraw2"), from the
+     * DEVNAME of each uevent below it (child USB devices excluded, at most
+     * 64): sorted, NULL-terminated, not checked to exist under any root. */
+    char **nodes;
+} kdp_usb_device;
+
+/* Lists the USB devices of <sysfs>/bus/usb/devices (devices, not their
+ * interfaces; root hubs included), sorted by name, at most 1024. Entries
+ * without a readable idVendor and idProduct are skipped. *ret (an array of
+ * *ret_n, possibly NULL when empty) is freed with kdp_usb_list_free.
+ * Returns the count, -ENOENT (no such directory: no USB), -ENOMEM, -errno. */
+KDP_EXPORT int kdp_usb_list(const char *sysfs, kdp_usb_device **ret, size_t *ret_n);
+/* Frees what kdp_usb_list handed out. NULL ok. */
+KDP_EXPORT void kdp_usb_list_free(kdp_usb_device *devs, size_t n);
+
+/* The USB device that the device node at host path `path` (under root)
+ * belongs to: its sysfs entry is found through <sysfs>/dev/{char,block}/
+ * MAJOR:MINOR for a real node, else (regular files and fifos in a test
+ * tree, or no such entry) through <sysfs>/class/{any}/<basename>, else, for
+ * /dev/bus/usb/BBB/DDD, through busnum and devnum; from there the nearest
+ * ancestor with idVendor and idProduct is the USB device. A symlink (e.g.
+ * in /dev/serial/by-id) is followed inside root first. Fills *ret (release
+ * with kdp_usb_device_clear) and returns 0, or -ENOENT (no such node, no
+ * sysfs entry, or not on USB), -EINVAL, -ENOMEM; *ret untouched then. */
+KDP_EXPORT int kdp_usb_device_of(const char *root, const char *sysfs, const char *path,
+                                 kdp_usb_device *ret);
+/* Frees the strings of one device and zeroes it. NULL ok. */
+KDP_EXPORT void kdp_usb_device_clear(kdp_usb_device *d);
+
+/* The NUMA node of the device behind the node at host path `path` (its
+ * sysfs entry found as kdp_usb_device_of does): the numa_node attribute
+ * of the nearest ancestor that has one (a PCI device, e.g. the USB
+ * controller of a serial adapter). *ret_node = that node, or -1 when the
+ * device has no NUMA affinity (sysfs says -1, no ancestor has the
+ * attribute, or the node has no sysfs entry): hand -1 to kdp_device's
+ * numa_nodes and it is left out, as the kubelet wants. Returns 0, -ENOENT
+ * (no such node), -EINVAL. */
+KDP_EXPORT int kdp_numa_node_of(const char *root, const char *sysfs, const char *path,
+                                int *ret_node);
+
+/* Hot-plug: a watch that calls kdp_plugin_rescan(p) when an entry is
+ * created, deleted or moved in or out of dir, or of its subdirectories
+ * down to depth levels (0 = dir only; at most 4), so that a device that
+ * appears or disappears reaches the kubelet at once. inotify on p's
+ * context loop: no thread, no polling. dir (a real path: prefix it with
+ * your root) need not exist: its nearest existing ancestor is watched
+ * until it appears, and the watch falls back there if dir is removed
+ * (each such change also rescans). Loop thread only (or before the
+ * context runs). The watch belongs to p: kdp_plugin_free() frees it if you
+ * have not; *ret (may be NULL) gets a handle for kdp_path_watch_free().
+ * Returns 0, -EINVAL (dir not absolute, depth over 4), -ENOMEM, or
+ * inotify's -errno (-ENOSPC: the watch limit, fs.inotify.max_user_watches). */
+typedef struct kdp_path_watch kdp_path_watch;
+KDP_EXPORT int kdp_plugin_watch_path(kdp_plugin *p, const char *dir, unsigned depth,
+                                     kdp_path_watch **ret);
+/* Removes the watch before its plugin goes. Loop thread only. NULL ok. */
+KDP_EXPORT void kdp_path_watch_free(kdp_path_watch *w);
+
+/* CDI (Container Device Interface): a spec file that container runtimes
+ * read from /etc/cdi or /var/run/cdi, naming devices the kubelet passes on
+ * as "vendor/class=name" (kdp_response_add_cdi_device). */
+typedef struct kdp_cdi_node {
+    const char *path;        /* required: the node in the container */
+    const char *host_path;   /* NULL = path */
+    const char *permissions; /* NULL = the runtime's default ("rwm") */
+} kdp_cdi_node;
+
+typedef struct kdp_cdi_device {
+    /* Letters, digits, '_', '-', '.', ':'; a letter or digit at both ends. */
+    const char *name;
+    const kdp_cdi_node *nodes; /* at least one */
+    size_t n_nodes;
+} kdp_cdi_device;
+
+/* Checks a CDI kind "vendor.com/class" (the CDI parser's rules). Returns 0,
+ * or -EINVAL and, if why is not NULL, a static string saying what is wrong. */
+KDP_EXPORT int kdp_validate_cdi_kind(const char *kind, const char **why);
+
+/* Writes the CDI spec of kind ("vendor.com/class") with these devices (each
+ * with its device nodes; borrowed for the call) as JSON to
+ * <dir>/<vendor>-<class>.json; dir NULL = "/var/run/cdi", created if
+ * missing. Atomic: the content goes to a temporary file in dir (a name
+ * that CDI readers ignore), fsync, then rename over the final name, so a
+ * reader never sees a partial spec. The file is left alone when its content
+ * would not change. n == 0 removes the spec instead (CDI wants at least one
+ * device). cdiVersion is the lowest one that has what the spec uses (0.3.0;
+ * 0.5.0 with a host_path; 0.6.0 with a '.' in the class). If ret_names is
+ * not NULL it gets the fully qualified names "vendor.com/class=name", in
+ * order, NULL-terminated (free with kdp_strv_free). Returns 1 (written or
+ * removed), 0 (unchanged), -EINVAL (bad kind, name, path or permissions;
+ * a device without nodes), -EEXIST (two devices with one name), -ENOMEM,
+ * -errno from the file system. */
+KDP_EXPORT int kdp_cdi_write_spec(const char *dir, const char *kind, const kdp_cdi_device *devs,
+                                  size_t n, char ***ret_names);
+/* Removes the spec kdp_cdi_write_spec wrote for kind (dir NULL =
+ * "/var/run/cdi"). Returns 1 (removed), 0 (there was none), -EINVAL, -errno. */
+KDP_EXPORT int kdp_cdi_remove_spec(const char *dir, const char *kind);
 
 #ifdef __cplusplus
 }

@@ -225,6 +225,29 @@ int kdp__call_send(kdp__call *call, const uint8_t *msg, size_t len)
     return enqueue(call, m);
 }
 
+/* Each message of such a stream replaces the ones before it (a
+ * ListAndWatch device list): drop the queued messages nghttp2 has not taken
+ * a byte of yet, so a client that never reads holds at most the one being
+ * sent and this one, however many updates come. */
+int kdp__call_send_latest(kdp__call *call, const uint8_t *msg, size_t len)
+{
+    if (call->finished) {
+        return -EALREADY;
+    }
+    /* Only the head can have been started (off > 0): the queue is FIFO. */
+    outmsg *keep = call->q_head && call->q_head->off > 0 ? call->q_head : NULL;
+    for (outmsg *m = keep ? keep->next : call->q_head, *next; m; m = next) {
+        next = m->next;
+        call->q_bytes -= m->len;
+        free(m);
+    }
+    if (keep) {
+        keep->next = NULL;
+    }
+    call->q_head = call->q_tail = keep;
+    return kdp__call_send(call, msg, len);
+}
+
 int kdp__call_send_pb(kdp__call *call, const ProtobufCMessage *pb)
 {
     if (call->finished) {
@@ -266,14 +289,32 @@ int kdp__call_finish(kdp__call *call, int status, const char *message)
     return finish(call, status, message, 200);
 }
 
-int kdp__call_reply_pb(kdp__call *call, const ProtobufCMessage *m)
+/* Sends a message and the final status in one flush: the conn is held so
+ * that the send does not write the message before the trailers are queued
+ * (one write instead of two, and one wakeup of the peer). The release may
+ * flush, close the stream and free the call: it comes last. */
+static int reply(kdp__call *call, const uint8_t *msg, size_t len, const ProtobufCMessage *m)
 {
-    int r = kdp__call_send_pb(call, m);
+    kdp__conn *conn = call->sc->conn;
+    kdp__conn_hold(conn);
+    int r = m ? kdp__call_send_pb(call, m) : kdp__call_send(call, msg, len);
     if (r < 0) {
         (void)kdp__call_finish(call, KDP__ST_RESOURCE_EXHAUSTED, "cannot queue the response");
-        return r;
+    } else {
+        r = kdp__call_finish(call, KDP__ST_OK, NULL);
     }
-    return kdp__call_finish(call, KDP__ST_OK, NULL);
+    kdp__conn_release(conn);
+    return r;
+}
+
+int kdp__call_reply_pb(kdp__call *call, const ProtobufCMessage *m)
+{
+    return reply(call, NULL, 0, m);
+}
+
+int kdp__call_reply(kdp__call *call, const uint8_t *msg, size_t len)
+{
+    return reply(call, msg, len, NULL);
 }
 
 static void notify_cancel(kdp__call *call, int status)

@@ -35,6 +35,16 @@ void kdp__devtab_init(kdp__devtab *t)
     t->devs = NULL;
     t->n = 0;
     t->cap = 0;
+    t->lazy = false;
+    t->unsorted = false;
+    t->ids = NULL;
+    t->ids_cap = 0;
+}
+
+void kdp__devtab_init_lazy(kdp__devtab *t)
+{
+    kdp__devtab_init(t);
+    t->lazy = true;
 }
 
 void kdp__devtab_clear(kdp__devtab *t)
@@ -46,6 +56,7 @@ void kdp__devtab_clear(kdp__devtab *t)
         dev_free(&t->devs[i]);
     }
     free(t->devs);
+    free(t->ids);
     kdp__devtab_init(t);
 }
 
@@ -193,10 +204,80 @@ static int devtab_reserve(kdp__devtab *t, size_t want)
     return 0;
 }
 
+static int cmp_dev_id(const void *a, const void *b)
+{
+    return strcmp(((const kdp__dev *)a)->id, ((const kdp__dev *)b)->id);
+}
+
+/* A lazy table is sorted when first read: logically const, so the readers
+ * taking a const table sort it here. Loop thread (or the one builder). */
+static const kdp__devtab *sorted(const kdp__devtab *ct)
+{
+    if (ct && ct->unsorted) {
+        kdp__devtab *t = (kdp__devtab *)ct;
+        qsort(t->devs, t->n, sizeof(kdp__dev), cmp_dev_id);
+        t->unsorted = false;
+    }
+    return ct;
+}
+
+/* --- the ID set of lazy tables: open addressing over the IDs' strings --- */
+
+static size_t id_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++) {
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    }
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* Where id is in the set, or the empty slot where it belongs. */
+static size_t ids_slot(const kdp__devtab *t, const char *id)
+{
+    size_t mask = t->ids_cap - 1;
+    size_t i = id_hash(id) & mask;
+    while (t->ids[i] && strcmp(t->ids[i], id) != 0) {
+        i = (i + 1) & mask;
+    }
+    return i;
+}
+
+/* Room for want IDs at a load of at most 1/2. */
+static int ids_reserve(kdp__devtab *t, size_t want)
+{
+    if (want <= t->ids_cap / 2) {
+        return 0;
+    }
+    size_t cap = t->ids_cap ? t->ids_cap : 64;
+    while (cap / 2 < want) {
+        if (cap > SIZE_MAX / 2 / sizeof(char *)) {
+            return -ENOMEM;
+        }
+        cap *= 2;
+    }
+    const char **v = calloc(cap, sizeof(*v));
+    if (!v) {
+        return -ENOMEM;
+    }
+    const char **old = t->ids;
+    size_t old_cap = t->ids_cap;
+    t->ids = v;
+    t->ids_cap = cap;
+    for (size_t i = 0; i < old_cap; i++) {
+        if (old[i]) {
+            t->ids[ids_slot(t, old[i])] = old[i];
+        }
+    }
+    free(old);
+    return 0;
+}
+
 /* The index of id in t, or the index where it belongs (*found false). */
 static size_t devtab_slot(const kdp__devtab *t, const char *id, bool *found)
 {
     *found = false;
+    t = sorted(t);
     /* Lists usually come in order: appending is the common case. */
     if (t->n > 0 && strcmp(id, t->devs[t->n - 1].id) > 0) {
         return t->n;
@@ -219,6 +300,37 @@ static size_t devtab_slot(const kdp__devtab *t, const char *id, bool *found)
     return lo;
 }
 
+/* A lazy table's add: O(1) (amortised), whatever the order of the IDs. */
+static int lazy_add(kdp__devtab *t, const kdp_device *d, const char **why)
+{
+    int r = ids_reserve(t, t->n + 1);
+    if (r < 0) {
+        return r;
+    }
+    size_t slot = ids_slot(t, d->id);
+    if (t->ids[slot]) {
+        if (why) {
+            *why = "duplicate device ID";
+        }
+        return -EEXIST;
+    }
+    r = devtab_reserve(t, t->n + 1);
+    if (r < 0) {
+        return r;
+    }
+    kdp__dev nd;
+    r = dev_from_public(&nd, d);
+    if (r < 0) {
+        return r;
+    }
+    if (t->n > 0 && !t->unsorted && strcmp(nd.id, t->devs[t->n - 1].id) < 0) {
+        t->unsorted = true;
+    }
+    t->devs[t->n++] = nd;
+    t->ids[slot] = nd.id;
+    return 0;
+}
+
 int kdp__devtab_add(kdp__devtab *t, const kdp_device *d, const char **why)
 {
     if (!t) {
@@ -227,6 +339,9 @@ int kdp__devtab_add(kdp__devtab *t, const kdp_device *d, const char **why)
     int r = dev_check(d, why);
     if (r < 0) {
         return r;
+    }
+    if (t->lazy) {
+        return lazy_add(t, d, why);
     }
     bool found;
     size_t i = devtab_slot(t, d->id, &found);
@@ -262,11 +377,6 @@ KDP_EXPORT int kdp_device_list_add(kdp_device_list *list, const kdp_device *d)
         log_warn("kdp_device_list_add: device \"%.255s\": %s", d && d->id ? d->id : "(null)", why);
     }
     return r;
-}
-
-static int cmp_dev_id(const void *a, const void *b)
-{
-    return strcmp(((const kdp__dev *)a)->id, ((const kdp__dev *)b)->id);
 }
 
 int kdp__devtab_from_array(kdp__devtab *t, const kdp_device *devs, size_t n, const char **why)
@@ -315,6 +425,7 @@ int kdp__devtab_copy(kdp__devtab *dst, const kdp__devtab *src)
     if (!dst || !src) {
         return -EINVAL;
     }
+    src = sorted(src);
     kdp__devtab tmp;
     kdp__devtab_init(&tmp);
     int r = devtab_reserve(&tmp, src->n);
@@ -335,6 +446,11 @@ void kdp__devtab_move(kdp__devtab *dst, kdp__devtab *src)
     if (dst == src) {
         return;
     }
+    (void)sorted(src);
+    free(src->ids); /* dst is a plain (sorted, not lazy) table */
+    src->ids = NULL;
+    src->ids_cap = 0;
+    src->lazy = false;
     kdp__devtab_clear(dst);
     *dst = *src;
     kdp__devtab_init(src);
@@ -349,6 +465,8 @@ static bool dev_same_state(const kdp__dev *a, const kdp__dev *b)
 
 bool kdp__devtab_same_for_kubelet(const kdp__devtab *a, const kdp__devtab *b)
 {
+    a = sorted(a);
+    b = sorted(b);
     if (a->n != b->n) {
         return false;
     }
@@ -399,6 +517,8 @@ size_t kdp__devtab_count_healthy(const kdp__devtab *t)
 
 void kdp__devtab_diff(const kdp__devtab *a, const kdp__devtab *b, kdp__devtab_diff_fn cb, void *ud)
 {
+    a = sorted(a);
+    b = sorted(b);
     size_t na = a ? a->n : 0;
     size_t nb = b ? b->n : 0;
     size_t i = 0;
@@ -513,6 +633,7 @@ int kdp__devtab_encode(const kdp__devtab *t, uint8_t **ret_buf, size_t *ret_len)
     if (!t || !ret_buf || !ret_len) {
         return -EINVAL;
     }
+    t = sorted(t);
     enc_layout l;
     int r = enc_plan(t, &l);
     if (r < 0) {

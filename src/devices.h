@@ -25,9 +25,18 @@ typedef struct kdp__dev {
 } kdp__dev;
 
 typedef struct kdp__devtab {
-    kdp__dev *devs; /* always sorted by id (strcmp) */
+    kdp__dev *devs; /* sorted by id (strcmp); see kdp__devtab_init_lazy */
     size_t n;
     size_t cap;
+    /* Lazy tables only (the list handed to a kdp_list_fn): adds append and
+     * duplicates are found through a hash set of the IDs (ids, ids_cap);
+     * unsorted says the array is out of order until the table is sorted,
+     * which every other call does first (move and copy hand out sorted,
+     * non-lazy tables). */
+    bool lazy;
+    bool unsorted;
+    const char **ids;
+    size_t ids_cap;
 } kdp__devtab;
 
 /* The public builder handed to kdp_list_fn is a table. */
@@ -36,10 +45,15 @@ struct kdp_device_list {
 };
 
 void kdp__devtab_init(kdp__devtab *t);
+/* Like init, for a table built by many adds in any order (a device list):
+ * each add is O(1) instead of an insertion in place, the table is sorted
+ * once, when first read or moved. */
+void kdp__devtab_init_lazy(kdp__devtab *t);
 /* Frees every device; the table is empty and reusable afterwards. */
 void kdp__devtab_clear(kdp__devtab *t);
 /* Validates d (id, permissions, paths) and adds a deep copy. Keeps the table
- * sorted (insertion in place), so a table is always ready for lookups.
+ * sorted (insertion in place), so a table is always ready for lookups; a
+ * lazy table appends instead.
  * Returns 0, -EINVAL (bad field; *why names it if why != NULL), -EEXIST
  * (duplicate id), -ENOMEM. */
 int kdp__devtab_add(kdp__devtab *t, const kdp_device *d, const char **why);

@@ -57,9 +57,26 @@ void kdp__plugin_on_retry(kdp__timer *t, void *ud)
 
 /* ---- the device table ---- */
 
+/* At most this many device lines per table change, then one summary line:
+ * a list of 100,000 devices must not cost 100,000 log lines (about a tenth
+ * of the time of its first ListAndWatch, measured with bench/). */
+#define KDP_LOG_CHANGES_MAX 16
+
+typedef struct change_log {
+    kdp_plugin *p;
+    size_t n, added, removed, health;
+} change_log;
+
 static void log_change(const kdp__dev *old_dev, const kdp__dev *new_dev, void *ud)
 {
-    kdp_plugin *p = ud;
+    change_log *c = ud;
+    kdp_plugin *p = c->p;
+    if (c->n++ >= KDP_LOG_CHANGES_MAX) {
+        c->added += !old_dev;
+        c->removed += !new_dev;
+        c->health += old_dev && new_dev && old_dev->health != new_dev->health;
+        return;
+    }
     if (!old_dev) {
         log_info("%s: device %s added (%s)", p->resource, new_dev->id,
                  new_dev->health == KDP_HEALTHY ? "Healthy" : "Unhealthy");
@@ -119,7 +136,12 @@ static void take_shared(kdp_plugin *p)
     p->tab_ver = ver;
     bool changed = !kdp__devtab_same_for_kubelet(&p->tab, &fresh);
     if (changed && kdp__log_enabled(KDP_LOG_INFO)) {
-        kdp__devtab_diff(&p->tab, &fresh, log_change, p);
+        change_log c = {.p = p};
+        kdp__devtab_diff(&p->tab, &fresh, log_change, &c);
+        if (c.n > KDP_LOG_CHANGES_MAX) {
+            log_info("%s: ... and %zu more: %zu added, %zu removed, %zu health (%zu devices now)",
+                     p->resource, c.n - KDP_LOG_CHANGES_MAX, c.added, c.removed, c.health, fresh.n);
+        }
     }
     kdp__devtab_move(&p->tab, &fresh);
     if ((changed || !p->law_msg) && encode_table(p) == 0 && changed) {
@@ -201,7 +223,7 @@ static int run_list(kdp_plugin *p, bool for_start)
         free(list);
         return -ENOMEM;
     }
-    kdp__devtab_init(&list->tab);
+    kdp__devtab_init_lazy(&list->tab); /* any order, sorted once */
     j->data = list;
     j->fn = fn_list;
     j->cleanup = cleanup_list;
@@ -364,7 +386,8 @@ static int clear_socket_path(kdp_plugin *p)
                   p->socket_path);
         return -EEXIST;
     }
-    return unlink(p->socket_path) < 0 ? -errno : 0;
+    /* ENOENT: a restarting kubelet removed it meanwhile, which is as good */
+    return unlink(p->socket_path) < 0 && errno != ENOENT ? -errno : 0;
 }
 
 static void on_watch(int what, const char *name, void *ud);
@@ -405,9 +428,19 @@ static void serve(kdp_plugin *p)
                      p->resource, p->dir, strerror(-w));
         }
     }
-    int r = clear_socket_path(p);
-    if (r == 0) {
-        r = start_server(p);
+    int r = 0;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        r = clear_socket_path(p);
+        if (r == 0) {
+            r = start_server(p);
+        }
+        /* -ENOENT: the socket file went away between bind() and stat(): a
+         * restarting kubelet cleaning the directory. Bind again at once (a
+         * few times: it may also be the directory missing) rather than after
+         * the backoff, 50 ms and more. */
+        if (r != -ENOENT) {
+            break;
+        }
     }
     if (r < 0) {
         uint64_t delay = kdp__backoff_next(&p->backoff);
@@ -450,6 +483,7 @@ static void on_registered(int status, const char *message, const uint8_t *resp, 
     }
     if (status == KDP__ST_OK) {
         p->state = P_REGISTERED;
+        p->fast_retries = 0;
         kdp__backoff_reset(&p->backoff);
         log_info("%s: registered with the kubelet (endpoint %s)", p->resource, p->socket_name);
         return;
@@ -458,9 +492,28 @@ static void on_registered(int status, const char *message, const uint8_t *resp, 
         kdp__plugin_restart(p, "Register failed and our socket is gone");
         return;
     }
-    uint64_t delay = kdp__backoff_next(&p->backoff);
-    log_warn("%s: Register failed: %s: %s; retrying in %llu ms", p->resource,
-             kdp__status_name(status), message, (unsigned long long)(delay / 1000));
+    if (p->kubelet_creates != p->reg_creates) {
+        /* A restarting kubelet: this attempt reached the old (stale)
+         * kubelet.sock and a new one has appeared since (possibly with the
+         * same inode, so the watch could not tell): try it now, not after a
+         * backoff. Bounded: each retry needs another creation. */
+        log_info("%s: Register failed (%s) but %s was re-created since: registering again",
+                 p->resource, message, KDP_KUBELET_SOCKET);
+        kdp__backoff_reset(&p->backoff);
+        do_register(p);
+        return;
+    }
+    /* kubelet.sock appears at bind(), a moment before listen(): a connect in
+     * between is refused. Right after the file appeared, retry at once. */
+    uint64_t delay = p->fast_retries > 0 ? KDP_FAST_RETRY_US : kdp__backoff_next(&p->backoff);
+    if (p->fast_retries > 0) {
+        p->fast_retries--;
+        log_debug("%s: Register refused right after kubelet.sock appeared: %s; retrying",
+                  p->resource, message);
+    } else {
+        log_warn("%s: Register failed: %s: %s; retrying in %llu ms", p->resource,
+                 kdp__status_name(status), message, (unsigned long long)(delay / 1000));
+    }
     p->expect_kubelet_law = false;
     schedule_retry(p, RETRY_REGISTER, delay);
 }
@@ -479,6 +532,7 @@ static void do_register(kdp_plugin *p)
     }
     p->state = P_REGISTERING;
     p->kubelet_ino = st.st_ino;
+    p->reg_creates = p->kubelet_creates;
     V1beta1__DevicePluginOptions opts = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
     kdp__service_options(p, &opts);
     V1beta1__RegisterRequest req = V1BETA1__REGISTER_REQUEST__INIT;
@@ -541,6 +595,12 @@ static void relock(kdp_plugin *p)
 static void on_watch(int what, const char *name, void *ud)
 {
     kdp_plugin *p = ud;
+    if (what == KDP__WATCH_CREATED && name && strcmp(name, KDP_KUBELET_SOCKET) == 0) {
+        p->kubelet_creates++; /* counted in every state: see on_registered() */
+        /* also while (re)starting, when the events below are ignored: the
+         * Register that follows may hit the bind -> listen gap */
+        p->fast_retries = KDP_FAST_RETRIES;
+    }
     if (!serving(p)) {
         return;
     }
@@ -555,8 +615,10 @@ static void on_watch(int what, const char *name, void *ud)
         if (p->state == P_WAITING || (p->state == P_REGISTERING && !p->reg_call)) {
             log_info("%s: %s appeared: registering", p->resource, KDP_KUBELET_SOCKET);
             kdp__backoff_reset(&p->backoff);
+            p->fast_retries = KDP_FAST_RETRIES;
             do_register(p);
         } else if (stat(p->kubelet_path, &st) == 0 && st.st_ino != p->kubelet_ino) {
+            p->fast_retries = KDP_FAST_RETRIES;
             kdp__plugin_restart(p, "kubelet.sock was re-created (the kubelet restarted)");
         }
         return;

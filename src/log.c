@@ -17,7 +17,7 @@ static void *sink_ud;
 
 KDP_EXPORT const char *kdp_version(void)
 {
-    return "0.1.0";
+    return KDP_VERSION_STRING;
 }
 
 KDP_EXPORT void kdp_log_set(kdp_log_level level, kdp_log_fn fn, void *ud)
@@ -51,9 +51,10 @@ void kdp__log(kdp_log_level level, const char *file, int line, const char *fmt, 
     if (n < 0) {
         return;
     }
-    /* Never let a peer's bytes forge a second log line. */
+    /* Never let a peer's bytes forge a second log line (or rub one out on a
+     * terminal with DEL). */
     for (char *c = msg; *c; c++) {
-        if ((unsigned char)*c < 0x20) {
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) {
             *c = ' ';
         }
     }

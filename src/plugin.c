@@ -182,13 +182,21 @@ static void detach(kdp_plugin *p)
     }
 }
 
+/* Plugins freed while one of their callbacks still ran past the wait (see
+ * kdp_plugin_free): their memory stays, for that callback. */
+static pthread_mutex_t left_behind_mu = PTHREAD_MUTEX_INITIALIZER;
+static kdp_plugin *left_behind;
+
 KDP_EXPORT void kdp_plugin_free(kdp_plugin *p)
 {
     if (!p) {
         return;
     }
     kdp__plugin_teardown_now(p);
-    kdp__worker_free(p->worker, 1000);
+    while (p->path_watches) {
+        kdp_path_watch_free(p->path_watches);
+    }
+    bool left = kdp__worker_free(p->worker, 1000);
     detach(p);
     kdp__timer_free(p->retry_timer);
     kdp__timer_free(p->rescan_timer);
@@ -198,6 +206,16 @@ KDP_EXPORT void kdp_plugin_free(kdp_plugin *p)
         kdp_ctx *ctx = p->ctx;
         p->ctx = NULL;
         kdp_ctx_free(ctx);
+    }
+    if (left) {
+        /* A callback overran even the wait: it still reads the plugin (its
+         * ops, user data, names) when it returns. Keep that memory, reachable
+         * from here, rather than free it under the callback's feet. */
+        pthread_mutex_lock(&left_behind_mu);
+        p->next = left_behind;
+        left_behind = p;
+        pthread_mutex_unlock(&left_behind_mu);
+        return;
     }
     kdp__devtab_clear(&p->shared);
     kdp__devtab_clear(&p->tab);

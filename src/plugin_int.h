@@ -27,6 +27,8 @@
 #define KDP_WARN_MESSAGE          (3U * 1024U * 1024U)
 #define KDP_WAIT_FALLBACK_US      (30ULL * 1000000ULL)
 #define KDP_DRAIN_LINGER_US       (1000000ULL) /* bound on GOAWAY delivery at stop */
+#define KDP_FAST_RETRIES          5U
+#define KDP_FAST_RETRY_US         1000U /* kubelet.sock exists but is not listening yet */
 
 typedef enum plugin_state {
     P_IDLE = 0,    /* not started */
@@ -93,14 +95,18 @@ struct kdp_plugin {
     kdp__timer *restart_timer;
     const char *restart_why; /* static string */
     kdp__watch *watch;
+    kdp_path_watch *path_watches; /* hot-plug watches (hotplug.c), freed with p */
     int lock_fd;
     ino_t kubelet_ino;
-    int retry_what;       /* what retry_timer will do */
-    bool busy;            /* a lifecycle job (refresh/list/destroy) is running */
-    bool restart_pending; /* restart once the running lifecycle job is done */
-    bool stop_pending;    /* stop once the running lifecycle job is done */
-    bool started;         /* refresh ran since the last destroy */
-    bool destroyed;       /* destroy ran for the current start */
+    unsigned kubelet_creates; /* kubelet.sock creations seen by the watch */
+    unsigned reg_creates;     /* kubelet_creates when the Register started */
+    int retry_what;           /* what retry_timer will do */
+    unsigned fast_retries;    /* quick Register retries left after kubelet.sock appeared */
+    bool busy;                /* a lifecycle job (refresh/list/destroy) is running */
+    bool restart_pending;     /* restart once the running lifecycle job is done */
+    bool stop_pending;        /* stop once the running lifecycle job is done */
+    bool started;             /* refresh ran since the last destroy */
+    bool destroyed;           /* destroy ran for the current start */
     bool list_running;
     void *start_list; /* the list job of the current start, if running */
     unsigned starts;  /* how many times the server started */

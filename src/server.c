@@ -20,6 +20,7 @@
 #define STREAM_WINDOW           (1U << 20)  /* per stream */
 #define CONN_WINDOW             (16U << 20) /* per connection */
 #define LISTEN_BACKLOG          128
+#define ACCEPT_PAUSE_US         (100U * 1000U) /* after accept() ran out of fds */
 
 static kdp__call *call_of(nghttp2_session *session, int32_t stream_id)
 {
@@ -162,6 +163,26 @@ static void validate(kdp__call *call)
     }
 }
 
+/* Counts the request bytes a call holds (allocated for it) in its
+ * connection's and server's totals: the caps on what peers make us buffer. */
+static void set_held(kdp__call *call, size_t now)
+{
+    sconn *sc = call->sc;
+    sc->held = sc->held - call->held + now;
+    sc->srv->held = sc->srv->held - call->held + now;
+    call->held = now;
+}
+
+/* The call is answered: the bytes of its request are not needed any more. */
+static void drop_request(kdp__call *call)
+{
+    kdp__deframer_done(&call->df);
+    free(call->req);
+    call->req = NULL;
+    call->req_len = 0;
+    set_held(call, 0);
+}
+
 static void dispatch(kdp__call *call)
 {
     if (call->finished) {
@@ -178,6 +199,8 @@ static void dispatch(kdp__call *call)
     uint8_t *req = call->req;
     size_t len = call->req_len;
     call->req = NULL;
+    call->req_len = 0;
+    set_held(call, 0);
     call->user_owned = true;
     call->method->handler(call, req ? req : (const uint8_t *)"", len, call->method->ud);
     free(req);
@@ -215,6 +238,35 @@ static int on_message(void *ud, const uint8_t *msg, size_t len)
     return 0;
 }
 
+/* Over the server-wide cap, the calls holding the most are ended (with
+ * RESOURCE_EXHAUSTED) until it holds again: many connections that never
+ * complete their large requests lose them, the small requests of others
+ * (a kubelet's Allocate) go on. */
+static void enforce_max_buffered(kdp__server *s)
+{
+    while (s->held > s->cfg.max_buffered) {
+        kdp__call *victim = NULL;
+        for (sconn *sc = s->conns; sc; sc = sc->next) {
+            for (kdp__call *c = sc->calls; c; c = c->next) {
+                if (!victim || c->held > victim->held) {
+                    victim = c;
+                }
+            }
+        }
+        if (!victim || victim->held == 0) {
+            return;
+        }
+        kdp__conn *conn = victim->sc->conn;
+        kdp__conn_hold(conn); /* the victim is not freed under our feet */
+        drop_request(victim);
+        char msg[96];
+        snprintf(msg, sizeof(msg), "too many request bytes buffered by the server (%zu at most)",
+                 s->cfg.max_buffered);
+        kdp__call_abort(victim, KDP__ST_RESOURCE_EXHAUSTED, msg);
+        kdp__conn_release(conn); /* may flush and free the victim */
+    }
+}
+
 static int on_data(nghttp2_session *session, uint8_t flags, int32_t stream_id, const uint8_t *data,
                    size_t len, void *ud)
 {
@@ -224,11 +276,32 @@ static int on_data(nghttp2_session *session, uint8_t flags, int32_t stream_id, c
     if (!call || call->finished) {
         return 0; /* answered already: discard the rest */
     }
+    char msg[160];
     int r = kdp__deframer_feed(&call->df, data, len, on_message, call);
-    if (r == 0) {
+    if (r == 0 && call->req && call->df.hdr_len == 0 && call->df.cap > 0) {
+        /* The message was copied out: its assembly buffer can go. */
+        size_t max = call->df.max;
+        kdp__deframer_done(&call->df);
+        kdp__deframer_init(&call->df, max);
+    }
+    /* What the request holds now: the deframer's buffer (sized from the
+     * announced length) and a complete message waiting for END_STREAM. */
+    set_held(call, call->df.cap + call->req_len);
+    kdp__server *s = call->sc->srv;
+    if (r == 0 && call->sc->held > s->cfg.max_conn_buffered) {
+        /* A peer that sends but never completes its requests. */
+        drop_request(call);
+        snprintf(msg, sizeof(msg),
+                 "too many request bytes buffered on this connection (%zu at most)",
+                 s->cfg.max_conn_buffered);
+        kdp__call_abort(call, KDP__ST_RESOURCE_EXHAUSTED, msg);
         return 0;
     }
-    char msg[128];
+    if (r == 0) {
+        enforce_max_buffered(s); /* may end this call too */
+        return 0;
+    }
+    drop_request(call);
     switch (r) {
     case -EMSGSIZE:
         snprintf(msg, sizeof(msg), "received message larger than max (%zu bytes)",
@@ -278,6 +351,7 @@ static void unlink_call(kdp__call *call)
     if (call->next) {
         call->next->prev = call->prev;
     }
+    set_held(call, 0);
     sc->srv->stats.active_calls--;
 }
 
@@ -392,6 +466,15 @@ int kdp__server_adopt(kdp__server *s, int fd)
     return 0;
 }
 
+static void on_accept_resume(kdp__timer *t, void *ud)
+{
+    (void)t;
+    kdp__server *s = ud;
+    if (s->listen_io) {
+        (void)kdp__io_modify(s->listen_io, EPOLLIN);
+    }
+}
+
 static void on_accept(kdp__io *io, uint32_t events, void *ud)
 {
     (void)io;
@@ -399,6 +482,17 @@ static void on_accept(kdp__io *io, uint32_t events, void *ud)
     kdp__server *s = ud;
     for (int i = 0; i < 64; i++) {
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+            /* The connection stays in the backlog and the socket readable:
+             * stop watching it for a while rather than spin (and log) at
+             * full speed until an fd is free. */
+            log_warn("accept: %s: not accepting for %u ms", strerror(errno),
+                     ACCEPT_PAUSE_US / 1000U);
+            if (kdp__io_modify(s->listen_io, 0) == 0) {
+                kdp__timer_start(s->accept_timer, ACCEPT_PAUSE_US);
+            }
+            return;
+        }
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
                 log_warn("accept: %s", strerror(errno));
@@ -465,6 +559,12 @@ int kdp__server_new(kdp__loop *l, const kdp__method *methods, size_t n_methods,
     if (!s->cfg.max_connections) {
         s->cfg.max_connections = DEFAULT_MAX_CONNECTIONS;
     }
+    if (!s->cfg.max_conn_buffered) {
+        s->cfg.max_conn_buffered = 2 * s->cfg.max_recv_message;
+    }
+    if (!s->cfg.max_buffered) {
+        s->cfg.max_buffered = 4 * s->cfg.max_recv_message;
+    }
     int r = -ENOMEM;
     s->methods = calloc(n_methods ? n_methods : 1, sizeof(*methods));
     if (!s->methods || make_callbacks(s) < 0) {
@@ -475,6 +575,10 @@ int kdp__server_new(kdp__loop *l, const kdp__method *methods, size_t n_methods,
     }
     s->n_methods = n_methods;
     r = kdp__timer_new(l, on_done_timer, s, &s->done_timer);
+    if (r < 0) {
+        goto fail;
+    }
+    r = kdp__timer_new(l, on_accept_resume, s, &s->accept_timer);
     if (r < 0) {
         goto fail;
     }
@@ -561,6 +665,7 @@ void kdp__server_free(kdp__server *s)
     }
     stop_listening(s);
     kdp__timer_free(s->done_timer);
+    kdp__timer_free(s->accept_timer);
     nghttp2_session_callbacks_del(s->cbs);
     nghttp2_option_del(s->opt);
     free(s->methods);

@@ -53,6 +53,13 @@ typedef struct kdp__server_config {
     size_t max_recv_message;  /* 0 = 16 MiB */
     uint32_t max_streams;     /* concurrent streams per connection; 0 = 1000 */
     uint32_t max_connections; /* 0 = 1024; more are closed at accept */
+    /* Bytes of unfinished requests (a message being assembled, or complete
+     * but not yet ended by END_STREAM) held for one connection, and for the
+     * whole server. Past the first, the call whose data crossed it ends with
+     * RESOURCE_EXHAUSTED; past the second, the calls holding the most do.
+     * Their bytes are dropped. 0 = 2 and 4 times max_recv_message. */
+    size_t max_conn_buffered;
+    size_t max_buffered;
 } kdp__server_config;
 
 typedef struct kdp__server_stats {
@@ -99,12 +106,20 @@ uint64_t kdp__call_deadline(const kdp__call *call);
  * any number, at any later time; unary calls exactly one before finishing.
  * Returns 0 or -errno (-EALREADY after finish, -ENOMEM, -EMSGSIZE over 4 GiB). */
 int kdp__call_send(kdp__call *call, const uint8_t *msg, size_t len);
+/* Like kdp__call_send, for streams where each message replaces the ones
+ * before (ListAndWatch): queued messages not started yet are dropped first,
+ * so the queue of a client that does not read stays bounded. */
+int kdp__call_send_latest(kdp__call *call, const uint8_t *msg, size_t len);
 /* Packs m straight into the send queue (no intermediate copy). */
 int kdp__call_send_pb(kdp__call *call, const ProtobufCMessage *m);
 /* Ends the call with status and message (may be NULL; percent-encoded here).
  * The handle is invalid after this. Returns 0 or -errno. */
 int kdp__call_finish(kdp__call *call, int status, const char *message);
-/* kdp__call_send_pb + kdp__call_finish(OK). */
+/* kdp__call_send_pb + kdp__call_finish(OK), in one write to the socket. */
 int kdp__call_reply_pb(kdp__call *call, const ProtobufCMessage *m);
+/* kdp__call_send + kdp__call_finish(OK), in one write to the socket (HEADERS,
+ * DATA and trailers together). If the message cannot be queued, the call
+ * ends with RESOURCE_EXHAUSTED instead and the error is returned. */
+int kdp__call_reply(kdp__call *call, const uint8_t *msg, size_t len);
 
 #endif

@@ -43,6 +43,7 @@ struct kdp__call {
     uint8_t *req;
     size_t req_len;
     unsigned n_msgs;
+    size_t held; /* df.cap + req_len, as counted in sc->held and srv->held */
 
     /* response */
     uint64_t deadline;
@@ -65,6 +66,7 @@ struct sconn {
     sconn *prev, *next;
     kdp__conn *conn;
     kdp__call *calls;
+    size_t held; /* request bytes its calls hold (max_conn_buffered) */
 };
 
 struct kdp__server {
@@ -77,11 +79,13 @@ struct kdp__server {
 
     int listen_fd;
     kdp__io *listen_io;
+    kdp__timer *accept_timer; /* accepting paused after EMFILE and the like */
     char *path;
     ino_t ino;
 
     sconn *conns;
     kdp__server_stats stats;
+    size_t held; /* request bytes every call holds (max_buffered) */
 
     bool shutting_down;
     kdp__timer *done_timer;

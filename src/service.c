@@ -86,14 +86,16 @@ static void h_law(kdp__call *call, const uint8_t *req, size_t len, void *ud)
     kdp__call_set_cancel(call, on_law_cancel, l);
     kdp__plugin_law_opened(p, l);
     if (p->law_msg) {
-        (void)kdp__call_send(call, p->law_msg, p->law_len);
+        (void)kdp__call_send_latest(call, p->law_msg, p->law_len);
     }
 }
 
 void kdp__service_broadcast(kdp_plugin *p)
 {
     for (law *l = p->laws; l; l = l->next) {
-        if (kdp__call_send(l->call, p->law_msg, p->law_len) < 0) {
+        /* the latest list replaces any still queued: a stream that does not
+         * read holds at most two lists, however often the devices change */
+        if (kdp__call_send_latest(l->call, p->law_msg, p->law_len) < 0) {
             log_error("%s: cannot queue the device list for a ListAndWatch stream", p->resource);
         }
     }
@@ -156,11 +158,7 @@ static void rpc_complete(kdp__pjob *j, bool timed_out)
         (void)kdp__call_finish(call, kdp__status_from_errno(j->result), msg);
         return;
     }
-    if (kdp__call_send(call, c->out, c->out_len) < 0) {
-        (void)kdp__call_finish(call, KDP__ST_RESOURCE_EXHAUSTED, "cannot queue the response");
-        return;
-    }
-    (void)kdp__call_finish(call, KDP__ST_OK, NULL);
+    (void)kdp__call_reply(call, c->out, c->out_len); /* message + status in one write */
 }
 
 /* Runs fn on the worker for this call; takes req (freed with free_req). */

@@ -237,9 +237,14 @@ int kdp__worker_submit(kdp__worker *w, kdp__job *j)
     if (r == 0) {
         j->state = J_QUEUED;
         push(&c->q_head, &c->q_tail, j);
-        pthread_cond_signal(&c->work);
     }
     pthread_mutex_unlock(&c->mu);
+    /* Signalled after the unlock: a worker woken under the lock would only
+     * block on it at once (two more context switches per job). The core
+     * outlives this call (the worker holds a reference). */
+    if (r == 0) {
+        pthread_cond_signal(&c->work);
+    }
     return r;
 }
 
@@ -279,10 +284,10 @@ static void free_list(kdp__job *j)
     }
 }
 
-void kdp__worker_free(kdp__worker *w, unsigned wait_ms)
+bool kdp__worker_free(kdp__worker *w, unsigned wait_ms)
 {
     if (!w) {
-        return;
+        return false;
     }
     core *c = w->c;
     pthread_mutex_lock(&c->mu);
@@ -300,7 +305,8 @@ void kdp__worker_free(kdp__worker *w, unsigned wait_ms)
     }
     while (c->threads && pthread_cond_timedwait(&c->idle, &c->mu, &until) == 0) {
     }
-    if (c->threads) {
+    bool left = c->threads != NULL;
+    if (left) {
         log_warn("a callback is still running at shutdown; leaving it behind");
     }
     kdp__job *done = c->done_head;
@@ -311,4 +317,5 @@ void kdp__worker_free(kdp__worker *w, unsigned wait_ms)
     free_list(done);
     kdp__wakeup_free(w->wake);
     free(w);
+    return left;
 }

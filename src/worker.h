@@ -40,7 +40,8 @@ bool kdp__worker_abandon(kdp__worker *w, kdp__job *j);
 kdp__job *kdp__worker_current(void);
 /* Abandons queued jobs, waits up to wait_ms for running callbacks (retired
  * ones included) to return, then frees. Threads still stuck after that are
- * detached and clean up after themselves. NULL is fine. */
-void kdp__worker_free(kdp__worker *w, unsigned wait_ms);
+ * detached and clean up after themselves. NULL is fine. Returns true if a
+ * callback was left running (what it may still read must stay). */
+bool kdp__worker_free(kdp__worker *w, unsigned wait_ms);
 
 #endif
