@@ -1,0 +1,374 @@
+#!/usr/bin/python3
+"""kdpctl's commands against one plugin socket (options, list, watch,
+allocate, preferred, prestart), end to end against kdp's examples
+(kdp-example-gopher, -superdisk, -simple) and a grpc-go plugin
+(kdp-go-testplugin): tables, --json, errors and their hints, usage.
+
+usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_commands.py [-v] [Class.test ...]
+"""
+
+import os
+import pwd
+import socket
+import sys
+import time
+import unittest
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import T  # noqa: E402
+
+
+class Gopher(harness.Base):
+    """kdp-example-gopher: simple list + allocate op, no preferred/prestart."""
+
+    def setUp(self):
+        super().setUp()
+        self.g = self.gopher("g1", "g2")
+
+    def test_options_table_and_json(self):
+        r = self.ok("options", "gopher.sock")
+        self.assertRegex(r.stdout, r"pre_start_required\s+false")
+        self.assertRegex(r.stdout, r"get_preferred_allocation_available\s+false")
+        j = self.json_lines(self.ok("options", "gopher.sock", "--json"))
+        self.assertEqual(j, [{"pre_start_required": False,
+                              "get_preferred_allocation_available": False}])
+
+    def test_list_table_and_json(self):
+        r = self.ok("list", "gopher.sock")
+        lines = r.stdout.splitlines()
+        self.assertRegex(lines[0], r"^ID\s+HEALTH\s+NUMA$")
+        self.assertRegex(lines[1], r"^g1\s+Healthy\s+-$")
+        self.assertRegex(lines[2], r"^g2\s+Healthy\s+-$")
+        self.assertEqual(lines[3], "2 devices: 2 healthy, 0 unhealthy")
+        j = self.json_lines(self.ok("--json", "list", "gopher.sock"))
+        self.assertEqual(len(j), 1)
+        self.assertEqual(j[0]["n"], 2)
+        self.assertEqual(j[0]["healthy"], 2)
+        self.assertEqual([d["id"] for d in j[0]["devices"]], ["g1", "g2"])
+        self.assertEqual(j[0]["devices"][0], {"id": "g1", "health": "Healthy", "numa": []})
+
+    def test_socket_forms(self):
+        """A name is looked up in --device-plugin-dir, else $KDP_DEVICE_PLUGIN_DIR;
+        anything with a '/' is a path."""
+        path = os.path.join(self.dp, "gopher.sock")
+        self.ok("list", path, env=self.env(KDP_DEVICE_PLUGIN_DIR="/nonexistent"))
+        self.ok("list", "gopher.sock", "--device-plugin-dir", self.dp,
+                env=self.env(KDP_DEVICE_PLUGIN_DIR="/nonexistent"))
+        self.ok("list", "gopher.sock")  # from the environment
+        self.ok("list", "./gopher.sock", cwd=self.dp)
+
+    def test_watch_hotplug_and_health(self):
+        w = self.start([harness.binary("kdpctl"), "watch", "gopher.sock", "--json",
+                        "--count", "4", "--timeout", "20s"], "watch")
+        first = w.wait_event("devices", seq=1)
+        self.assertEqual([c["change"] for c in first["changes"]], ["added", "added"])
+        with open(os.path.join(self.g.devices_dir, "g3"), "w") as f:
+            f.write("new\n")
+        ev = w.wait_event("devices", seq=2)
+        self.assertEqual(ev["changes"], [{"id": "g3", "change": "added", "health": "Healthy",
+                                          "numa": []}])
+        with open(os.path.join(self.g.devices_dir, "g1"), "w") as f:
+            f.write("unhealthy\n")
+        ev = w.wait_event("devices", seq=3)
+        self.assertEqual(len(ev["changes"]), 1)
+        ch = ev["changes"][0]
+        self.assertEqual((ch["id"], ch["change"], ch["old_health"], ch["health"]),
+                         ("g1", "changed", "Healthy", "Unhealthy"))
+        self.assertEqual((ev["healthy"], ev["unhealthy"]), (2, 1))
+        os.unlink(os.path.join(self.g.devices_dir, "g2"))
+        ev = w.wait_event("devices", seq=4)
+        self.assertEqual([(c["id"], c["change"]) for c in ev["changes"]], [("g2", "removed")])
+        self.assertEqual(w.wait_exit(T), 0, w.diagnostics())
+
+    def test_watch_human(self):
+        w = self.start([harness.binary("kdpctl"), "watch", "gopher.sock", "--count", "2"],
+                       "watch")
+        w.wait_line(r"#1 2 devices: 2 healthy, 0 unhealthy")
+        w.wait_line(r"^\s+added\s+g1\s+Healthy$")
+        with open(os.path.join(self.g.devices_dir, "g1"), "w") as f:
+            f.write("unhealthy\n")
+        w.wait_line(r"#2 2 devices: 1 healthy, 1 unhealthy")
+        w.wait_line(r"^\s+health\s+g1\s+Healthy -> Unhealthy$")
+        self.assertEqual(w.wait_exit(T), 0, w.diagnostics())
+
+    def test_watch_timeout(self):
+        """--timeout alone: watch for that long, exit 0; with --count not
+        reached by then: DEADLINE_EXCEEDED, exit 1."""
+        t0 = time.monotonic()
+        r = self.ok("watch", "gopher.sock", "--timeout", "400ms")
+        self.assertGreaterEqual(time.monotonic() - t0, 0.35)
+        self.assertIn("added", r.stdout)
+        r = self.kdpctl("watch", "gopher.sock", "--timeout", "300ms", "--count", "3")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("DEADLINE_EXCEEDED", r.stderr)
+        self.assertIn("1 of 3 ListAndWatch messages within 300ms", r.stderr)
+
+    def test_watch_sigint_exits_0(self):
+        w = self.start([harness.binary("kdpctl"), "watch", "gopher.sock"], "watch")
+        w.wait_line(r"#1 ")
+        w.signal(2)
+        self.assertEqual(w.wait_exit(T), 0, w.diagnostics())
+
+    def test_allocate_one_container(self):
+        r = self.ok("allocate", "gopher.sock", "g1", "g2")
+        self.assertEqual(r.stdout.splitlines()[0], "container 1: g1, g2")
+        self.assertRegex(r.stdout, r"\n\s+env\s+GOPHER=g1,g2\n")
+        j = self.json_lines(self.ok("allocate", "gopher.sock", "g2", "--json"))
+        self.assertEqual(j, [{"containers": [{
+            "ids": ["g2"], "envs": {"GOPHER": "g2"}, "mounts": [], "devices": [],
+            "annotations": {}, "cdi_devices": []}]}])
+
+    def test_allocate_several_containers(self):
+        j = self.json_lines(self.ok("allocate", "gopher.sock", "--container", "g1,g2",
+                                    "--container", "g2", "--json"))
+        cs = j[0]["containers"]
+        self.assertEqual([c["ids"] for c in cs], [["g1", "g2"], ["g2"]])
+        self.assertEqual([c["envs"]["GOPHER"] for c in cs], ["g1,g2", "g2"])
+        r = self.ok("allocate", "gopher.sock", "--container=g1", "--container=g2")
+        self.assertIn("container 1: g1\n", r.stdout)
+        self.assertIn("container 2: g2\n", r.stdout)
+        r = self.kdpctl("allocate", "gopher.sock", "g1", "--container", "g2")
+        self.assertEqual(r.returncode, 2, r)
+
+    def test_allocate_unknown_id(self):
+        r = self.kdpctl("allocate", "gopher.sock", "g1", "nope")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("INVALID_ARGUMENT", r.stderr)
+        self.assertIn('"nope"', r.stderr)
+        self.assertIn("hint: `kdpctl list gopher.sock` shows", r.stderr)
+        r = self.kdpctl("allocate", "gopher.sock", "nope", "--json")
+        self.assertEqual(r.returncode, 1, r)
+        err = self.json_lines(r)[0]
+        self.assertEqual((err["error"], err["code"]), ("INVALID_ARGUMENT", 3))
+        self.assertIn("nope", err["message"])
+
+    def test_allocate_unhealthy_id(self):
+        with open(os.path.join(self.g.devices_dir, "g2"), "w") as f:
+            f.write("unhealthy\n")
+        w = self.start([harness.binary("kdpctl"), "watch", "gopher.sock", "--json"], "watch")
+        deadline = time.monotonic() + T
+        while time.monotonic() < deadline:
+            if any(e.get("unhealthy") == 1 for e in w.events()):
+                break
+            time.sleep(0.05)
+        r = self.kdpctl("allocate", "gopher.sock", "g2")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("INVALID_ARGUMENT", r.stderr)
+        self.assertIn("Unhealthy", r.stderr)
+
+    def test_preferred_unimplemented(self):
+        r = self.kdpctl("preferred", "gopher.sock", "--available", "g1,g2", "--size", "1")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("UNIMPLEMENTED", r.stderr)
+        self.assertIn("hint: the plugin does not offer preferred allocations "
+                      "(get_preferred_allocation_available is false)", r.stderr)
+        err = self.json_lines(self.kdpctl("preferred", "gopher.sock", "--available", "g1",
+                                          "--size", "1", "--json"))[0]
+        self.assertEqual(err["error"], "UNIMPLEMENTED")
+        self.assertIn("get_preferred_allocation_available is false", err["hint"])
+
+    def test_prestart_not_required(self):
+        """kdp answers PreStartContainer OK without a prestart op (IDs checked)."""
+        r = self.ok("prestart", "gopher.sock", "g1")
+        self.assertIn("PreStartContainer OK for 1 device", r.stdout)
+        self.assertEqual(self.json_lines(self.ok("prestart", "gopher.sock", "g1", "g2",
+                                                 "--json")),
+                         [{"ok": True, "ids": ["g1", "g2"]}])
+        r = self.kdpctl("prestart", "gopher.sock", "zz")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("INVALID_ARGUMENT", r.stderr)
+
+
+class Superdisk(harness.Base):
+    """kdp-example-superdisk: flexible mode with prestart and preferred."""
+
+    def setUp(self):
+        super().setUp()
+        self.s = self.superdisk("b.img", "a.img", "c.img")
+
+    def test_options(self):
+        self.assertEqual(self.json_lines(self.ok("options", "superdisk.sock", "--json")),
+                         [{"pre_start_required": True,
+                           "get_preferred_allocation_available": True}])
+
+    def test_preferred(self):
+        r = self.ok("preferred", "superdisk.sock", "--available", "c.img,b.img,a.img",
+                    "--size", "2")
+        self.assertEqual(r.stdout, "preferred: a.img, b.img\n")
+        j = self.json_lines(self.ok("preferred", "superdisk.sock", "--available",
+                                    "c.img,b.img,a.img", "--must-include", "c.img",
+                                    "--size", "2", "--json"))
+        self.assertEqual(j, [{"preferred": ["c.img", "a.img"]}])
+
+    def test_prestart_formats(self):
+        r = self.ok("prestart", "superdisk.sock", "a.img", "c.img")
+        self.assertIn("PreStartContainer OK for 2 devices", r.stdout)
+        for name in ("a.img", "c.img"):
+            with open(os.path.join(self.s.devices_dir, name), "rb") as f:
+                self.assertTrue(f.read(64).startswith(b"SUPERDISK v1 formatted " +
+                                                      name.encode()))
+
+    def test_allocate_mounts(self):
+        r = self.ok("allocate", "superdisk.sock", "a.img")
+        host = os.path.join(self.s.devices_dir, "a.img")
+        self.assertRegex(r.stdout, r"\n\s+env\s+SUPERDISK_MOUNT=/superdisk\n")
+        self.assertRegex(r.stdout, r"\n\s+mount\s+/superdisk/a.img <- %s \(rw\)\n" % host)
+        c = self.json_lines(self.ok("allocate", "superdisk.sock", "a.img", "b.img",
+                                    "--json"))[0]["containers"][0]
+        self.assertEqual(c["mounts"][0], {"container_path": "/superdisk/a.img",
+                                          "host_path": host, "read_only": False})
+        self.assertEqual(len(c["mounts"]), 2)
+
+
+class Simple(harness.Base):
+    """kdp-example-simple: simple mode, the default allocation."""
+
+    def test_list_and_default_allocate(self):
+        self.simple(3)
+        r = self.ok("list", "simple.sock")
+        self.assertIn("3 devices: 3 healthy, 0 unhealthy", r.stdout)
+        for i in range(3):
+            self.assertRegex(r.stdout, r"\ndev-%d\s+Healthy\s+-\n" % i)
+        j = self.json_lines(self.ok("allocate", "simple.sock", "dev-0", "dev-2", "--json"))
+        self.assertEqual(j[0]["containers"][0]["envs"],
+                         {"KDP_DEVICES_EXAMPLE_COM_SIMPLE": "dev-0,dev-2"})
+
+
+class GoPlugin(harness.Base):
+    """kdp-go-testplugin (grpc-go): every field of a response, and IDs that
+    need escaping."""
+
+    def setUp(self):
+        super().setUp()
+        self.p = self.goplugin("-devices", 'd0,q"x,b\\y', "-unhealthy", "u1", "-numa", "1",
+                               "-preferred", "-prestart")
+
+    def test_options(self):
+        self.assertEqual(self.json_lines(self.ok("options", "tp.sock", "--json")),
+                         [{"pre_start_required": True,
+                           "get_preferred_allocation_available": True}])
+
+    def test_list(self):
+        r = self.ok("list", "tp.sock")
+        self.assertRegex(r.stdout, r"\nu1\s+Unhealthy\s+1\n")
+        self.assertRegex(r.stdout, r'\nq"x\s+Healthy\s+1\n')
+        self.assertIn("4 devices: 3 healthy, 1 unhealthy", r.stdout)
+        j = self.json_lines(self.ok("list", "tp.sock", "--json"))[0]
+        self.assertEqual(sorted(d["id"] for d in j["devices"]), ['b\\y', "d0", 'q"x', "u1"])
+        self.assertTrue(all(d["numa"] == [1] for d in j["devices"]))
+
+    def test_allocate_every_field(self):
+        r = self.ok("allocate", "tp.sock", "d0", 'q"x')
+        for want in ('env         TESTPLUGIN_DEVICES=d0,q"x',
+                     "mount       /dev/testplugin <- /dev/null (ro)",
+                     "device      /dev/tp0 <- /dev/null (rw)",
+                     "annotation  example.com/testplugin=1",
+                     'cdi         example.com/dev=d0_q"x'):
+            self.assertIn(want, r.stdout)
+        c = self.json_lines(self.ok("allocate", "tp.sock", "--container", "d0",
+                                    "--container", 'b\\y', "--json"))[0]["containers"]
+        self.assertEqual(c[1], {
+            "ids": ["b\\y"], "envs": {"TESTPLUGIN_DEVICES": "b\\y"},
+            "mounts": [{"container_path": "/dev/testplugin", "host_path": "/dev/null",
+                        "read_only": True}],
+            "devices": [{"container_path": "/dev/tp0", "host_path": "/dev/null",
+                         "permissions": "rw"}],
+            "annotations": {"example.com/testplugin": "1"},
+            "cdi_devices": ["example.com/dev=b\\y"]})
+        r = self.kdpctl("allocate", "tp.sock", "zz")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn('INVALID_ARGUMENT: unknown device "zz"', r.stderr)
+
+    def test_preferred_and_prestart(self):
+        j = self.json_lines(self.ok("preferred", "tp.sock", "--available", "d0,u1",
+                                    "--must-include", "u1", "--size", "2", "--json"))
+        self.assertEqual(j, [{"preferred": ["u1", "d0"]}])
+        self.ok("prestart", "tp.sock", "d0")
+        self.p.wait_event("prestart", ids=["d0"])
+
+
+class Errors(harness.Base):
+    def test_no_such_socket(self):
+        r = self.kdpctl("list", "nope.sock")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("UNAVAILABLE", r.stderr)
+        self.assertIn("hint: no such socket: is the plugin running? dir is %s" % self.dp,
+                      r.stderr)
+        for cmd in (["options"], ["allocate", "x"], ["prestart", "x"],
+                    ["preferred", "--available", "x", "--size", "1"], ["watch"]):
+            r = self.kdpctl(cmd[0], "nope.sock", *cmd[1:], "--json")
+            self.assertEqual(r.returncode, 1, r)
+            err = self.json_lines(r)[0]
+            self.assertEqual(err["error"], "UNAVAILABLE", r)
+            self.assertIn("no such socket", err["hint"])
+
+    def test_nothing_listening(self):
+        path = os.path.join(self.dp, "stale.sock")
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(path)  # bound, never listening: what a crashed plugin leaves
+        self.addCleanup(s.close)
+        r = self.kdpctl("options", "stale.sock")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("hint: nothing listens on %s" % path, r.stderr)
+
+    def test_not_a_socket(self):
+        with open(os.path.join(self.dp, "file.sock"), "w"):
+            pass
+        r = self.kdpctl("options", "file.sock")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("is not a unix socket", r.stderr)
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to run kdpctl as another user")
+    def test_permission_denied(self):
+        self.gopher("g1")
+        os.chmod(self.dir, 0o755)
+        os.chmod(self.dp, 0o755)
+        nobody = pwd.getpwnam("nobody")
+
+        def drop():
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+        r = self.kdpctl("options", "gopher.sock", preexec_fn=drop)
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("hint: permission denied: run as root or check the socket's owner",
+                      r.stderr)
+
+    def test_deadline(self):
+        """A socket that accepts and never answers: DEADLINE_EXCEEDED at --timeout."""
+        path = os.path.join(self.dp, "mute.sock")
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(path)
+        s.listen(4)
+        self.addCleanup(s.close)
+        t0 = time.monotonic()
+        r = self.kdpctl("options", "mute.sock", "--timeout", "300ms")
+        self.assertLess(time.monotonic() - t0, 5)
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("DEADLINE_EXCEEDED", r.stderr)
+        self.assertIn("no answer within 300ms", r.stderr)
+
+    def test_usage(self):
+        for args in ([], ["frob"], ["list"], ["list", "a", "b"], ["list", "x", "--timeout", "5"],
+                     ["options", "x", "--count", "2"], ["preferred", "x", "--available", "a"],
+                     ["preferred", "x", "--size", "1"], ["watch", "x", "--count", "0"],
+                     ["allocate", "x"], ["list", "x", "--bogus"], ["help", "frob"]):
+            r = self.kdpctl(*args)
+            self.assertEqual(r.returncode, 2, "%s: %r" % (args, r))
+            self.assertTrue(r.stderr, args)
+
+    def test_help(self):
+        r = self.ok("--help")
+        for cmd in ("kubelet", "options", "list", "watch", "allocate", "preferred", "prestart"):
+            self.assertIn("  %s " % cmd, r.stdout)
+            for args in ([cmd, "--help"], [cmd, "-h"], ["help", cmd]):
+                h = self.ok(*args)
+                self.assertTrue(h.stdout.startswith("usage: kdpctl %s" % cmd), h.stdout)
+        self.assertIn("--container", self.ok("help", "allocate").stdout)
+        self.assertIn("SIGHUP", self.ok("help", "kubelet").stdout)
+        self.assertRegex(self.ok("--version").stdout, r"^kdpctl \(kdp\) \d+\.\d+\.\d+\n$")
+
+
+if __name__ == "__main__":
+    harness.main()

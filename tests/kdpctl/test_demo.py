@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""scripts/demo.sh (what `make demo` runs, the README's first command): it
+tells its story and exits 0 within its bound, with no stdin and CI=true, as
+root or not; and when a step fails it says which, exits non-zero, still
+within the bound, and leaves no process or directory behind.
+
+usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_demo.py [-v]
+"""
+
+import os
+import pwd
+import re
+import subprocess
+import sys
+import shutil
+import tempfile
+import time
+import unittest
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+DEMO = os.path.join(harness.REPO, "scripts", "demo.sh")
+BOUND = 30.0
+
+
+def leftovers(work):
+    """Processes whose command line mentions the demo's directory."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if work.encode() in f.read():
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+class Demo(unittest.TestCase):
+    def run_demo(self, bin_dir, **kw):
+        env = dict(os.environ, CI="true")
+        env.pop("KDP_DEVICE_PLUGIN_DIR", None)
+        t0 = time.monotonic()
+        try:
+            r = subprocess.run(["/bin/sh", DEMO, bin_dir], stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=BOUND + 30, env=env,
+                               **kw)
+        except subprocess.TimeoutExpired as e:
+            self.fail("demo.sh did not finish: %r %r" % (e.stdout, e.stderr))
+        elapsed = time.monotonic() - t0
+        harness.log(r.stdout + r.stderr)
+        self.assertLess(elapsed, BOUND, "demo.sh took %.1f s" % elapsed)
+        self.assertFalse(harness.sanitizer_report(r.stdout + r.stderr))
+        work = re.search(r"(/tmp/kdp-demo\.\w+)", r.stdout)
+        self.assertIsNotNone(work, r.stdout)
+        self.assertFalse(os.path.exists(work.group(1)), "demo.sh left %s" % work.group(1))
+        self.assertEqual(leftovers(work.group(1)), [], "demo.sh left processes behind")
+        return r
+
+    def check_story(self, r):
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        out = r.stdout
+        for step in range(1, 9):
+            self.assertIn("==> %d. " % step, out)
+        for want in (r"kubelet: listening on",
+                     r"example.com/gopher: registered \(endpoint gopher.sock",
+                     r"\n\s+gopher-1\s+Healthy\s+-\n",
+                     r"added\s+gopher-3\s+Healthy",
+                     r"health\s+gopher-2\s+Healthy -> Unhealthy",
+                     r"health\s+gopher-2\s+Unhealthy -> Healthy",
+                     r"env\s+GOPHER=gopher-1,gopher-3",
+                     r"example.com/gopher: came back in \d+\.\d ms",
+                     r"ListAndWatch ended",
+                     r"gopher.sock is gone"):
+            self.assertRegex(out, want)
+        self.assertNotIn("\033[", out)  # no colours under CI=true
+
+    def test_demo(self):
+        self.check_story(self.run_demo(harness.bin_dir()))
+
+    @unittest.skipUnless(os.geteuid() == 0, "already not root")
+    def test_demo_not_root(self):
+        nobody = pwd.getpwnam("nobody")
+        bin_dir = os.path.abspath(harness.bin_dir())
+        probe = subprocess.run(["/bin/sh", "-c", "test -x %s/kdpctl" % bin_dir],
+                               preexec_fn=lambda: (os.setgid(nobody.pw_gid),
+                                                   os.setuid(nobody.pw_uid)))
+        if probe.returncode != 0:
+            self.skipTest("the build directory is not readable by nobody")
+
+        def drop():
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+        self.check_story(self.run_demo(bin_dir, preexec_fn=drop, cwd="/"))
+
+    def test_failing_step_is_bounded(self):
+        """A plugin that never comes up: the demo names the step, exits 1 in
+        time and cleans up."""
+        fake = tempfile.mkdtemp(prefix="kc-bin-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, fake, True)
+        os.symlink(harness.binary("kdpctl"), os.path.join(fake, "kdpctl"))
+        gopher = os.path.join(fake, "kdp-example-gopher")
+        with open(gopher, "w") as f:
+            f.write("#!/bin/sh\nexec sleep 60\n")
+        os.chmod(gopher, 0o755)
+        r = self.run_demo(fake)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("demo FAILED: no line matching", r.stderr)
+        self.assertIn("devices #1", r.stderr)
+
+    def test_usage(self):
+        r = subprocess.run(["/bin/sh", DEMO], stdin=subprocess.DEVNULL, capture_output=True,
+                           text=True, timeout=10)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("usage:", r.stderr)
+
+
+if __name__ == "__main__":
+    harness.main()

@@ -1,0 +1,284 @@
+#!/usr/bin/python3
+"""`kdpctl kubelet`, the kubelet emulator, against a device plugin written
+with grpc-go (kdp-go-testplugin: a peer, not kdp itself) and against kdp's
+own examples: registration in the kubelet's order, the kubelet's rejections,
+device changes, restarts on SIGHUP (who came back, how fast), stream ends,
+the directory cleanup and the way it stops.
+
+usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_kubelet.py [-v] [Class.test ...]
+"""
+
+import os
+import re
+import signal
+import socket
+import sys
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import T  # noqa: E402
+
+RES = "example.com/dev"
+
+
+class GoPeer(harness.Base):
+    def test_registration_and_changes(self):
+        kl = self.kubelet()
+        p = self.goplugin("-devices", "a,b", "-unhealthy", "c", "-numa", "0", "-preferred")
+        reg = kl.wait_event("registered", resource=RES)
+        self.assertEqual(reg["endpoint"], "tp.sock")
+        self.assertEqual(reg["version"], "v1beta1")
+        self.assertEqual(reg["options"], {"pre_start_required": False,
+                                          "get_preferred_allocation_available": True})
+        self.assertFalse(reg["options_differ"])
+        # The kubelet's order: GetDevicePluginOptions BEFORE Register is answered.
+        opts = p.wait_event("get_options")
+        done = p.wait_event("registered")
+        self.assertLess(opts["t_ns"], done["t_ns"])
+        self.assertEqual(opts["authority"], "localhost")
+        ev = kl.wait_event("devices", resource=RES, seq=1)
+        self.assertEqual((ev["n"], ev["healthy"], ev["unhealthy"]), (3, 2, 1))
+        self.assertEqual([(c["id"], c["change"], c["health"], c["numa"]) for c in ev["changes"]],
+                         [("a", "added", "Healthy", [0]), ("b", "added", "Healthy", [0]),
+                          ("c", "added", "Unhealthy", [0])])
+        p.write("set a Unhealthy")
+        ev = kl.wait_event("devices", resource=RES, seq=2)
+        self.assertEqual([(c["id"], c["change"], c["old_health"], c["health"])
+                          for c in ev["changes"]], [("a", "changed", "Healthy", "Unhealthy")])
+        p.write("set d Healthy")
+        ev = kl.wait_event("devices", resource=RES, seq=3)
+        self.assertEqual([(c["id"], c["change"]) for c in ev["changes"]], [("d", "added")])
+        p.write("set c Healthy")
+        ev = kl.wait_event("devices", resource=RES, seq=4)
+        self.assertEqual([(c["id"], c["health"]) for c in ev["changes"]], [("c", "Healthy")])
+        self.assertEqual((ev["healthy"], ev["unhealthy"]), (3, 1))
+
+    def test_sighup_restart(self):
+        kl = self.kubelet()
+        p = self.goplugin()
+        kl.wait_event("devices", resource=RES, seq=1)
+        mark = kl.mark()
+        kl.signal(signal.SIGHUP)
+        kl.wait_event("restart", since=mark, phase="begin")
+        done = kl.wait_event("restart", since=mark, phase="done")
+        self.assertIn("tp.sock", done["removed"])
+        self.assertEqual(done["expected"], [RES])
+        back = kl.wait_event("came_back", since=mark, resource=RES)
+        self.assertGreater(back["ms"], 0)
+        self.assertLess(back["ms"], 5000)
+        summary = kl.wait_event("restart_summary", since=mark)
+        self.assertEqual(summary["missing"], [])
+        self.assertEqual([b["resource"] for b in summary["back"]], [RES])
+        kl.wait_event("registered", since=mark, resource=RES)
+        kl.wait_event("devices", since=mark, resource=RES, seq=1)
+        # The peer saw its socket deleted and kubelet.sock re-created.
+        p.wait_event("socket_gone")
+        regs = [e for e in p.events() if e.get("event") == "registered"]
+        deadline = time.monotonic() + T
+        while len(regs) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            regs = [e for e in p.events() if e.get("event") == "registered"]
+        self.assertEqual(len(regs), 2, p.diagnostics())
+
+    def test_invalid_resource_name(self):
+        kl = self.kubelet()
+        p = self.goplugin(resource="bad")
+        ev = kl.wait_event("rejected", resource="bad")
+        self.assertEqual(ev["error"], 'the ResourceName "bad" is invalid')
+        self.assertEqual(ev["status"], "UNKNOWN")
+        failed = p.wait_event("register_failed")
+        self.assertEqual(failed["code"], "Unknown")
+        self.assertIn('the ResourceName "bad" is invalid', failed["error"])
+        p2 = self.goplugin(socket="k.sock", resource="kubernetes.io/x")
+        kl.wait_event("rejected", resource="kubernetes.io/x")
+        p2.wait_event("register_failed")
+
+    def test_unsupported_version(self):
+        kl = self.kubelet()
+        p = self.goplugin("-version", "v1alpha1")
+        ev = kl.wait_event("rejected", resource=RES)
+        want = ('requested API version "v1alpha1" is not supported by kubelet. '
+                'Supported version is ["v1beta1"]')
+        self.assertEqual(ev["error"], want)
+        self.assertIn(want, p.wait_event("register_failed")["error"])
+
+    def test_dial_failure(self):
+        kl = self.kubelet()
+        p = self.goplugin("-endpoint", "missing.sock")
+        ev = kl.wait_event("rejected", resource=RES)
+        self.assertTrue(ev["error"].startswith("failed to dial device plugin: "), ev)
+        self.assertIn("missing.sock", ev["error"])
+        p.wait_event("register_failed")
+
+    def test_replaced(self):
+        kl = self.kubelet()
+        self.goplugin("-devices", "a")
+        kl.wait_event("devices", resource=RES, seq=1, endpoint="tp.sock")
+        self.goplugin("-devices", "b", socket="tp2.sock")
+        ev = kl.wait_event("replaced", resource=RES)
+        self.assertEqual((ev["old_endpoint"], ev["endpoint"]), ("tp.sock", "tp2.sock"))
+        ev = kl.wait_event("devices", resource=RES, seq=1, endpoint="tp2.sock")
+        self.assertEqual([d["id"] for d in ev["devices"]], ["b"])
+
+    def test_list_over_4mib(self):
+        """The kubelet's 4 MiB receive limit applies to the emulator's stream
+        and to kdpctl list (the grpc-go peer sends about 5 MB)."""
+        kl = self.kubelet()
+        self.goplugin("-count", "50000", "-id-len", "80")
+        end = kl.wait_event("stream_end", resource=RES, timeout=20)
+        self.assertEqual(end["status"], "RESOURCE_EXHAUSTED")
+        r = self.kdpctl("list", "tp.sock", timeout=20)
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("RESOURCE_EXHAUSTED", r.stderr)
+        self.assertIn("over the kubelet's 4 MiB message limit", r.stderr)
+
+    def test_human_output(self):
+        kl = self.kubelet(json_out=False)
+        p = self.goplugin("-devices", "a")
+        kl.wait_line(r"example.com/dev: registered \(endpoint tp.sock, options: "
+                     r"pre_start_required=false get_preferred_allocation_available=false")
+        kl.wait_line(r"example.com/dev: devices #1: 1 device: 1 healthy, 0 unhealthy")
+        kl.wait_line(r"^\s+added\s+a\s+Healthy$")
+        p.write("set a Unhealthy")
+        kl.wait_line(r"^\s+health\s+a\s+Healthy -> Unhealthy$")
+        kl.signal(signal.SIGHUP)
+        line = kl.wait_line(r"example.com/dev: came back in [0-9.]+ ms")
+        self.assertIsNotNone(re.search(r"came back in \d+\.\d ms", line))
+        kl.wait_line(r"restart: all 1 plugin came back, the last in [0-9.]+ ms")
+        self.goplugin(socket="bad.sock", resource="bad")
+        kl.wait_line(r'bad: Register rejected \(UNKNOWN\): the ResourceName "bad" is invalid')
+
+
+class Startup(harness.Base):
+    def test_removes_only_sockets(self):
+        stale = os.path.join(self.dp, "stale.sock")
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(stale)
+        s.close()
+        keep = ["kubelet_internal_checkpoint", "notes.txt"]
+        for name in keep:
+            with open(os.path.join(self.dp, name), "w") as f:
+                f.write("keep me\n")
+        os.mkdir(os.path.join(self.dp, "subdir"))
+        kl = self.kubelet(wait=False)
+        ready = kl.wait_event("ready")
+        self.assertEqual(ready["removed"], ["stale.sock"])
+        self.assertEqual(ready["socket"], os.path.join(self.dp, "kubelet.sock"))
+        self.assertEqual(sorted(os.listdir(self.dp)),
+                         sorted(keep + ["kubelet.sock", "subdir"]))
+        with open(os.path.join(self.dp, "kubelet_internal_checkpoint")) as f:
+            self.assertEqual(f.read(), "keep me\n")
+        kl.signal(signal.SIGHUP)
+        kl.wait_event("restart", phase="done")
+        self.assertEqual(sorted(os.listdir(self.dp)),
+                         sorted(keep + ["kubelet.sock", "subdir"]))
+
+    def test_creates_missing_dir(self):
+        self.dp = os.path.join(self.dir, "a", "b")
+        kl = self.kubelet()
+        self.assertTrue(os.path.exists(os.path.join(self.dp, "kubelet.sock")))
+        self.assertEqual(kl.stop(), 0)
+
+    def test_timeout_and_signals(self):
+        kl = self.kubelet("--timeout", "500ms")
+        self.assertEqual(kl.wait_exit(T), 0, kl.diagnostics())
+        kl.wait_event("exit", reason="timeout")
+        self.assertFalse(os.path.exists(os.path.join(self.dp, "kubelet.sock")))
+        for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):
+            kl = self.kubelet()
+            kl.signal(sig)
+            self.assertEqual(kl.wait_exit(T), 0, kl.diagnostics())
+            kl.wait_event("exit", reason=name)
+            self.assertFalse(os.path.exists(os.path.join(self.dp, "kubelet.sock")))
+
+    def test_cannot_serve(self):
+        with open(os.path.join(self.dir, "file"), "w"):
+            pass
+        r = self.kdpctl("kubelet", "--device-plugin-dir", os.path.join(self.dir, "file"))
+        self.assertEqual(r.returncode, 1, r)
+        self.assertRegex(r.stderr, r"kdpctl kubelet: cannot (create|serve) .*: Not a directory")
+
+
+class Examples(harness.Base):
+    def test_gopher_hotplug_and_restart(self):
+        kl = self.kubelet()
+        g = self.gopher("g1")
+        reg = kl.wait_event("registered", resource="example.com/gopher")
+        self.assertEqual(reg["endpoint"], "gopher.sock")
+        ev = kl.wait_event("devices", resource="example.com/gopher", seq=1)
+        self.assertEqual([d["id"] for d in ev["devices"]], ["g1"])
+        with open(os.path.join(g.devices_dir, "g2"), "w") as f:
+            f.write("hot-plugged\n")
+        ev = kl.wait_event("devices", resource="example.com/gopher", seq=2)
+        self.assertEqual(ev["changes"], [{"id": "g2", "change": "added", "health": "Healthy",
+                                          "numa": []}])
+        mark = kl.mark()
+        kl.signal(signal.SIGHUP)
+        back = kl.wait_event("came_back", since=mark, resource="example.com/gopher")
+        self.assertLess(back["ms"], 2000)
+        ev = kl.wait_event("devices", since=mark, resource="example.com/gopher", seq=1)
+        self.assertEqual(ev["n"], 2)
+        harness.log("FIGURE gopher came back in %.3f ms" % back["ms"])
+
+    def test_gopher_human(self):
+        kl = self.kubelet(json_out=False)
+        g = self.gopher("g1")
+        kl.wait_line(r"example.com/gopher: devices #1: 1 device: 1 healthy, 0 unhealthy")
+        with open(os.path.join(g.devices_dir, "g2"), "w") as f:
+            f.write("hot-plugged\n")
+        kl.wait_line(r"example.com/gopher: devices #2: 2 devices: 2 healthy, 0 unhealthy")
+        kl.wait_line(r"^\s+added\s+g2\s+Healthy$")
+        kl.signal(signal.SIGHUP)
+        # (gopher.sock may be gone already: the plugin removes its own socket
+        # when its stream ends, racing with the emulator's cleanup.)
+        kl.wait_line(r"kubelet: restarted: re-created .*kubelet.sock.*; "
+                     r"waiting for example.com/gopher")
+        kl.wait_line(r"example.com/gopher: came back in \d+\.\d ms")
+
+    def test_superdisk_and_simple(self):
+        kl = self.kubelet()
+        self.superdisk("a.img")
+        self.simple(2)
+        reg = kl.wait_event("registered", resource="example.com/superdisk")
+        self.assertEqual(reg["options"], {"pre_start_required": True,
+                                          "get_preferred_allocation_available": True})
+        self.assertFalse(reg["options_differ"])
+        reg = kl.wait_event("registered", resource="example.com/simple")
+        self.assertEqual(reg["endpoint"], "simple.sock")
+        ev = kl.wait_event("devices", resource="example.com/simple", seq=1)
+        self.assertEqual([d["id"] for d in ev["devices"]], ["dev-0", "dev-1"])
+        mark = kl.mark()
+        kl.signal(signal.SIGHUP)
+        summary = kl.wait_event("restart_summary", since=mark)
+        self.assertEqual(sorted(b["resource"] for b in summary["back"]),
+                         ["example.com/simple", "example.com/superdisk"])
+        self.assertEqual(summary["missing"], [])
+
+    def test_plugin_stops(self):
+        kl = self.kubelet()
+        g = self.gopher("g1", "g2")
+        kl.wait_event("devices", resource="example.com/gopher", seq=1)
+        self.assertEqual(g.stop(), 0)
+        end = kl.wait_event("stream_end", resource="example.com/gopher")
+        self.assertEqual(end["marked_unhealthy"], 2)
+        self.assertFalse(os.path.exists(os.path.join(self.dp, "gopher.sock")))
+
+    def test_missing_after_restart(self):
+        """A plugin that does not come back is reported after 10 s."""
+        kl = self.kubelet()
+        p = self.goplugin()
+        kl.wait_event("devices", resource=RES, seq=1)
+        p.signal(signal.SIGKILL)
+        kl.wait_event("stream_end", resource=RES)
+        mark = kl.mark()
+        kl.signal(signal.SIGHUP)
+        self.assertEqual(kl.wait_event("restart", since=mark, phase="done")["expected"], [RES])
+        summary = kl.wait_event("restart_summary", since=mark, timeout=20)
+        self.assertEqual(summary["missing"], [RES])
+        self.assertEqual(summary["back"], [])
+
+
+if __name__ == "__main__":
+    harness.main()

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kdpctl: a kubelet emulator and an inspector for device-plugin authors,
+ * built on libkdp's own transport (src/server.h, src/client.h).
+ *
+ * One struct holds every flag of every command (each command accepts a
+ * subset, see main.c); the commands live in commands.c (one plugin socket)
+ * and kubelet.c + registration.c (the emulator).
+ */
+#ifndef KDPCTL_H
+#define KDPCTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exit statuses. */
+#define KC_EXIT_OK    0
+#define KC_EXIT_FAIL  1 /* the call failed, or the plugin misbehaved */
+#define KC_EXIT_USAGE 2 /* bad command line */
+
+#define KC_DEFAULT_DIR     "/var/lib/kubelet/device-plugins"
+#define KC_DEFAULT_TIMEOUT (10U * 1000U * 1000U) /* us, for one call */
+
+/* Flags, as bits: which ones a command accepts. */
+enum {
+    KC_F_DIR = 1U << 0,
+    KC_F_JSON = 1U << 1,
+    KC_F_TIMEOUT = 1U << 2,
+    KC_F_COUNT = 1U << 3,
+    KC_F_CONTAINER = 1U << 4,
+    KC_F_AVAILABLE = 1U << 5,
+    KC_F_MUST = 1U << 6,
+    KC_F_SIZE = 1U << 7,
+};
+#define KC_F_COMMON (KC_F_DIR | KC_F_JSON | KC_F_TIMEOUT)
+
+/* A list of strings (borrowed from argv, or split copies: see owned). */
+typedef struct kc_strv {
+    char **v;
+    size_t n;
+} kc_strv;
+
+typedef struct kc_opts {
+    const char *cmd;     /* the command's name, for messages */
+    const char *dir;     /* device-plugin dir: flag, $KDP_DEVICE_PLUGIN_DIR, default */
+    bool json;           /* one JSON object per line on stdout */
+    uint64_t timeout_us; /* 0 = not given */
+    long count;          /* watch --count; 0 = not given */
+    kc_strv containers;  /* allocate --container (each "a,b"), in order */
+    const char *available;
+    const char *must_include;
+    long size; /* preferred --size; -1 = not given */
+    kc_strv pos;
+} kc_opts;
+
+/* args.c */
+/* Parses "500ms", "5s", "1.5s", "2m", "1h" into microseconds (> 0).
+ * Returns 0 or -EINVAL. */
+int kc_parse_duration(const char *s, uint64_t *ret_us);
+/* Formats a duration the way it is parsed ("500ms", "10s", "2m"). */
+const char *kc_format_duration(uint64_t us, char *buf, size_t cap);
+/* Splits "a,b,c" into ret (empty items dropped). The strings are malloc'ed;
+ * free with kc_strv_free. Returns 0 or -ENOMEM. */
+int kc_split_ids(const char *list, kc_strv *ret);
+/* Appends a copy of s. Returns 0 or -ENOMEM. */
+int kc_strv_add(kc_strv *v, const char *s);
+void kc_strv_free(kc_strv *v);
+/* The socket path of a SOCK argument: as given if it contains '/', else
+ * DIR/SOCK. Returns a malloc'ed string or NULL. */
+char *kc_socket_path(const kc_opts *o, const char *sock);
+/* The device-plugin dir from the environment or the default. */
+const char *kc_default_dir(void);
+
+/* commands.c: one plugin socket. Each returns an exit status. */
+int kc_cmd_options(const kc_opts *o);
+int kc_cmd_list(const kc_opts *o);
+int kc_cmd_watch(const kc_opts *o);
+int kc_cmd_allocate(const kc_opts *o);
+int kc_cmd_preferred(const kc_opts *o);
+int kc_cmd_prestart(const kc_opts *o);
+
+/* kubelet.c: the emulator. */
+int kc_cmd_kubelet(const kc_opts *o);
+
+#endif

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kubelet emulator's state, shared by kubelet.c (the process: socket
+ * directory, server, signals, restarts) and registration.c (one plugin's
+ * registration: Register, the dial back, ListAndWatch). Everything runs on
+ * one kdp loop.
+ */
+#ifndef KDPCTL_KUBELET_H
+#define KDPCTL_KUBELET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "client.h"
+#include "devices.h"
+#include "kdpctl.h"
+#include "loop.h"
+#include "print.h"
+#include "server.h"
+
+#define KL_DIAL_TIMEOUT (10U * 1000U * 1000U) /* the kubelet's dial bound, us */
+#define KL_REPORT_DELAY (10U * 1000U * 1000U) /* restart: who is still missing, us */
+#define KL_CHECKPOINT   "kubelet_internal_checkpoint"
+#define KL_SOCKET       "kubelet.sock"
+#define KL_API_VERSION  "v1beta1"
+
+typedef enum kl_state {
+    KL_DIALING,  /* Register held; GetDevicePluginOptions in flight */
+    KL_ACTIVE,   /* the resource's current plugin, ListAndWatch open */
+    KL_REPLACED, /* a later registration took the resource; stream kept */
+    KL_ENDED,    /* its ListAndWatch ended: must register again */
+} kl_state;
+
+typedef struct kl kl;
+
+typedef struct kl_plugin {
+    kl *k;
+    struct kl_plugin *next;
+    kl_state state;
+    char *resource;
+    char *endpoint;
+    char *version;
+    char *socket; /* DIR/endpoint */
+    bool req_has_options;
+    bool req_pre_start;
+    bool req_preferred;
+    bool pre_start;
+    bool preferred;
+    kdp__call *reg;         /* the held Register call, until answered */
+    kdp__client_call *dial; /* GetDevicePluginOptions */
+    kdp__client_call *law;  /* ListAndWatch */
+    kdp__devtab tab;
+    long seq;
+    uint64_t arrived_us; /* Register arrived (kdp__now_us) */
+    uint64_t dialed_us;  /* options answered */
+} kl_plugin;
+
+typedef struct kl_expect {
+    char *resource;
+    bool back;
+    uint64_t after_us; /* kubelet.sock re-created -> Register */
+} kl_expect;
+
+struct kl {
+    const kc_opts *o;
+    kdp__loop *loop;
+    kdp__server *srv;
+    char *sock;
+    kdp__signal *sig[3];
+    kdp__timer *deadline; /* --timeout */
+    kdp__timer *report;   /* restart: report the missing */
+    kl_plugin *plugins;
+    uint64_t listen_us; /* kubelet.sock (re)created */
+    unsigned restarts;
+    kl_expect *expect;
+    size_t n_expect;
+    bool expect_open; /* the restart's summary is not printed yet */
+    int exit;         /* -1 while running */
+};
+
+/* registration.c */
+/* The Register handler (kdp__handler_fn), ud = kl. */
+void kl_on_register(kdp__call *call, const uint8_t *req, size_t len, void *ud);
+/* Unlinks and frees p: cancels its calls; a held Register gets UNAVAILABLE. */
+void kl_plugin_free(kl_plugin *p);
+
+/* kubelet.c */
+/* Starts a JSON event line: {"event": name, "t_ns": ...}. */
+void kl_json(kc_json *j, const char *event);
+/* A human line: "HH:MM:SS.mmm WHO: text" (text terminal-safe); extra
+ * (may be NULL) is appended as is, after a newline. */
+void kl_say(const char *who, const char *text, const char *extra);
+/* A registration has completed: restart bookkeeping ("came back in"). */
+void kl_registered(kl *k, kl_plugin *p);
+
+#endif

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/* rpc: one waited-for call on a private loop, and failures explained. */
+#include "rpc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "print.h"
+#include "wire.h"
+
+typedef struct unary_wait {
+    kdp__loop *loop;
+    kc_reply *reply;
+    int err;
+} unary_wait;
+
+static void on_done(int status, const char *message, const uint8_t *resp, size_t len, void *ud)
+{
+    unary_wait *w = ud;
+    w->reply->status = status;
+    w->reply->message = strdup(message);
+    if (resp) {
+        w->reply->resp = malloc(len ? len : 1);
+        if (w->reply->resp) {
+            memcpy(w->reply->resp, resp, len);
+        }
+        w->reply->len = len;
+    }
+    if (!w->reply->message || (resp && !w->reply->resp)) {
+        w->err = -ENOMEM;
+    }
+    kdp__loop_quit(w->loop);
+}
+
+void kc_loop_drain(kdp__loop *l)
+{
+    for (int i = 0; i < 100 && kdp__loop_next_timeout_ms(l) == 0; i++) {
+        (void)kdp__loop_dispatch(l, 0);
+    }
+}
+
+int kc_unary(const char *path, const char *method, const ProtobufCMessage *req, uint64_t timeout_us,
+             kc_reply *ret)
+{
+    kc_reply reply = {.status = -1};
+    unary_wait w = {.reply = &reply};
+    int r = kdp__loop_new(&w.loop);
+    if (r < 0) {
+        return r;
+    }
+    kdp__unary_opts opts = {.timeout_us = timeout_us};
+    r = kdp__client_unary_pb(w.loop, path, method, req, &opts, on_done, &w, NULL);
+    if (r == 0) {
+        r = kdp__loop_run(w.loop);
+    }
+    kc_loop_drain(w.loop);
+    kdp__loop_free(w.loop);
+    if (r == 0 && (w.err < 0 || reply.status < 0)) {
+        r = w.err < 0 ? w.err : -EIO;
+    }
+    if (r < 0) {
+        kc_reply_free(&reply);
+        return r;
+    }
+    *ret = reply;
+    return 0;
+}
+
+void kc_reply_free(kc_reply *r)
+{
+    free(r->message);
+    free(r->resp);
+    *r = (kc_reply){0};
+}
+
+static int probe_connect(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        return -ENAMETOOLONG;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -errno;
+    }
+    int r = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
+    close(fd);
+    return r;
+}
+
+static const char *dir_of(const char *path, char *buf, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        return ".";
+    }
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    snprintf(buf, cap, "%.*s", (int)n, path);
+    return buf;
+}
+
+const char *kc_socket_hint(const char *path, char *buf, size_t cap)
+{
+    char dir[4096];
+    struct stat st;
+    if (lstat(path, &st) < 0) {
+        int e = errno;
+        if (e == ENOENT || e == ENOTDIR) {
+            snprintf(buf, cap, "no such socket: is the plugin running? dir is %s",
+                     dir_of(path, dir, sizeof(dir)));
+        } else if (e == EACCES) {
+            snprintf(buf, cap, "permission denied: run as root or check the permissions of %s",
+                     dir_of(path, dir, sizeof(dir)));
+        } else {
+            snprintf(buf, cap, "cannot look at %s: %s", path, strerror(e));
+        }
+        return buf;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        snprintf(buf, cap, "%s is not a unix socket: give the plugin's socket file", path);
+        return buf;
+    }
+    int r = probe_connect(path);
+    if (r == -EACCES || r == -EPERM) {
+        snprintf(buf, cap,
+                 "permission denied: run as root or check the socket's owner "
+                 "(uid %u, mode %04o)",
+                 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+    } else if (r == -ECONNREFUSED) {
+        snprintf(buf, cap,
+                 "nothing listens on %s: the plugin has exited and left its socket behind", path);
+    } else if (r == -ENAMETOOLONG) {
+        snprintf(buf, cap, "the socket path is longer than a unix socket allows (107 bytes)");
+    } else {
+        return NULL;
+    }
+    return buf;
+}
+
+static const char *status_hint(const kc_opts *o, const char *path, int status, char *buf,
+                               size_t cap)
+{
+    bool ids = strcmp(o->cmd, "allocate") == 0 || strcmp(o->cmd, "prestart") == 0 ||
+               strcmp(o->cmd, "preferred") == 0;
+    char d[32];
+    switch (status) {
+    case KDP__ST_UNAVAILABLE:
+    case KDP__ST_PERMISSION_DENIED:
+        return kc_socket_hint(path, buf, cap);
+    case KDP__ST_UNIMPLEMENTED:
+        if (strcmp(o->cmd, "preferred") == 0) {
+            return "the plugin does not offer preferred allocations "
+                   "(get_preferred_allocation_available is false)";
+        }
+        return "the plugin does not implement this method (`kdpctl options` shows what it offers)";
+    case KDP__ST_DEADLINE_EXCEEDED:
+        snprintf(
+            buf, cap,
+            "no answer within %s: a slow or hung callback in the plugin? --timeout "
+            "sets the bound",
+            kc_format_duration(o->timeout_us ? o->timeout_us : KC_DEFAULT_TIMEOUT, d, sizeof(d)));
+        return buf;
+    case KDP__ST_RESOURCE_EXHAUSTED:
+        if (strcmp(o->cmd, "list") == 0 || strcmp(o->cmd, "watch") == 0) {
+            return "the device list is over the kubelet's 4 MiB message limit: the kubelet "
+                   "rejects it too (\"received message larger than max\"); fewer devices or "
+                   "shorter IDs";
+        }
+        return NULL;
+    case KDP__ST_INVALID_ARGUMENT:
+        if (ids) {
+            snprintf(buf, cap, "`kdpctl list %s` shows the plugin's device IDs and their health",
+                     o->pos.n ? o->pos.v[0] : path);
+            return buf;
+        }
+        return NULL;
+    default:
+        return NULL;
+    }
+}
+
+int kc_fail_call(const kc_opts *o, const char *path, int status, const char *message)
+{
+    char buf[1024];
+    const char *hint = status_hint(o, path, status, buf, sizeof(buf));
+    kc_print_error(o->json, o->cmd, kdp__status_name(status), status, message, hint);
+    return KC_EXIT_FAIL;
+}
+
+int kc_fail_errno(const kc_opts *o, const char *what, int neg_errno)
+{
+    char msg[512];
+    snprintf(msg, sizeof(msg), "%s: %s", what, strerror(-neg_errno));
+    kc_print_error(o->json, o->cmd, NULL, 0, msg, NULL);
+    return KC_EXIT_FAIL;
+}
+
+int kc_call_plugin(const kc_opts *o, const char *path, const char *method,
+                   const ProtobufCMessage *req, kc_reply *ret)
+{
+    kc_reply rep;
+    uint64_t tmo = o->timeout_us ? o->timeout_us : KC_DEFAULT_TIMEOUT;
+    int r = kc_unary(path, method, req, tmo, &rep);
+    if (r < 0) {
+        return kc_fail_errno(o, "cannot make the call", r);
+    }
+    if (rep.status != KDP__ST_OK) {
+        int e = kc_fail_call(o, path, rep.status, rep.message);
+        kc_reply_free(&rep);
+        return e;
+    }
+    *ret = rep;
+    return KC_EXIT_OK;
+}
+
+int kc_fail_decode(const kc_opts *o, const char *what)
+{
+    char msg[256];
+    snprintf(msg, sizeof(msg), "the plugin's answer does not decode as a %s", what);
+    kc_print_error(o->json, o->cmd, kdp__status_name(KDP__ST_INTERNAL), KDP__ST_INTERNAL, msg,
+                   NULL);
+    return KC_EXIT_FAIL;
+}

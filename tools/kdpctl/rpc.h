@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rpc: one call to a plugin from a command line tool: a private loop run
+ * until kdp's client (src/client.h) completes, and the failure explained
+ * with its gRPC status and, where we know one, the fix.
+ */
+#ifndef KDPCTL_RPC_H
+#define KDPCTL_RPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "kdpctl.h"
+#include "loop.h"
+
+#define KC_METHOD_OPTIONS   "/v1beta1.DevicePlugin/GetDevicePluginOptions"
+#define KC_METHOD_LAW       "/v1beta1.DevicePlugin/ListAndWatch"
+#define KC_METHOD_PREFERRED "/v1beta1.DevicePlugin/GetPreferredAllocation"
+#define KC_METHOD_ALLOCATE  "/v1beta1.DevicePlugin/Allocate"
+#define KC_METHOD_PRESTART  "/v1beta1.DevicePlugin/PreStartContainer"
+#define KC_METHOD_REGISTER  "/v1beta1.Registration/Register"
+
+/* The kubelet's grpc-go receive limit on one message. */
+#define KC_KUBELET_MAX_RECV (4U * 1024U * 1024U)
+
+typedef struct kc_reply {
+    int status;    /* gRPC code */
+    char *message; /* malloc'ed, never NULL after kc_unary succeeded */
+    uint8_t *resp; /* the response message when status is OK */
+    size_t len;
+} kc_reply;
+
+/* Calls method on the socket at path with req and waits for the answer,
+ * bounded by timeout_us (also sent as grpc-timeout). Returns 0 with *ret
+ * filled (whatever the status), or -errno for a local failure. */
+int kc_unary(const char *path, const char *method, const ProtobufCMessage *req, uint64_t timeout_us,
+             kc_reply *ret);
+void kc_reply_free(kc_reply *r);
+
+/* Runs dispatches until no zero-delay timer is due: the deferred frees of
+ * cancelled calls happen before the loop is freed. */
+void kc_loop_drain(kdp__loop *l);
+
+/* kc_unary with o's timeout (default 10 s) on the socket at path, which
+ * also reports any failure. Returns KC_EXIT_OK with *ret holding an OK
+ * reply, or the exit status (*ret untouched). */
+int kc_call_plugin(const kc_opts *o, const char *path, const char *method,
+                   const ProtobufCMessage *req, kc_reply *ret);
+/* Reports an answer that does not decode as `what`; returns KC_EXIT_FAIL. */
+int kc_fail_decode(const kc_opts *o, const char *what);
+
+/* Reports a failed call of command o->cmd on socket path (status, message
+ * and a hint) and returns KC_EXIT_FAIL. */
+int kc_fail_call(const kc_opts *o, const char *path, int status, const char *message);
+/* Reports a local failure (errno) and returns KC_EXIT_FAIL. */
+int kc_fail_errno(const kc_opts *o, const char *what, int neg_errno);
+
+/* A hint for a socket that cannot be used (missing, not a socket, not ours,
+ * nobody listening), in buf; NULL if connecting works. */
+const char *kc_socket_hint(const char *path, char *buf, size_t cap);
+
+#endif
