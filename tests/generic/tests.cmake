@@ -1,0 +1,15 @@
+# kdp-generic and the discovery helpers (issue 6). Included by
+# tests/CMakeLists.txt, in its scope.
+foreach(mod IN ITEMS discover cdi)
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${mod}.c)
+    kdp_unit_test(${mod})
+  endif()
+endforeach()
+
+# kdp-generic end to end against the kubelet emulator (grpc-go).
+if(KDP_INTEROP AND TARGET kdp-generic)
+  add_test(NAME generic_e2e
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/generic/test_generic.py)
+  set_tests_properties(generic_e2e PROPERTIES TIMEOUT 600 LABELS integration
+    ENVIRONMENT "KDP_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
+endif()

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/* kdp-generic's configuration file (docs/generic.md), parsed with libyaml. */
+#ifndef KDP_GENERIC_CONFIG_H
+#define KDP_GENERIC_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Caps on what a file may ask for. */
+#define GEN_MAX_FILE_BYTES (1U << 20)
+#define GEN_MAX_RESOURCES  64U
+#define GEN_MAX_ENTRIES    256U
+#define GEN_MAX_GROUP      64U
+#define GEN_MAX_MOUNTS     64U
+#define GEN_MAX_ENV        256U
+#define GEN_MAX_COUNT      1024U
+#define GEN_MAX_STRING     4095U
+
+typedef struct gen_usb {
+    bool set;
+    bool has_product;
+    uint16_t vendor;
+    uint16_t product;
+    char *serial; /* NULL = any */
+} gen_usb;
+
+/* One entry of devices: */
+typedef struct gen_entry {
+    char **paths; /* glob patterns: one for path:, several for paths: */
+    size_t n_paths;
+    bool group; /* paths: every match of every pattern is one device */
+    char *id;   /* groups: the device ID (NULL = from the first path) */
+    gen_usb usb;
+} gen_entry;
+
+typedef struct gen_mount {
+    char *host_path;
+    char *container_path;
+    bool read_only;
+} gen_mount;
+
+typedef struct gen_env {
+    char *key;
+    char *value;
+} gen_env;
+
+typedef struct gen_resource {
+    char *name;
+    char *socket;
+    gen_entry *entries;
+    size_t n_entries;
+    unsigned count;
+    char *permissions;
+    gen_mount *mounts;
+    size_t n_mounts;
+    gen_env *env;
+    size_t n_env;
+    bool cdi;
+    char *cdi_kind;
+    bool cdi_device_specs; /* also hand out the nodes as DeviceSpecs */
+    /* The global settings too */
+    char *root;
+    char *sysfs;
+    char *cdi_dir;
+    /* Everything above, serialised: equal fingerprints = an unchanged resource. */
+    char *fingerprint;
+} gen_resource;
+
+typedef struct gen_config {
+    gen_resource *res;
+    size_t n_res;
+} gen_config;
+
+/* Loads file. dp_dir is the device-plugin directory the sockets go to
+ * (checked: a socket path is 107 bytes at most). Returns 0, or -1 with
+ * *err = "FILE:LINE: KEY: what is wrong" (malloc'ed; NULL if out of memory).
+ * out is initialised either way; release it with gen_config_free. */
+int gen_config_load(const char *file, const char *dp_dir, gen_config *out, char **err);
+void gen_config_free(gen_config *c);
+/* Frees one resource's content. */
+void gen_resource_clear(gen_resource *r);
+
+#endif

@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kdp-generic: a resource's devices from its entries, through the
+ * discovery calls of kdp.h. A path entry gives one device per match, a
+ * group one device made of every match (present only when each of its
+ * patterns matches), a usb entry one device per USB device with its nodes.
+ * A usb filter on a path or a group keeps the matches on such a device.
+ */
+#include "scan.h"
+
+#include <errno.h>
+#include <kdp.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "util.h"
+
+/* ---- a growing string vector (NULL-terminated once taken) ---- */
+
+typedef struct svec {
+    char **v;
+    size_t n;
+    size_t cap;
+} svec;
+
+static int svec_add(svec *s, const char *str)
+{
+    if (s->n + 1 >= s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 8;
+        char **v = realloc(s->v, cap * sizeof(*v));
+        if (!v) {
+            return -ENOMEM;
+        }
+        s->v = v;
+        s->cap = cap;
+    }
+    if (!(s->v[s->n] = strdup(str))) {
+        return -ENOMEM;
+    }
+    s->v[++s->n] = NULL;
+    return 0;
+}
+
+static void svec_clear(svec *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->v[i]);
+    }
+    free(s->v);
+    memset(s, 0, sizeof(*s));
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts and drops duplicates. */
+static void svec_sort_unique(svec *s)
+{
+    if (s->n < 2) {
+        return;
+    }
+    qsort(s->v, s->n, sizeof(*s->v), cmp_str);
+    size_t o = 1;
+    for (size_t i = 1; i < s->n; i++) {
+        if (strcmp(s->v[o - 1], s->v[i]) == 0) {
+            free(s->v[i]);
+        } else {
+            s->v[o++] = s->v[i];
+        }
+    }
+    s->n = o;
+    s->v[o] = NULL;
+}
+
+/* ---- building the device list ---- */
+
+typedef struct builder {
+    const gen_resource *r;
+    gen_dev *devs;
+    size_t *seq; /* order of addition, to keep the first of two equal IDs */
+    size_t n;
+    size_t cap;
+    bool capped;
+} builder;
+
+static void add_numa(const gen_resource *r, gen_dev *d)
+{
+    for (size_t i = 0; i < d->n_paths && d->n_numa < GEN_MAX_NUMA; i++) {
+        int node = -1;
+        if (kdp_numa_node_of(r->root, r->sysfs, d->paths[i], &node) < 0 || node < 0) {
+            continue;
+        }
+        size_t j = 0;
+        while (j < d->n_numa && d->numa[j] != node) {
+            j++;
+        }
+        if (j == d->n_numa) {
+            d->numa[d->n_numa++] = node;
+        }
+    }
+}
+
+/* Adds a device made of paths (taken, emptied). */
+static int add_dev(builder *b, const char *id, svec *paths)
+{
+    if (b->n >= GEN_MAX_DEVICES) {
+        if (!b->capped) {
+            log_e("%s: more than %u devices: the rest are left out", b->r->name, GEN_MAX_DEVICES);
+        }
+        b->capped = true;
+        svec_clear(paths);
+        return 0;
+    }
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 16;
+        gen_dev *d = realloc(b->devs, cap * sizeof(*d));
+        if (d) {
+            b->devs = d;
+        }
+        size_t *s = d ? realloc(b->seq, cap * sizeof(*s)) : NULL;
+        if (!s) {
+            svec_clear(paths);
+            return -ENOMEM;
+        }
+        b->seq = s;
+        b->cap = cap;
+    }
+    gen_dev *d = &b->devs[b->n];
+    memset(d, 0, sizeof(*d));
+    svec_sort_unique(paths);
+    d->id = strdup(id);
+    if (!d->id) {
+        svec_clear(paths);
+        return -ENOMEM;
+    }
+    d->paths = paths->v;
+    d->n_paths = paths->n;
+    memset(paths, 0, sizeof(*paths));
+    add_numa(b->r, d);
+    b->seq[b->n] = b->n;
+    b->n++;
+    return 0;
+}
+
+static bool usb_match(const gen_usb *want, const kdp_usb_device *u)
+{
+    return u->vendor == want->vendor && (!want->has_product || u->product == want->product) &&
+           (!want->serial || (u->serial && strcmp(u->serial, want->serial) == 0));
+}
+
+static bool node_on_usb(const gen_resource *r, const gen_usb *want, const char *path)
+{
+    kdp_usb_device u;
+    if (kdp_usb_device_of(r->root, r->sysfs, path, &u) < 0) {
+        return false;
+    }
+    bool ok = usb_match(want, &u);
+    kdp_usb_device_clear(&u);
+    return ok;
+}
+
+/* The matches of one pattern (kept by the usb filter, if any) into out. */
+static int glob_into(const gen_resource *r, const gen_entry *e, const char *pattern, svec *out)
+{
+    char **m = NULL;
+    int n = kdp_glob_devices(r->root, pattern, &m);
+    if (n < 0) {
+        log_w("%s: %s: %s", r->name, pattern, strerror(-n));
+        return n == -ENOMEM ? n : 0;
+    }
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        if (!e->usb.set || node_on_usb(r, &e->usb, m[i])) {
+            rc = svec_add(out, m[i]);
+        }
+    }
+    kdp_strv_free(m);
+    return rc;
+}
+
+/* path: one device per match. */
+static int scan_path(builder *b, const gen_entry *e)
+{
+    svec m = {0};
+    int rc = glob_into(b->r, e, e->paths[0], &m);
+    for (size_t i = 0; rc == 0 && i < m.n; i++) {
+        char id[256];
+        svec one = {0};
+        gen_id_from_path(m.v[i], id);
+        rc = svec_add(&one, m.v[i]);
+        rc = rc < 0 ? rc : add_dev(b, id, &one);
+        svec_clear(&one);
+    }
+    svec_clear(&m);
+    return rc;
+}
+
+/* paths: one device made of every match, if each pattern matches. */
+static int scan_group(builder *b, const gen_entry *e)
+{
+    svec all = {0};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < e->n_paths; i++) {
+        size_t before = all.n;
+        rc = glob_into(b->r, e, e->paths[i], &all);
+        if (rc == 0 && all.n == before) {
+            svec_clear(&all); /* incomplete: no device */
+            return 0;
+        }
+    }
+    if (rc == 0) {
+        char id[256];
+        if (e->id) {
+            snprintf(id, sizeof(id), "%s", e->id);
+        } else {
+            gen_id_from_path(all.v[0], id);
+        }
+        rc = add_dev(b, id, &all);
+    }
+    svec_clear(&all);
+    return rc;
+}
+
+static bool exists_in_root(const char *root, const char *path)
+{
+    char full[PATH_MAX];
+    size_t rl = strlen(root);
+    while (rl > 0 && root[rl - 1] == '/') {
+        rl--;
+    }
+    int w = snprintf(full, sizeof(full), "%.*s%s", (int)rl, root, path);
+    struct stat st;
+    return w > 0 && (size_t)w < sizeof(full) && lstat(full, &st) == 0;
+}
+
+/* usb without a path: each matching USB device with its existing nodes. */
+static int scan_usb(builder *b, const gen_entry *e)
+{
+    kdp_usb_device *u = NULL;
+    size_t n = 0;
+    int rc = kdp_usb_list(b->r->sysfs, &u, &n);
+    if (rc < 0) {
+        return rc == -ENOMEM ? rc : 0; /* no USB bus: no device */
+    }
+    rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        svec nodes = {0};
+        for (char **p = u[i].nodes; rc == 0 && usb_match(&e->usb, &u[i]) && *p; p++) {
+            rc = exists_in_root(b->r->root, *p) ? svec_add(&nodes, *p) : 0;
+        }
+        if (rc == 0 && nodes.n > 0) {
+            char id[216];
+            char name[208]; /* 200 bytes at most */
+            gen_sanitize_id(u[i].name, name);
+            snprintf(id, sizeof(id), "usb-%s", name);
+            rc = add_dev(b, id, &nodes);
+        }
+        svec_clear(&nodes);
+    }
+    kdp_usb_list_free(u, n);
+    return rc;
+}
+
+/* ---- IDs ---- */
+
+static void dev_clear(gen_dev *d)
+{
+    for (size_t i = 0; i < d->n_paths; i++) {
+        free(d->paths[i]);
+    }
+    free(d->paths);
+    free(d->id);
+}
+
+static int cmp_dev_seq(const void *a, const void *b, void *ud)
+{
+    const builder *bl = ud;
+    size_t ia = *(const size_t *)a;
+    size_t ib = *(const size_t *)b;
+    int c = strcmp(bl->devs[ia].id, bl->devs[ib].id);
+    return c ? c : (ia > ib) - (ia < ib);
+}
+
+/* Sorts the devices by ID; of two with one ID the first added stays. */
+static int finish_devs(builder *b, gen_scan *out)
+{
+    if (b->n > 1) {
+        qsort_r(b->seq, b->n, sizeof(*b->seq), cmp_dev_seq, b);
+    }
+    out->devs = calloc(b->n ? b->n : 1, sizeof(*out->devs));
+    if (!out->devs) {
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        gen_dev *d = &b->devs[b->seq[i]];
+        if (out->n > 0 && strcmp(out->devs[out->n - 1].id, d->id) == 0) {
+            log_w("%s: two devices named %s: keeping %s, leaving out %s", b->r->name, d->id,
+                  out->devs[out->n - 1].paths[0], d->paths[0]);
+            dev_clear(d);
+            continue;
+        }
+        out->devs[out->n++] = *d;
+    }
+    b->n = 0;
+    return 0;
+}
+
+static int cmp_exposed(const void *a, const void *b)
+{
+    return strcmp(((const gen_exposed *)a)->id, ((const gen_exposed *)b)->id);
+}
+
+static int make_ids(const gen_resource *r, gen_scan *s)
+{
+    size_t total = s->n * r->count;
+    if (total > GEN_MAX_IDS) {
+        log_e("%s: %zu devices x count %u = %zu device IDs, over the cap of %u", r->name, s->n,
+              r->count, total, GEN_MAX_IDS);
+        return -E2BIG;
+    }
+    s->ids = calloc(total ? total : 1, sizeof(*s->ids));
+    if (!s->ids) {
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        for (unsigned k = 0; k < r->count; k++) {
+            gen_exposed *x = &s->ids[s->n_ids];
+            x->dev = i;
+            if (r->count == 1) {
+                x->id = strdup(s->devs[i].id);
+            } else if (asprintf(&x->id, "%s-%u", s->devs[i].id, k) < 0) {
+                x->id = NULL;
+            }
+            if (!x->id) {
+                return -ENOMEM;
+            }
+            s->n_ids++;
+        }
+    }
+    qsort(s->ids, s->n_ids, sizeof(*s->ids), cmp_exposed);
+    return 0;
+}
+
+int gen_scan_run(const gen_resource *r, gen_scan *out)
+{
+    memset(out, 0, sizeof(*out));
+    builder b = {.r = r};
+    int rc = 0;
+    for (size_t i = 0; i < r->n_entries && rc == 0; i++) {
+        const gen_entry *e = &r->entries[i];
+        rc = e->group ? scan_group(&b, e) : e->n_paths ? scan_path(&b, e) : scan_usb(&b, e);
+    }
+    if (rc == 0) {
+        rc = finish_devs(&b, out);
+    }
+    if (rc == 0) {
+        rc = make_ids(r, out);
+    }
+    for (size_t i = 0; i < b.n; i++) {
+        dev_clear(&b.devs[i]);
+    }
+    free(b.devs);
+    free(b.seq);
+    if (rc < 0) {
+        gen_scan_clear(out);
+    }
+    return rc;
+}
+
+void gen_scan_clear(gen_scan *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        dev_clear(&s->devs[i]);
+    }
+    free(s->devs);
+    for (size_t i = 0; i < s->n_ids; i++) {
+        free(s->ids[i].id);
+    }
+    free(s->ids);
+    memset(s, 0, sizeof(*s));
+}
+
+const gen_dev *gen_scan_lookup(const gen_scan *s, const char *id)
+{
+    gen_exposed key = {.id = (char *)id};
+    const gen_exposed *x =
+        s->n_ids ? bsearch(&key, s->ids, s->n_ids, sizeof(*s->ids), cmp_exposed) : NULL;
+    return x ? &s->devs[x->dev] : NULL;
+}
+
+/* ---- hot-plug directories ---- */
+
+static size_t add_watch(char **dirs, unsigned *depths, size_t n, size_t max, const char *dir,
+                        unsigned depth)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(dirs[i], dir) == 0) {
+            depths[i] = depth > depths[i] ? depth : depths[i];
+            return n;
+        }
+    }
+    if (n >= max || !(dirs[n] = strdup(dir))) {
+        return n;
+    }
+    depths[n] = depth;
+    return n + 1;
+}
+
+/* The directory above a pattern's first wildcard, and how deep below it
+ * the matches are: "/dev/ttyUSB*" -> /dev, 0; "/dev/bus/usb/(any)/(any)"
+ * -> /dev/bus/usb, 1; "/dev/net/tun" -> /dev/net, 0. */
+static unsigned pattern_dir(const char *pattern, char *dir, size_t size)
+{
+    const char *wild = strpbrk(pattern, "*?[");
+    const char *cut = wild ? wild : pattern + strlen(pattern);
+    while (cut > pattern && *cut != '/') {
+        cut--;
+    }
+    snprintf(dir, size, "%.*s", cut == pattern ? 1 : (int)(cut - pattern), pattern);
+    unsigned depth = 0;
+    for (const char *p = cut + 1; *p; p++) {
+        depth += *p == '/';
+    }
+    return depth > 4 ? 4 : depth;
+}
+
+size_t gen_watch_dirs(const gen_resource *r, char **dirs, unsigned *depths, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_entries; i++) {
+        const gen_entry *e = &r->entries[i];
+        for (size_t j = 0; j < e->n_paths; j++) {
+            char dir[PATH_MAX];
+            unsigned depth = pattern_dir(e->paths[j], dir, sizeof(dir));
+            n = add_watch(dirs, depths, n, max, dir, depth);
+        }
+        if (e->n_paths == 0) {
+            /* usb: its nodes, in /dev/bus/usb/BBB, /dev and /dev/input
+             * (not every subdirectory of /dev: /dev/shm and the like change
+             * all the time) */
+            n = add_watch(dirs, depths, n, max, "/dev", 0);
+            n = add_watch(dirs, depths, n, max, "/dev/bus/usb", 1);
+            n = add_watch(dirs, depths, n, max, "/dev/input", 0);
+        }
+    }
+    return n;
+}
