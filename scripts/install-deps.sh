@@ -1,20 +1,34 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages kdp needs to build, test, fuzz and run its
 # demo. As root: apt-get update (once) and install what is missing. Otherwise:
-# print the exact command to run and fail.
+# print the exact command to run and fail. `scripts/install-deps.sh bench` also
+# installs what `make bench` needs beyond that (gnuplot, for its plot).
 set -euo pipefail
 
 packages=(
   # build
   gcc make cmake ninja-build pkg-config
   libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
+  # kdp-generic's configuration files
+  libyaml-dev
   # tests, sanitizers, fuzzing
   libcmocka-dev clang libclang-rt-14-dev
   # real gRPC peers: grpc-go (built offline in GOPATH mode) and grpcio
   golang-go golang-google-grpc-dev golang-google-protobuf-dev
   protobuf-compiler protoc-gen-go protoc-gen-go-grpc
   python3 python3-grpcio python3-protobuf
+  # packaging and deploy/ checks (tests/packaging): manifests, unit file, binaries
+  python3-yaml python3-kubernetes systemd file
 )
+
+# Optional groups, only when asked for: scripts/install-deps.sh bench
+#   bench: gnuplot for the latency plot of `make bench` (docs/bench-latency.png)
+for group in "$@"; do
+  case "$group" in
+    bench) packages+=(gnuplot-nox) ;;
+    *) echo "install-deps: unknown group '$group' (known: bench)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,364 @@
+#!/usr/bin/python3
+"""Checks deploy/: the Kubernetes manifests and the systemd unit, without a
+cluster and without systemd running.
+
+    tests/packaging/test_deploy.py          (python3-yaml, python3-kubernetes)
+
+Manifests (deploy/base, deploy/overlays/*):
+- every YAML file under deploy/ parses; kustomizations name files that exist;
+- each overlay is rendered (base + namespace + strategic-merge patches, the
+  subset of kustomize these files use) and, when kubectl is installed, compared
+  with `kubectl kustomize` (kustomize runs offline; `kubectl create
+  --dry-run=client` does not: it needs an API server for its schema);
+- schema: each object goes through the Kubernetes Python client's models
+  (API 1.22): unknown or misspelled fields do not survive the round trip;
+- the DaemonSet: apps/v1, selector = template labels, system-node-critical,
+  tolerates every taint, uid 0 without privilege, capabilities or privilege
+  escalation, read-only root, requests <= limits; the device-plugin hostPath
+  is the one documented for that overlay and is mounted at kdp's default
+  directory (read from include/kdp.h); every mount has its volume;
+- the image runs the Dockerfile's default binary, an executable of the tree,
+  and every --flag in args is one that binary parses.
+systemd (deploy/systemd/*.service): `systemd-analyze verify` prints nothing
+(its exit status ignores unknown keys), the options this repository promises
+are there, and the writable path is the directory the plugin serves.
+"""
+import configparser
+import copy
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(os.path.dirname(HERE))
+DEPLOY = os.path.join(SRC, "deploy")
+# The host directory each kustomization must mount (docs/deploy.md explains).
+EXPECTED_HOST_DIR = {
+    "base": "/var/lib/kubelet/device-plugins",
+    "overlays/k3s": "/var/lib/kubelet/device-plugins",
+    "overlays/microk8s": "/var/lib/kubelet/device-plugins",
+}
+
+failures = []
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def check(cond, what):
+    log(("ok: " if cond else "FAILED: ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def load_all(path):
+    with open(path) as f:
+        return [d for d in yaml.safe_load_all(f) if d is not None]
+
+
+def default_plugin_dir():
+    """kdp's default directory, from kdp_config's comment in include/kdp.h."""
+    text = open(os.path.join(SRC, "include", "kdp.h")).read()
+    m = re.search(r"NULL = \$KDP_DEVICE_PLUGIN_DIR, else (/[\w/.-]+?)\.?\s", text)
+    assert m, "include/kdp.h no longer states the default device-plugin directory"
+    return m.group(1)
+
+
+def dockerfile_binary():
+    for line in open(os.path.join(DEPLOY, "Dockerfile")):
+        m = re.match(r"ARG BINARY=(\S+)", line)
+        if m:
+            return m.group(1)
+    raise AssertionError("deploy/Dockerfile has no ARG BINARY=default")
+
+
+def binary_sources(name):
+    """The C sources of executable `name` in the tree, from its add_executable."""
+    for cm in glob.glob(os.path.join(SRC, "examples", "CMakeLists.txt")) + \
+            glob.glob(os.path.join(SRC, "tools", "*", "CMakeLists.txt")):
+        text = open(cm).read()
+        d = os.path.dirname(cm)
+        m = re.search(r"add_executable\(\s*%s\s+([^)]*)\)" % re.escape(name), text)
+        if m:
+            return [os.path.join(d, s) for s in m.group(1).split() if s.endswith(".c")]
+        # examples/: foreach(ex IN ITEMS a b c) add_executable(kdp-example-${ex} ${ex}.c)
+        m = re.search(r"foreach\(ex IN ITEMS ([^)]*)\)", text)
+        if m and name.startswith("kdp-example-") and name[12:] in m.group(1).split():
+            return [os.path.join(d, name[12:] + ".c")]
+    return []
+
+
+def flags_of(sources):
+    flags = set()
+    for s in sources:
+        flags |= set(re.findall(r'"(--[a-z][a-z0-9-]*)"', open(s).read()))
+    return flags
+
+
+# --- a small kustomize: what deploy/ uses ---------------------------------
+
+def smp(base, patch):
+    """Strategic merge patch, enough for Kubernetes objects: dicts merge, lists
+    of dicts with a "name" merge by name, other lists are replaced."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for k, v in patch.items():
+            out[k] = smp(base[k], v) if k in base else copy.deepcopy(v)
+        return out
+    if isinstance(base, list) and isinstance(patch, list) and \
+            all(isinstance(x, dict) and "name" in x for x in base + patch):
+        out = [copy.deepcopy(x) for x in base]
+        for p in patch:
+            for i, b in enumerate(out):
+                if b["name"] == p["name"]:
+                    out[i] = smp(b, p)
+                    break
+            else:
+                out.append(copy.deepcopy(p))
+        return out
+    return copy.deepcopy(patch)
+
+
+def render(kdir):
+    kpath = os.path.join(kdir, "kustomization.yaml")
+    k = load_all(kpath)[0]
+    rel = os.path.relpath(kdir, DEPLOY)
+    check(k.get("apiVersion") == "kustomize.config.k8s.io/v1beta1" and
+          k.get("kind") == "Kustomization", "%s: a Kustomization" % rel)
+    objs = []
+    for r in k.get("resources", []):
+        p = os.path.normpath(os.path.join(kdir, r))
+        check(os.path.exists(p), "%s: resource %s exists" % (rel, r))
+        objs += render(p) if os.path.isdir(p) else load_all(p)
+    if "namespace" in k:
+        for o in objs:
+            o.setdefault("metadata", {})["namespace"] = k["namespace"]
+    for patch in k.get("patches", []):
+        p = os.path.join(kdir, patch["path"])
+        check(os.path.exists(p), "%s: patch %s exists" % (rel, patch["path"]))
+        for pd in load_all(p):
+            hits = [i for i, o in enumerate(objs) if o["kind"] == pd["kind"] and
+                    o["metadata"]["name"] == pd["metadata"]["name"]]
+            check(len(hits) == 1, "%s: patch %s applies to one object" % (rel, patch["path"]))
+            for i in hits:
+                objs[i] = smp(objs[i], pd)
+    return objs
+
+
+# --- checks ------------------------------------------------------------------
+
+def schema_round_trip(obj, where):
+    try:
+        from kubernetes.client import ApiClient
+    except ImportError:
+        check(False, "%s: schema check needs python3-kubernetes (scripts/install-deps.sh)" % where)
+        return
+    api = ApiClient()
+
+    class Resp:
+        data = json.dumps(obj)
+
+    model = "V1" + obj["kind"] if obj["apiVersion"] in ("v1", "apps/v1") else None
+    if model is None:
+        log("skip: no model for %s %s" % (obj["apiVersion"], obj["kind"]))
+        return
+    back = api.sanitize_for_serialization(api.deserialize(Resp(), model))
+    lost = []
+
+    def walk(a, b, path):
+        if isinstance(a, dict):
+            for k, v in a.items():
+                if not isinstance(b, dict) or k not in b:
+                    lost.append(path + "." + k)
+                else:
+                    walk(v, b[k], path + "." + k)
+        elif isinstance(a, list):
+            for i, (x, y) in enumerate(zip(a, b if isinstance(b, list) else [])):
+                walk(x, y, "%s[%d]" % (path, i))
+    walk(obj, back, "")
+    check(not lost, "%s: every field is known to the %s schema%s" %
+          (where, model, (" (unknown: %s)" % ", ".join(lost)) if lost else ""))
+
+
+def mem_mi(q):
+    m = re.fullmatch(r"(\d+)(Ki|Mi|Gi)?", str(q))
+    assert m, "unexpected memory quantity %r" % q
+    return int(m.group(1)) * {"Ki": 1 / 1024.0, "Mi": 1, "Gi": 1024, None: 1 / 1048576.0}[
+        m.group(2)]
+
+
+def cpu_m(q):
+    q = str(q)
+    return int(q[:-1]) if q.endswith("m") else int(float(q) * 1000)
+
+
+def check_daemonset(ds, where, host_dir, plugin_dir):
+    check(ds["apiVersion"] == "apps/v1", "%s: apps/v1 DaemonSet" % where)
+    spec, tmpl = ds["spec"], ds["spec"]["template"]
+    labels = tmpl["metadata"]["labels"]
+    check(all(labels.get(k) == v for k, v in spec["selector"]["matchLabels"].items()),
+          "%s: the selector matches the pod template's labels" % where)
+    pod = tmpl["spec"]
+    check(pod.get("priorityClassName") == "system-node-critical",
+          "%s: priorityClassName system-node-critical" % where)
+    check({"operator": "Exists"} in pod.get("tolerations", []),
+          "%s: tolerates every taint (operator Exists, no key)" % where)
+    for k in ("hostNetwork", "hostPID", "hostIPC"):
+        check(not pod.get(k), "%s: no %s" % (where, k))
+    check(pod.get("automountServiceAccountToken") is False, "%s: no service-account token" % where)
+    psc = pod.get("securityContext", {})
+    check(psc.get("runAsUser") == 0, "%s: runs as uid 0 (owner of the kubelet's dir)" % where)
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    check(len(pod["containers"]) == 1, "%s: one container" % where)
+    c = pod["containers"][0]
+    sc = c.get("securityContext", {})
+    check(sc.get("privileged") is False, "%s: not privileged" % where)
+    check(sc.get("allowPrivilegeEscalation") is False, "%s: no privilege escalation" % where)
+    check(sc.get("readOnlyRootFilesystem") is True, "%s: read-only root file system" % where)
+    caps = sc.get("capabilities", {})
+    check(caps.get("drop") == ["ALL"] and not caps.get("add"),
+          "%s: every capability dropped, none added" % where)
+    res = c.get("resources", {})
+    req, lim = res.get("requests", {}), res.get("limits", {})
+    check("memory" in req and "cpu" in req and "memory" in lim,
+          "%s: cpu and memory requests, a memory limit" % where)
+    if "memory" in req and "memory" in lim:
+        check(2 <= mem_mi(req["memory"]) <= mem_mi(lim["memory"]),
+              "%s: memory request %s >= the ~2 MiB idle RSS and <= the limit %s"
+              % (where, req["memory"], lim["memory"]))
+        check(cpu_m(req["cpu"]) >= 1, "%s: cpu request %s" % (where, req["cpu"]))
+    for m in c.get("volumeMounts", []):
+        check(m["name"] in volumes, "%s: mount %s has its volume" % (where, m["name"]))
+    mounts = [m for m in c.get("volumeMounts", []) if m["mountPath"] == plugin_dir]
+    check(len(mounts) == 1 and not mounts[0].get("readOnly"),
+          "%s: a writable mount at kdp's default directory %s" % (where, plugin_dir))
+    if mounts:
+        v = volumes.get(mounts[0]["name"], {})
+        check(v.get("hostPath", {}).get("path") == host_dir,
+              "%s: ... from hostPath %s (got %s)" % (where, host_dir,
+                                                      v.get("hostPath", {}).get("path")))
+        check(v.get("hostPath", {}).get("type") == "Directory",
+              "%s: hostPath type Directory (never created where no kubelet watches)" % where)
+    env = {e["name"]: e.get("value") for e in c.get("env", [])}
+    if "KDP_DEVICE_PLUGIN_DIR" in env:
+        check(env["KDP_DEVICE_PLUGIN_DIR"] == plugin_dir,
+              "%s: KDP_DEVICE_PLUGIN_DIR is the mounted path" % where)
+    # the image, its binary and its flags
+    binary = dockerfile_binary()
+    sources = binary_sources(binary)
+    check(bool(sources) and all(os.path.exists(s) for s in sources),
+          "%s: the image's binary %s is an executable of the tree" % (where, binary))
+    check("command" not in c, "%s: no command: the image's ENTRYPOINT runs" % where)
+    wanted = {a.split("=")[0] for a in c.get("args", []) if a.startswith("--")}
+    known = flags_of(sources)
+    check(wanted <= known, "%s: args %s are flags %s parses (%s)"
+          % (where, sorted(wanted), binary, ", ".join(sorted(known))))
+
+
+def check_manifests():
+    for path in sorted(glob.glob(os.path.join(DEPLOY, "**", "*.y*ml"), recursive=True)):
+        rel = os.path.relpath(path, SRC)
+        try:
+            docs = load_all(path)
+            check(True, "%s parses (%d document%s)" % (rel, len(docs), "s"[:len(docs) != 1]))
+        except yaml.YAMLError as e:
+            check(False, "%s parses: %s" % (rel, e))
+    plugin_dir = default_plugin_dir()
+    kubectl = shutil.which("kubectl")
+    for kdir_rel, host_dir in sorted(EXPECTED_HOST_DIR.items()):
+        kdir = os.path.join(DEPLOY, kdir_rel)
+        objs = render(kdir)
+        kinds = sorted(o["kind"] for o in objs)
+        check(kinds == ["DaemonSet"], "%s renders one DaemonSet (%s)" % (kdir_rel, kinds))
+        for o in objs:
+            check(o["metadata"].get("namespace") == "kube-system",
+                  "%s: namespace kube-system" % kdir_rel)
+            schema_round_trip(o, kdir_rel)
+            if o["kind"] == "DaemonSet":
+                check_daemonset(o, kdir_rel, host_dir, plugin_dir)
+        if kubectl:
+            p = subprocess.run([kubectl, "kustomize", kdir], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+            ok = p.returncode == 0
+            check(ok, "kubectl kustomize %s%s" % (kdir_rel, "" if ok else ": " + p.stderr))
+            if ok:
+                check([d for d in yaml.safe_load_all(p.stdout) if d] == objs,
+                      "kubectl kustomize %s renders what this test checked" % kdir_rel)
+    if not kubectl:
+        log("skip: kubectl not installed, so no `kubectl kustomize` cross-check "
+            "(the overlays were rendered by this test's own merge)")
+
+
+def check_systemd():
+    units = sorted(glob.glob(os.path.join(DEPLOY, "systemd", "*.service")))
+    check(bool(units), "deploy/systemd has a unit")
+    plugin_dir = default_plugin_dir()
+    for unit in units:
+        rel = os.path.relpath(unit, SRC)
+        cp = configparser.ConfigParser(strict=False, interpolation=None, delimiters=("=",))
+        cp.optionxform = str
+        cp.read(unit)
+        svc, u = cp["Service"], cp["Unit"]
+        exec_start = svc.get("ExecStart", "").split()
+        binary = os.path.basename(exec_start[0]) if exec_start else ""
+        sources = binary_sources(binary)
+        check(bool(sources), "%s: ExecStart runs %s, an executable of the tree" % (rel, binary))
+        wanted = {a.split("=")[0] for a in exec_start[1:] if a.startswith("--")}
+        check(wanted <= flags_of(sources), "%s: its flags %s exist" % (rel, sorted(wanted)))
+        check(svc.get("Restart") == "always" and bool(svc.get("RestartSec")),
+              "%s: Restart=always with a RestartSec" % rel)
+        check("kubelet.service" in u.get("After", "").split(), "%s: After=kubelet.service" % rel)
+        for k in ("Requires", "BindsTo", "PartOf"):
+            check(k not in u, "%s: no %s= (kdp follows kubelet restarts itself)" % (rel, k))
+        check(svc.get("ProtectSystem") == "strict", "%s: ProtectSystem=strict" % rel)
+        check(svc.get("NoNewPrivileges") == "yes", "%s: NoNewPrivileges=yes" % rel)
+        check(svc.get("CapabilityBoundingSet", None) == "", "%s: no capabilities" % rel)
+        env = dict(e.split("=", 1) for e in svc.get("Environment", "").split())
+        served = env.get("KDP_DEVICE_PLUGIN_DIR", plugin_dir)
+        check(svc.get("ReadWritePaths", "").split() == [served],
+              "%s: the one writable path is the directory it serves, %s" % (rel, served))
+        analyze = shutil.which("systemd-analyze")
+        if not analyze:
+            log("skip: systemd-analyze not installed (the unit was only parsed)")
+            continue
+        # verify wants ExecStart to exist: a copy pointing at an executable that does
+        with tempfile.TemporaryDirectory() as tmp:
+            copy_path = os.path.join(tmp, os.path.basename(unit))
+            text = open(unit).read().replace(exec_start[0], "/bin/true", 1)
+            open(copy_path, "w").write(text)
+            p = subprocess.run([analyze, "verify", copy_path], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+            out = p.stdout.strip()
+            check(p.returncode == 0 and not out,
+                  "%s: systemd-analyze verify is silent%s" % (rel, (": " + out) if out else ""))
+            p = subprocess.run([analyze, "security", "--offline=true", copy_path],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               universal_newlines=True, timeout=120)
+            m = re.search(r"Overall exposure level for \S+: ([\d.]+)", p.stdout)
+            if m:
+                check(float(m.group(1)) <= 2.0, "%s: systemd-analyze security exposure %s "
+                      "(<= 2.0)" % (rel, m.group(1)))
+
+
+def main():
+    check_manifests()
+    check_systemd()
+    if failures:
+        log("%d check(s) failed:" % len(failures))
+        for f in failures:
+            log("  " + f)
+        return 1
+    log("test_deploy: every check passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
