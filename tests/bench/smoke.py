@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""Smoke run of the benchmark harness (ctest bench_smoke): bench/run.sh with
+tiny counts (--quick), then a check that results.json holds every figure for
+both plugins and the floor, and that the table has every row. The values are
+not checked: they depend on the machine.
+
+    tests/bench/smoke.py BUILD_DIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+# (path in results.json under "kdp" and "go") for every figure of the table
+FIGURES = [
+    ("exec_to_register_ms", "p50"),
+    ("idle", "rss_kb"), ("idle", "rss_anon_kb"), ("idle", "rss_file_kb"), ("idle", "uss_kb"),
+    ("idle", "threads"), ("idle", "cpu_ticks"), ("idle", "wakeups"),
+    ("rss_after_allocates_kb",),
+    ("allocate", "p50_us"), ("allocate", "p99_us"), ("allocate", "cpu_ms_per_10k"),
+    ("allocate_pinned", "p50_us"), ("allocate_pinned", "p99_us"),
+    ("allocate_pinned", "cpu_ms_per_10k"),
+    ("update", "p50_us"), ("update", "p99_us"),
+    ("reregister", "p50_ms"), ("reregister", "max_ms"),
+    ("binary", "stripped"), ("binary", "shared_libs"),
+]
+LAW = ("update_ms", "bytes", "exec_to_first_list_ms", "rss_kb")
+FLOOR = [("exec_to_register_ms", "p50"), ("same_core", "p50"), ("cross_core", "p50"),
+         ("echo_pinned_p50_us",), ("sleep_rss_kb",)]
+
+
+def get(d, path):
+    for k in path:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+def main():
+    build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+    out = os.path.join(build, "bench-smoke")
+    shutil.rmtree(out, ignore_errors=True)
+    env = dict(os.environ, KDP_BENCH_OUT=out)
+    subprocess.run([os.path.join(ROOT, "bench", "run.sh"), build, "--quick"], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    with open(os.path.join(out, "results.json")) as f:
+        res = json.load(f)
+    missing = []
+    for who in ("kdp", "go"):
+        paths = FIGURES + [(k, f) for k in res[who] if k.startswith("law_") for f in LAW]
+        if not any(k.startswith("law_") for k in res[who]):
+            missing.append("%s: no ListAndWatch-size figures" % who)
+        for p in paths:
+            v = get(res[who], p)
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                missing.append("%s.%s = %r" % (who, ".".join(p), v))
+    for p in FLOOR:
+        if not isinstance(get(res["floor"], p), (int, float)):
+            missing.append("floor.%s" % ".".join(p))
+    with open(os.path.join(out, "results.md")) as f:
+        table = f.read()
+    rows = [l for l in table.splitlines() if l.startswith("| ") and not l.startswith("| figure")]
+    if len(rows) < len(FIGURES):
+        missing.append("results.md has %d rows" % len(rows))
+    if shutil.which("gnuplot") and not os.path.getsize(os.path.join(out, "bench-latency.png")):
+        missing.append("bench-latency.png")
+    if missing:
+        print("bench smoke: missing figures:\n  " + "\n  ".join(missing))
+        sys.exit(1)
+    print(table, end="")
+    print("bench smoke: every figure is there (%d rows, %.1f s)" % (len(rows), res["seconds"]))
+
+
+if __name__ == "__main__":
+    main()
