@@ -23,7 +23,10 @@
  *   --embed                 run in our own poll() loop (kdp_ctx_get_fd +
  *                           kdp_ctx_dispatch) with our own SIGTERM handler
  *
- * stdin: "set SPEC", "health ID Healthy|Unhealthy", "rescan", "stop".
+ * stdin: "set SPEC", "health ID Healthy|Unhealthy", "rescan", "stop",
+ *        "churn N M US": N device tables of M devices with 48-byte IDs set
+ *        one after another (each differs from the one before), US
+ *        microseconds apart: a load of ListAndWatch updates.
  */
 #include <errno.h>
 #include <kdp.h>
@@ -40,6 +43,8 @@
 
 static kdp_plugin *plugins[MAX_RES];
 static int n_plugins;
+static pthread_mutex_t plugins_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool plugins_freed; /* under plugins_mu */
 static const char *host_paths;
 static unsigned slow_ms;
 static const char *fail_id;
@@ -187,6 +192,32 @@ static int op_list(kdp_plugin *p, kdp_device_list *out, void *ud)
     return 0;
 }
 
+/* "churn N M US": N tables of M devices, one device's health flipped
+ * each time, US microseconds apart. */
+static int churn(kdp_plugin *p, unsigned n, unsigned m, unsigned us)
+{
+    if (m == 0 || m > MAX_DEV) {
+        return -EINVAL;
+    }
+    static spec s;
+    memset(&s, 0, sizeof(s));
+    for (unsigned k = 0; k < m; k++) {
+        snprintf(s.ids[k], sizeof(s.ids[k]), "churn-device-%035u", k);
+        s.devs[k].id = s.ids[k];
+    }
+    for (unsigned i = 0; i < n; i++) {
+        s.devs[i % m].health = s.devs[i % m].health == KDP_HEALTHY ? KDP_UNHEALTHY : KDP_HEALTHY;
+        int r = kdp_plugin_set_devices(p, s.devs, m);
+        if (r < 0) {
+            return r;
+        }
+        if (us) {
+            usleep(us);
+        }
+    }
+    return 0;
+}
+
 static void *read_commands(void *arg)
 {
     (void)arg;
@@ -196,7 +227,13 @@ static void *read_commands(void *arg)
         line[strcspn(line, "\n")] = '\0';
         char id[128];
         char health[32];
-        for (int i = 0; i < n_plugins; i++) {
+        unsigned cn = 0;
+        unsigned cm = 0;
+        unsigned cus = 0;
+        /* The plugins are freed once the context has stopped: never use
+         * them after (TSan saw this thread read a freed plugin). */
+        pthread_mutex_lock(&plugins_mu);
+        for (int i = 0; i < n_plugins && !plugins_freed; i++) {
             int r = 0;
             if (strncmp(line, "set ", 4) == 0) {
                 parse_spec(line + 4, &s);
@@ -206,12 +243,15 @@ static void *read_commands(void *arg)
                                           strcmp(health, "Healthy") ? KDP_UNHEALTHY : KDP_HEALTHY);
             } else if (strcmp(line, "rescan") == 0) {
                 r = kdp_plugin_rescan(plugins[i]);
+            } else if (sscanf(line, "churn %u %u %u", &cn, &cm, &cus) == 3) {
+                r = churn(plugins[i], cn, cm, cus);
             } else if (strcmp(line, "stop") == 0) {
                 r = kdp_plugin_stop(plugins[i]);
             }
             printf("command \"%s\" on %s: %d\n", line, kdp_plugin_resource(plugins[i]), r);
             fflush(stdout);
         }
+        pthread_mutex_unlock(&plugins_mu);
     }
     return NULL;
 }
@@ -343,7 +383,7 @@ int main(int argc, char **argv)
         int r = kdp_plugin_new(&plugins[n_plugins], ctx, &cfg, &ops, NULL);
         free(sock);
         if (r < 0) {
-            fprintf(stderr, "kdp-test-plugin: %s: %s\n", resources[i], strerror(-r));
+            fprintf(stderr, "kdp-test-plugin: resource %d: %s\n", i + 1, strerror(-r));
             kdp_ctx_free(ctx);
             return 1;
         }
@@ -359,6 +399,9 @@ int main(int argc, char **argv)
     if (r < 0) {
         fprintf(stderr, "kdp-test-plugin: %s\n", strerror(-r));
     }
+    pthread_mutex_lock(&plugins_mu);
+    plugins_freed = true;
+    pthread_mutex_unlock(&plugins_mu);
     kdp_ctx_free(ctx);
     return r == 0 ? 0 : 1;
 }
