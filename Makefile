@@ -3,12 +3,14 @@
 # directories so they never mix with it.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 20
 CMAKE_GEN  := -G Ninja
 JOBS       ?= $(shell nproc)
 
-.PHONY: all deps build test test-unit test-asan fuzz fuzz-build format clean demo bench
+.PHONY: all deps build test test-unit test-asan test-tsan test-valgrind fuzz fuzz-build format \
+	clean demo bench
 
 all: build
 
@@ -21,12 +23,14 @@ $(BUILD)/build.ninja: CMakeLists.txt
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Every test: the normal build, a short run of every fuzz target (their
-# corpora are also replayed by ctest), then every test again under
-# ASan+UBSan, whose ctest summary closes the output.
+# Every test: the normal build (valgrind memcheck of an example plugin
+# included), a short run of every fuzz target (their corpora are also
+# replayed by ctest), the threaded tests under TSan, then every test again
+# under ASan+UBSan, whose ctest summary closes the output.
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+	$(MAKE) --no-print-directory test-tsan
 	$(MAKE) --no-print-directory test-asan
 
 test-unit: build
@@ -39,6 +43,25 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j 2
+
+# The threaded code under ThreadSanitizer (clang): the unit tests (but
+# test_devices and test_response, whose failing malloc() TSan cannot
+# interpose), and the integration and robustness tests, whose plugins are
+# then TSan builds (a race report fails the test).
+test-tsan: build
+	cmake -S . -B $(TSAN_BUILD) $(CMAKE_GEN) -DCMAKE_C_COMPILER=clang -DKDP_SANITIZE=OFF \
+	  -DCMAKE_C_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
+	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread \
+	  -DKDP_WERROR=ON -DKDP_INTEROP=ON -DKDP_ROBUSTNESS_SANITIZED=ON \
+	  -DKDP_GO_PEERS_DIR=$(abspath $(BUILD))/go -DKDP_KUBELET_DIR=$(abspath $(BUILD))/kubelet-go
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ctest --output-on-failure -j 2 -L 'unit|integration|robustness' -E 'unit_(devices|response)'
+
+# valgrind memcheck of kdp-example-gopher through a whole lifecycle (also
+# part of the normal build's ctest run).
+test-valgrind: build
+	cd $(BUILD) && ctest --output-on-failure -R valgrind_
 
 fuzz-build: deps
 	cmake -S . -B $(FUZZ_BUILD) $(CMAKE_GEN) -DCMAKE_C_COMPILER=clang -DKDP_FUZZ=ON \
@@ -58,8 +81,9 @@ bench: build
 	@bench/run.sh $(BUILD)
 
 format:
-	clang-format -i include/*.h src/*.[ch] examples/*.[ch] tests/unit/*.c tests/interop/*.c \
+	clang-format -i include/*.h src/*.[ch] examples/*.[ch] tools/*/*.[ch] tests/unit/*.c \
+	  tests/interop/*.c \
 	  tests/plugin/*.c fuzz/*.c
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

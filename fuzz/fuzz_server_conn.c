@@ -42,6 +42,7 @@
 #include "kdp.h"
 #include "loop.h"
 #include "server.h"
+#include "server_int.h"
 #include "wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -297,6 +298,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(st.active_calls == 0);
     CHECK(st.calls_cancelled <= st.calls_total);
     CHECK(held == 0);
+    CHECK(!s || s->held == 0); /* the request bytes counted against the caps, all given back */
     /* once after a shutdown, unless the server was freed first */
     CHECK(done_runs == ((flags & 16) && (!(flags & 32) || (flags & 4))));
     if (s != server) {

@@ -12,7 +12,7 @@ packages=(
   # kdp-generic's configuration files
   libyaml-dev
   # tests, sanitizers, fuzzing
-  libcmocka-dev clang libclang-rt-14-dev
+  libcmocka-dev clang libclang-rt-14-dev valgrind
   # real gRPC peers: grpc-go (built offline in GOPATH mode) and grpcio
   golang-go golang-google-grpc-dev golang-google-protobuf-dev
   protobuf-compiler protoc-gen-go protoc-gen-go-grpc
