@@ -192,6 +192,18 @@ static void rpc_start(kdp_plugin *p, kdp__call *call, const char *what, void *re
     }
 }
 
+/* Packs the response on the worker thread, for rpc_complete to send. */
+static int rpc_pack(rpc *c, const ProtobufCMessage *m)
+{
+    c->out_len = protobuf_c_message_get_packed_size(m);
+    c->out = malloc(c->out_len ? c->out_len : 1);
+    if (!c->out) {
+        return -ENOMEM;
+    }
+    (void)protobuf_c_message_pack(m, c->out);
+    return 0;
+}
+
 static void fail(kdp__call *call, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -278,13 +290,7 @@ static void fn_allocate(kdp__pjob *j)
         V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
         resp.n_container_responses = n;
         resp.container_responses = ptrs;
-        c->out_len = protobuf_c_message_get_packed_size(&resp.base);
-        c->out = malloc(c->out_len ? c->out_len : 1);
-        if (c->out) {
-            (void)protobuf_c_message_pack(&resp.base, c->out);
-        } else {
-            j->result = -ENOMEM;
-        }
+        j->result = rpc_pack(c, &resp.base);
     }
     for (size_t i = 0; i < done; i++) {
         kdp__response_pb_done(&outs[i]);
@@ -365,13 +371,7 @@ static void fn_preferred(kdp__pjob *j)
         V1beta1__PreferredAllocationResponse resp = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
         resp.n_container_responses = n;
         resp.container_responses = ptrs;
-        c->out_len = protobuf_c_message_get_packed_size(&resp.base);
-        c->out = malloc(c->out_len ? c->out_len : 1);
-        if (c->out) {
-            (void)protobuf_c_message_pack(&resp.base, c->out);
-        } else {
-            j->result = -ENOMEM;
-        }
+        j->result = rpc_pack(c, &resp.base);
     }
     for (size_t i = 0; i < done; i++) {
         kdp__id_list_done(&lists[i]);
@@ -418,9 +418,7 @@ static void fn_prestart(kdp__pjob *j)
         p->ops.prestart(p, (const char *const *)req->devices_ids, req->n_devices_ids, p->ud);
     if (j->result == 0) {
         V1beta1__PreStartContainerResponse resp = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
-        c->out_len = protobuf_c_message_get_packed_size(&resp.base);
-        c->out = malloc(1);
-        j->result = c->out ? 0 : -ENOMEM;
+        j->result = rpc_pack(c, &resp.base);
     }
 }
 
