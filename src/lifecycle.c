@@ -36,10 +36,63 @@ static void fatal(kdp_plugin *p, int err);
 static void after_job(kdp_plugin *p);
 static void run_destroy(kdp_plugin *p);
 
+static void await_dir(kdp_plugin *p);
+
 static void schedule_retry(kdp_plugin *p, int what, uint64_t delay_us)
 {
     p->retry_what = what;
     kdp__timer_start(p->retry_timer, delay_us);
+    if (what == RETRY_START) {
+        await_dir(p);
+    }
+}
+
+/* The device-plugin directory is gone (a kubelet being reinstalled, a test
+ * removing it): watch its parent, so that the start is retried the moment
+ * it is back rather than at the next backoff step. */
+static void on_parent_watch(int what, const char *name, void *ud)
+{
+    kdp_plugin *p = ud;
+    const char *base = strrchr(p->dir, '/');
+    base = base ? base + 1 : p->dir;
+    if (what != KDP__WATCH_CREATED || !name || strcmp(name, base) != 0 ||
+        p->retry_what != RETRY_START) {
+        return;
+    }
+    log_info("%s: %s is back: starting", p->resource, p->dir);
+    kdp__watch_free(p->parent_watch); /* safe from its own callback */
+    p->parent_watch = NULL;
+    kdp__timer_start(p->retry_timer, 0);
+}
+
+static void await_dir(kdp_plugin *p)
+{
+    struct stat st;
+    if (p->parent_watch || stat(p->dir, &st) == 0) {
+        return;
+    }
+    char *parent = strdup(p->dir);
+    char *slash = parent ? strrchr(parent, '/') : NULL;
+    if (!slash) {
+        free(parent);
+        return;
+    }
+    if (slash == parent) {
+        slash[1] = '\0'; /* "/" */
+    } else {
+        *slash = '\0';
+    }
+    if (kdp__watch_new(p->ctx->loop, parent, on_parent_watch, p, &p->parent_watch) == 0 &&
+        stat(p->dir, &st) == 0) {
+        kdp__timer_start(p->retry_timer, 0); /* it came back meanwhile */
+    }
+    free(parent);
+}
+
+static void stop_awaiting_dir(kdp_plugin *p)
+{
+    kdp__watch_free(p->parent_watch);
+    p->parent_watch = NULL;
 }
 
 void kdp__plugin_on_retry(kdp__timer *t, void *ud)
@@ -450,6 +503,7 @@ static void serve(kdp_plugin *p)
         schedule_retry(p, RETRY_START, delay);
         return;
     }
+    stop_awaiting_dir(p);
     if (!p->law_msg) {
         (void)encode_table(p); /* the kubelet gets a first list, even an empty one */
     }
@@ -700,6 +754,7 @@ static void drain_then_destroy(kdp_plugin *p)
 
 static void finish_stop(kdp_plugin *p)
 {
+    stop_awaiting_dir(p);
     kdp__watch_free(p->watch);
     p->watch = NULL;
     release_lock(p);
@@ -829,6 +884,7 @@ void kdp__plugin_teardown_now(kdp_plugin *p)
         p->ops.destroy(p, p->ud); /* the loop is not running any more */
     }
     p->destroyed = true;
+    stop_awaiting_dir(p);
     kdp__watch_free(p->watch);
     p->watch = NULL;
     release_lock(p);

@@ -95,6 +95,7 @@ struct kdp_plugin {
     kdp__timer *restart_timer;
     const char *restart_why; /* static string */
     kdp__watch *watch;
+    kdp__watch *parent_watch;     /* the dir's parent, while the dir is missing */
     kdp_path_watch *path_watches; /* hot-plug watches (hotplug.c), freed with p */
     int lock_fd;
     ino_t kubelet_ino;
