@@ -96,20 +96,36 @@ static void *watch_devices(void *arg)
 {
     kdp_plugin *p = arg;
     int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "gopher: no hot-plug: inotify: %s\n", strerror(errno));
+        return NULL;
+    }
     uint32_t mask =
         IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB;
-    while (inotify_add_watch(fd, devices_dir, mask) < 0) {
-        if (!wait_for(fd, 2000)) { /* the directory does not exist yet */
-            close(fd);
-            return NULL;
+    bool watching = false;
+    for (;;) {
+        while (!watching && inotify_add_watch(fd, devices_dir, mask) < 0) {
+            if (!wait_for(fd, 2000)) { /* the directory does not exist (yet, again) */
+                close(fd);
+                return NULL;
+            }
         }
-    }
-    kdp_plugin_rescan(p);
-    char buf[4096];
-    while (wait_for(fd, -1)) {
-        while (read(fd, buf, sizeof(buf)) > 0) {
-        }
+        watching = true;
         kdp_plugin_rescan(p);
+        if (!wait_for(fd, -1)) {
+            break;
+        }
+        _Alignas(struct inotify_event) char buf[4096];
+        ssize_t n;
+        while ((n = read(fd, buf, sizeof(buf))) > 0) {
+            for (char *e = buf; e < buf + n;) {
+                const struct inotify_event *ev = (const struct inotify_event *)e;
+                if (ev->mask & IN_IGNORED) {
+                    watching = false; /* the directory went away: watch it again once back */
+                }
+                e += sizeof(*ev) + ev->len;
+            }
+        }
     }
     close(fd);
     return NULL;

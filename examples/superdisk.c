@@ -75,7 +75,7 @@ static int prestart(kdp_plugin *p, const char *const *ids, size_t n, void *ud)
     (void)ud;
     for (size_t i = 0; i < n; i++) {
         char path[4096];
-        char header[256];
+        char header[512]; /* an ID is at most 255 bytes: the header always fits */
         if (image_path(path, sizeof(path), ids[i]) < 0) {
             return -EINVAL;
         }

@@ -95,6 +95,20 @@ left() { # seconds left in the budget
 }
 
 # wait_for FILE REGEX SECONDS: until a line of FILE matches (grep -E).
+# Like wait_for, but only lines after the first $2 of the file count.
+wait_after() {
+    limit=$4
+    [ "$(left)" -lt "$limit" ] && limit=$(left)
+    [ "$limit" -lt 1 ] && fail "out of time (the demo's budget is ${BUDGET}s)"
+    i=0
+    while [ $i -lt $((limit * 20)) ]; do
+        tail -n +"$(($2 + 1))" "$1" 2>/dev/null | grep -Eq -- "$3" && return 0
+        sleep 0.05
+        i=$((i + 1))
+    done
+    fail "no line matching \"$3\" after line $2 of $1 within ${limit}s"
+}
+
 wait_for() {
     limit=$3
     [ "$(left)" -lt "$limit" ] && limit=$(left)
@@ -169,9 +183,10 @@ say "6. An allocation, as a pod asking for two gophers gets it: kdpctl allocate 
 run_kdpctl allocate gopher.sock gopher-1 gopher-3
 
 say "7. A kubelet restart (SIGHUP to kdpctl kubelet): sockets deleted, kubelet.sock re-created"
+BEFORE_HUP=$(wc -l <"$KLOG")
 kill -HUP "$KUBELET_PID"
 wait_for "$KLOG" "example.com/gopher: came back in" 5
-wait_for "$KLOG" "example.com/gopher: devices #1" 5
+wait_after "$KLOG" "$BEFORE_HUP" "example.com/gopher: devices #1" 5
 show_kubelet
 
 say "8. The plugin is stopped (SIGTERM): it removes its socket and the stream ends"

@@ -404,7 +404,12 @@ static size_t add_watch(char **dirs, unsigned *depths, size_t n, size_t max, con
             return n;
         }
     }
-    if (n >= max || !(dirs[n] = strdup(dir))) {
+    if (n >= max) {
+        log_w("no hot-plug for %s: at most %zu watched directories per resource", dir, max);
+        return n;
+    }
+    if (!(dirs[n] = strdup(dir))) {
+        log_w("no hot-plug for %s: out of memory", dir);
         return n;
     }
     depths[n] = depth;

@@ -176,7 +176,7 @@ static void on_watch_timeout(kdp__timer *t, void *ud)
     watch *w = ud;
     char d[32];
     char msg[256];
-    kc_format_duration(w->o->timeout_us, d, sizeof(d));
+    kc_format_duration(w->o->timeout_us ? w->o->timeout_us : KC_DEFAULT_TIMEOUT, d, sizeof(d));
     if (!w->list && w->o->count <= 0) {
         watch_stop(w, KC_EXIT_OK); /* --timeout alone: watch for that long */
         return;
