@@ -246,10 +246,15 @@ static int new_session(kdp__client_call *c, nghttp2_session **ret)
         return -ENOMEM;
     }
     nghttp2_option_set_no_http_messaging(opt, 1);
-    int r = nghttp2_session_client_new2(ret, cbs, c, opt);
+    nghttp2_session *session = NULL;
+    int r = nghttp2_session_client_new2(&session, cbs, c, opt);
     nghttp2_option_del(opt);
     nghttp2_session_callbacks_del(cbs);
-    return r == 0 ? 0 : -ENOMEM;
+    if (r != 0) {
+        return -ENOMEM; /* nghttp2 freed what it had made: *ret stays NULL */
+    }
+    *ret = session;
+    return 0;
 }
 
 static int submit(kdp__client_call *c, nghttp2_session *session, const char *path,
@@ -298,7 +303,7 @@ static int start(kdp__client_call *c, const char *socket_path, const char *path,
         complete(c, KDP__ST_UNAVAILABLE, "connect %s: %s", socket_path, strerror(-r));
         return 0;
     }
-    nghttp2_session *session;
+    nghttp2_session *session = NULL;
     r = new_session(c, &session);
     if (r == 0) {
         r = submit(c, session, path, authority);

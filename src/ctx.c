@@ -87,10 +87,13 @@ void kdp__ctx_plugin_stopped(kdp_ctx *ctx, kdp_plugin *p, int error)
 static void start_all(kdp_ctx *ctx)
 {
     ctx->started = true;
-    if (ctx->stop_requested) {
-        return;
-    }
     for (kdp_plugin *p = ctx->plugins; p; p = p->next) {
+        if (ctx->stop_requested) {
+            if (p->state == P_IDLE) {
+                kdp__plugin_begin_stop(p); /* IDLE goes straight to STOPPED */
+            }
+            continue;
+        }
         if (p->state == P_IDLE && !p->stop_pending) {
             kdp__plugin_start(p);
         }

@@ -10,6 +10,34 @@
 
 #define JOB_OF(b) ((kdp__pjob *)((char *)(b)-offsetof(kdp__pjob, base)))
 
+static void list_add(kdp__pjob *j)
+{
+    kdp_plugin *p = j->p;
+    j->lprev = NULL;
+    j->lnext = p->jobs;
+    if (p->jobs) {
+        p->jobs->lprev = j;
+    }
+    p->jobs = j;
+    j->listed = true;
+}
+
+static void list_del(kdp__pjob *j)
+{
+    if (!j->listed) {
+        return;
+    }
+    if (j->lprev) {
+        j->lprev->lnext = j->lnext;
+    } else {
+        j->p->jobs = j->lnext;
+    }
+    if (j->lnext) {
+        j->lnext->lprev = j->lprev;
+    }
+    j->listed = false;
+}
+
 static void run(kdp__job *b)
 {
     kdp__pjob *j = JOB_OF(b);
@@ -19,6 +47,7 @@ static void run(kdp__job *b)
 static void done(kdp__job *b)
 {
     kdp__pjob *j = JOB_OF(b);
+    list_del(j);
     kdp__timer_free(j->deadline);
     j->deadline = NULL;
     j->complete(j, false);
@@ -50,6 +79,7 @@ kdp__pjob *kdp__pjob_new(kdp_plugin *p, const char *what)
 static void on_deadline(kdp__timer *t, void *ud)
 {
     kdp__pjob *j = ud;
+    list_del(j);
     kdp__timer_free(t);
     j->deadline = NULL;
     kdp_plugin *p = j->p;
@@ -70,9 +100,11 @@ int kdp__pjob_submit(kdp__pjob *j, uint64_t deadline_us)
     int r = kdp__timer_new(p->ctx->loop, on_deadline, j, &j->deadline);
     if (r == 0) {
         kdp__timer_start_at(j->deadline, deadline_us);
+        list_add(j); /* before the submit: a fast worker cannot race the loop here */
         r = kdp__worker_submit(p->worker, &j->base);
     }
     if (r < 0) {
+        list_del(j);
         kdp__timer_free(j->deadline);
         j->deadline = NULL;
         job_free(&j->base);
@@ -80,8 +112,19 @@ int kdp__pjob_submit(kdp__pjob *j, uint64_t deadline_us)
     return r;
 }
 
+void kdp__pjob_forget_all(kdp_plugin *p)
+{
+    while (p->jobs) {
+        kdp__pjob *j = p->jobs;
+        list_del(j);
+        kdp__timer_free(j->deadline);
+        j->deadline = NULL;
+    }
+}
+
 void kdp__pjob_cancel(kdp__pjob *j)
 {
+    list_del(j);
     kdp__timer_free(j->deadline);
     j->deadline = NULL;
     (void)kdp__worker_abandon(j->p->worker, &j->base);

@@ -31,6 +31,8 @@ struct kdp__pjob {
     void (*cleanup)(kdp__pjob *j); /* frees what data holds; any thread; may be NULL */
     void *data;
     kdp__timer *deadline;
+    kdp__pjob *lprev, *lnext; /* in p->jobs while complete may still run */
+    bool listed;
     int result;
     bool has_msg;
     char msg[KDP_JOB_MSG_MAX];
@@ -44,6 +46,9 @@ kdp__pjob *kdp__pjob_new(kdp_plugin *p, const char *what);
 int kdp__pjob_submit(kdp__pjob *j, uint64_t deadline_us);
 /* The result is no longer wanted (loop thread): complete will not run. */
 void kdp__pjob_cancel(kdp__pjob *j);
+/* kdp_plugin_free(): no complete will run for p's outstanding jobs any more
+ * and their deadline timers go (the worker frees the jobs themselves). */
+void kdp__pjob_forget_all(kdp_plugin *p);
 /* For kdp_plugin_set_error(): cur is the job running on this thread. */
 void kdp__job_set_error(kdp__job *cur, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));

@@ -211,6 +211,7 @@ static void fn_refresh(kdp__pjob *j)
 
 static void fn_destroy(kdp__pjob *j)
 {
+    atomic_store(&j->p->destroy_ran, true); /* kdp_plugin_free must not run it again */
     j->p->ops.destroy(j->p, j->p->ud);
 }
 
@@ -354,6 +355,7 @@ void kdp__plugin_start(kdp_plugin *p)
     p->state = P_STARTING;
     p->busy = true;
     p->started = true;
+    atomic_store(&p->destroy_ran, false);
     if (p->ops.refresh) {
         kdp__pjob *j = kdp__pjob_new(p, "refresh");
         int r = -ENOMEM;
@@ -874,14 +876,18 @@ void kdp__plugin_begin_stop(kdp_plugin *p)
     after_job(p);
 }
 
-void kdp__plugin_teardown_now(kdp_plugin *p)
+void kdp__plugin_teardown_serving(kdp_plugin *p)
 {
-    bool need_destroy = p->started && !p->destroyed && p->ops.destroy;
-    stop_serving(p);
+    stop_serving(p); /* open calls are cancelled: their jobs are abandoned */
     kdp__server_free(p->draining);
     p->draining = NULL;
-    if (need_destroy) {
-        p->ops.destroy(p, p->ud); /* the loop is not running any more */
+}
+
+void kdp__plugin_teardown_finish(kdp_plugin *p)
+{
+    /* The worker is gone: destroy runs here if its job never started. */
+    if (p->started && !p->destroyed && p->ops.destroy && !atomic_load(&p->destroy_ran)) {
+        p->ops.destroy(p, p->ud);
     }
     p->destroyed = true;
     stop_awaiting_dir(p);

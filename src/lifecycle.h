@@ -11,8 +11,12 @@ void kdp__plugin_start(kdp_plugin *p);
 void kdp__plugin_restart(kdp_plugin *p, const char *why);
 /* stop serving, destroy, release the lock; the ctx is told when done. */
 void kdp__plugin_begin_stop(kdp_plugin *p);
-/* Synchronous stop for kdp_plugin_free(): destroy runs on this thread. */
-void kdp__plugin_teardown_now(kdp_plugin *p);
+/* Synchronous stop for kdp_plugin_free(), in two halves around freeing the
+ * worker: first the server (its calls' jobs are abandoned while the worker
+ * still exists), then, with no callback running any more, destroy (on this
+ * thread, only if its job never started), the watches and the lock. */
+void kdp__plugin_teardown_serving(kdp_plugin *p);
+void kdp__plugin_teardown_finish(kdp_plugin *p);
 /* Applies a newer shared table (and a wanted rescan). */
 void kdp__plugin_sync(kdp_plugin *p);
 /* ListAndWatch streams coming and going (the kubelet's one ending restarts). */

@@ -192,11 +192,14 @@ KDP_EXPORT void kdp_plugin_free(kdp_plugin *p)
     if (!p) {
         return;
     }
-    kdp__plugin_teardown_now(p);
+    kdp__plugin_teardown_serving(p);
+    kdp__pjob_forget_all(p); /* lifecycle jobs: no deadline or completion after this */
     while (p->path_watches) {
         kdp_path_watch_free(p->path_watches);
     }
     bool left = kdp__worker_free(p->worker, 1000);
+    p->worker = NULL;
+    kdp__plugin_teardown_finish(p);
     detach(p);
     kdp__timer_free(p->retry_timer);
     kdp__timer_free(p->rescan_timer);

@@ -27,6 +27,7 @@
 #define KDP_WARN_MESSAGE          (3U * 1024U * 1024U)
 #define KDP_WAIT_FALLBACK_US      (30ULL * 1000000ULL)
 #define KDP_DRAIN_LINGER_US       (1000000ULL) /* bound on GOAWAY delivery at stop */
+#define KDP_MAX_LAW_STREAMS       64U          /* the kubelet opens one; tools a few */
 #define KDP_FAST_RETRIES          5U
 #define KDP_FAST_RETRY_US         1000U /* kubelet.sock exists but is not listening yet */
 
@@ -79,13 +80,16 @@ struct kdp_plugin {
     /* loop thread only */
     plugin_state state;
     kdp__worker *worker;
-    kdp__devtab tab; /* what the kubelet has been told */
+    struct kdp__pjob *jobs;  /* outstanding jobs whose complete may still run (jobs.c) */
+    atomic_bool destroy_ran; /* set by the destroy job as it starts (worker thread) */
+    kdp__devtab tab;         /* what the kubelet has been told */
     uint64_t tab_ver;
     uint8_t *law_msg; /* tab encoded as ListAndWatchResponse */
     size_t law_len;
     kdp__server *server;
     kdp__server *draining; /* shutting down gracefully during a stop */
     law *laws;
+    unsigned n_laws;
     law *kubelet_law; /* the stream the kubelet opened after our Register */
     bool expect_kubelet_law;
     kdp__client_call *reg_call;

@@ -18,6 +18,9 @@
 #include "response.h"
 #include "wire.h"
 
+static void fail(kdp__call *call, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 struct law {
     law *prev, *next;
     kdp__call *call;
@@ -62,6 +65,7 @@ static void on_law_cancel(kdp__call *call, int status, void *ud)
     law *l = ud;
     kdp_plugin *p = l->p;
     law_unlink(p, l);
+    p->n_laws--;
     kdp__plugin_law_ended(p, l);
     free(l);
 }
@@ -71,11 +75,19 @@ static void h_law(kdp__call *call, const uint8_t *req, size_t len, void *ud)
     (void)req;
     (void)len;
     kdp_plugin *p = ud;
+    if (p->n_laws >= KDP_MAX_LAW_STREAMS) {
+        /* each stream holds up to two copies of the list: keep the total bounded */
+        fail(call, KDP__ST_RESOURCE_EXHAUSTED,
+             "%s: too many ListAndWatch streams open (%u): close some", p->resource,
+             KDP_MAX_LAW_STREAMS);
+        return;
+    }
     law *l = calloc(1, sizeof(*l));
     if (!l) {
         (void)kdp__call_finish(call, KDP__ST_RESOURCE_EXHAUSTED, "out of memory");
         return;
     }
+    p->n_laws++;
     l->call = call;
     l->p = p;
     l->next = p->laws;
@@ -203,9 +215,6 @@ static int rpc_pack(rpc *c, const ProtobufCMessage *m)
     (void)protobuf_c_message_pack(m, c->out);
     return 0;
 }
-
-static void fail(kdp__call *call, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 static void fail(kdp__call *call, int status, const char *fmt, ...)
 {

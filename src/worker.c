@@ -181,13 +181,18 @@ static void on_wake(kdp__wakeup *wk, void *ud)
     (void)wk;
     kdp__worker *w = ud;
     core *c = w->c;
-    pthread_mutex_lock(&c->mu);
-    kdp__job *list = c->done_head;
-    c->done_head = c->done_tail = NULL;
-    pthread_mutex_unlock(&c->mu);
-    while (list) {
-        kdp__job *j = list;
-        list = j->next;
+    /* One at a time, each taken under the lock: a completion may abandon a
+     * job later in the list, which kdp__worker_abandon() must still find. */
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        kdp__job *j = c->done_head;
+        if (j) {
+            (void)unlink_job(&c->done_head, &c->done_tail, j);
+        }
+        pthread_mutex_unlock(&c->mu);
+        if (!j) {
+            return;
+        }
         j->done(j);
         j->free(j);
     }

@@ -129,14 +129,21 @@ class Restarts(Base):
             kl.wait_event("registered", T, since=mark, resource=RES)
             kl.wait_event("devices", T, since=mark, resource=RES)
         # A registration's own connection may still be closing: bounded wait.
-        fd1 = wait_for(lambda: fd_count(pid) <= fd0 and fd_count(pid), T,
-                       "the fds to settle at %d or less (leak?)" % fd0)
+        # Slack of 2: a restart whose signals straddle the new start registers
+        # twice, and the kubelet (like the real one) keeps the replaced
+        # registration's connection open, so the plugin may hold one or two
+        # more server connections at the end; a leak over 480 restarts would
+        # show hundreds.
+        fd_slack = 2
+        fd1 = wait_for(lambda: fd_count(pid) <= fd0 + fd_slack and fd_count(pid), T,
+                       "the fds to settle at %d or less (leak?)" % (fd0 + fd_slack))
         rss1 = rss_kib(pid)
         figure("%d kubelet restarts" % self.N, "%.1f s, each followed by a re-registration"
                % (time.monotonic() - t0))
         figure("%d kubelet restarts: open fds" % self.N,
                "%d after %d restarts, %d after %d" % (fd0, self.WARMUP, fd1, self.N))
-        self.assertLessEqual(fd1, fd0, "fds leaked over %d restarts" % (self.N - self.WARMUP))
+        self.assertLessEqual(fd1, fd0 + fd_slack,
+                             "fds leaked over %d restarts" % (self.N - self.WARMUP))
         self.assertMemoryBounded("%d kubelet restarts" % self.N, rss0, rss1, 1024)
         regs = len(kl.events_since(0, "registered", resource=RES))
         figure("%d kubelet restarts: registrations" % self.N,
@@ -170,11 +177,13 @@ class KubeletFaults(Base):
                  "the directory to be removed")
         pl.wait_log(r"restarting: ", T, since=lmark)
         pl.wait_log(r"cannot take the lock", T, since=lmark)  # retried while the dir is missing
+        back = pl.log_mark()
         os.mkdir(self.dir, stat.S_IMODE(st_dir.st_mode))
         t0 = time.monotonic()
         # The plugin watches the parent while its directory is missing: it
-        # starts again as soon as the directory is back, not at its next backoff.
-        pl.wait_log(r"is back: starting", T, since=lmark)
+        # starts again as soon as the directory is back ("is back"), not at its
+        # next backoff step (unless that step comes first: "serving on").
+        pl.wait_log(r"is back: starting|serving on", T, since=back)
         mark = kl.mark()
         kl.ok("restart")  # a kubelet that re-creates kubelet.sock in the new directory
         kl.wait_event("registered", T, since=mark, resource=RES)

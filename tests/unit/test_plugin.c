@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The plugin's own life, without a kubelet: freeing a plugin while its
+ * callbacks are queued or running, on a context that keeps running for
+ * another plugin; destroy exactly once. (The sanitizer builds turn a
+ * use-after-free here into a failure.)
+ */
+/* cmocka needs these first, in this order. */
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <kdp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static char dir[64];
+static atomic_int list_running;
+static atomic_int destroys;
+static atomic_int destroying;
+static atomic_int max_destroying;
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int slow_list(kdp_plugin *p, kdp_device_list *out, void *ud)
+{
+    (void)p;
+    (void)out;
+    (void)ud;
+    atomic_store(&list_running, 1);
+    sleep_ms(300); /* past the 100 ms callback deadline */
+    return 0;
+}
+
+static void counting_destroy(kdp_plugin *p, void *ud)
+{
+    (void)p;
+    (void)ud;
+    int now = atomic_fetch_add(&destroying, 1) + 1;
+    int max = atomic_load(&max_destroying);
+    while (now > max && !atomic_compare_exchange_weak(&max_destroying, &max, now)) {
+    }
+    sleep_ms(200); /* long enough for a second, concurrent call to show */
+    atomic_fetch_add(&destroys, 1);
+    atomic_fetch_sub(&destroying, 1);
+}
+
+static kdp_plugin *new_plugin(kdp_ctx *ctx, const char *res, const char *sock, const kdp_ops *ops)
+{
+    kdp_config cfg = {.resource_name = res,
+                      .socket_name = sock,
+                      .device_plugin_dir = dir,
+                      .callback_timeout_ms = 100};
+    kdp_plugin *p = NULL;
+    assert_int_equal(kdp_plugin_new(&p, ctx, &cfg, ops, NULL), 0);
+    return p;
+}
+
+static void dispatch_for(kdp_ctx *ctx, int ms)
+{
+    for (int i = 0; i < ms / 5; i++) {
+        assert_true(kdp_ctx_dispatch(ctx) >= 0);
+        sleep_ms(5);
+    }
+}
+
+/* A plugin freed while its list callback runs past its deadline, the context
+ * going on for another plugin: the job's deadline must not fire on freed
+ * memory, and nothing else of the freed plugin may run. */
+static void test_free_plugin_with_running_job(void **state)
+{
+    (void)state;
+    kdp_ctx *ctx;
+    assert_int_equal(kdp_ctx_new(&ctx), 0);
+    kdp_ops slow = {.list = slow_list};
+    kdp_plugin *a = new_plugin(ctx, "kdp.test/a", "a.sock", &slow);
+    kdp_plugin *b = new_plugin(ctx, "kdp.test/b", "b.sock", NULL);
+    (void)b;
+    for (int i = 0; i < 200 && !atomic_load(&list_running); i++) {
+        assert_true(kdp_ctx_dispatch(ctx) >= 0);
+        sleep_ms(5);
+    }
+    assert_true(atomic_load(&list_running));
+    kdp_plugin_free(a);     /* the list is still sleeping */
+    dispatch_for(ctx, 500); /* past a's deadline and the list's return */
+    kdp_ctx_free(ctx);
+}
+
+/* Stopped through the context, destroy started on the worker, then the
+ * context freed: destroy runs once, never twice at the same time. */
+static void test_destroy_once(void **state)
+{
+    (void)state;
+    atomic_store(&destroys, 0);
+    atomic_store(&max_destroying, 0);
+    kdp_ctx *ctx;
+    assert_int_equal(kdp_ctx_new(&ctx), 0);
+    kdp_ops ops = {.destroy = counting_destroy};
+    (void)new_plugin(ctx, "kdp.test/c", "c.sock", &ops);
+    dispatch_for(ctx, 100); /* started: serving, waiting for the kubelet */
+    assert_int_equal(kdp_ctx_stop(ctx), 0);
+    dispatch_for(ctx, 50); /* the stop drains, then destroy starts on the worker */
+    kdp_ctx_free(ctx);
+    assert_int_equal(atomic_load(&destroys), 1);
+    assert_int_equal(atomic_load(&max_destroying), 1);
+}
+
+/* A plugin added after the context was stopped ends stopped, not idle. */
+static void test_added_after_stop(void **state)
+{
+    (void)state;
+    kdp_ctx *ctx;
+    assert_int_equal(kdp_ctx_new(&ctx), 0);
+    (void)new_plugin(ctx, "kdp.test/d", "d.sock", NULL);
+    dispatch_for(ctx, 50);
+    assert_int_equal(kdp_ctx_stop(ctx), 0);
+    int r = 0;
+    for (int i = 0; i < 400 && r == 0; i++) {
+        r = kdp_ctx_dispatch(ctx);
+        sleep_ms(5);
+    }
+    assert_int_equal(r, 1);
+    (void)new_plugin(ctx, "kdp.test/e", "e.sock", NULL);
+    assert_int_equal(kdp_ctx_dispatch(ctx), 1); /* stopped at once, not left idle */
+    kdp_ctx_free(ctx);
+}
+
+int main(void)
+{
+    kdp_log_set(KDP_LOG_ERROR, NULL, NULL);
+    snprintf(dir, sizeof(dir), "/tmp/kdp-unit-XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    alarm(60);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_free_plugin_with_running_job),
+        cmocka_unit_test(test_destroy_once),
+        cmocka_unit_test(test_added_after_stop),
+    };
+    int r = cmocka_run_group_tests(tests, NULL, NULL);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    (void)!system(cmd);
+    return r;
+}
