@@ -176,7 +176,9 @@ class KubeletFaults(Base):
         wait_for(lambda: (shutil.rmtree(self.dir, True), not os.path.exists(self.dir))[1], T,
                  "the directory to be removed")
         pl.wait_log(r"restarting: ", T, since=lmark)
-        pl.wait_log(r"cannot take the lock", T, since=lmark)  # retried while the dir is missing
+        # retried while the dir is missing: the lock or the socket fails first,
+        # depending on whether the restart began before the lock file went
+        pl.wait_log(r"cannot take the lock|cannot serve", T, since=lmark)
         back = pl.log_mark()
         os.mkdir(self.dir, stat.S_IMODE(st_dir.st_mode))
         t0 = time.monotonic()
