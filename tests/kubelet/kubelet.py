@@ -339,6 +339,10 @@ class Kubelet(JsonProc):
         except AssertionError:
             self.stop()
             raise
+        # A plugin already waiting registers the moment kubelet.sock exists,
+        # possibly before "ready" is printed: later waits must still see it.
+        with self._cond:
+            self._cursor = 0
         return self
 
     def command_async(self, line):

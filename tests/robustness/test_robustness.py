@@ -161,10 +161,11 @@ class KubeletFaults(Base):
         # Register to the dead socket fails and is retried; a new kubelet comes.
         kl2 = self.kubelet()
         t0 = time.time_ns()
-        kl2.wait_event("registered", T, resource=RES)
+        # since=0: the plugin may register before the new kubelet prints "ready"
+        kl2.wait_event("registered", T, since=0, resource=RES)
         figure("kubelet SIGKILLed, new kubelet started -> registered",
                "%.1f ms" % ((time.time_ns() - t0) / 1e6))
-        kl2.wait_event("devices", T, resource=RES)
+        kl2.wait_event("devices", T, since=0, resource=RES)
         self.assertServes(kl2, pl)
 
     def test_dir_deleted_and_recreated(self):
