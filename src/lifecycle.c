@@ -32,6 +32,7 @@ enum { RETRY_NONE = 0, RETRY_START, RETRY_REGISTER };
 static void serve(kdp_plugin *p);
 static void do_register(kdp_plugin *p);
 static int take_lock(kdp_plugin *p);
+static int ensure_lock(kdp_plugin *p);
 static void fatal(kdp_plugin *p, int err);
 static void after_job(kdp_plugin *p);
 static void run_destroy(kdp_plugin *p);
@@ -339,7 +340,7 @@ void kdp__plugin_start(kdp_plugin *p)
     }
     /* The lock first: a second instance must fail before it runs any of
      * the author's callbacks. */
-    int lr = p->lock_fd >= 0 ? 0 : take_lock(p);
+    int lr = ensure_lock(p);
     if (lr == -EADDRINUSE) {
         fatal(p, lr);
         return;
@@ -416,6 +417,24 @@ static int take_lock(kdp_plugin *p)
         close(fd);
     }
     return -EAGAIN;
+}
+
+/* Takes the lock, or checks that the one held still guards the file on disk:
+ * the directory may have been deleted and re-created (with our lock file in
+ * it) before the deletion of the file itself was noticed. */
+static int ensure_lock(kdp_plugin *p)
+{
+    if (p->lock_fd >= 0) {
+        struct stat held;
+        struct stat now;
+        if (fstat(p->lock_fd, &held) == 0 && stat(p->lock_path, &now) == 0 &&
+            held.st_ino == now.st_ino && held.st_dev == now.st_dev) {
+            return 0;
+        }
+        close(p->lock_fd); /* a lock on a file that is gone guards nothing */
+        p->lock_fd = -1;
+    }
+    return take_lock(p);
 }
 
 static void release_lock(kdp_plugin *p)
@@ -657,13 +676,17 @@ static void on_watch(int what, const char *name, void *ud)
          * Register that follows may hit the bind -> listen gap */
         p->fast_retries = KDP_FAST_RETRIES;
     }
-    if (!serving(p)) {
-        return;
-    }
     if (what == KDP__WATCH_GONE) {
+        /* The watch died with the directory, whatever our state: drop it so
+         * the next serve() watches the directory that is there then. */
         kdp__watch_free(p->watch);
         p->watch = NULL;
-        kdp__plugin_restart(p, "the device-plugin directory was removed");
+        if (serving(p)) {
+            kdp__plugin_restart(p, "the device-plugin directory was removed");
+        }
+        return;
+    }
+    if (!serving(p)) {
         return;
     }
     struct stat st;
