@@ -22,6 +22,7 @@ typedef struct core {
     kdp__job *q_head, *q_tail;
     kdp__job *done_head, *done_tail;
     wthread *threads;
+    wthread *exited;   /* returned, not joined yet (joined by the loop thread) */
     kdp__wakeup *wake; /* NULL once the worker is freed */
     unsigned refs;     /* 1 for the worker + 1 per thread */
     bool closing;
@@ -31,7 +32,9 @@ struct wthread {
     core *c;
     wthread *next;
     kdp__job *running;
+    pthread_t tid;
     bool retired;
+    bool detached; /* left behind at kdp__worker_free: frees itself */
 };
 
 struct kdp__worker {
@@ -139,7 +142,12 @@ static void *thread_main(void *arg)
         run_job(c, t, j);
     }
     thread_forget(c, t);
-    free(t);
+    if (t->detached) {
+        free(t);
+    } else {
+        t->next = c->exited; /* joined, then freed, by the loop thread */
+        c->exited = t;
+    }
     pthread_cond_broadcast(&c->idle);
     core_unref_locked(c);
     return NULL;
@@ -159,11 +167,9 @@ static int spawn_locked(core *c)
     sigset_t old;
     sigfillset(&all);
     pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256U * 1024U);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_t tid;
-    int r = pthread_create(&tid, &attr, thread_main, t);
+    int r = pthread_create(&t->tid, &attr, thread_main, t);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     if (r != 0) {
@@ -174,6 +180,22 @@ static int spawn_locked(core *c)
     c->threads = t;
     c->refs++;
     return 0;
+}
+
+/* Joins the threads that have returned (retired ones, or all at the end), so
+ * none of their stacks or TLS outlive them. Loop thread; lock not held. */
+static void join_exited(core *c)
+{
+    pthread_mutex_lock(&c->mu);
+    wthread *list = c->exited;
+    c->exited = NULL;
+    pthread_mutex_unlock(&c->mu);
+    while (list) {
+        wthread *t = list;
+        list = t->next;
+        pthread_join(t->tid, NULL);
+        free(t);
+    }
 }
 
 static void on_wake(kdp__wakeup *wk, void *ud)
@@ -237,6 +259,7 @@ static bool has_live_thread(const core *c)
 int kdp__worker_submit(kdp__worker *w, kdp__job *j)
 {
     core *c = w->c;
+    join_exited(c);
     pthread_mutex_lock(&c->mu);
     int r = has_live_thread(c) ? 0 : spawn_locked(c);
     if (r == 0) {
@@ -314,10 +337,22 @@ bool kdp__worker_free(kdp__worker *w, unsigned wait_ms)
     if (left) {
         log_warn("a callback is still running at shutdown; leaving it behind");
     }
+    for (wthread *t = c->threads; t; t = t->next) {
+        t->detached = true; /* nobody will join it: it frees itself */
+        pthread_detach(t->tid);
+    }
+    wthread *exited = c->exited;
+    c->exited = NULL;
     kdp__job *done = c->done_head;
     c->done_head = c->done_tail = NULL;
     c->wake = NULL;
     core_unref_locked(c);
+    while (exited) {
+        wthread *t = exited;
+        exited = t->next;
+        pthread_join(t->tid, NULL);
+        free(t);
+    }
     free_list(dropped);
     free_list(done);
     kdp__wakeup_free(w->wake);
