@@ -242,10 +242,10 @@ class Base(unittest.TestCase):
 
     # -- kdpctl --------------------------------------------------------------
 
-    def kdpctl(self, *args, timeout=T, env=None, **kw):
-        """Runs kdpctl to completion (bounded); returns the CompletedProcess
-        (text). Fails the test on a sanitizer report or a hang."""
-        argv = [binary("kdpctl")] + [str(a) for a in args]
+    def kdpctl(self, *args, timeout=T, env=None, exe=None, **kw):
+        """Runs kdpctl (or the copy exe) to completion (bounded); returns the
+        CompletedProcess (text). Fails the test on a sanitizer report or a hang."""
+        argv = [exe or binary("kdpctl")] + [str(a) for a in args]
         log("+ " + " ".join(argv))
         try:
             r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,

@@ -9,6 +9,7 @@ usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_commands.py [-v] [Class.tes
 
 import os
 import pwd
+import shutil
 import socket
 import sys
 import time
@@ -328,11 +329,16 @@ class Errors(harness.Base):
         os.chmod(self.dir, 0o755)
         os.chmod(self.dp, 0o755)
         nobody = pwd.getpwnam("nobody")
+        # A copy nobody can execute: the build tree may sit under a 0700
+        # directory (a clone in `mktemp -d`).
+        exe = os.path.join(self.dir, "kdpctl")
+        shutil.copy(harness.binary("kdpctl"), exe)
+        os.chmod(exe, 0o755)
 
         def drop():
             os.setgid(nobody.pw_gid)
             os.setuid(nobody.pw_uid)
-        r = self.kdpctl("options", "gopher.sock", preexec_fn=drop)
+        r = self.kdpctl("options", "gopher.sock", preexec_fn=drop, exe=exe)
         self.assertEqual(r.returncode, 1, r)
         self.assertIn("hint: permission denied: run as root or check the socket's owner",
                       r.stderr)
