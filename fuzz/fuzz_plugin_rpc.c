@@ -379,11 +379,17 @@ static void on_law_msg(const uint8_t *msg, size_t len, void *ud)
     }
 }
 
+/* Known (and healthy if need be), and none listed twice. */
 static bool ids_ok(char **ids, size_t n, bool need_healthy)
 {
     for (size_t i = 0; i < n; i++) {
         if (!(need_healthy ? is_healthy_id(ids[i]) : is_known_id(ids[i]))) {
             return false;
+        }
+        for (size_t k = 0; k < i; k++) {
+            if (strcmp(ids[k], ids[i]) == 0) {
+                return false;
+            }
         }
     }
     return true;

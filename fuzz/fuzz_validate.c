@@ -246,6 +246,24 @@ static void verdict(int (*fn)(const char *, const char **), bool (*ref)(const ch
     CHECK(fn(s, NULL) == r);
 }
 
+/* The reference for one node or mount per container path: what was added,
+ * and the verdict on one more (0 added, 1 the same again, -EEXIST). */
+typedef struct ref_path {
+    const char *cp, *hp, *extra;
+} ref_path;
+
+static int ref_one_per_path(ref_path *added, size_t *n, const char *cp, const char *hp,
+                            const char *extra)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (strcmp(added[i].cp, cp) == 0) {
+            return strcmp(added[i].hp, hp) == 0 && strcmp(added[i].extra, extra) == 0 ? 1 : -EEXIST;
+        }
+    }
+    added[(*n)++] = (ref_path){cp, hp, extra};
+    return 0;
+}
+
 static void check_builders(char **s, size_t n)
 {
     kdp__devtab tab;
@@ -273,27 +291,46 @@ static void check_builders(char **s, size_t n)
     size_t want_devs = 0;
     size_t want_cdi = 0;
     size_t want_ann = 0;
+    ref_path mounts[MAX_STRS];
+    ref_path nodes[MAX_STRS];
+    size_t n_mounts = 0;
+    size_t n_nodes = 0;
     for (size_t i = 0; i + 1 < n; i++) {
         const char *a = s[i];
         const char *b = s[i + 1];
         int rc = kdp_response_add_env(&r, a, b);
         CHECK((rc == 0) == ref_env_key(a));
         rc = kdp_response_add_mount(&r, a, b, i & 1);
-        CHECK((rc == 0) == (ref_abs_path(a) && ref_abs_path(b)));
-        want_mounts += rc == 0;
-        rc = kdp_response_add_device(&r, a, b, i & 1 ? NULL : s[(i + 2) % n]);
-        CHECK((rc == 0) == (ref_abs_path(a) && ref_abs_path(b) &&
-                            (i & 1 ? true : ref_permissions(s[(i + 2) % n]))));
-        want_devs += rc == 0;
+        int want = !(ref_abs_path(a) && ref_abs_path(b))
+                       ? -EINVAL
+                       : ref_one_per_path(mounts, &n_mounts, a, b, i & 1 ? "ro" : "rw");
+        CHECK(rc == (want == 1 ? 0 : want));
+        want_mounts += want == 0;
+        const char *perm = i & 1 ? NULL : s[(i + 2) % n];
+        rc = kdp_response_add_device(&r, a, b, perm);
+        want = !(ref_abs_path(a) && ref_abs_path(b) && (!perm || ref_permissions(perm)))
+                   ? -EINVAL
+                   : ref_one_per_path(nodes, &n_nodes, a, b, perm ? perm : "rw");
+        CHECK(rc == (want == 1 ? 0 : want));
+        want_devs += want == 0;
         rc = kdp_response_add_cdi_device(&r, a);
         CHECK((rc == 0) == ref_cdi_name(a));
         want_cdi += rc == 0;
         rc = kdp_response_add_annotation(&r, a, b);
         CHECK((rc == 0) == (*a != '\0'));
     }
-    if (kdp_response_add_defaults(&r) == 0) {
-        want_devs = r.n_devices;
+    /* The defaults: each requested device's node, until one conflicts. */
+    int want_def = 0;
+    for (size_t k = 0; k < n_ids && want_def >= 0; k++) {
+        const kdp__dev *d = kdp__devtab_find(&tab, ids[k]);
+        if (d && d->host_path) {
+            want_def = ref_one_per_path(nodes, &n_nodes,
+                                        d->container_path ? d->container_path : d->host_path,
+                                        d->host_path, d->permissions ? d->permissions : "rw");
+            want_devs += want_def == 0;
+        }
     }
+    CHECK(kdp_response_add_defaults(&r) == (want_def < 0 ? want_def : 0));
     want_envs = r.n_envs;
     want_ann = r.n_annotations;
     CHECK(r.n_mounts == want_mounts && r.n_devices == want_devs && r.n_cdi == want_cdi);

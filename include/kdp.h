@@ -75,12 +75,17 @@ typedef enum kdp_log_level {
  * (the loop thread and worker threads), one line at a time. */
 typedef void (*kdp_log_fn)(kdp_log_level level, const char *msg, void *ud);
 
-/* Sets the minimum level and the sink for the whole process (the sink is
- * called under kdp's log lock: it must not call kdp_log_set). fn NULL means
+/* Sets the minimum level and the sink for the whole process. fn NULL means
  * the default sink: klog-style lines on stderr
  * ("I1122 00:28:46.123456    1234 plugin.c:42] message"). The default level
  * is KDP_LOG_WARNING; KDP_LOG_INFO adds the lifecycle (registered, kubelet
- * restarted, devices changed). Thread-safe. */
+ * restarted, devices changed). Thread-safe. Once it returns, the previous
+ * sink is not running and is not called again.
+ *
+ * The sink is called under kdp's log lock, one line at a time. It may call
+ * kdp_log_set itself (the change applies from the next line on) and any
+ * other kdp call; a line that such a call logs goes to stderr (the default
+ * sink's format), never back into the sink. */
 KDP_EXPORT void kdp_log_set(kdp_log_level min_level, kdp_log_fn fn, void *ud);
 
 /* ------------------------------------------------------------------------
@@ -135,12 +140,15 @@ typedef struct kdp_alloc_response kdp_alloc_response;
 /* Sets env var key=value in the container (a later add of the same key
  * replaces the value). -EINVAL if key is empty or contains '='. */
 KDP_EXPORT int kdp_response_add_env(kdp_alloc_response *r, const char *key, const char *value);
-/* Bind-mounts host_path at container_path. Both absolute. -EINVAL otherwise. */
+/* Bind-mounts host_path at container_path. Both absolute: -EINVAL
+ * otherwise. One mount per container path: the same mount again is a no-op
+ * (0), another one at that path -EEXIST. */
 KDP_EXPORT int kdp_response_add_mount(kdp_alloc_response *r, const char *container_path,
                                       const char *host_path, bool read_only);
 /* Gives the container a device node. permissions: a non-empty combination
  * of 'r', 'w', 'm' (each at most once); NULL = "rw". Paths absolute.
- * -EINVAL otherwise. */
+ * -EINVAL otherwise. One device node per container path: the same node
+ * again is a no-op (0), another one at that path -EEXIST. */
 KDP_EXPORT int kdp_response_add_device(kdp_alloc_response *r, const char *container_path,
                                        const char *host_path, const char *permissions);
 /* Adds a container annotation. -EINVAL if key is empty. */
@@ -177,7 +185,12 @@ typedef struct kdp_plugin kdp_plugin;
 /* Lists the devices, from scratch, into out. Called at every (re)start, on
  * kdp_plugin_rescan(), and every kdp_config.rescan_interval_ms. The list
  * replaces the device table (a device not listed is gone). Return 0, or
- * -errno to keep the previous table (the error is logged). */
+ * -errno to keep the previous table (empty at the first start: the plugin
+ * registers, serving no devices): the error is logged and the op is called
+ * again with capped backoff (100 ms doubling to 30 s) until it succeeds,
+ * whatever the rescan interval (kdp_plugin_status.list_error). A list whose
+ * ListAndWatch message would be over KDP_MAX_LIST_MESSAGE is not sent (see
+ * kdp_plugin_status.rejected_devices). */
 typedef int (*kdp_list_fn)(kdp_plugin *p, kdp_device_list *out, void *ud);
 
 /* Callbacks. Every member may be NULL. They run on the plugin's worker
@@ -189,12 +202,25 @@ typedef int (*kdp_list_fn)(kdp_plugin *p, kdp_device_list *out, void *ud);
  * ALREADY_EXISTS, -EPERM/-EACCES PERMISSION_DENIED, -ENOMEM
  * RESOURCE_EXHAUSTED, -ETIMEDOUT DEADLINE_EXCEEDED, -ENOTSUP UNIMPLEMENTED,
  * -EBUSY/-EAGAIN/-ECONNREFUSED UNAVAILABLE, -ECANCELED CANCELLED, any other
- * UNKNOWN). The options sent to the kubelet follow from which ops are set.
+ * UNKNOWN). A positive return is a mistake (`return EINVAL;` for
+ * `return -EINVAL;`): it is logged and treated as the error -value, never
+ * as success. The options sent to the kubelet follow from which ops are set.
  *
  * One at a time: a callback never runs while another of the same plugin
  * does, with one exception: once a callback overruns its deadline, kdp
  * stops waiting for it and the next ones run on a fresh thread while it
- * finishes (its result is then dropped). */
+ * finishes (its result is then dropped). At most KDP_MAX_STUCK_CALLBACKS
+ * such threads are left running per plugin: once the cap is reached and
+ * the next callback overruns too, calls are refused at once (UNAVAILABLE,
+ * naming the callback that hangs) until one of them returns; see
+ * kdp_plugin_get_status().
+ *
+ * Not from a callback: kdp_plugin_free(), kdp_ctx_free(), kdp_ctx_run(),
+ * kdp_plugin_run(), kdp_ctx_dispatch(), kdp_plugin_new(),
+ * kdp_plugin_watch_path(), kdp_path_watch_free(). Each refuses (with a log
+ * line naming the call to use instead) when called from a callback. */
+#define KDP_MAX_STUCK_CALLBACKS 4
+
 typedef struct kdp_ops {
     /* Simple mode's one function (see kdp_list_fn). With list NULL, the
      * table is whatever kdp_plugin_set_devices() last set. */
@@ -235,15 +261,31 @@ typedef struct kdp_config {
     const char *env_name;
 } kdp_config;
 
-/* A context: one event loop that can run several plugins. */
+/* A context: one event loop that can run several plugins.
+ *
+ * One thread runs it: the one in kdp_ctx_run() for the duration of the
+ * call, or, embedded, the one that calls kdp_ctx_dispatch() from its first
+ * call until it returns non-zero. While it runs, the calls that are not
+ * thread-safe (kdp_ctx_free, kdp_plugin_new on it, kdp_plugin_free,
+ * kdp_plugin_watch_path, kdp_path_watch_free, a second run or dispatch) are
+ * refused from any other thread (-EBUSY, or nothing for the void ones)
+ * with an error line naming what to do instead, typically kdp_plugin_stop()
+ * or kdp_ctx_stop(), which are. Before it runs and after it has returned,
+ * any one thread may make them. */
 KDP_EXPORT int kdp_ctx_new(kdp_ctx **ret);
-/* Stops and frees every plugin still attached, then the context. NULL ok. */
+/* Stops and frees every plugin still attached, then the context. NULL ok.
+ * Not while the context runs on another thread, not from a callback (see
+ * above: refused, with a log line). */
 KDP_EXPORT void kdp_ctx_free(kdp_ctx *ctx);
 /* Starts every plugin of ctx and runs until every plugin has stopped:
  * through kdp_ctx_stop(), kdp_plugin_stop(), or SIGTERM/SIGINT (handled here
  * for the duration of the call: every plugin stops cleanly, its socket is
  * removed, destroy runs, and this returns 0). Returns the first fatal plugin
- * error instead (e.g. -EADDRINUSE: another instance serves the socket). */
+ * error instead (e.g. -EADDRINUSE: another instance serves the socket),
+ * -EBUSY if the context is running already (on any thread), -EPERM from a
+ * callback, -EINVAL without plugins, and -ESHUTDOWN if every plugin of ctx
+ * has already run and stopped: a stopped plugin does not start again
+ * (create a new one). */
 KDP_EXPORT int kdp_ctx_run(kdp_ctx *ctx);
 /* Embedding in another event loop: poll this fd for readability and call
  * kdp_ctx_dispatch() when it is readable (it never blocks). Signals are not
@@ -252,7 +294,10 @@ KDP_EXPORT int kdp_ctx_get_fd(kdp_ctx *ctx);
 /* Runs what is ready; never blocks. Starts plugins not started yet (also
  * ones added since the last call). Returns 0 while plugins run, 1 once
  * every plugin has stopped cleanly, the first fatal plugin error once they
- * have stopped after one (e.g. -EADDRINUSE), or -errno. */
+ * have stopped after one (e.g. -EADDRINUSE), or -errno: -EBUSY when another
+ * thread runs or dispatches the context, -EPERM from a callback or from
+ * inside kdp's own loop (a log sink). After it has returned non-zero it
+ * keeps returning the same (stopped plugins do not start again). */
 KDP_EXPORT int kdp_ctx_dispatch(kdp_ctx *ctx);
 /* Asks every plugin of ctx to stop and kdp_ctx_run() to return. Thread-safe
  * and async-signal-safe. */
@@ -261,22 +306,32 @@ KDP_EXPORT int kdp_ctx_stop(kdp_ctx *ctx);
 /* Creates a plugin on ctx (NULL = a private context, used by
  * kdp_plugin_run()). Checks the config (resource name with the kubelet's
  * rule, socket name) and logs what is wrong. ops may be NULL (devices come
- * from kdp_plugin_set_devices()). Returns 0, -EINVAL, -ENOMEM. */
+ * from kdp_plugin_set_devices()). Returns 0, -EINVAL (a bad or NULL config:
+ * logged), -ENAMETOOLONG (the socket's path is over the 107 bytes of a unix
+ * socket address: logged), -EADDRINUSE (another plugin of ctx has that
+ * socket), -EBUSY (ctx runs on another thread), -EPERM (from a callback),
+ * -ENOMEM. */
 KDP_EXPORT int kdp_plugin_new(kdp_plugin **ret, kdp_ctx *ctx, const kdp_config *cfg,
                               const kdp_ops *ops, void *ud);
 /* Stops the plugin if running (socket removed, destroy called: on the
  * calling thread, if the plugin had not been stopped through its context
  * first) and frees it. NULL ok. Not from a callback, and not while its
- * context runs on another thread. */
+ * context runs on another thread: either is refused (nothing happens; an
+ * error line says to call kdp_plugin_stop(), which is safe from anywhere,
+ * and to free the plugin once its context's run has returned). */
 KDP_EXPORT void kdp_plugin_free(kdp_plugin *p);
-/* Runs the plugin's context as kdp_ctx_run() does. Returns 0 after a clean
- * stop, -EADDRINUSE if another instance serves the same socket, -errno. */
+/* Runs the plugin's context as kdp_ctx_run() does (same returns: 0 after a
+ * clean stop, -EADDRINUSE if another instance serves the same socket,
+ * -ESHUTDOWN if it has run and stopped already, -EBUSY, -errno). */
 KDP_EXPORT int kdp_plugin_run(kdp_plugin *p);
 /* Replaces the device table. Thread-safe: copies the devices, returns at
  * once; the change reaches every open ListAndWatch stream within the loop's
  * next turn, and nothing is sent if the set did not really change (order
  * does not matter). Returns 0, -EINVAL (a bad device; nothing changed),
- * -EEXIST (two devices with one ID; nothing changed), -ENOMEM. */
+ * -EEXIST (two devices with one ID; nothing changed), -EMSGSIZE (their
+ * ListAndWatch message would be over KDP_MAX_LIST_MESSAGE, which the
+ * kubelet rejects: nothing changed, the kubelet keeps the current list; an
+ * error line says so at most once a minute), -ENOMEM. */
 KDP_EXPORT int kdp_plugin_set_devices(kdp_plugin *p, const kdp_device *devs, size_t n);
 /* Sets one device's health. Thread-safe. Returns 0, -ENOENT (no such ID),
  * -EINVAL. */
@@ -293,6 +348,54 @@ KDP_EXPORT void kdp_plugin_set_error(kdp_plugin *p, const char *fmt, ...)
 /* The config's resource name and the user data. */
 KDP_EXPORT const char *kdp_plugin_resource(const kdp_plugin *p);
 KDP_EXPORT void *kdp_plugin_userdata(const kdp_plugin *p);
+
+/* The largest ListAndWatch message the kubelet accepts (grpc-go's default
+ * receive limit, 4 MiB). A device table whose message would be larger is
+ * never sent: see kdp_plugin_set_devices() and kdp_plugin_get_status(). */
+#define KDP_MAX_LIST_MESSAGE (4U * 1024U * 1024U)
+
+typedef enum kdp_plugin_state {
+    KDP_PLUGIN_IDLE = 0,    /* not started yet */
+    KDP_PLUGIN_STARTING,    /* lock, refresh, first list, socket; or waiting to start again */
+    KDP_PLUGIN_WAITING,     /* serving; kubelet.sock does not exist (yet) */
+    KDP_PLUGIN_REGISTERING, /* serving; Register in flight or to be retried */
+    KDP_PLUGIN_REGISTERED,  /* serving and registered with the kubelet */
+    KDP_PLUGIN_STOPPING,    /* stopping: streams ending, destroy running */
+    KDP_PLUGIN_STOPPED,
+} kdp_plugin_state;
+
+/* What a plugin is doing, and what keeps it from doing better. */
+typedef struct kdp_plugin_status {
+    kdp_plugin_state state;
+    /* The device list the kubelet is served, and the size of its
+     * ListAndWatch message. */
+    size_t devices;
+    size_t message_bytes;
+    /* 0, or the newest device table that was NOT sent because its message
+     * (rejected_bytes) is over KDP_MAX_LIST_MESSAGE: the kubelet keeps
+     * being served the list above (empty if none ever fit), and an error
+     * line says so at most once a minute. Fewer devices or shorter IDs, or
+     * several resources, fix it. */
+    size_t rejected_devices;
+    size_t rejected_bytes;
+    /* 0, or the -errno of the last call of the list op, which failed or
+     * overran its deadline (-ETIMEDOUT): it is called again with capped
+     * backoff (100 ms doubling to 30 s) until it succeeds. */
+    int list_error;
+    /* 0, or why the device-plugin directory cannot be used right now
+     * (-ENOENT missing, -ENOTDIR, -EACCES, -EROFS ...): the start is
+     * retried until it can. */
+    int dir_error;
+    /* Callbacks past their deadline that have not returned yet (at most
+     * KDP_MAX_STUCK_CALLBACKS; at the cap, calls are refused). */
+    unsigned stuck_callbacks;
+    /* Restarts so far (kubelet restarts, socket deleted, stream ended). */
+    unsigned restarts;
+} kdp_plugin_status;
+
+/* A snapshot of p's status. Thread-safe (not async-signal-safe). Returns 0
+ * or -EINVAL. */
+KDP_EXPORT int kdp_plugin_get_status(kdp_plugin *p, kdp_plugin_status *ret);
 
 /* Simple mode in one call: a plugin for resource_name on socket_name whose
  * devices come from list, run until SIGTERM/SIGINT. Returns 0 after a clean
@@ -394,12 +497,14 @@ KDP_EXPORT int kdp_numa_node_of(const char *root, const char *sysfs, const char 
  * (each such change also rescans). Loop thread only (or before the
  * context runs). The watch belongs to p: kdp_plugin_free() frees it if you
  * have not; *ret (may be NULL) gets a handle for kdp_path_watch_free().
- * Returns 0, -EINVAL (dir not absolute, depth over 4), -ENOMEM, or
- * inotify's -errno (-ENOSPC: the watch limit, fs.inotify.max_user_watches). */
+ * Returns 0, -EINVAL (dir not absolute, depth over 4), -EBUSY (another
+ * thread runs the context), -EPERM (from a callback), -ENOMEM, or inotify's
+ * -errno (-ENOSPC: the watch limit, fs.inotify.max_user_watches). */
 typedef struct kdp_path_watch kdp_path_watch;
 KDP_EXPORT int kdp_plugin_watch_path(kdp_plugin *p, const char *dir, unsigned depth,
                                      kdp_path_watch **ret);
-/* Removes the watch before its plugin goes. Loop thread only. NULL ok. */
+/* Removes the watch before its plugin goes. Loop thread only (refused
+ * otherwise, with a log line). NULL ok. */
 KDP_EXPORT void kdp_path_watch_free(kdp_path_watch *w);
 
 /* CDI (Container Device Interface): a spec file that container runtimes

@@ -5,10 +5,12 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lifecycle.h"
 #include "log.h"
 #include "plugin_int.h"
+#include "worker.h"
 
 /* The context whose kdp_ctx_run() owns SIGTERM/SIGINT right now. */
 static kdp_ctx *_Atomic signal_ctx;
@@ -48,13 +50,40 @@ KDP_EXPORT int kdp_ctx_new(kdp_ctx **ret)
     return 0;
 }
 
+int kdp__ctx_check_caller(kdp_ctx *ctx, const char *fn, const char *instead)
+{
+    if (kdp__worker_current()) {
+        log_error("%s called from inside a callback: refused (it would pull the plugin out from "
+                  "under the callback); %s",
+                  fn, instead);
+        return -EPERM;
+    }
+    if (!ctx) {
+        return 0;
+    }
+    int owner = atomic_load(&ctx->owner);
+    int self = (int)gettid();
+    if (owner != 0 && owner != self) {
+        log_error("%s called from thread %d while thread %d runs the context: refused; %s", fn,
+                  self, owner, instead);
+        return -EBUSY;
+    }
+    if (owner == self && ctx->dispatching) {
+        log_error("%s called from inside kdp's event loop (a log sink?): refused; %s", fn, instead);
+        return -EPERM;
+    }
+    return 0;
+}
+
 KDP_EXPORT void kdp_ctx_free(kdp_ctx *ctx)
 {
-    if (!ctx) {
+    if (!ctx || kdp__ctx_check_caller(ctx, "kdp_ctx_free",
+                                      "call kdp_ctx_stop() (thread-safe), then free the context "
+                                      "once kdp_ctx_run() has returned") < 0) {
         return;
     }
     while (ctx->plugins) {
-        kdp_plugin_free(ctx->plugins); /* unlinks itself */
+        kdp__plugin_free(ctx->plugins); /* unlinks itself */
     }
     kdp__wakeup_free(ctx->stop_wake);
     kdp__loop_free(ctx->loop);
@@ -105,20 +134,40 @@ KDP_EXPORT int kdp_ctx_get_fd(kdp_ctx *ctx)
     return ctx ? kdp__loop_fd(ctx->loop) : -EINVAL;
 }
 
+/* Runs one turn of the loop (timeout_ms as kdp__loop_dispatch's). */
+static int turn(kdp_ctx *ctx, int timeout_ms)
+{
+    ctx->dispatching = true;
+    int r = kdp__loop_dispatch(ctx->loop, timeout_ms);
+    ctx->dispatching = false;
+    return r;
+}
+
 KDP_EXPORT int kdp_ctx_dispatch(kdp_ctx *ctx)
 {
     if (!ctx) {
         return -EINVAL;
     }
-    start_all(ctx);
-    int r = kdp__loop_dispatch(ctx->loop, 0);
+    int r = kdp__ctx_check_caller(ctx, "kdp_ctx_dispatch",
+                                  "a context is dispatched by one thread, outside callbacks");
     if (r < 0) {
         return r;
     }
-    if (ctx->started && all_stopped(ctx)) {
-        return ctx->error < 0 ? ctx->error : 1;
+    int self = (int)gettid();
+    int none = 0;
+    (void)atomic_compare_exchange_strong(&ctx->owner, &none, self);
+    start_all(ctx);
+    r = turn(ctx, 0);
+    if (r > 0) {
+        r = 0; /* events handled */
     }
-    return 0;
+    if (r == 0 && ctx->started && all_stopped(ctx)) {
+        r = ctx->error < 0 ? ctx->error : 1;
+    }
+    if (r != 0) {
+        atomic_store(&ctx->owner, 0); /* finished (or failed): any thread may free it now */
+    }
+    return r;
 }
 
 KDP_EXPORT int kdp_ctx_stop(kdp_ctx *ctx)
@@ -165,21 +214,43 @@ KDP_EXPORT int kdp_ctx_run(kdp_ctx *ctx)
     if (!ctx) {
         return -EINVAL;
     }
+    if (kdp__worker_current()) {
+        log_error("kdp_ctx_run called from inside a callback: refused (a context runs on one "
+                  "thread, never inside its own callbacks)");
+        return -EPERM;
+    }
+    int self = (int)gettid();
+    int none = 0;
+    if (!atomic_compare_exchange_strong(&ctx->owner, &none, self)) {
+        log_error("kdp_ctx_run: the context is already running (on thread %d%s): refused; a "
+                  "context runs once at a time",
+                  none, none == self ? ", this one" : "");
+        return -EBUSY;
+    }
+    int r = 0;
     if (!ctx->plugins) {
-        log_error("kdp_ctx_run: no plugin to run");
-        return -EINVAL;
+        log_error("kdp_ctx_run: no plugin to run: add one with kdp_plugin_new() first");
+        r = -EINVAL;
+    } else if (ctx->started && all_stopped(ctx)) {
+        log_error("kdp_ctx_run: every plugin of this context has already run and stopped: a "
+                  "stopped plugin does not start again; create a new one with kdp_plugin_new()");
+        r = -ESHUTDOWN;
+    }
+    if (r < 0) {
+        atomic_store(&ctx->owner, 0);
+        return r;
     }
     struct sigaction old[2];
     install_signals(ctx, old);
     start_all(ctx);
-    int r = 0;
     while (!all_stopped(ctx)) { /* every plugin stopped: by request, signal or error */
-        r = kdp__loop_dispatch(ctx->loop, -1);
+        r = turn(ctx, -1);
         if (r < 0) {
             log_error("event loop: %s", strerror(-r));
             break;
         }
     }
     restore_signals(old);
+    atomic_store(&ctx->owner, 0);
     return r < 0 ? r : ctx->error;
 }

@@ -628,6 +628,44 @@ static V1beta1__Device **enc_fill(const kdp__devtab *t, const enc_layout *l, cha
     return dev_ptrs;
 }
 
+static size_t varint_size(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* A length-delimited field: tag, length, content. */
+static size_t field_size(size_t len)
+{
+    return 1 + varint_size(len) + len;
+}
+
+size_t kdp__devtab_encoded_size(const kdp__devtab *t)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const kdp__dev *d = &t->devs[i];
+        size_t dev =
+            field_size(strlen(d->id)) +
+            field_size(d->health == KDP_HEALTHY ? sizeof("Healthy") - 1 : sizeof("Unhealthy") - 1);
+        if (d->n_numa > 0) {
+            size_t topo = 0;
+            for (size_t k = 0; k < d->n_numa; k++) {
+                /* proto3: a zero ID is left out, leaving an empty NUMANode */
+                size_t node = d->numa[k] ? 1 + varint_size((uint64_t)d->numa[k]) : 0;
+                topo += field_size(node);
+            }
+            dev += field_size(topo);
+        }
+        total += field_size(dev);
+    }
+    return total;
+}
+
 int kdp__devtab_encode(const kdp__devtab *t, uint8_t **ret_buf, size_t *ret_len)
 {
     if (!t || !ret_buf || !ret_len) {

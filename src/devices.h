@@ -78,6 +78,10 @@ size_t kdp__devtab_count_healthy(const kdp__devtab *t);
  * Returns 0 or -ENOMEM. */
 int kdp__devtab_encode(const kdp__devtab *t, uint8_t **ret_buf, size_t *ret_len);
 
+/* The size kdp__devtab_encode() would give, without encoding: O(n), no
+ * allocation. */
+size_t kdp__devtab_encoded_size(const kdp__devtab *t);
+
 /* What changed between two tables, for log lines and kdpctl: cb gets each
  * device that was added (old NULL), removed (new NULL) or whose health or
  * NUMA nodes changed (both set), in ID order. */

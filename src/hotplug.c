@@ -212,7 +212,17 @@ KDP_EXPORT int kdp_plugin_watch_path(kdp_plugin *p, const char *dir, unsigned de
                                      kdp_path_watch **ret)
 {
     if (!p || !dir || dir[0] != '/' || strlen(dir) >= PATH_MAX || depth > MAX_DEPTH) {
+        log_error("kdp_plugin_watch_path: %s", !p                  ? "the plugin is NULL"
+                                               : !dir              ? "dir is NULL"
+                                               : dir[0] != '/'     ? "dir must be an absolute path"
+                                               : depth > MAX_DEPTH ? "depth is over 4"
+                                                                   : "dir is too long");
         return -EINVAL;
+    }
+    int cr = kdp__ctx_check_caller(p->ctx, "kdp_plugin_watch_path",
+                                   "set watches up before the context runs, or on its thread");
+    if (cr < 0) {
+        return cr;
     }
     kdp_path_watch *pw = calloc(1, sizeof(*pw));
     if (!pw) {
@@ -234,7 +244,7 @@ KDP_EXPORT int kdp_plugin_watch_path(kdp_plugin *p, const char *dir, unsigned de
         r = arm(pw);
     }
     if (r < 0) {
-        kdp_path_watch_free(pw);
+        kdp__path_watch_free(pw);
         return r;
     }
     pw->next = p->path_watches;
@@ -249,6 +259,16 @@ KDP_EXPORT int kdp_plugin_watch_path(kdp_plugin *p, const char *dir, unsigned de
 }
 
 KDP_EXPORT void kdp_path_watch_free(kdp_path_watch *w)
+{
+    if (!w || kdp__ctx_check_caller(w->p->ctx, "kdp_path_watch_free",
+                                    "free watches on the thread that runs the context, or let "
+                                    "kdp_plugin_free() free them") < 0) {
+        return;
+    }
+    kdp__path_watch_free(w);
+}
+
+void kdp__path_watch_free(kdp_path_watch *w)
 {
     if (!w) {
         return;

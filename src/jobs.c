@@ -70,6 +70,7 @@ kdp__pjob *kdp__pjob_new(kdp_plugin *p, const char *what)
     }
     j->p = p;
     j->what = what;
+    j->base.name = what;
     j->base.run = run;
     j->base.done = done;
     j->base.free = job_free;
@@ -128,6 +129,30 @@ void kdp__pjob_cancel(kdp__pjob *j)
     kdp__timer_free(j->deadline);
     j->deadline = NULL;
     (void)kdp__worker_abandon(j->p->worker, &j->base);
+}
+
+int kdp__pjob_checked(kdp__pjob *j, int r)
+{
+    if (r <= 0) {
+        return r;
+    }
+    log_warn("%s: the %s callback returned %d, a positive value: callbacks return 0 or a "
+             "negative errno (-%d?); treated as the error -%d",
+             j->p->resource, j->what, r, r, r);
+    return r > 4095 ? -EIO : -r;
+}
+
+int kdp__pjob_busy_message(kdp_plugin *p, char *buf, size_t cap)
+{
+    const char *name = NULL;
+    uint64_t since = 0;
+    unsigned n = kdp__worker_stuck(p->worker, &name, &since);
+    uint64_t now = kdp__now_us();
+    return snprintf(buf, cap,
+                    "%s: %u callbacks are stuck past their deadline (the cap is %u; the oldest, "
+                    "the %s callback, for %llu ms): calls are refused until one returns",
+                    p->resource, n, KDP_MAX_STUCK_CALLBACKS, name ? name : "?",
+                    (unsigned long long)(now > since ? (now - since) / 1000U : 0));
 }
 
 void kdp__job_set_error(kdp__job *cur, const char *fmt, va_list ap)

@@ -13,6 +13,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "plugin_int.h"
@@ -49,6 +50,14 @@ void kdp__pjob_cancel(kdp__pjob *j);
 /* kdp_plugin_free(): no complete will run for p's outstanding jobs any more
  * and their deadline timers go (the worker frees the jobs themselves). */
 void kdp__pjob_forget_all(kdp_plugin *p);
+/* A callback's return value as kdp takes it (worker thread): 0 or -errno as
+ * is; a positive value, a mistake (`return EINVAL;`), is logged and turned
+ * into its negative. */
+int kdp__pjob_checked(kdp__pjob *j, int r);
+/* The message for a call refused because the worker is saturated
+ * (kdp__pjob_submit returned -EBUSY): which callback hangs, since when.
+ * Returns what snprintf returns. */
+int kdp__pjob_busy_message(kdp_plugin *p, char *buf, size_t cap);
 /* For kdp_plugin_set_error(): cur is the job running on this thread. */
 void kdp__job_set_error(kdp__job *cur, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));

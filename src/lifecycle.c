@@ -38,6 +38,7 @@ static void after_job(kdp_plugin *p);
 static void run_destroy(kdp_plugin *p);
 
 static void await_dir(kdp_plugin *p);
+static void publish_status(kdp_plugin *p);
 
 static void schedule_retry(kdp_plugin *p, int what, uint64_t delay_us)
 {
@@ -96,6 +97,77 @@ static void stop_awaiting_dir(kdp_plugin *p)
     p->parent_watch = NULL;
 }
 
+/* Why the device-plugin directory cannot be used (err: the failure that
+ * made us look), or 0 if it looks fine and err is something else. */
+static int dir_problem(const kdp_plugin *p, int err)
+{
+    struct stat st;
+    if (stat(p->dir, &st) < 0) {
+        return -errno;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        return -ENOTDIR;
+    }
+    if (access(p->dir, W_OK | X_OK) < 0) {
+        return -errno;
+    }
+    return err == -EACCES || err == -EPERM || err == -EROFS ? err : 0;
+}
+
+/* Says what is wrong with the directory once, then only when it changes;
+ * returns true if the directory is the problem. */
+static bool report_dir(kdp_plugin *p, int err)
+{
+    int why = dir_problem(p, err);
+    if (why == p->dir_error) {
+        return why != 0;
+    }
+    p->dir_error = why;
+    publish_status(p);
+    switch (why) {
+    case 0:
+        break;
+    case -ENOENT:
+        log_error("%s: the device-plugin directory %s does not exist: is the kubelet installed, "
+                  "and is this its directory? (set kdp_config.device_plugin_dir or "
+                  "$KDP_DEVICE_PLUGIN_DIR; in a pod, mount the host's directory with a hostPath "
+                  "volume). Starting as soon as it appears",
+                  p->resource, p->dir);
+        break;
+    case -ENOTDIR:
+        log_error("%s: the device-plugin directory %s is not a directory (or a path component "
+                  "is not): point kdp at the kubelet's device-plugin directory. Retrying",
+                  p->resource, p->dir);
+        break;
+    case -EROFS:
+        log_error("%s: the device-plugin directory %s is on a read-only file system: mount it "
+                  "read-write (a hostPath volume without readOnly). Retrying",
+                  p->resource, p->dir);
+        break;
+    case -EACCES:
+    case -EPERM:
+        log_error("%s: cannot create files in the device-plugin directory %s (%s): run the "
+                  "plugin as root (or as the directory's owner). Retrying",
+                  p->resource, p->dir, strerror(-why));
+        break;
+    default:
+        log_error("%s: cannot use the device-plugin directory %s: %s. Retrying", p->resource,
+                  p->dir, strerror(-why));
+        break;
+    }
+    return why != 0;
+}
+
+/* The directory was the problem and is not any more. */
+static void dir_ok(kdp_plugin *p)
+{
+    if (p->dir_error) {
+        p->dir_error = 0;
+        publish_status(p);
+        log_info("%s: the device-plugin directory %s is usable now", p->resource, p->dir);
+    }
+}
+
 void kdp__plugin_on_retry(kdp__timer *t, void *ud)
 {
     (void)t;
@@ -142,33 +214,81 @@ static void log_change(const kdp__dev *old_dev, const kdp__dev *new_dev, void *u
     }
 }
 
+/* What other threads read through kdp_plugin_get_status(). */
+static void publish_status(kdp_plugin *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->pub.devices = p->tab.n;
+    p->pub.message_bytes = p->law_len;
+    p->pub.rejected_devices = p->rejected_n;
+    p->pub.rejected_bytes = p->rejected_bytes;
+    p->pub.list_error = p->list_error;
+    p->pub.dir_error = p->dir_error;
+    p->pub.restarts = p->restarts;
+    pthread_mutex_unlock(&p->mu);
+}
+
+static int encode(kdp_plugin *p, const kdp__devtab *t, uint8_t **buf, size_t *len)
+{
+    int r = kdp__devtab_encode(t, buf, len);
+    if (r < 0) {
+        log_error("%s: cannot encode %zu devices: %s", p->resource, t->n, strerror(-r));
+    }
+    return r;
+}
+
+/* The table that would make a message over the kubelet's limit is not sent
+ * (the kubelet would fail its stream, and we would restart for nothing):
+ * the kubelet keeps the last list that fit. Said at most once a minute. */
+static void reject_table(kdp_plugin *p, size_t n, size_t len)
+{
+    uint64_t now = kdp__now_us();
+    bool first = p->rejected_bytes == 0;
+    p->rejected_n = n;
+    p->rejected_bytes = len;
+    publish_status(p);
+    if (!first && now - p->rejected_logged_us < KDP_REJECT_LOG_US) {
+        return;
+    }
+    p->rejected_logged_us = now;
+    log_error("%s: not sending the device list: its %zu devices make a %zu-byte ListAndWatch "
+              "message, over the kubelet's limit of %u bytes (4 MiB); the kubelet keeps the "
+              "last list that fit (%zu devices). Use fewer devices or shorter IDs, or split them "
+              "over several resources (said at most once a minute)",
+              p->resource, n, len, KDP_KUBELET_MAX_MESSAGE, p->tab.n);
+}
+
+static void clear_rejected(kdp_plugin *p)
+{
+    bool was = p->rejected_bytes != 0;
+    p->rejected_n = 0;
+    p->rejected_bytes = 0;
+    p->rejected_logged_us = 0;
+    publish_status(p);
+    if (was) {
+        log_info("%s: the device list fits in the kubelet's message limit again (%zu devices, "
+                 "%zu bytes)",
+                 p->resource, p->tab.n, p->law_len);
+    }
+}
+
+/* Encodes the table the kubelet is served (for the first start, an empty
+ * one). */
 static int encode_table(kdp_plugin *p)
 {
     uint8_t *buf;
     size_t len;
-    int r = kdp__devtab_encode(&p->tab, &buf, &len);
-    if (r < 0) {
-        log_error("%s: cannot encode %zu devices: %s", p->resource, p->tab.n, strerror(-r));
-        return r;
+    int r = encode(p, &p->tab, &buf, &len);
+    if (r == 0) {
+        free(p->law_msg);
+        p->law_msg = buf;
+        p->law_len = len;
     }
-    free(p->law_msg);
-    p->law_msg = buf;
-    p->law_len = len;
-    if (len > KDP_KUBELET_MAX_MESSAGE) {
-        log_error("%s: the device list (%zu devices) is %zu bytes, over the kubelet's message "
-                  "limit of %u bytes (4 MiB): the kubelet will reject it; split the devices "
-                  "over several resources",
-                  p->resource, p->tab.n, len, KDP_KUBELET_MAX_MESSAGE);
-    } else if (len > KDP_WARN_MESSAGE) {
-        log_warn("%s: the device list is %zu bytes, close to the kubelet's message limit of %u "
-                 "bytes (4 MiB)",
-                 p->resource, len, KDP_KUBELET_MAX_MESSAGE);
-    }
-    return 0;
+    return r;
 }
 
 /* Takes the table other threads published, if newer, and pushes it to the
- * kubelet when what the kubelet sees has changed. */
+ * kubelet when what the kubelet sees has changed and its message fits. */
 static void take_shared(kdp_plugin *p)
 {
     kdp__devtab fresh;
@@ -189,6 +309,25 @@ static void take_shared(kdp_plugin *p)
     }
     p->tab_ver = ver;
     bool changed = !kdp__devtab_same_for_kubelet(&p->tab, &fresh);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (changed || !p->law_msg) {
+        if (encode(p, &fresh, &buf, &len) < 0) {
+            kdp__devtab_clear(&fresh);
+            return;
+        }
+        if (len > KDP_KUBELET_MAX_MESSAGE) {
+            free(buf);
+            reject_table(p, fresh.n, len);
+            kdp__devtab_clear(&fresh);
+            return;
+        }
+        if (len > KDP_WARN_MESSAGE && changed) {
+            log_warn("%s: the device list is %zu bytes, close to the kubelet's message limit of "
+                     "%u bytes (4 MiB)",
+                     p->resource, len, KDP_KUBELET_MAX_MESSAGE);
+        }
+    }
     if (changed && kdp__log_enabled(KDP_LOG_INFO)) {
         change_log c = {.p = p};
         kdp__devtab_diff(&p->tab, &fresh, log_change, &c);
@@ -198,7 +337,13 @@ static void take_shared(kdp_plugin *p)
         }
     }
     kdp__devtab_move(&p->tab, &fresh);
-    if ((changed || !p->law_msg) && encode_table(p) == 0 && changed) {
+    if (buf) {
+        free(p->law_msg);
+        p->law_msg = buf;
+        p->law_len = len;
+    }
+    clear_rejected(p); /* publishes the status */
+    if (changed) {
         kdp__service_broadcast(p);
     }
 }
@@ -207,7 +352,7 @@ static void take_shared(kdp_plugin *p)
 
 static void fn_refresh(kdp__pjob *j)
 {
-    j->result = j->p->ops.refresh(j->p, j->p->ud);
+    j->result = kdp__pjob_checked(j, j->p->ops.refresh(j->p, j->p->ud));
 }
 
 static void fn_destroy(kdp__pjob *j)
@@ -219,7 +364,7 @@ static void fn_destroy(kdp__pjob *j)
 static void fn_list(kdp__pjob *j)
 {
     kdp_device_list *list = j->data;
-    j->result = j->p->ops.list(j->p, list, j->p->ud);
+    j->result = kdp__pjob_checked(j, j->p->ops.list(j->p, list, j->p->ud));
 }
 
 static void cleanup_list(kdp__pjob *j)
@@ -240,6 +385,42 @@ static void job_failed(kdp_plugin *p, kdp__pjob *j, bool timed_out)
               j->has_msg ? ": " : "", j->has_msg ? j->msg : "");
 }
 
+/* The rescan timer: the retry of a failed list (with backoff), else the
+ * periodic rescan if there is one. Only while serving. */
+static void arm_rescan(kdp_plugin *p)
+{
+    if (!p->ops.list) {
+        return;
+    }
+    if (p->list_error) {
+        kdp__timer_start(p->rescan_timer, p->list_retry_us);
+    } else if (p->rescan_ms) {
+        kdp__timer_start(p->rescan_timer, (uint64_t)p->rescan_ms * 1000U);
+    } else {
+        kdp__timer_stop(p->rescan_timer);
+    }
+}
+
+static bool serving(const kdp_plugin *p);
+
+/* A list call failed (err: its -errno), or could not be made: call it again
+ * with backoff, and say so. */
+static void list_failed(kdp_plugin *p, int err)
+{
+    p->list_error = err;
+    p->list_retry_us = kdp__backoff_next(&p->list_backoff);
+    publish_status(p);
+    if (p->law_msg && p->tab.n > 0) {
+        log_warn("%s: keeping the previous device list (%zu devices); calling the list "
+                 "callback again in %llu ms",
+                 p->resource, p->tab.n, (unsigned long long)(p->list_retry_us / 1000));
+    } else {
+        log_warn("%s: no device list yet (the kubelet is told of no devices); calling the list "
+                 "callback again in %llu ms",
+                 p->resource, (unsigned long long)(p->list_retry_us / 1000));
+    }
+}
+
 static void complete_list(kdp__pjob *j, bool timed_out)
 {
     kdp_plugin *p = j->p;
@@ -250,11 +431,21 @@ static void complete_list(kdp__pjob *j, bool timed_out)
     p->list_running = false;
     if (timed_out || j->result < 0) {
         job_failed(p, j, timed_out);
-        log_warn("%s: keeping the previous device list", p->resource);
+        list_failed(p, timed_out ? -ETIMEDOUT : j->result);
     } else {
+        bool was_failing = p->list_error != 0;
+        p->list_error = 0;
+        kdp__backoff_reset(&p->list_backoff);
         kdp_device_list *list = j->data;
         kdp__plugin_publish(p, &list->tab);
         take_shared(p);
+        publish_status(p);
+        if (was_failing) {
+            log_info("%s: the list callback succeeded again", p->resource);
+        }
+    }
+    if (!for_start && serving(p)) {
+        arm_rescan(p);
     }
     if (!for_start && atomic_load(&p->rescan_wanted)) {
         kdp__plugin_sync(p); /* asked again while this list ran */
@@ -304,6 +495,7 @@ static void after_refresh(kdp_plugin *p)
             return; /* complete_list goes on */
         }
         log_error("%s: cannot run the list callback: %s", p->resource, strerror(-r));
+        list_failed(p, r);
     }
     p->busy = false;
     take_shared(p);
@@ -347,12 +539,15 @@ void kdp__plugin_start(kdp_plugin *p)
     }
     if (lr < 0) {
         uint64_t delay = kdp__backoff_next(&p->backoff);
-        log_error("%s: cannot take the lock %s: %s; trying again in %llu ms", p->resource,
-                  p->lock_path, strerror(-lr), (unsigned long long)(delay / 1000));
+        if (!report_dir(p, lr)) {
+            log_error("%s: cannot take the lock %s: %s; trying again in %llu ms", p->resource,
+                      p->lock_path, strerror(-lr), (unsigned long long)(delay / 1000));
+        }
         p->state = P_STARTING;
         schedule_retry(p, RETRY_START, delay);
         return;
     }
+    dir_ok(p);
     p->state = P_STARTING;
     p->busy = true;
     p->started = true;
@@ -518,8 +713,10 @@ static void serve(kdp_plugin *p)
     }
     if (r < 0) {
         uint64_t delay = kdp__backoff_next(&p->backoff);
-        log_error("%s: cannot serve %s: %s; trying again in %llu ms", p->resource, p->socket_path,
-                  strerror(-r), (unsigned long long)(delay / 1000));
+        if (!report_dir(p, r)) {
+            log_error("%s: cannot serve %s: %s; trying again in %llu ms", p->resource,
+                      p->socket_path, strerror(-r), (unsigned long long)(delay / 1000));
+        }
         p->state = P_STARTING;
         schedule_retry(p, RETRY_START, delay);
         return;
@@ -530,9 +727,7 @@ static void serve(kdp_plugin *p)
     }
     p->starts++;
     log_info("%s: serving on %s (%zu devices)", p->resource, p->socket_path, p->tab.n);
-    if (p->rescan_ms && p->ops.list) {
-        kdp__timer_start(p->rescan_timer, (uint64_t)p->rescan_ms * 1000U);
-    }
+    arm_rescan(p);
     do_register(p);
 }
 
@@ -558,6 +753,7 @@ static void on_registered(int status, const char *message, const uint8_t *resp, 
     }
     if (status == KDP__ST_OK) {
         p->state = P_REGISTERED;
+        p->registered_us = kdp__now_us();
         p->fast_retries = 0;
         kdp__backoff_reset(&p->backoff);
         log_info("%s: registered with the kubelet (endpoint %s)", p->resource, p->socket_name);
@@ -607,6 +803,7 @@ static void do_register(kdp_plugin *p)
     }
     p->state = P_REGISTERING;
     p->kubelet_ino = st.st_ino;
+    p->kubelet_ctime = st.st_ctim;
     p->reg_creates = p->kubelet_creates;
     V1beta1__DevicePluginOptions opts = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
     kdp__service_options(p, &opts);
@@ -675,6 +872,11 @@ static void on_watch(int what, const char *name, void *ud)
         /* also while (re)starting, when the events below are ignored: the
          * Register that follows may hit the bind -> listen gap */
         p->fast_retries = KDP_FAST_RETRIES;
+        if (p->retry_what == RETRY_START && kdp__timer_armed(p->retry_timer)) {
+            log_info("%s: %s appeared (a new kubelet): starting now", p->resource,
+                     KDP_KUBELET_SOCKET);
+            kdp__timer_start(p->retry_timer, 0);
+        }
     }
     if (what == KDP__WATCH_GONE) {
         /* The watch died with the directory, whatever our state: drop it so
@@ -822,6 +1024,49 @@ static void run_destroy(kdp_plugin *p)
     after_job(p);
 }
 
+/* Whether the kubelet we registered with is still the one there: its
+ * kubelet.sock exists, the very file it was at our last Register (inode and
+ * change time: an inode number comes back at once on tmpfs), and was not
+ * created again since. */
+static bool same_kubelet(const kdp_plugin *p)
+{
+    struct stat st;
+    return p->kubelet_ino && stat(p->kubelet_path, &st) == 0 && st.st_ino == p->kubelet_ino &&
+           st.st_ctim.tv_sec == p->kubelet_ctime.tv_sec &&
+           st.st_ctim.tv_nsec == p->kubelet_ctime.tv_nsec && p->kubelet_creates == p->reg_creates;
+}
+
+/* At a restart: whether it counts as one more in a loop, that is, it ends a
+ * registration that succeeded and did not last, with the same kubelet
+ * still there (it keeps failing our stream, or our socket keeps being
+ * deleted). A restart of the kubelet itself never counts: a new kubelet
+ * wants us at once, and its restarts are its own, bounded by its own
+ * backoff. Nor does a Register that failed (that one has its own). */
+static void note_restart(kdp_plugin *p)
+{
+    bool registered = p->state == P_REGISTERED && p->registered_us;
+    bool stable = registered && kdp__now_us() - p->registered_us >= KDP_STABLE_REGISTRATION_US;
+    if (stable) {
+        p->quick_restarts = 0;
+        kdp__backoff_reset(&p->restart_backoff);
+    }
+    p->restart_counts = registered && !stable && same_kubelet(p);
+    p->registered_us = 0;
+    p->restarts++;
+    publish_status(p);
+}
+
+/* How long to wait before starting again after a restart: nothing unless
+ * it is the second or later in a loop (note_restart), so that no restart
+ * loop is unbounded. */
+static uint64_t restart_delay(kdp_plugin *p)
+{
+    if (!p->restart_counts || p->quick_restarts++ == 0) {
+        return 0;
+    }
+    return kdp__backoff_next(&p->restart_backoff);
+}
+
 /* Called whenever no lifecycle job runs any more: acts on pending requests. */
 static void after_job(kdp_plugin *p)
 {
@@ -848,7 +1093,19 @@ static void after_job(kdp_plugin *p)
         p->restart_pending = false;
         p->destroyed = false;
         p->started = false;
-        kdp__plugin_start(p);
+        uint64_t delay = restart_delay(p);
+        if (delay == 0) {
+            kdp__plugin_start(p);
+            return;
+        }
+        log_warn("%s: starting again in %llu ms: the same kubelet ended %u registrations in "
+                 "a row before they lasted %llu s (each restart waits longer, up to %llu s; a "
+                 "new kubelet starts it at once)",
+                 p->resource, (unsigned long long)(delay / 1000), p->quick_restarts,
+                 (unsigned long long)(KDP_STABLE_REGISTRATION_US / 1000000U),
+                 (unsigned long long)(KDP_RESTART_BACKOFF_MAX_US / 1000000U));
+        p->state = P_STARTING;
+        schedule_retry(p, RETRY_START, delay);
     }
 }
 
@@ -875,6 +1132,7 @@ void kdp__plugin_on_restart(kdp__timer *t, void *ud)
         return;
     }
     log_info("%s: restarting: %s", p->resource, p->restart_why);
+    note_restart(p);
     p->restart_pending = true;
     p->destroyed = false;
     if (p->busy) {
@@ -924,12 +1182,10 @@ void kdp__plugin_teardown_finish(kdp_plugin *p)
 
 void kdp__plugin_on_rescan(kdp__timer *t, void *ud)
 {
+    (void)t;
     kdp_plugin *p = ud;
     atomic_store(&p->rescan_wanted, true);
-    kdp__plugin_sync(p);
-    if (p->rescan_ms && serving(p)) {
-        kdp__timer_start(t, (uint64_t)p->rescan_ms * 1000U);
-    }
+    kdp__plugin_sync(p); /* the list's completion arms the timer again */
 }
 
 void kdp__plugin_sync(kdp_plugin *p)
@@ -941,6 +1197,8 @@ void kdp__plugin_sync(kdp_plugin *p)
         int r = run_list(p, false);
         if (r < 0) {
             log_error("%s: cannot run the list callback: %s", p->resource, strerror(-r));
+            list_failed(p, r);
+            arm_rescan(p);
         }
     }
     take_shared(p);

@@ -110,7 +110,7 @@ static int attach(kdp_plugin *p, kdp_ctx *ctx)
             return -EADDRINUSE;
         }
     }
-    int r = kdp__worker_new(ctx->loop, &p->worker);
+    int r = kdp__worker_new(ctx->loop, KDP_MAX_STUCK_CALLBACKS, &p->worker);
     if (r == 0) {
         r = kdp__wakeup_new(ctx->loop, on_wake, p, &p->wake);
     }
@@ -135,9 +135,15 @@ KDP_EXPORT int kdp_plugin_new(kdp_plugin **ret, kdp_ctx *ctx, const kdp_config *
                               const kdp_ops *ops, void *ud)
 {
     if (!ret || !cfg) {
+        log_error("kdp_plugin_new: %s is NULL", !ret ? "ret" : "the config (cfg)");
         return -EINVAL;
     }
-    int r = check_config(cfg);
+    int r = kdp__ctx_check_caller(ctx, "kdp_plugin_new",
+                                  "create plugins before the context runs, or on its thread");
+    if (r < 0) {
+        return r;
+    }
+    r = check_config(cfg);
     if (r < 0) {
         return r;
     }
@@ -157,12 +163,15 @@ KDP_EXPORT int kdp_plugin_new(kdp_plugin **ret, kdp_ctx *ctx, const kdp_config *
         cfg->callback_timeout_ms ? cfg->callback_timeout_ms : KDP_DEFAULT_CB_TIMEOUT_MS;
     p->rescan_ms = cfg->rescan_interval_ms;
     kdp__backoff_init(&p->backoff, 50000, 10000000, 0);
+    kdp__backoff_init(&p->restart_backoff, KDP_RESTART_BACKOFF_MIN_US, KDP_RESTART_BACKOFF_MAX_US,
+                      0);
+    kdp__backoff_init(&p->list_backoff, KDP_LIST_RETRY_MIN_US, KDP_LIST_RETRY_MAX_US, 0);
     r = fill_strings(p, cfg);
     if (r == 0) {
         r = attach(p, ctx);
     }
     if (r < 0) {
-        kdp_plugin_free(p);
+        kdp__plugin_free(p);
         return r;
     }
     *ret = p;
@@ -189,13 +198,24 @@ static kdp_plugin *left_behind;
 
 KDP_EXPORT void kdp_plugin_free(kdp_plugin *p)
 {
+    if (!p || kdp__ctx_check_caller(p->ctx, "kdp_plugin_free",
+                                    "to stop the plugin call kdp_plugin_stop() (thread-safe, "
+                                    "also from a callback), then free it once kdp_plugin_run() "
+                                    "or kdp_ctx_run() has returned") < 0) {
+        return;
+    }
+    kdp__plugin_free(p);
+}
+
+void kdp__plugin_free(kdp_plugin *p)
+{
     if (!p) {
         return;
     }
     kdp__plugin_teardown_serving(p);
     kdp__pjob_forget_all(p); /* lifecycle jobs: no deadline or completion after this */
     while (p->path_watches) {
-        kdp_path_watch_free(p->path_watches);
+        kdp__path_watch_free(p->path_watches);
     }
     bool left = kdp__worker_free(p->worker, 1000);
     p->worker = NULL;
@@ -263,6 +283,23 @@ KDP_EXPORT int kdp_plugin_set_devices(kdp_plugin *p, const kdp_device *devs, siz
         kdp__devtab_clear(&t);
         return r;
     }
+    size_t len = kdp__devtab_encoded_size(&t);
+    if (len > KDP_KUBELET_MAX_MESSAGE) {
+        uint64_t now = kdp__now_us();
+        uint64_t last = atomic_load(&p->set_rejected_logged_us);
+        if (last && now - last < KDP_REJECT_LOG_US) {
+            kdp__devtab_clear(&t);
+            return -EMSGSIZE; /* said less than a minute ago */
+        }
+        atomic_store(&p->set_rejected_logged_us, now);
+        log_error("%s: kdp_plugin_set_devices: %zu devices make a %zu-byte ListAndWatch message, "
+                  "over the kubelet's limit of %u bytes (4 MiB): refused, the kubelet keeps the "
+                  "current list. Use fewer devices or shorter IDs, or split them over several "
+                  "resources (said at most once a minute)",
+                  p->resource, n, len, KDP_KUBELET_MAX_MESSAGE);
+        kdp__devtab_clear(&t);
+        return -EMSGSIZE;
+    }
     kdp__plugin_publish(p, &t);
     kdp__devtab_clear(&t);
     return 0;
@@ -318,6 +355,29 @@ KDP_EXPORT void kdp_plugin_set_error(kdp_plugin *p, const char *fmt, ...)
     va_start(ap, fmt);
     kdp__job_set_error(cur, fmt, ap);
     va_end(ap);
+}
+
+KDP_EXPORT int kdp_plugin_get_status(kdp_plugin *p, kdp_plugin_status *ret)
+{
+    if (!p || !ret) {
+        return -EINVAL;
+    }
+    static const kdp_plugin_state states[] = {
+        [P_IDLE] = KDP_PLUGIN_IDLE,
+        [P_STARTING] = KDP_PLUGIN_STARTING,
+        [P_WAITING] = KDP_PLUGIN_WAITING,
+        [P_REGISTERING] = KDP_PLUGIN_REGISTERING,
+        [P_REGISTERED] = KDP_PLUGIN_REGISTERED,
+        [P_STOPPING] = KDP_PLUGIN_STOPPING,
+        [P_STOPPED] = KDP_PLUGIN_STOPPED,
+    };
+    pthread_mutex_lock(&p->mu);
+    kdp_plugin_status st = p->pub;
+    pthread_mutex_unlock(&p->mu);
+    st.state = states[atomic_load(&p->state)];
+    st.stuck_callbacks = p->worker ? kdp__worker_stuck(p->worker, NULL, NULL) : 0;
+    *ret = st;
+    return 0;
 }
 
 KDP_EXPORT const char *kdp_plugin_resource(const kdp_plugin *p)

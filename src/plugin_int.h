@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "backoff.h"
 #include "client.h"
@@ -30,6 +31,15 @@
 #define KDP_MAX_LAW_STREAMS       64U          /* the kubelet opens one; tools a few */
 #define KDP_FAST_RETRIES          5U
 #define KDP_FAST_RETRY_US         1000U /* kubelet.sock exists but is not listening yet */
+/* A registration that lasted this long was a success: the restart after it
+ * is immediate. Restarts after shorter ones back off (restart_backoff). */
+#define KDP_STABLE_REGISTRATION_US (10ULL * 1000000ULL)
+#define KDP_RESTART_BACKOFF_MIN_US (50ULL * 1000ULL)
+#define KDP_RESTART_BACKOFF_MAX_US (30ULL * 1000000ULL)
+#define KDP_LIST_RETRY_MIN_US      (100ULL * 1000ULL)
+#define KDP_LIST_RETRY_MAX_US      (30ULL * 1000000ULL)
+/* A refused device table (over the message limit) is logged this often. */
+#define KDP_REJECT_LOG_US (60ULL * 1000000ULL)
 
 typedef enum plugin_state {
     P_IDLE = 0,    /* not started */
@@ -45,6 +55,12 @@ struct kdp_ctx {
     kdp__loop *loop;
     kdp_plugin *plugins;
     kdp__wakeup *stop_wake;
+    /* The thread (gettid) that runs the context: kdp_ctx_run() for its
+     * duration, kdp_ctx_dispatch() from its first call until it returns
+     * non-zero. 0 = none. Loop-thread-only calls from any other thread are
+     * refused while it is set (kdp__ctx_check_caller). */
+    _Atomic int owner;
+    bool dispatching;    /* inside kdp__loop_dispatch (owner thread only) */
     bool stop_requested; /* loop thread's view */
     bool started;
     int error; /* the first fatal plugin error, returned by run */
@@ -76,9 +92,14 @@ struct kdp_plugin {
     atomic_bool rescan_wanted;
     atomic_bool stop_wanted;
     kdp__wakeup *wake;
+    _Atomic uint64_t set_rejected_logged_us; /* kdp_plugin_set_devices' -EMSGSIZE line */
 
-    /* loop thread only */
-    plugin_state state;
+    /* Read by kdp_plugin_get_status() from any thread (under mu): what the
+     * loop thread last published. */
+    kdp_plugin_status pub;
+
+    /* loop thread only (state is also read by kdp_plugin_get_status) */
+    _Atomic plugin_state state;
     kdp__worker *worker;
     struct kdp__pjob *jobs;  /* outstanding jobs whose complete may still run (jobs.c) */
     atomic_bool destroy_ran; /* set by the destroy job as it starts (worker thread) */
@@ -115,12 +136,43 @@ struct kdp_plugin {
     bool list_running;
     void *start_list; /* the list job of the current start, if running */
     unsigned starts;  /* how many times the server started */
+
+    /* A table whose message is over the kubelet's limit is not sent: the
+     * kubelet keeps the last one that fit (tab). */
+    size_t rejected_n, rejected_bytes; /* the newest refused table; 0 = none */
+    uint64_t rejected_logged_us;       /* its last error line */
+    /* Restarts back off unless the registration before was stable. */
+    kdp__backoff restart_backoff;
+    uint64_t registered_us;        /* when the current registration succeeded; 0 = none */
+    bool restart_counts;           /* the restart under way is one more in a loop */
+    unsigned quick_restarts;       /* restarts in a row that counted */
+    struct timespec kubelet_ctime; /* kubelet.sock's change time at the last Register */
+    unsigned restarts;
+    /* A failed list op is called again with backoff. */
+    kdp__backoff list_backoff;
+    int list_error;          /* the last list call's -errno; 0 = it succeeded */
+    uint64_t list_retry_us;  /* the delay before that next call */
+    uint64_t busy_logged_us; /* the last "callbacks are stuck" line */
+    /* The device-plugin directory's problem, last logged: 0 = none. */
+    int dir_error;
 };
 
 /* plugin.c: hands a new table to the loop thread (takes t's content). */
 void kdp__plugin_publish(kdp_plugin *p, kdp__devtab *t);
 
+/* plugin.c: kdp_plugin_free() without the caller checks (ctx.c frees its
+ * plugins through it once it has checked its own caller). */
+void kdp__plugin_free(kdp_plugin *p);
+/* hotplug.c: kdp_path_watch_free() without the caller checks. */
+void kdp__path_watch_free(kdp_path_watch *w);
+
 /* ctx.c */
 void kdp__ctx_plugin_stopped(kdp_ctx *ctx, kdp_plugin *p, int error);
+/* For the public calls that must run on the context's thread, outside
+ * callbacks and outside kdp's own loop: 0 if this caller may go on, else
+ * -EPERM (from a callback, or from inside the loop, e.g. a log sink) or
+ * -EBUSY (another thread runs the context), after a log line naming fn and
+ * what to do instead. ctx may be NULL (only the callback check applies). */
+int kdp__ctx_check_caller(kdp_ctx *ctx, const char *fn, const char *instead);
 
 #endif

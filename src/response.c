@@ -148,6 +148,47 @@ static int check_paths(const char *fn, const char *container_path, const char *h
     return 0;
 }
 
+/* A second mount or device node at one container path: the same one again
+ * is harmless (1: nothing to add), another one is refused (-EEXIST), for the
+ * runtime would fail the container or silently keep one of them. */
+static int check_mount_path(const kdp_alloc_response *r, const char *container_path,
+                            const char *host_path, bool read_only)
+{
+    for (size_t i = 0; i < r->n_mounts; i++) {
+        const V1beta1__Mount *m = &r->mounts[i];
+        if (strcmp(m->container_path, container_path) != 0) {
+            continue;
+        }
+        if (strcmp(m->host_path, host_path) == 0 && m->read_only == read_only) {
+            return 1;
+        }
+        log_warn("kdp_response_add_mount: container path %s is already mounted from %s: "
+                 "refusing a second mount there (from %s)",
+                 container_path, m->host_path, host_path);
+        return -EEXIST;
+    }
+    return 0;
+}
+
+static int check_device_path(const kdp_alloc_response *r, const char *container_path,
+                             const char *host_path, const char *permissions)
+{
+    for (size_t i = 0; i < r->n_devices; i++) {
+        const V1beta1__DeviceSpec *d = &r->devices[i];
+        if (strcmp(d->container_path, container_path) != 0) {
+            continue;
+        }
+        if (strcmp(d->host_path, host_path) == 0 && strcmp(d->permissions, permissions) == 0) {
+            return 1;
+        }
+        log_warn("kdp_response_add_device: container path %s already has the device %s: "
+                 "refusing a second device node there (%s)",
+                 container_path, d->host_path, host_path);
+        return -EEXIST;
+    }
+    return 0;
+}
+
 KDP_EXPORT int kdp_response_add_mount(kdp_alloc_response *r, const char *container_path,
                                       const char *host_path, bool read_only)
 {
@@ -155,8 +196,11 @@ KDP_EXPORT int kdp_response_add_mount(kdp_alloc_response *r, const char *contain
         return bad_arg(__func__, "response is NULL");
     }
     int ret = check_paths(__func__, container_path, host_path);
-    if (ret < 0) {
-        return ret;
+    if (ret == 0) {
+        ret = check_mount_path(r, container_path, host_path, read_only);
+    }
+    if (ret != 0) {
+        return ret < 0 ? ret : 0;
     }
     V1beta1__Mount m = V1BETA1__MOUNT__INIT;
     m.container_path = strdup(container_path);
@@ -188,8 +232,11 @@ KDP_EXPORT int kdp_response_add_device(kdp_alloc_response *r, const char *contai
         return bad_arg(__func__, why);
     }
     int ret = check_paths(__func__, container_path, host_path);
-    if (ret < 0) {
-        return ret;
+    if (ret == 0) {
+        ret = check_device_path(r, container_path, host_path, permissions);
+    }
+    if (ret != 0) {
+        return ret < 0 ? ret : 0;
     }
     V1beta1__DeviceSpec d = V1BETA1__DEVICE_SPEC__INIT;
     d.container_path = strdup(container_path);

@@ -198,7 +198,17 @@ static void rpc_start(kdp_plugin *p, kdp__call *call, const char *what, void *re
     j->cleanup = rpc_cleanup;
     kdp__call_set_cancel(call, rpc_on_cancel, c);
     int r = kdp__pjob_submit(j, kdp__call_deadline(call));
-    if (r < 0) {
+    if (r == -EBUSY) {
+        char msg[512];
+        (void)kdp__pjob_busy_message(p, msg, sizeof(msg));
+        uint64_t now = kdp__now_us();
+        if (!p->busy_logged_us || now - p->busy_logged_us >= KDP_REJECT_LOG_US) {
+            p->busy_logged_us = now;
+            log_error("%s (refusing a %s call; said at most once a minute)", msg, what);
+        }
+        kdp__call_set_cancel(call, NULL, NULL);
+        (void)kdp__call_finish(call, KDP__ST_UNAVAILABLE, msg);
+    } else if (r < 0) {
         kdp__call_set_cancel(call, NULL, NULL);
         (void)kdp__call_finish(call, KDP__ST_RESOURCE_EXHAUSTED, "cannot start the callback");
     }
@@ -261,6 +271,38 @@ static bool check_ids(kdp_plugin *p, kdp__call *call, char **ids, size_t n, bool
     return true;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Refuses an ID listed twice for one container (the kubelet never does so:
+ * a peer that does is confused, and the author's callback must not have to
+ * cope). Sorted copy: O(n log n) for the largest requests. */
+static bool check_unique(kdp_plugin *p, kdp__call *call, char **ids, size_t n)
+{
+    if (n < 2) {
+        return true;
+    }
+    char **sorted = malloc(n * sizeof(*sorted));
+    if (!sorted) {
+        fail(call, KDP__ST_RESOURCE_EXHAUSTED, "out of memory");
+        return false;
+    }
+    memcpy(sorted, ids, n * sizeof(*sorted));
+    qsort(sorted, n, sizeof(*sorted), cmp_str);
+    for (size_t i = 1; i < n; i++) {
+        if (strcmp(sorted[i - 1], sorted[i]) == 0) {
+            fail(call, KDP__ST_INVALID_ARGUMENT,
+                 "%s: device ID \"%s\" is listed twice for one container", p->resource, sorted[i]);
+            free(sorted);
+            return false;
+        }
+    }
+    free(sorted);
+    return true;
+}
+
 /* ---- Allocate ---- */
 
 static int allocate_one(kdp__pjob *j, const kdp__devtab *devs,
@@ -272,7 +314,8 @@ static int allocate_one(kdp__pjob *j, const kdp__devtab *devs,
                        p->env_name);
     kdp_alloc_request req = {.ids = (const char *const *)cr->devices_ids,
                              .n_ids = cr->n_devices_ids};
-    int r = p->ops.allocate ? p->ops.allocate(p, &req, b, p->ud) : kdp_response_add_defaults(b);
+    int r = p->ops.allocate ? kdp__pjob_checked(j, p->ops.allocate(p, &req, b, p->ud))
+                            : kdp_response_add_defaults(b);
     if (r < 0) {
         return r;
     }
@@ -333,7 +376,8 @@ static void h_allocate(kdp__call *call, const uint8_t *msg, size_t len, void *ud
     kdp__devtab_init(&devs);
     for (size_t i = 0; i < req->n_container_requests; i++) {
         V1beta1__ContainerAllocateRequest *cr = req->container_requests[i];
-        if (!check_ids(p, call, cr->devices_ids, cr->n_devices_ids, true, &devs)) {
+        if (!check_unique(p, call, cr->devices_ids, cr->n_devices_ids) ||
+            !check_ids(p, call, cr->devices_ids, cr->n_devices_ids, true, &devs)) {
             kdp__devtab_clear(&devs);
             free_alloc_req(req);
             return;
@@ -355,7 +399,7 @@ static int prefer_one(kdp__pjob *j, V1beta1__ContainerPreferredAllocationRequest
         .n_must_include = cr->n_must_include_deviceids,
         .size = cr->allocation_size > 0 ? (size_t)cr->allocation_size : 0,
     };
-    return p->ops.preferred(p, &req, ids, p->ud);
+    return kdp__pjob_checked(j, p->ops.preferred(p, &req, ids, p->ud));
 }
 
 static void fn_preferred(kdp__pjob *j)
@@ -423,8 +467,8 @@ static void fn_prestart(kdp__pjob *j)
     rpc *c = j->data;
     V1beta1__PreStartContainerRequest *req = c->req;
     kdp_plugin *p = j->p;
-    j->result =
-        p->ops.prestart(p, (const char *const *)req->devices_ids, req->n_devices_ids, p->ud);
+    j->result = kdp__pjob_checked(
+        j, p->ops.prestart(p, (const char *const *)req->devices_ids, req->n_devices_ids, p->ud));
     if (j->result == 0) {
         V1beta1__PreStartContainerResponse resp = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
         j->result = rpc_pack(c, &resp.base);
@@ -447,7 +491,8 @@ static void h_prestart(kdp__call *call, const uint8_t *msg, size_t len, void *ud
     }
     kdp__devtab devs;
     kdp__devtab_init(&devs);
-    bool ok = check_ids(p, call, req->devices_ids, req->n_devices_ids, false, &devs);
+    bool ok = check_unique(p, call, req->devices_ids, req->n_devices_ids) &&
+              check_ids(p, call, req->devices_ids, req->n_devices_ids, false, &devs);
     kdp__devtab_clear(&devs);
     if (!ok) {
         free_prestart_req(req);

@@ -22,9 +22,10 @@ typedef struct core {
     kdp__job *q_head, *q_tail;
     kdp__job *done_head, *done_tail;
     wthread *threads;
-    wthread *exited;   /* returned, not joined yet (joined by the loop thread) */
-    kdp__wakeup *wake; /* NULL once the worker is freed */
-    unsigned refs;     /* 1 for the worker + 1 per thread */
+    wthread *exited;    /* returned, not joined yet (joined by the loop thread) */
+    kdp__wakeup *wake;  /* NULL once the worker is freed */
+    unsigned refs;      /* 1 for the worker + 1 per thread */
+    unsigned max_stuck; /* retired threads still in an abandoned job, at most */
     bool closing;
 } core;
 
@@ -32,6 +33,7 @@ struct wthread {
     core *c;
     wthread *next;
     kdp__job *running;
+    uint64_t stuck_since; /* when running was abandoned; 0 if it was not */
     pthread_t tid;
     bool retired;
     bool detached; /* left behind at kdp__worker_free: frees itself */
@@ -114,6 +116,7 @@ static void run_job(core *c, wthread *t, kdp__job *j)
     current_job = NULL;
     pthread_mutex_lock(&c->mu);
     t->running = NULL;
+    t->stuck_since = 0;
     if (j->state == J_ABANDONED || c->closing) {
         pthread_mutex_unlock(&c->mu);
         j->free(j);
@@ -220,7 +223,7 @@ static void on_wake(kdp__wakeup *wk, void *ud)
     }
 }
 
-int kdp__worker_new(kdp__loop *l, kdp__worker **ret)
+int kdp__worker_new(kdp__loop *l, unsigned max_stuck, kdp__worker **ret)
 {
     kdp__worker *w = calloc(1, sizeof(*w));
     core *c = calloc(1, sizeof(*c));
@@ -233,6 +236,7 @@ int kdp__worker_new(kdp__loop *l, kdp__worker **ret)
     pthread_cond_init(&c->work, NULL);
     pthread_cond_init(&c->idle, NULL);
     c->refs = 1;
+    c->max_stuck = max_stuck > 0 ? max_stuck : 1;
     w->c = c;
     int r = kdp__wakeup_new(l, on_wake, w, &w->wake);
     if (r < 0) {
@@ -246,14 +250,24 @@ int kdp__worker_new(kdp__loop *l, kdp__worker **ret)
     return 0;
 }
 
-static bool has_live_thread(const core *c)
+/* The thread that serves the queue (the one not retired), or NULL. */
+static wthread *live_thread(const core *c)
 {
-    for (const wthread *t = c->threads; t; t = t->next) {
+    for (wthread *t = c->threads; t; t = t->next) {
         if (!t->retired) {
-            return true;
+            return t;
         }
     }
-    return false;
+    return NULL;
+}
+
+static unsigned count_retired(const core *c)
+{
+    unsigned n = 0;
+    for (const wthread *t = c->threads; t; t = t->next) {
+        n += t->retired;
+    }
+    return n;
 }
 
 int kdp__worker_submit(kdp__worker *w, kdp__job *j)
@@ -261,7 +275,21 @@ int kdp__worker_submit(kdp__worker *w, kdp__job *j)
     core *c = w->c;
     join_exited(c);
     pthread_mutex_lock(&c->mu);
-    int r = has_live_thread(c) ? 0 : spawn_locked(c);
+    int r = 0;
+    wthread *live = live_thread(c);
+    if (live && live->stuck_since) {
+        /* Stuck in an abandoned job (the cap was reached when it overran):
+         * retire it now if a stuck thread has returned since, else refuse. */
+        if (count_retired(c) + 1 < c->max_stuck) {
+            live->retired = true;
+            live = NULL;
+        } else {
+            r = -EBUSY;
+        }
+    }
+    if (r == 0 && !live) {
+        r = spawn_locked(c);
+    }
     if (r == 0) {
         j->state = J_QUEUED;
         push(&c->q_head, &c->q_tail, j);
@@ -276,6 +304,30 @@ int kdp__worker_submit(kdp__worker *w, kdp__job *j)
     return r;
 }
 
+unsigned kdp__worker_stuck(kdp__worker *w, const char **ret_name, uint64_t *ret_since_us)
+{
+    core *c = w->c;
+    unsigned n = 0;
+    const wthread *oldest = NULL;
+    pthread_mutex_lock(&c->mu);
+    for (const wthread *t = c->threads; t; t = t->next) {
+        if (t->stuck_since) {
+            n++;
+            if (!oldest || t->stuck_since < oldest->stuck_since) {
+                oldest = t;
+            }
+        }
+    }
+    if (ret_name) {
+        *ret_name = oldest ? oldest->running->name : NULL;
+    }
+    if (ret_since_us) {
+        *ret_since_us = oldest ? oldest->stuck_since : 0;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
 bool kdp__worker_abandon(kdp__worker *w, kdp__job *j)
 {
     core *c = w->c;
@@ -283,11 +335,18 @@ bool kdp__worker_abandon(kdp__worker *w, kdp__job *j)
     if (j->state == J_RUNNING) {
         j->state = J_ABANDONED;
         for (wthread *t = c->threads; t; t = t->next) {
-            if (t->running == j) {
+            if (t->running != j) {
+                continue;
+            }
+            t->stuck_since = kdp__now_us();
+            /* The last one the cap allows stays the thread serving the
+             * queue: what is queued waits for it, new submits are refused
+             * (-EBUSY) until a stuck thread returns. */
+            if (count_retired(c) + 1 < c->max_stuck) {
                 t->retired = true; /* finishes j, then exits */
             }
         }
-        if (c->q_head && spawn_locked(c) < 0) {
+        if (c->q_head && !live_thread(c) && spawn_locked(c) < 0) {
             log_error("cannot start a worker thread: queued callbacks wait for the stuck one");
         }
         pthread_cond_broadcast(&c->work);

@@ -14,6 +14,7 @@
 #define KDP_WORKER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "loop.h"
 
@@ -21,6 +22,7 @@ typedef struct kdp__worker kdp__worker;
 typedef struct kdp__job kdp__job;
 
 struct kdp__job {
+    const char *name;          /* static, for messages ("allocate") */
     void (*run)(kdp__job *j);  /* worker thread */
     void (*done)(kdp__job *j); /* loop thread, unless abandoned */
     void (*free)(kdp__job *j); /* frees the job; any thread */
@@ -29,9 +31,20 @@ struct kdp__job {
     int state;
 };
 
-int kdp__worker_new(kdp__loop *l, kdp__worker **ret);
-/* Queues j. Returns 0 or -errno (-ENOMEM when a thread cannot be made). */
+/* max_stuck (>= 1) caps the threads running an abandoned job (a callback
+ * past its deadline): the first max_stuck - 1 are retired and a fresh thread
+ * serves the queue; the max_stuck-th stays the queue's thread, and submits
+ * fail with -EBUSY until one of them returns. So the worker never has more
+ * than max_stuck threads. */
+int kdp__worker_new(kdp__loop *l, unsigned max_stuck, kdp__worker **ret);
+/* Queues j. Returns 0, -EBUSY (every thread is stuck in an abandoned job, see
+ * kdp__worker_stuck) or -ENOMEM (a thread cannot be made). */
 int kdp__worker_submit(kdp__worker *w, kdp__job *j);
+/* How many threads are stuck in an abandoned job right now; *ret_name (may
+ * be NULL) gets the name of the job stuck longest (NULL if none), and
+ * *ret_since_us (may be NULL) when it was abandoned (kdp__now_us()). Any
+ * thread. */
+unsigned kdp__worker_stuck(kdp__worker *w, const char **ret_name, uint64_t *ret_since_us);
 /* Drops j: done() will not run, free() will (now if the job was not
  * running). Returns true if its run() is executing right now (it is then
  * left to finish on a retired thread). */

@@ -3,7 +3,7 @@
 // kubelet's own gRPC implementation, in the kubelet's order:
 //
 //	kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy] [-rpc-timeout D]
-//	                 [-dial-timeout D]
+//	                 [-dial-timeout D] [-max-recv-msg BYTES]
 //
 // At start it removes every socket file in DIR (never other files, never
 // kubelet_internal_checkpoint), serves the Registration service on
@@ -96,6 +96,7 @@ var (
 	fDial        string
 	fRPCTimeout  time.Duration
 	fDialTimeout time.Duration
+	fMaxRecvMsg  int
 )
 
 // ---------------------------------------------------------------------------
@@ -457,11 +458,12 @@ func main() {
 	fs.StringVar(&fDial, "dial", "unix", `"unix": target unix://PATH (:authority localhost); "legacy": target PATH + custom dialer (:authority PATH)`)
 	fs.DurationVar(&fRPCTimeout, "rpc-timeout", 60*time.Second, "safety bound on unary calls to plugins (0 = none, like the kubelet)")
 	fs.DurationVar(&fDialTimeout, "dial-timeout", 10*time.Second, "blocking dial timeout (the kubelet's is 10s)")
+	fs.IntVar(&fMaxRecvMsg, "max-recv-msg", 4*1024*1024, "largest ListAndWatch message accepted (grpc-go's default, the kubelet's: 4 MiB); a larger one fails the stream")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
 	if fDir == "" || fs.NArg() != 0 || (fDial != "unix" && fDial != "legacy") {
-		fmt.Fprintln(os.Stderr, "usage: kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy] [-rpc-timeout D] [-dial-timeout D]")
+		fmt.Fprintln(os.Stderr, "usage: kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy] [-rpc-timeout D] [-dial-timeout D] [-max-recv-msg BYTES]")
 		os.Exit(2)
 	}
 	dir, err := filepath.Abs(fDir)

@@ -351,7 +351,8 @@ func (k *kubelet) listAndWatch(c *client) {
 	defer close(c.done)
 	// Like the kubelet: no deadline, never cancelled by us (only by closing
 	// the connection).
-	stream, err := c.api.ListAndWatch(context.Background(), &pb.Empty{})
+	stream, err := c.api.ListAndWatch(context.Background(), &pb.Empty{},
+		grpc.MaxCallRecvMsgSize(fMaxRecvMsg))
 	if err == nil {
 		for {
 			var resp *pb.ListAndWatchResponse

@@ -22,11 +22,21 @@
  *   --rescan-ms N           call the list op every N ms too
  *   --embed                 run in our own poll() loop (kdp_ctx_get_fd +
  *                           kdp_ctx_dispatch) with our own SIGTERM handler
+ *   --positive-id ID        allocate of ID returns EINVAL (positive: a mistake)
+ *   --misuse-id ID          allocate of ID first calls what a callback must not
+ *                           (kdp_plugin_free, kdp_ctx_dispatch, kdp_ctx_run,
+ *                           kdp_plugin_watch_path), printing each return code
+ *   --sink-reenters         a log sink (lines on stderr as "sink: L msg") that
+ *                           calls kdp_log_set and, once, a kdp call that logs
  *
  * stdin: "set SPEC", "health ID Healthy|Unhealthy", "rescan", "stop",
  *        "churn N M US": N device tables of M devices with 48-byte IDs set
  *        one after another (each differs from the one before), US
- *        microseconds apart: a load of ListAndWatch updates.
+ *        microseconds apart: a load of ListAndWatch updates;
+ *        "many N LEN": N devices with LEN-byte IDs (kdp_plugin_set_devices);
+ *        "status": prints "status RES {json}" (kdp_plugin_get_status);
+ *        "free": kdp_plugin_free from this (non-loop) thread while running.
+ * The list file (--list-file) may hold "many N LEN" instead of a SPEC.
  */
 #include <errno.h>
 #include <kdp.h>
@@ -51,6 +61,9 @@ static const char *fail_id;
 static const char *prestart_file;
 static const char *lifecycle_file;
 static const char *list_file;
+static const char *positive_id;
+static const char *misuse_id;
+static kdp_ctx *the_ctx;
 
 typedef struct spec {
     kdp_device devs[MAX_DEV];
@@ -119,6 +132,17 @@ static int op_allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_re
             kdp_plugin_set_error(p, "device %s refuses to be allocated", fail_id);
             return -EINVAL;
         }
+        if (positive_id && strcmp(req->ids[i], positive_id) == 0) {
+            return EINVAL; /* the mistake: a positive errno */
+        }
+        if (misuse_id && strcmp(req->ids[i], misuse_id) == 0) {
+            kdp_plugin_free(p); /* refused: the plugin stays */
+            int rd = kdp_ctx_dispatch(the_ctx);
+            int rr = kdp_ctx_run(the_ctx);
+            int rw = kdp_plugin_watch_path(p, "/tmp", 0, NULL);
+            printf("misuse: dispatch %d run %d watch %d\n", rd, rr, rw);
+            fflush(stdout);
+        }
     }
     int r = kdp_response_add_defaults(resp);
     if (r == 0) {
@@ -169,6 +193,29 @@ static void op_destroy(kdp_plugin *p, void *ud)
     note(lifecycle_file, "destroy", NULL, 0);
 }
 
+/* N devices with LEN-byte IDs ("many-<number>" padded with 'x'). */
+static kdp_device *many_devices(unsigned n, unsigned len, char **ret_ids)
+{
+    if (len < 16 || len > 255) {
+        len = 16;
+    }
+    kdp_device *devs = calloc(n ? n : 1, sizeof(*devs));
+    char *ids = calloc((size_t)(n ? n : 1), (size_t)len + 1);
+    if (!devs || !ids) {
+        free(devs);
+        free(ids);
+        return NULL;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        char *id = ids + (size_t)i * (len + 1);
+        int k = snprintf(id, len + 1, "many-%u-", i);
+        memset(id + k, 'x', len - (unsigned)k);
+        devs[i].id = id;
+    }
+    *ret_ids = ids;
+    return devs;
+}
+
 static int op_list(kdp_plugin *p, kdp_device_list *out, void *ud)
 {
     (void)ud;
@@ -181,6 +228,21 @@ static int op_list(kdp_plugin *p, kdp_device_list *out, void *ud)
     size_t n = fread(text, 1, sizeof(text) - 1, f);
     text[n] = '\0';
     fclose(f);
+    unsigned many = 0;
+    unsigned len = 0;
+    if (sscanf(text, "many %u %u", &many, &len) == 2) {
+        char *ids = NULL;
+        kdp_device *devs = many_devices(many, len, &ids);
+        int r = devs ? 0 : -ENOMEM;
+        for (unsigned i = 0; r == 0 && i < many; i++) {
+            r = kdp_device_list_add(out, &devs[i]);
+        }
+        free(devs);
+        free(ids);
+        printf("listed %u\n", many);
+        fflush(stdout);
+        return r;
+    }
     static spec s;
     parse_spec(text, &s);
     for (size_t i = 0; i < s.n; i++) {
@@ -218,6 +280,19 @@ static int churn(kdp_plugin *p, unsigned n, unsigned m, unsigned us)
     return 0;
 }
 
+static void print_status(kdp_plugin *p)
+{
+    kdp_plugin_status st;
+    if (kdp_plugin_get_status(p, &st) < 0) {
+        return;
+    }
+    printf("status %s {\"state\": %d, \"devices\": %zu, \"message_bytes\": %zu, "
+           "\"rejected_devices\": %zu, \"rejected_bytes\": %zu, \"list_error\": %d, "
+           "\"dir_error\": %d, \"stuck_callbacks\": %u, \"restarts\": %u}\n",
+           kdp_plugin_resource(p), (int)st.state, st.devices, st.message_bytes, st.rejected_devices,
+           st.rejected_bytes, st.list_error, st.dir_error, st.stuck_callbacks, st.restarts);
+}
+
 static void *read_commands(void *arg)
 {
     (void)arg;
@@ -247,6 +322,16 @@ static void *read_commands(void *arg)
                 r = churn(plugins[i], cn, cm, cus);
             } else if (strcmp(line, "stop") == 0) {
                 r = kdp_plugin_stop(plugins[i]);
+            } else if (sscanf(line, "many %u %u", &cn, &cm) == 2) {
+                char *ids = NULL;
+                kdp_device *devs = many_devices(cn, cm, &ids);
+                r = devs ? kdp_plugin_set_devices(plugins[i], devs, cn) : -ENOMEM;
+                free(devs);
+                free(ids);
+            } else if (strcmp(line, "status") == 0) {
+                print_status(plugins[i]);
+            } else if (strcmp(line, "free") == 0) {
+                kdp_plugin_free(plugins[i]); /* refused while the context runs */
             }
             printf("command \"%s\" on %s: %d\n", line, kdp_plugin_resource(plugins[i]), r);
             fflush(stdout);
@@ -254,6 +339,22 @@ static void *read_commands(void *arg)
         pthread_mutex_unlock(&plugins_mu);
     }
     return NULL;
+}
+
+/* A sink that calls back into kdp: kdp_log_set on every line and, once, a
+ * call that logs an error itself. Neither may deadlock. */
+static void reentrant_sink(kdp_log_level level, const char *msg, void *ud)
+{
+    (void)ud;
+    static const char letters[] = "DIWE";
+    static bool once;
+    fprintf(stderr, "sink: %c %s\n", letters[level & 3], msg);
+    kdp_log_set(KDP_LOG_INFO, reentrant_sink, NULL);
+    if (!once && n_plugins > 0) {
+        once = true;
+        kdp_device bad = {.id = "bad id"}; /* refused, with an error line */
+        (void)kdp_plugin_set_devices(plugins[0], &bad, 1);
+    }
 }
 
 static kdp_ctx *embed_ctx;
@@ -307,6 +408,7 @@ int main(int argc, char **argv)
     bool preferred = false;
     bool default_alloc = false;
     bool embed = false;
+    bool sink_reenters = false;
     kdp_config cfg = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -321,6 +423,10 @@ int main(int argc, char **argv)
         }
         if (strcmp(a, "--embed") == 0) {
             embed = true;
+            continue;
+        }
+        if (strcmp(a, "--sink-reenters") == 0) {
+            sink_reenters = true;
             continue;
         }
         if (!v) {
@@ -353,6 +459,10 @@ int main(int argc, char **argv)
             list_file = v;
         } else if (strcmp(a, "--rescan-ms") == 0) {
             cfg.rescan_interval_ms = (unsigned)atoi(v);
+        } else if (strcmp(a, "--positive-id") == 0) {
+            positive_id = v;
+        } else if (strcmp(a, "--misuse-id") == 0) {
+            misuse_id = v;
         } else {
             fprintf(stderr, "kdp-test-plugin: unknown flag %s\n", a);
             return 2;
@@ -361,7 +471,7 @@ int main(int argc, char **argv)
     if (n_res == 0) {
         resources[n_res++] = "kdp.test/dev";
     }
-    kdp_log_set(KDP_LOG_INFO, NULL, NULL);
+    kdp_log_set(KDP_LOG_INFO, sink_reenters ? reentrant_sink : NULL, NULL);
     kdp_ops ops = {
         .allocate = default_alloc ? NULL : op_allocate,
         .prestart = prestart ? op_prestart : NULL,
@@ -374,6 +484,7 @@ int main(int argc, char **argv)
     if (kdp_ctx_new(&ctx) < 0) {
         return 1;
     }
+    the_ctx = ctx;
     static spec initial;
     parse_spec(devices, &initial);
     for (int i = 0; i < n_res; i++) {

@@ -19,6 +19,7 @@ wait is bounded (harness.T) and so is every test (TEST_BOUND below).
 
 import errno
 import os
+import re
 import random
 import shutil
 import signal
@@ -177,9 +178,11 @@ class KubeletFaults(Base):
         wait_for(lambda: (shutil.rmtree(self.dir, True), not os.path.exists(self.dir))[1], T,
                  "the directory to be removed")
         pl.wait_log(r"restarting: ", T, since=lmark)
-        # retried while the dir is missing: the lock or the socket fails first,
-        # depending on whether the restart began before the lock file went
-        pl.wait_log(r"cannot take the lock|cannot serve", T, since=lmark)
+        # retried while the dir is missing (the lock or the socket fails first,
+        # depending on whether the restart began before the lock file went):
+        # either way the log names the directory and says it is missing
+        pl.wait_log(r"the device-plugin directory %s does not exist" % re.escape(self.dir), T,
+                    since=lmark)
         back = pl.log_mark()
         os.mkdir(self.dir, stat.S_IMODE(st_dir.st_mode))
         t0 = time.monotonic()

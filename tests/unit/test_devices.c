@@ -557,6 +557,50 @@ static void test_encode_100k(void **state)
     free(ids);
 }
 
+/* kdp__devtab_encoded_size() against protobuf-c's own packing, on tables of
+ * every shape: IDs of 1 to 255 bytes (the length varint's one- and two-byte
+ * forms), both healths, no NUMA node, node 0 (left out by proto3), large
+ * node numbers (multi-byte varints), several nodes. */
+static void test_encoded_size(void **state)
+{
+    (void)state;
+    uint32_t seed = 12345;
+    char ids[64][256];
+    int64_t numa[64][4];
+    kdp_device devs[64];
+    for (int round = 0; round < 200; round++) {
+        size_t n = (size_t)(round % 64);
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 1103515245U + 12345U;
+            size_t len = 1 + (seed >> 8) % 255;
+            snprintf(ids[i], sizeof(ids[i]), "%zu-", i);
+            size_t k = strlen(ids[i]);
+            if (len > k) {
+                memset(ids[i] + k, 'a' + (char)(seed % 26), len - k);
+                ids[i][len] = '\0';
+            }
+            size_t n_numa = (seed >> 4) % 5;
+            for (size_t j = 0; j < n_numa && j < 4; j++) {
+                static const int64_t nodes[] = {0, 1, 127, 128, 300000, 0x7fffffffffffLL, -1};
+                numa[i][j] = nodes[(seed >> (j * 3)) % 7];
+            }
+            devs[i] = (kdp_device){.id = ids[i],
+                                   .health = seed % 3 == 0 ? KDP_UNHEALTHY : KDP_HEALTHY,
+                                   .numa_nodes = numa[i],
+                                   .n_numa_nodes = n_numa > 4 ? 4 : n_numa};
+        }
+        kdp__devtab t;
+        kdp__devtab_init(&t);
+        assert_int_equal(kdp__devtab_from_array(&t, devs, n, NULL), 0);
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        assert_int_equal(kdp__devtab_encode(&t, &buf, &len), 0);
+        assert_int_equal(kdp__devtab_encoded_size(&t), len);
+        free(buf);
+        kdp__devtab_clear(&t);
+    }
+}
+
 static void test_oom(void **state)
 {
     (void)state;
@@ -615,6 +659,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_diff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_encode_decode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_encode_100k, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_encoded_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oom, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

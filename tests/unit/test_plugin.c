@@ -14,7 +14,9 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include <errno.h>
 #include <kdp.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +140,167 @@ static void test_added_after_stop(void **state)
     kdp_ctx_free(ctx);
 }
 
+/* Log lines, kept for the assertions below (the sink runs under kdp's log
+ * lock: one line at a time). */
+static char logged[8192];
+static pthread_mutex_t logged_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void keep_line(kdp_log_level level, const char *msg, void *ud)
+{
+    (void)level;
+    (void)ud;
+    pthread_mutex_lock(&logged_mu);
+    size_t n = strlen(logged);
+    snprintf(logged + n, sizeof(logged) - n, "%s\n", msg);
+    pthread_mutex_unlock(&logged_mu);
+}
+
+static void logged_clear(void)
+{
+    pthread_mutex_lock(&logged_mu);
+    logged[0] = '\0';
+    pthread_mutex_unlock(&logged_mu);
+}
+
+static bool logged_has(const char *needle)
+{
+    pthread_mutex_lock(&logged_mu);
+    bool has = strstr(logged, needle) != NULL;
+    pthread_mutex_unlock(&logged_mu);
+    return has;
+}
+
+static void *run_ctx(void *arg)
+{
+    static int r;
+    r = kdp_ctx_run(arg);
+    return &r;
+}
+
+static void wait_state(kdp_plugin *p, kdp_plugin_state want)
+{
+    kdp_plugin_status st = {0};
+    for (int i = 0; i < 400; i++) {
+        assert_int_equal(kdp_plugin_get_status(p, &st), 0);
+        if (st.state == want) {
+            return;
+        }
+        sleep_ms(5);
+    }
+    fail_msg("state %d, not %d", (int)st.state, (int)want);
+}
+
+/* A context runs on one thread at a time, and what is the loop's is refused
+ * from elsewhere while it runs, with a line naming what to do instead; a
+ * context whose plugins have all stopped does not run again. */
+static void test_one_thread_runs_it(void **state)
+{
+    (void)state;
+    logged_clear();
+    kdp_log_set(KDP_LOG_ERROR, keep_line, NULL);
+    kdp_ctx *ctx;
+    assert_int_equal(kdp_ctx_new(&ctx), 0);
+    kdp_plugin *p = new_plugin(ctx, "kdp.test/f", "f.sock", NULL);
+    pthread_t tid;
+    assert_int_equal(pthread_create(&tid, NULL, run_ctx, ctx), 0);
+    wait_state(p, KDP_PLUGIN_WAITING); /* serving: no kubelet here */
+
+    assert_int_equal(kdp_ctx_run(ctx), -EBUSY);
+    assert_true(logged_has("kdp_ctx_run: the context is already running"));
+    assert_int_equal(kdp_plugin_run(p), -EBUSY);
+    assert_int_equal(kdp_ctx_dispatch(ctx), -EBUSY);
+    kdp_plugin *q = NULL;
+    kdp_config cfg = {.resource_name = "kdp.test/g", .socket_name = "g.sock"};
+    assert_int_equal(kdp_plugin_new(&q, ctx, &cfg, NULL, NULL), -EBUSY);
+    assert_null(q);
+    assert_int_equal(kdp_plugin_watch_path(p, "/tmp", 0, NULL), -EBUSY);
+    logged_clear();
+    kdp_plugin_free(p); /* refused: the plugin keeps running */
+    assert_true(logged_has("kdp_plugin_free called from thread"));
+    assert_true(logged_has("kdp_plugin_stop()"));
+    kdp_ctx_free(ctx); /* refused too */
+    assert_true(logged_has("kdp_ctx_free called from thread"));
+    kdp_plugin_status st;
+    assert_int_equal(kdp_plugin_get_status(p, &st), 0);
+    assert_int_equal(st.state, KDP_PLUGIN_WAITING);
+
+    assert_int_equal(kdp_plugin_stop(p), 0);
+    void *ret = NULL;
+    assert_int_equal(pthread_join(tid, &ret), 0);
+    assert_int_equal(*(int *)ret, 0);
+    /* Once stopped, it stays stopped: running it again says so. */
+    logged_clear();
+    assert_int_equal(kdp_ctx_run(ctx), -ESHUTDOWN);
+    assert_true(logged_has("create a new one with kdp_plugin_new()"));
+    assert_int_equal(kdp_plugin_run(p), -ESHUTDOWN);
+    kdp_ctx_free(ctx); /* now from any thread */
+    kdp_log_set(KDP_LOG_ERROR, NULL, NULL);
+}
+
+/* Embedding: the thread that dispatches owns the context until dispatch
+ * reports the end; then any thread may free it. */
+static void *dispatch_other(void *arg)
+{
+    static int r;
+    r = kdp_ctx_dispatch(arg);
+    return &r;
+}
+
+static void test_dispatch_owner(void **state)
+{
+    (void)state;
+    kdp_ctx *ctx;
+    assert_int_equal(kdp_ctx_new(&ctx), 0);
+    kdp_plugin *p = new_plugin(ctx, "kdp.test/h", "h.sock", NULL);
+    dispatch_for(ctx, 50);
+    pthread_t tid;
+    void *ret = NULL;
+    assert_int_equal(pthread_create(&tid, NULL, dispatch_other, ctx), 0);
+    assert_int_equal(pthread_join(tid, &ret), 0);
+    assert_int_equal(*(int *)ret, -EBUSY);
+    assert_int_equal(kdp_plugin_stop(p), 0);
+    int r = 0;
+    for (int i = 0; i < 400 && r == 0; i++) {
+        r = kdp_ctx_dispatch(ctx);
+        sleep_ms(5);
+    }
+    assert_int_equal(r, 1);
+    assert_int_equal(pthread_create(&tid, NULL, dispatch_other, ctx), 0);
+    assert_int_equal(pthread_join(tid, &ret), 0);
+    assert_int_equal(*(int *)ret, 1); /* finished: no owner any more */
+    kdp_ctx_free(ctx);
+}
+
+/* A list op that returns a positive value (a mistaken `return EIO;`) failed:
+ * the status says so, and the op is called again. */
+static atomic_int list_calls;
+
+static int positive_list(kdp_plugin *p, kdp_device_list *out, void *ud)
+{
+    (void)p;
+    (void)out;
+    (void)ud;
+    atomic_fetch_add(&list_calls, 1);
+    return EIO;
+}
+
+static void test_positive_return_fails(void **state)
+{
+    (void)state;
+    atomic_store(&list_calls, 0);
+    kdp_ctx *ctx;
+    assert_int_equal(kdp_ctx_new(&ctx), 0);
+    kdp_ops ops = {.list = positive_list};
+    kdp_plugin *p = new_plugin(ctx, "kdp.test/i", "i.sock", &ops);
+    dispatch_for(ctx, 400); /* 100 ms between the first two calls, 200 next */
+    kdp_plugin_status st;
+    assert_int_equal(kdp_plugin_get_status(p, &st), 0);
+    assert_int_equal(st.list_error, -EIO);
+    assert_int_equal(st.devices, 0);
+    assert_true(atomic_load(&list_calls) >= 2);
+    kdp_ctx_free(ctx);
+}
+
 int main(void)
 {
     kdp_log_set(KDP_LOG_ERROR, NULL, NULL);
@@ -151,6 +314,9 @@ int main(void)
         cmocka_unit_test(test_free_plugin_with_running_job),
         cmocka_unit_test(test_destroy_once),
         cmocka_unit_test(test_added_after_stop),
+        cmocka_unit_test(test_one_thread_runs_it),
+        cmocka_unit_test(test_dispatch_owner),
+        cmocka_unit_test(test_positive_return_fails),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];

@@ -133,8 +133,12 @@ static void test_mount_device_annotation_cdi(void **state)
 
     /* Growth past the first few slots of each array. */
     for (int i = 0; i < 40; i++) {
-        assert_int_equal(kdp_response_add_mount(&r, "/m", "/h", i % 2), 0);
-        assert_int_equal(kdp_response_add_device(&r, "/dev/m", "/dev/h", "r"), 0);
+        char m[32];
+        char d[32];
+        snprintf(m, sizeof(m), "/m%d", i);
+        snprintf(d, sizeof(d), "/dev/m%d", i);
+        assert_int_equal(kdp_response_add_mount(&r, m, "/h", i % 2), 0);
+        assert_int_equal(kdp_response_add_device(&r, d, "/dev/h", "r"), 0);
         assert_int_equal(kdp_response_add_cdi_device(&r, "example.com/c=d"), 0);
     }
     assert_int_equal(r.n_mounts, 42);
@@ -181,6 +185,37 @@ static void test_defaults_with_host_paths(void **state)
     assert_int_equal(r.n_cdi, 0);
     kdp__response_done(&r);
     assert_int_equal(kdp_response_add_defaults(NULL), -EINVAL);
+    kdp__devtab_clear(&t);
+}
+
+/* One device node and one mount per container path: the same one again is
+ * a no-op, another one at that path is refused (the runtime would fail the
+ * container, or keep one of them silently). */
+static void test_one_per_container_path(void **state)
+{
+    (void)state;
+    kdp__devtab t;
+    make_tab(&t);
+    const char *ids[] = {"a"};
+    kdp_alloc_response r;
+    kdp__response_init(&r, &t, ids, 1, NULL);
+    assert_int_equal(kdp_response_add_device(&r, "/dev/x", "/dev/a", "rw"), 0);
+    assert_int_equal(kdp_response_add_device(&r, "/dev/x", "/dev/a", NULL), 0); /* same: rw */
+    assert_int_equal(kdp_response_add_device(&r, "/dev/x", "/dev/b", "rw"), -EEXIST);
+    assert_int_equal(kdp_response_add_device(&r, "/dev/x", "/dev/a", "r"), -EEXIST);
+    assert_int_equal(kdp_response_add_device(&r, "/dev/y", "/dev/a", "r"), 0);
+    assert_int_equal(r.n_devices, 2);
+    assert_int_equal(kdp_response_add_mount(&r, "/m", "/h", true), 0);
+    assert_int_equal(kdp_response_add_mount(&r, "/m", "/h", true), 0);
+    assert_int_equal(kdp_response_add_mount(&r, "/m", "/h", false), -EEXIST);
+    assert_int_equal(kdp_response_add_mount(&r, "/m", "/other", true), -EEXIST);
+    assert_int_equal(r.n_mounts, 1);
+    /* the defaults after the author added the same node: still one */
+    assert_int_equal(kdp_response_add_defaults(&r), 0);
+    assert_int_equal(r.n_devices, 3); /* "a": host path /dev/a at /dev/a */
+    assert_int_equal(kdp_response_add_defaults(&r), 0);
+    assert_int_equal(r.n_devices, 3);
+    kdp__response_done(&r);
     kdp__devtab_clear(&t);
 }
 
@@ -416,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_mount_device_annotation_cdi),
         cmocka_unit_test(test_defaults_with_host_paths),
         cmocka_unit_test(test_defaults_without_host_paths),
+        cmocka_unit_test(test_one_per_container_path),
         cmocka_unit_test(test_to_pb_round_trip),
         cmocka_unit_test(test_defaults_round_trip),
         cmocka_unit_test(test_id_list),
