@@ -5,7 +5,7 @@
 if(KDP_SANITIZE OR KDP_FUZZ OR KDP_ROBUSTNESS_SANITIZED)
   return()
 endif()
-set(KDP_DOCS README.md)
+set(KDP_DOCS README.md docs/tutorial.md)
 foreach(doc IN LISTS KDP_DOCS)
   get_filename_component(name ${doc} NAME_WE)
   add_test(NAME docs_${name}
