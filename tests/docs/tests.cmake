@@ -6,6 +6,9 @@ if(KDP_SANITIZE OR KDP_FUZZ OR KDP_ROBUSTNESS_SANITIZED)
   return()
 endif()
 set(KDP_DOCS README.md docs/tutorial.md)
+if(KDP_INTEROP) # kdpctl.md's examples include kdp-go-testplugin, a grpc-go plugin
+  list(APPEND KDP_DOCS docs/kdpctl.md)
+endif()
 foreach(doc IN LISTS KDP_DOCS)
   get_filename_component(name ${doc} NAME_WE)
   add_test(NAME docs_${name}
