@@ -33,6 +33,7 @@ Every block needs a language; each language has one meaning:
            -Wall -Wextra -Werror (unused functions and parameters allowed:
            snippets); linked too when it has a main()
   yaml     a kdp-generic configuration: `kdp-generic --check` must accept it
+           (with `file`, below: the doc's own commands must use it instead)
   text     not run (synopses, layouts); with `output` (below), checked
 
 A block without a language fails the test, and so does any other language.
@@ -53,7 +54,9 @@ block runs: `<!-- doctest: DIRECTIVE; DIRECTIVE -->`, with
   file NAME [from OTHER]
                    (c, yaml) the block is also written to NAME in the
                    session's current directory, for the doc's own commands
-                   (cc, kdp-generic) to use. C is merged the way a reader
+                   (cc, kdp-generic) to use; a YAML file no later command names
+                   fails the test, a C file is also compiled by the test at
+                   the end. C is merged the way a reader
                    applies a tutorial's steps: NAME starts empty (or as a copy
                    of OTHER); an #include it has is not repeated; a top-level
                    definition replaces the one of the same name; new ones go
@@ -201,7 +204,7 @@ def parse_note(b):
 
 NORMALIZE = [
     # klog header: level, date, time, thread ID, source file and line
-    (re.compile(r"^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.+-]+:\d+\] "), r"\1] "),
+    (re.compile(r"^([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.+-]+(:\d+)?\] "), r"\1] "),
     (re.compile(r"\b\d\d:\d\d:\d\d\.\d+\b"), "HH:MM:SS"),
     (re.compile(r"\b\d+(\.\d+)? ?(ms|us|s)\b"), "<dur>"),
     (re.compile(r"\bpid \d+"), "pid N"),
@@ -518,6 +521,7 @@ class Doc:
         self.work = tempfile.mkdtemp(prefix="kdpdoc.", dir="/tmp")
         self.prefix = None
         self.c_files = []        # (block, path): compiled at the end
+        self.unused = {}         # YAML file name -> its block, until a command names it
         self.blocks = []
 
     # paths: /tmp/NAME in a doc is WORK/NAME here
@@ -609,6 +613,9 @@ class Doc:
             for b in blocks:
                 self.run_block(session, b)
             self.compile_files()
+            for name, b in self.unused.items():
+                raise DocFailure("%s: %s is written, but no command below uses it"
+                                 % (b.where(), name))
         finally:
             killed = session.close()
             if killed:
@@ -624,6 +631,8 @@ class Doc:
         bound = d.get("timeout", BLOCK_BOUND)
         if b.lang in ("sh", "console"):  # what output blocks below it see
             s.cursor = os.path.getsize(s.logpath)
+            for name in [n for n in self.unused if re.search(r"\b%s\b" % re.escape(n), b.text)]:
+                del self.unused[name]
         if b.lang == "sh":
             script = self.to_work(self.rewrite_commands(b.text, b.where()))
             s.run_script(script, bound, b.where())
@@ -731,12 +740,13 @@ class Doc:
                          path)
 
     def yaml_block(self, s, b):
-        if "file" in b.directives:
-            path = self.block_file(s, b)
-        else:
-            path = os.path.join(s.meta, "block%d.yaml" % b.line)
-            with open(path, "w") as f:
-                f.write(self.to_work(b.text))
+        if "file" in b.directives:  # for the doc's commands (a bad one, maybe)
+            self.block_file(s, b)
+            self.unused[b.directives["file"]] = b
+            return
+        path = os.path.join(s.meta, "block%d.yaml" % b.line)
+        with open(path, "w") as f:
+            f.write(self.to_work(b.text))
         generic = os.path.join(self.installed(), "bin", "kdp-generic")
         r = subprocess.run([generic, "--check", "--config", path], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, universal_newlines=True, timeout=30)

@@ -9,6 +9,9 @@ set(KDP_DOCS README.md docs/tutorial.md)
 if(KDP_INTEROP) # kdpctl.md's examples include kdp-go-testplugin, a grpc-go plugin
   list(APPEND KDP_DOCS docs/kdpctl.md)
 endif()
+if(TARGET kdp-generic) # built only with libyaml
+  list(APPEND KDP_DOCS docs/generic.md)
+endif()
 foreach(doc IN LISTS KDP_DOCS)
   get_filename_component(name ${doc} NAME_WE)
   add_test(NAME docs_${name}
