@@ -84,6 +84,7 @@ CC = os.environ.get("KDP_CC") or "cc"
 
 BLOCK_BOUND = 60.0   # default bound of one block
 OUTPUT_WAIT = 15.0   # bound of the wait for a block's shown output
+DOC_BOUND = 200.0    # bound of one doc, below ctest's TIMEOUT (300): cleanup always runs
 CFLAGS = ["-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-unused-function",
           "-Werror"]
 LANGS = ("sh", "console", "c", "yaml", "text")
@@ -386,8 +387,9 @@ class Session:
     """One /bin/sh that runs a doc's blocks in order, in its own process
     group; its stdout and stderr go to one log (the "terminal")."""
 
-    def __init__(self, work, cwd, env):
+    def __init__(self, work, cwd, env, deadline):
         self.work = work
+        self.deadline = deadline  # time.monotonic() by which the whole doc is done
         self.meta = os.path.join(work, ".doctest")
         os.makedirs(self.meta)
         self.logpath = os.path.join(self.meta, "terminal.log")
@@ -415,6 +417,7 @@ class Session:
             return f.read().decode("utf-8", errors="replace")
 
     def _await(self, tag, bound, what):
+        bound = min(bound, self.deadline - time.monotonic())
         deadline = time.monotonic() + bound
         while True:
             with open(self.marks) as f:
@@ -458,11 +461,12 @@ class Session:
         except OSError:
             pass
         try:
-            self.proc.wait(5)
+            self.proc.wait(2)  # at once, unless a block still runs
         except subprocess.TimeoutExpired:
             pass
         killed = []
         for sig, bound in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+            self.proc.poll()
             if not group_alive(pgid):
                 break
             if sig == signal.SIGKILL:
@@ -472,7 +476,10 @@ class Session:
             except ProcessLookupError:
                 break
             deadline = time.monotonic() + bound
-            while group_alive(pgid) and time.monotonic() < deadline:
+            while time.monotonic() < deadline:
+                self.proc.poll()  # reap the shell: a zombie still counts in its group
+                if not group_alive(pgid):
+                    break
                 time.sleep(0.05)
         if self.proc.poll() is None:
             self.proc.kill()
@@ -608,7 +615,8 @@ class Doc:
         if errors:
             raise DocFailure("\n".join(errors))
         log("%s: %d blocks, work directory %s" % (self.rel, len(blocks), self.work))
-        session = Session(self.work, self.clone(), self.env())
+        self.deadline = time.monotonic() + DOC_BOUND
+        session = Session(self.work, self.clone(), self.env(), self.deadline)
         try:
             for b in blocks:
                 self.run_block(session, b)
@@ -679,7 +687,8 @@ class Doc:
     def check_output(self, s, b):
         want = [normalize(l) for l in b.text.rstrip("\n").split("\n")]
         any_order = b.directives["output"] == "any-order"
-        deadline = time.monotonic() + b.directives.get("timeout", OUTPUT_WAIT)
+        wait = min(b.directives.get("timeout", OUTPUT_WAIT), self.deadline - time.monotonic())
+        deadline = time.monotonic() + wait
         while True:
             got = [normalize(l) for l in self.from_work(s.terminal(s.cursor)).splitlines()]
             missing = match_in_order(want, got, any_order)
@@ -687,7 +696,7 @@ class Doc:
                 return
             if time.monotonic() > deadline:
                 raise DocFailure("%s: shown output not seen within %.0f s: no line %r%s in:\n%s"
-                                 % (b.where(), OUTPUT_WAIT, missing,
+                                 % (b.where(), wait, missing,
                                     "" if any_order else " (after the lines before it)",
                                     tail(self.from_work(s.terminal(s.cursor)), 60)))
             time.sleep(0.1)
@@ -768,6 +777,8 @@ def main(argv):
     if not argv:
         print(__doc__)
         return 2
+    # SIGTERM (ctest, a person): unwind, so that every process started is stopped
+    signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(128 + sig))
     for rel in argv:
         doc = Doc(rel)
         t0 = time.monotonic()
