@@ -15,7 +15,9 @@ session starts in a copy of the clone (every top-level entry of the source
 tree symlinked, `build` pointing at the test's build tree), with
 HOME=WORK/home, a plain PATH (no kdp tool on it: a doc says where its tools
 come from), KDP_DEVICE_PLUGIN_DIR=WORK/dp (so nothing ever touches
-/var/lib/kubelet), and stdin from /dev/null. WORK is a fresh mkdtemp under
+/var/lib/kubelet), and each block's stdin from /dev/null. What the test
+checks by itself (C, YAML) uses its own `cmake --install` of the build tree
+into WORK/.prefix. WORK is a fresh mkdtemp under
 /tmp (short: unix socket paths must stay under 107 bytes); every path
 /tmp/NAME in a block is rewritten to WORK/NAME before it runs, and back in
 what a block prints, so docs can say /tmp/dp. At the end every process the
@@ -25,7 +27,8 @@ process group) gets SIGTERM, then SIGKILL, and WORK is removed.
 Every block needs a language; each language has one meaning:
 
   sh       run in the session; any failing command fails the doc
-  console  a transcript: each `$ CMD` line is run, and the lines after it
+  console  a transcript: each `$ CMD` line is run (as at a prompt: a
+           failing CMD does not end the session), and the lines after it
            (up to the next `$ ` line) must be exactly what CMD printed on
            stdout and stderr (each stream in order); a last line `exit N`
            is the exit status CMD must have (else 0)
@@ -52,16 +55,17 @@ block runs: `<!-- doctest: DIRECTIVE; DIRECTIVE -->`, with
                    allowed); waited for, bounded
   output any-order (text) the same, in any order
   file NAME [from OTHER]
-                   (c, yaml) the block is also written to NAME in the
-                   session's current directory, for the doc's own commands
-                   (cc, kdp-generic) to use; a YAML file no later command names
-                   fails the test, a C file is also compiled by the test at
-                   the end. C is merged the way a reader
-                   applies a tutorial's steps: NAME starts empty (or as a copy
-                   of OTHER); an #include it has is not repeated; a top-level
+                   (c, yaml) the block is written to NAME in the session's
+                   current directory, for the doc's own commands (cc,
+                   kdp-generic) to use. A YAML file that no later command
+                   names fails the test; a C file is also compiled by the
+                   test at the end. C is merged the way a reader applies a
+                   tutorial's steps: NAME starts empty (or as a copy of
+                   OTHER); an #include it has is not repeated; a top-level
                    definition replaces the one of the same name; new ones go
                    above main(), and a main() replaces the old one, last
-  timeout N        the block's bound in seconds (default 60)
+  timeout N        the block's bound in seconds (default 60; an output
+                   block's wait, default 15). A whole doc has 200 s.
 
 Commands that cannot run in a test are rewritten or skipped by the table
 COMMANDS below, one line at a time, with the reason printed.
