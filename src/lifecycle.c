@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lifecycle: refresh -> list -> lock -> serve -> register, and back again.
+ * lifecycle: lock -> refresh -> list -> serve -> register, and back again.
  *
  * Restarts come from three signals: kubelet.sock re-created (a new kubelet),
  * our own socket deleted (the kubelet cleans the directory when it starts),

@@ -5,7 +5,7 @@
 
 #include "plugin_int.h"
 
-/* refresh -> list -> lock -> serve -> register. */
+/* lock -> refresh -> list -> serve -> register. */
 void kdp__plugin_start(kdp_plugin *p);
 /* destroy, then start again; coalesces with a restart already under way. */
 void kdp__plugin_restart(kdp_plugin *p, const char *why);
