@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """kdpctl's commands against one plugin socket (options, list, watch,
 allocate, preferred, prestart), end to end against kdp's examples
-(kdp-example-gopher, -superdisk, -simple) and a grpc-go plugin
-(kdp-go-testplugin): tables, --json, errors and their hints, usage.
+(kdp-example-gopher, -superdisk, -simple, kdp-test-plugin) and a grpc-go
+plugin (kdp-go-testplugin): tables, --json, errors and their hints, usage.
 
 usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_commands.py [-v] [Class.test ...]
 """
@@ -107,6 +107,8 @@ class Gopher(harness.Base):
         self.assertEqual(r.returncode, 1, r)
         self.assertIn("DEADLINE_EXCEEDED", r.stderr)
         self.assertIn("1 of 3 ListAndWatch messages within 2s", r.stderr)
+        self.assertIn("hint: kdpctl's --timeout fired: a plugin sends a new device list only "
+                      "when its devices change", r.stderr)
 
     def test_watch_sigint_exits_0(self):
         w = self.start([harness.binary("kdpctl"), "watch", "gopher.sock"], "watch")
@@ -344,7 +346,8 @@ class Errors(harness.Base):
                       r.stderr)
 
     def test_deadline(self):
-        """A socket that accepts and never answers: DEADLINE_EXCEEDED at --timeout."""
+        """A socket that accepts and never answers: DEADLINE_EXCEEDED at
+        --timeout, kdpctl's own (for a call and for the first device list)."""
         path = os.path.join(self.dp, "mute.sock")
         s = socket.socket(socket.AF_UNIX)
         s.bind(path)
@@ -355,7 +358,13 @@ class Errors(harness.Base):
         self.assertLess(time.monotonic() - t0, 5)
         self.assertEqual(r.returncode, 1, r)
         self.assertIn("DEADLINE_EXCEEDED", r.stderr)
-        self.assertIn("no answer within 300ms", r.stderr)
+        self.assertIn("hint: no answer within 300ms (kdpctl's --timeout): the socket took the "
+                      "connection but nothing answered", r.stderr)
+        r = self.kdpctl("list", "mute.sock", "--timeout", "300ms")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("DEADLINE_EXCEEDED: 0 of 1 ListAndWatch message within 300ms", r.stderr)
+        self.assertIn("hint: kdpctl's --timeout fired before the plugin sent a device list",
+                      r.stderr)
 
     def test_usage(self):
         for args in ([], ["frob"], ["list"], ["list", "a", "b"], ["list", "x", "--timeout", "5"],
@@ -376,6 +385,39 @@ class Errors(harness.Base):
         self.assertIn("--container", self.ok("help", "allocate").stdout)
         self.assertIn("SIGHUP", self.ok("help", "kubelet").stdout)
         self.assertRegex(self.ok("--version").stdout, r"^kdpctl \(kdp\) \d+\.\d+\.\d+\n$")
+
+
+class Hints(harness.Base):
+    """Each failure's hint says what really happened, against real plugin
+    processes: whose deadline fired."""
+
+    def err(self, r):
+        """The JSON error line of a failed `kdpctl --json` run."""
+        self.assertEqual(r.returncode, 1, r)
+        return self.json_lines(r)[-1]
+
+    def test_plugin_callback_deadline_is_not_kdpctl_timeout(self):
+        """The plugin's own callback deadline (200 ms) fired, well before
+        kdpctl's --timeout (10 s): the hint says so and names the callback;
+        with a --timeout shorter than the plugin's, kdpctl's own fires."""
+        self.knob_plugin("--devices", "a,slow", "--slow-ms", "3000",
+                        "--callback-timeout-ms", "200")
+        t0 = time.monotonic()
+        r = self.kdpctl("allocate", "kt.sock", "slow")
+        self.assertLess(time.monotonic() - t0, 5)
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("DEADLINE_EXCEEDED: example.com/x: the allocate callback did not return "
+                      "within 200 ms", r.stderr)
+        self.assertIn("hint: the plugin's own callback deadline (200 ms) fired, not kdpctl's "
+                      "--timeout (10s): example.com/x's allocate callback is slow or hung",
+                      r.stderr)
+        self.assertNotIn("no answer within", r.stderr)
+        err = self.err(self.kdpctl("allocate", "kt.sock", "slow", "--timeout", "100ms",
+                                   "--json"))
+        self.assertEqual(err["error"], "DEADLINE_EXCEEDED")
+        self.assertTrue(err["hint"].startswith("no answer within 100ms (kdpctl's --timeout"),
+                        err)
+
 
 
 if __name__ == "__main__":

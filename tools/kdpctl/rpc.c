@@ -24,6 +24,7 @@ typedef struct unary_wait {
 static void on_done(int status, const char *message, const uint8_t *resp, size_t len, void *ud)
 {
     unary_wait *w = ud;
+    w->reply->done_us = kdp__now_us();
     w->reply->status = status;
     w->reply->message = strdup(message);
     if (resp) {
@@ -78,6 +79,11 @@ void kc_reply_free(kc_reply *r)
     free(r->message);
     free(r->resp);
     *r = (kc_reply){0};
+}
+
+void kc_call_begin(kc_call *c, const char *path, uint64_t timeout_us)
+{
+    *c = (kc_call){.path = path, .timeout_us = timeout_us, .start_us = kdp__now_us()};
 }
 
 static int probe_connect(const char *path)
@@ -145,12 +151,102 @@ const char *kc_socket_hint(const char *path, char *buf, size_t cap)
     return buf;
 }
 
-static const char *status_hint(const kc_opts *o, const char *path, int status, char *buf,
-                               size_t cap)
+/* A duration measured (not configured): "203ms", "12.5s". */
+static const char *fmt_elapsed(uint64_t us, char *buf, size_t cap)
+{
+    if (us < UINT64_C(10000000)) {
+        snprintf(buf, cap, "%llums", (unsigned long long)((us + 500) / 1000));
+    } else {
+        snprintf(buf, cap, "%.1fs", (double)us / 1e6);
+    }
+    return buf;
+}
+
+/* The callback named in kdp's message for a callback past the plugin's
+ * deadline (src/service.c): "RESOURCE: the WHAT callback did not return
+ * within N ms". The plugin's words: only to name it, never to decide. */
+static bool parse_callback_deadline(const char *msg, char *res, size_t rcap, char *what,
+                                    size_t wcap, unsigned long *ms)
+{
+    static const char mid[] = ": the ";
+    static const char tail[] = " callback did not return within ";
+    const char *a = strstr(msg, mid);
+    const char *b = a ? strstr(a + strlen(mid), tail) : NULL;
+    if (!b || a == msg || b == a + strlen(mid)) {
+        return false;
+    }
+    const char *num = b + strlen(tail);
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(num, &end, 10);
+    if (end == num || errno != 0 || strcmp(end, " ms") != 0) {
+        return false;
+    }
+    const char *w = a + strlen(mid);
+    snprintf(res, rcap, "%.*s", (int)(a - msg), msg);
+    snprintf(what, wcap, "%.*s", (int)(b - w), w);
+    *ms = v;
+    return true;
+}
+
+/* DEADLINE_EXCEEDED: kdpctl's own bound (also the plugin's deadline for the
+ * call, sent as grpc-timeout) if the call ran that long, else a deadline
+ * inside the plugin. Decided on the time, not on the plugin's words. */
+static const char *deadline_hint(const kc_opts *o, const kc_call *c, const char *message, char *buf,
+                                 size_t cap)
+{
+    char d[32];
+    char e[32];
+    if (c->timeout_us && c->elapsed_us >= c->timeout_us) {
+        kc_format_duration(c->timeout_us, d, sizeof(d));
+        if (strcmp(o->cmd, "options") == 0) {
+            snprintf(buf, cap,
+                     "no answer within %s (kdpctl's --timeout): the socket took the connection "
+                     "but nothing answered: the plugin's event loop is stuck, or this is not a "
+                     "gRPC server",
+                     d);
+        } else {
+            snprintf(buf, cap,
+                     "no answer within %s (kdpctl's --timeout, also sent to the plugin as the "
+                     "call's deadline): a slow or hung %s callback, or a stuck plugin? its logs "
+                     "may say; --timeout sets the bound",
+                     d, strcmp(o->cmd, "preferred") == 0 ? "preferred allocation" : o->cmd);
+        }
+        return buf;
+    }
+    fmt_elapsed(c->elapsed_us, e, sizeof(e));
+    if (!c->timeout_us) {
+        snprintf(buf, cap,
+                 "the plugin ended the call after %s by a deadline of its own (kdpctl set none "
+                 "on this call): its message and logs say which",
+                 e);
+        return buf;
+    }
+    kc_format_duration(c->timeout_us, d, sizeof(d));
+    char res[256];
+    char what[64];
+    unsigned long ms;
+    if (parse_callback_deadline(message, res, sizeof(res), what, sizeof(what), &ms)) {
+        snprintf(buf, cap,
+                 "the plugin's own callback deadline (%lu ms) fired, not kdpctl's --timeout (%s): "
+                 "%s's %s callback is slow or hung; fix it, or raise the plugin's callback "
+                 "timeout",
+                 ms, d, res, what);
+        return buf;
+    }
+    snprintf(buf, cap,
+             "the plugin gave up after %s by a deadline of its own, not kdpctl's --timeout (%s): "
+             "something in the plugin is slow or hung; its message and logs say what",
+             e, d);
+    return buf;
+}
+
+static const char *status_hint(const kc_opts *o, const kc_call *c, int status, const char *message,
+                               char *buf, size_t cap)
 {
     bool ids = strcmp(o->cmd, "allocate") == 0 || strcmp(o->cmd, "prestart") == 0 ||
                strcmp(o->cmd, "preferred") == 0;
-    char d[32];
+    const char *path = c->path;
     switch (status) {
     case KDP__ST_UNAVAILABLE:
     case KDP__ST_PERMISSION_DENIED:
@@ -162,12 +258,7 @@ static const char *status_hint(const kc_opts *o, const char *path, int status, c
         }
         return "the plugin does not implement this method (`kdpctl options` shows what it offers)";
     case KDP__ST_DEADLINE_EXCEEDED:
-        snprintf(
-            buf, cap,
-            "no answer within %s: a slow or hung callback in the plugin? --timeout "
-            "sets the bound",
-            kc_format_duration(o->timeout_us ? o->timeout_us : KC_DEFAULT_TIMEOUT, d, sizeof(d)));
-        return buf;
+        return deadline_hint(o, c, message, buf, cap);
     case KDP__ST_RESOURCE_EXHAUSTED:
         if (strcmp(o->cmd, "list") == 0 || strcmp(o->cmd, "watch") == 0) {
             return "the device list is over the kubelet's 4 MiB message limit: the kubelet "
@@ -187,11 +278,13 @@ static const char *status_hint(const kc_opts *o, const char *path, int status, c
     }
 }
 
-int kc_fail_call(const kc_opts *o, const char *path, int status, const char *message)
+int kc_fail_call(const kc_opts *o, const kc_call *c, int status, const char *message,
+                 const char *shown)
 {
     char buf[1024];
-    const char *hint = status_hint(o, path, status, buf, sizeof(buf));
-    kc_print_error(o->json, o->cmd, kdp__status_name(status), status, message, hint);
+    const char *hint = status_hint(o, c, status, message, buf, sizeof(buf));
+    kc_print_error(o->json, o->cmd, kdp__status_name(status), status, shown ? shown : message,
+                   hint);
     return KC_EXIT_FAIL;
 }
 
@@ -206,14 +299,16 @@ int kc_fail_errno(const kc_opts *o, const char *what, int neg_errno)
 int kc_call_plugin(const kc_opts *o, const char *path, const char *method,
                    const ProtobufCMessage *req, kc_reply *ret)
 {
+    kc_call c;
+    kc_call_begin(&c, path, o->timeout_us ? o->timeout_us : KC_DEFAULT_TIMEOUT);
     kc_reply rep;
-    uint64_t tmo = o->timeout_us ? o->timeout_us : KC_DEFAULT_TIMEOUT;
-    int r = kc_unary(path, method, req, tmo, &rep);
+    int r = kc_unary(path, method, req, c.timeout_us, &rep);
     if (r < 0) {
         return kc_fail_errno(o, "cannot make the call", r);
     }
     if (rep.status != KDP__ST_OK) {
-        int e = kc_fail_call(o, path, rep.status, rep.message);
+        c.elapsed_us = rep.done_us - c.start_us;
+        int e = kc_fail_call(o, &c, rep.status, rep.message, NULL);
         kc_reply_free(&rep);
         return e;
     }
