@@ -7,9 +7,11 @@ plugin (kdp-go-testplugin): tables, --json, errors and their hints, usage.
 usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_commands.py [-v] [Class.test ...]
 """
 
+import json
 import os
 import pwd
 import shutil
+import signal
 import socket
 import sys
 import time
@@ -389,12 +391,19 @@ class Errors(harness.Base):
 
 class Hints(harness.Base):
     """Each failure's hint says what really happened, against real plugin
-    processes: whose deadline fired."""
+    processes: whose deadline fired, a plugin that died or was stopped in the
+    middle of a call."""
 
     def err(self, r):
         """The JSON error line of a failed `kdpctl --json` run."""
         self.assertEqual(r.returncode, 1, r)
         return self.json_lines(r)[-1]
+
+    def wait_stderr(self, proc, text):
+        deadline = time.monotonic() + T
+        while text not in proc.stderr_text() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return proc.stderr_text()
 
     def test_plugin_callback_deadline_is_not_kdpctl_timeout(self):
         """The plugin's own callback deadline (200 ms) fired, well before
@@ -417,6 +426,55 @@ class Hints(harness.Base):
         self.assertEqual(err["error"], "DEADLINE_EXCEEDED")
         self.assertTrue(err["hint"].startswith("no answer within 100ms (kdpctl's --timeout"),
                         err)
+
+    def test_plugin_died_mid_call(self):
+        """The plugin process dies (SIGKILL) while it runs the allocate
+        callback: the connection was lost mid-call, not a missing socket; the
+        next call finds the stale socket it left."""
+        p = self.knob_plugin("--devices", "a,boom", "--die-id", "boom")
+        path = os.path.join(self.dp, "kt.sock")
+        r = self.kdpctl("allocate", "kt.sock", "boom")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("UNAVAILABLE: connection closed before the response", r.stderr)
+        self.assertIn("hint: the connection was lost mid-call and nothing listens on %s any "
+                      "more: the plugin process exited or crashed during the call; check its "
+                      "logs" % path, r.stderr)
+        self.assertEqual(p.wait_exit(T), -signal.SIGKILL)
+        r = self.kdpctl("options", "kt.sock")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("UNAVAILABLE: connect %s: Connection refused" % path, r.stderr)
+        self.assertIn("hint: nothing listens on %s: the plugin has exited and left its socket "
+                      "behind" % path, r.stderr)
+
+    def test_plugin_stopped_mid_call(self):
+        """The plugin is stopped (as by SIGTERM) during the call: it answers
+        UNAVAILABLE itself and removes its socket; not "no such socket"."""
+        p = self.knob_plugin("--devices", "a,halt", "--stop-id", "halt", "--slow-ms", "300")
+        r = self.kdpctl("allocate", "kt.sock", "halt")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("UNAVAILABLE: server is shutting down", r.stderr)
+        self.assertIn("hint: the plugin answered UNAVAILABLE itself and its socket is gone now: "
+                      "it was stopping (SIGTERM?) during the call; check its logs", r.stderr)
+        self.assertNotIn("no such socket", r.stderr)
+        self.assertEqual(p.wait_exit(T), 0)
+
+    def test_watch_plugin_killed(self):
+        """The plugin killed under an open ListAndWatch: the stream's
+        connection was lost, not a socket stale from the start."""
+        p = self.knob_plugin("--devices", "a,b")
+        path = os.path.join(self.dp, "kt.sock")
+        w = self.start([harness.binary("kdpctl"), "watch", "kt.sock", "--json"], "watch")
+        w.wait_event("devices", seq=1)
+        p.signal(signal.SIGKILL)
+        self.assertEqual(w.wait_exit(T), 1, w.diagnostics())
+        err = json.loads(w.wait_line(r'^\{"error":'))
+        self.assertEqual(err["error"], "UNAVAILABLE")
+        self.assertTrue(err["message"].startswith("the ListAndWatch stream ended after 1 message: "
+                                                  "connection closed before the response"), err)
+        self.assertEqual(err["hint"], "the connection was lost mid-call and nothing listens on "
+                         "%s any more: the plugin process exited or crashed during the call; "
+                         "check its logs" % path)
+        self.assertIn("hint: the connection was lost mid-call", self.wait_stderr(w, "hint:"))
 
 
 

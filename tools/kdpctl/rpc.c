@@ -83,7 +83,39 @@ void kc_reply_free(kc_reply *r)
 
 void kc_call_begin(kc_call *c, const char *path, uint64_t timeout_us)
 {
+    struct stat st;
     *c = (kc_call){.path = path, .timeout_us = timeout_us, .start_us = kdp__now_us()};
+    if (lstat(path, &st) == 0) {
+        c->existed = true;
+        c->dev = st.st_dev;
+        c->ino = st.st_ino;
+    }
+}
+
+/* Who ended a failed call. kdp's client (src/client.c) tells its own
+ * failures from the plugin's answers only in the wording of its message:
+ * these are its words, in one place (a test in tests/kdpctl pins each). */
+typedef enum origin {
+    FROM_PLUGIN, /* the plugin answered with this status */
+    NO_CONNECT,  /* connect() failed: "connect PATH: ERROR" */
+    CONN_LOST,   /* connected, and the connection ended before any status */
+} origin;
+
+static bool starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static origin origin_of(int status, const char *message)
+{
+    if (status == KDP__ST_UNAVAILABLE && starts_with(message, "connect ")) {
+        return NO_CONNECT;
+    }
+    if (status == KDP__ST_UNAVAILABLE &&
+        starts_with(message, "connection closed before the response")) {
+        return CONN_LOST;
+    }
+    return FROM_PLUGIN;
 }
 
 static int probe_connect(const char *path)
@@ -100,6 +132,34 @@ static int probe_connect(const char *path)
     int r = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
     close(fd);
     return r;
+}
+
+/* What is at the call's socket path now. */
+typedef enum sock_now {
+    NOW_GONE,    /* no file */
+    NOW_REFUSED, /* a socket nobody listens on */
+    NOW_SAME,    /* listening, the same file as when the call began */
+    NOW_NEW,     /* listening, another file: re-created since */
+    NOW_UNKNOWN, /* anything else (not a socket, no permission, ...) */
+} sock_now;
+
+static sock_now look_now(const kc_call *c)
+{
+    struct stat st;
+    if (lstat(c->path, &st) < 0) {
+        return errno == ENOENT ? NOW_GONE : NOW_UNKNOWN;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        return NOW_UNKNOWN;
+    }
+    int r = probe_connect(c->path);
+    if (r == -ECONNREFUSED) {
+        return NOW_REFUSED;
+    }
+    if (r < 0) {
+        return NOW_UNKNOWN;
+    }
+    return c->existed && st.st_dev == c->dev && st.st_ino == c->ino ? NOW_SAME : NOW_NEW;
 }
 
 static const char *dir_of(const char *path, char *buf, size_t cap)
@@ -149,6 +209,96 @@ const char *kc_socket_hint(const char *path, char *buf, size_t cap)
         return NULL;
     }
     return buf;
+}
+
+/* The call never connected. */
+static const char *no_connect_hint(const kc_call *c, char *buf, size_t cap)
+{
+    if (c->existed && look_now(c) == NOW_GONE) {
+        snprintf(buf, cap,
+                 "%s went away as kdpctl connected: the plugin was stopping or restarting; "
+                 "check its logs",
+                 c->path);
+        return buf;
+    }
+    if (kc_socket_hint(c->path, buf, cap)) {
+        return buf;
+    }
+    snprintf(buf, cap,
+             "nothing took the connection when kdpctl tried, but %s accepts one now: the plugin "
+             "was (re)starting; try again",
+             c->path);
+    return buf;
+}
+
+/* The call connected and the connection ended before any answer. */
+static const char *lost_hint(const kc_call *c, char *buf, size_t cap)
+{
+    sock_now now = look_now(c);
+    if (now == NOW_SAME) {
+        /* A process that is exiting closes its connections before its
+         * listening socket: look again once it had the time to finish. */
+        (void)usleep(100 * 1000);
+        now = look_now(c);
+    }
+    switch (now) {
+    case NOW_GONE:
+        snprintf(buf, cap,
+                 "the connection was lost mid-call and %s is gone: the plugin exited or was "
+                 "stopped during the call; check its logs",
+                 c->path);
+        break;
+    case NOW_REFUSED:
+        snprintf(buf, cap,
+                 "the connection was lost mid-call and nothing listens on %s any more: the plugin "
+                 "process exited or crashed during the call; check its logs",
+                 c->path);
+        break;
+    case NOW_NEW:
+        snprintf(buf, cap,
+                 "the connection was lost mid-call and %s is a new socket now: the plugin "
+                 "restarted during the call (its logs say why); try again",
+                 c->path);
+        break;
+    case NOW_SAME:
+        snprintf(buf, cap,
+                 "the plugin closed the connection without answering and still listens on %s: "
+                 "its logs say why (too many connections?)",
+                 c->path);
+        break;
+    case NOW_UNKNOWN:
+        snprintf(buf, cap,
+                 "the connection was lost mid-call: the plugin process probably exited or "
+                 "crashed; check its logs");
+        break;
+    }
+    return buf;
+}
+
+/* The plugin itself answered UNAVAILABLE. */
+static const char *unavailable_hint(const kc_call *c, char *buf, size_t cap)
+{
+    switch (look_now(c)) {
+    case NOW_GONE:
+        snprintf(buf, cap,
+                 "the plugin answered UNAVAILABLE itself and its socket is gone now: it was "
+                 "stopping (SIGTERM?) during the call; check its logs");
+        return buf;
+    case NOW_REFUSED:
+        snprintf(buf, cap,
+                 "the plugin answered UNAVAILABLE itself and has exited since (nothing listens "
+                 "on %s); check its logs",
+                 c->path);
+        return buf;
+    case NOW_NEW:
+        snprintf(buf, cap,
+                 "the plugin answered UNAVAILABLE itself and %s is a new socket now: it "
+                 "restarted during the call; try again",
+                 c->path);
+        return buf;
+    default:
+        return "the plugin answered UNAVAILABLE itself and still listens: its message says why";
+    }
 }
 
 /* A duration measured (not configured): "203ms", "12.5s". */
@@ -249,6 +399,14 @@ static const char *status_hint(const kc_opts *o, const kc_call *c, int status, c
     const char *path = c->path;
     switch (status) {
     case KDP__ST_UNAVAILABLE:
+        switch (origin_of(status, message)) {
+        case NO_CONNECT:
+            return no_connect_hint(c, buf, cap);
+        case CONN_LOST:
+            return lost_hint(c, buf, cap);
+        default:
+            return unavailable_hint(c, buf, cap);
+        }
     case KDP__ST_PERMISSION_DENIED:
         return kc_socket_hint(path, buf, cap);
     case KDP__ST_UNIMPLEMENTED:

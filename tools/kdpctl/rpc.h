@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <protobuf-c/protobuf-c.h>
 
@@ -35,12 +36,16 @@ typedef struct kc_reply {
 } kc_reply;
 
 /* What kdpctl saw of one call besides its answer, to explain a failure:
- * how long it ran against kdpctl's own bound. */
+ * how long it ran against kdpctl's own bound, and the socket as it was when
+ * the call began. */
 typedef struct kc_call {
     const char *path;    /* borrowed */
     uint64_t timeout_us; /* kdpctl's own bound (also sent as grpc-timeout); 0 = none */
     uint64_t start_us;   /* kdp__now_us() before connecting */
     uint64_t elapsed_us; /* from start_us to the answer: set by the caller */
+    bool existed;        /* path was there when the call began */
+    dev_t dev;           /* and which file it was */
+    ino_t ino;
 } kc_call;
 
 /* Notes the start of a call to the socket at path (borrowed) with kdpctl's
