@@ -392,7 +392,8 @@ class Errors(harness.Base):
 class Hints(harness.Base):
     """Each failure's hint says what really happened, against real plugin
     processes: whose deadline fired, a plugin that died or was stopped in the
-    middle of a call."""
+    middle of a call, a directory or socket that is not there, a socket that
+    is not a plugin's, a full listen queue, a limit of the plugin's own."""
 
     def err(self, r):
         """The JSON error line of a failed `kdpctl --json` run."""
@@ -476,6 +477,73 @@ class Hints(harness.Base):
                          "check its logs" % path)
         self.assertIn("hint: the connection was lost mid-call", self.wait_stderr(w, "hint:"))
 
+    def test_not_a_plugin_socket(self):
+        """UNIMPLEMENTED for a method every plugin serves: the wrong socket."""
+        self.kubelet()
+        r = self.kdpctl("options", "kubelet.sock")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("UNIMPLEMENTED", r.stderr)
+        self.assertIn("hint: kubelet.sock is the kubelet's own socket (Registration), not a "
+                      "plugin's: give the plugin's socket", r.stderr)
+        other = os.path.join(self.dp, "other.sock")
+        os.link(os.path.join(self.dp, "kubelet.sock"), other)  # the same server, another name
+        r = self.kdpctl("allocate", "other.sock", "x")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("hint: %s does not serve this v1beta1 DevicePlugin method, which every "
+                      "device plugin serves" % other, r.stderr)
+
+    def test_missing_dir_and_the_sockets_there(self):
+        nodir = os.path.join(self.dir, "nodir")
+        r = self.kdpctl("list", "x.sock", "--device-plugin-dir", nodir)
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("hint: the directory %s does not exist: a wrong --device-plugin-dir or "
+                      "$KDP_DEVICE_PLUGIN_DIR?" % nodir, r.stderr)
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(os.path.join(self.dp, "gpu.sock"))
+        self.addCleanup(s.close)
+        r = self.kdpctl("list", "gpus.sock")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("hint: no such socket: is the plugin running? dir is %s; sockets there: "
+                      "gpu.sock\n" % self.dp, r.stderr)
+
+    def test_full_listen_queue(self):
+        """A listener that never accepts, its queue full: a hint, not a hang
+        (the probe behind the hint never blocks)."""
+        path = os.path.join(self.dp, "busy.sock")
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(path)
+        s.listen(0)
+        self.addCleanup(s.close)
+        for _ in range(64):
+            c = socket.socket(socket.AF_UNIX)
+            c.setblocking(False)
+            self.addCleanup(c.close)
+            try:
+                c.connect(path)
+            except BlockingIOError:
+                break
+        else:
+            self.fail("the listen queue of %s never filled" % path)
+        r = self.kdpctl("options", "busy.sock")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("hint: the listen queue of %s is full: the plugin does not accept "
+                      "connections" % path, r.stderr)
+
+    def test_plugin_resource_limit_is_not_the_4mib_limit(self):
+        """RESOURCE_EXHAUSTED from the plugin itself (kdp's cap of 64
+        ListAndWatch streams) is not the kubelet's 4 MiB message limit."""
+        self.knob_plugin("--devices", "a")
+        watches = [self.start([harness.binary("kdpctl"), "watch", "kt.sock", "--json"],
+                              "watch%d" % i) for i in range(64)]
+        for w in watches:
+            w.wait_event("devices", seq=1)
+        r = self.kdpctl("list", "kt.sock")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("RESOURCE_EXHAUSTED: example.com/x: too many ListAndWatch streams open",
+                      r.stderr)
+        self.assertIn("hint: the plugin refused the call itself for lack of a resource of its "
+                      "own: its message says which", r.stderr)
+        self.assertNotIn("4 MiB", r.stderr)
 
 
 if __name__ == "__main__":

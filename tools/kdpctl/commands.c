@@ -167,9 +167,18 @@ static void on_law_done(int status, const char *message, const uint8_t *resp, si
         watch_stop(w, KC_EXIT_OK);
         return;
     }
+    if (status == KDP__ST_OK) {
+        /* Not a failure the client saw: the plugin ended the stream. */
+        kc_print_error(w->o->json, w->o->cmd, kdp__status_name(KDP__ST_UNKNOWN), KDP__ST_UNKNOWN,
+                       msg,
+                       "the plugin ended the stream itself (status OK) while kdpctl waited for "
+                       "more: a kubelet would count its devices unhealthy until it registers "
+                       "again");
+        watch_stop(w, KC_EXIT_FAIL);
+        return;
+    }
     w->call_info.elapsed_us = kdp__now_us() - w->call_info.start_us;
-    watch_stop(w, kc_fail_call(w->o, &w->call_info, status == KDP__ST_OK ? KDP__ST_UNKNOWN : status,
-                               message, msg));
+    watch_stop(w, kc_fail_call(w->o, &w->call_info, status, message, msg));
 }
 
 static void on_watch_timeout(kdp__timer *t, void *ud)

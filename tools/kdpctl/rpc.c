@@ -2,7 +2,9 @@
 /* rpc: one waited-for call on a private loop, and failures explained. */
 #include "rpc.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +101,7 @@ typedef enum origin {
     FROM_PLUGIN, /* the plugin answered with this status */
     NO_CONNECT,  /* connect() failed: "connect PATH: ERROR" */
     CONN_LOST,   /* connected, and the connection ended before any status */
+    OWN_LIMIT,   /* an answer over kdpctl's receive limit */
 } origin;
 
 static bool starts_with(const char *s, const char *prefix)
@@ -115,9 +118,14 @@ static origin origin_of(int status, const char *message)
         starts_with(message, "connection closed before the response")) {
         return CONN_LOST;
     }
+    if (status == KDP__ST_RESOURCE_EXHAUSTED && starts_with(message, "response larger than max")) {
+        return OWN_LIMIT;
+    }
     return FROM_PLUGIN;
 }
 
+/* Connects to path without blocking (a full listen queue is -EAGAIN, not a
+ * wait) and hangs up: 0 if something listens, else -errno. */
 static int probe_connect(const char *path)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -125,7 +133,7 @@ static int probe_connect(const char *path)
         return -ENAMETOOLONG;
     }
     memcpy(sa.sun_path, path, strlen(path) + 1);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         return -errno;
     }
@@ -173,18 +181,61 @@ static const char *dir_of(const char *path, char *buf, size_t cap)
     return buf;
 }
 
+static bool is_socket_entry(DIR *d, const struct dirent *e)
+{
+    struct stat st;
+    if (e->d_type != DT_UNKNOWN) {
+        return e->d_type == DT_SOCK;
+    }
+    return fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode);
+}
+
+/* Appends "; sockets there: a.sock, b.sock" (at most a few) to buf. */
+static void add_sockets_in(const char *dir, char *buf, size_t cap)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        return;
+    }
+    size_t len = strlen(buf);
+    unsigned n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && len < cap) {
+        if (!is_socket_entry(d, e)) {
+            continue;
+        }
+        if (n == 5) {
+            (void)snprintf(buf + len, cap - len, ", ...");
+            break;
+        }
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s",
+                                n ? ", " : "; sockets there: ", e->d_name);
+        n++;
+    }
+    closedir(d);
+}
+
 const char *kc_socket_hint(const char *path, char *buf, size_t cap)
 {
     char dir[4096];
     struct stat st;
     if (lstat(path, &st) < 0) {
         int e = errno;
-        if (e == ENOENT || e == ENOTDIR) {
-            snprintf(buf, cap, "no such socket: is the plugin running? dir is %s",
-                     dir_of(path, dir, sizeof(dir)));
+        const char *d = dir_of(path, dir, sizeof(dir));
+        struct stat dst;
+        if (e == ENOENT && stat(d, &dst) < 0 && errno == ENOENT) {
+            snprintf(buf, cap,
+                     "the directory %s does not exist: a wrong --device-plugin-dir or "
+                     "$KDP_DEVICE_PLUGIN_DIR?",
+                     d);
+        } else if (e == ENOENT) {
+            snprintf(buf, cap, "no such socket: is the plugin running? dir is %s", d);
+            add_sockets_in(d, buf, cap);
+        } else if (e == ENOTDIR) {
+            snprintf(buf, cap, "a part of %s is not a directory: give the plugin's socket file",
+                     path);
         } else if (e == EACCES) {
-            snprintf(buf, cap, "permission denied: run as root or check the permissions of %s",
-                     dir_of(path, dir, sizeof(dir)));
+            snprintf(buf, cap, "permission denied: run as root or check the permissions of %s", d);
         } else {
             snprintf(buf, cap, "cannot look at %s: %s", path, strerror(e));
         }
@@ -203,6 +254,11 @@ const char *kc_socket_hint(const char *path, char *buf, size_t cap)
     } else if (r == -ECONNREFUSED) {
         snprintf(buf, cap,
                  "nothing listens on %s: the plugin has exited and left its socket behind", path);
+    } else if (r == -EAGAIN) {
+        snprintf(buf, cap,
+                 "the listen queue of %s is full: the plugin does not accept connections "
+                 "(is its event loop stuck?)",
+                 path);
     } else if (r == -ENAMETOOLONG) {
         snprintf(buf, cap, "the socket path is longer than a unix socket allows (107 bytes)");
     } else {
@@ -391,15 +447,42 @@ static const char *deadline_hint(const kc_opts *o, const kc_call *c, const char 
     return buf;
 }
 
+static const char *unimplemented_hint(const kc_opts *o, const kc_call *c, char *buf, size_t cap)
+{
+    const char *base = strrchr(c->path, '/');
+    base = base ? base + 1 : c->path;
+    if (strcmp(base, "kubelet.sock") == 0) {
+        return "kubelet.sock is the kubelet's own socket (Registration), not a plugin's: give "
+               "the plugin's socket";
+    }
+    if (strcmp(o->cmd, "preferred") == 0) {
+        return "the plugin does not offer preferred allocations "
+               "(get_preferred_allocation_available is false)";
+    }
+    if (strcmp(o->cmd, "prestart") == 0) {
+        snprintf(buf, cap,
+                 "the plugin does not implement PreStartContainer; the kubelet calls it only "
+                 "when the plugin's options say pre_start_required (`kdpctl options %s`)",
+                 o->pos.n ? o->pos.v[0] : c->path);
+        return buf;
+    }
+    snprintf(buf, cap,
+             "%s does not serve this v1beta1 DevicePlugin method, which every device plugin "
+             "serves: not a device plugin's socket, or another API version?",
+             c->path);
+    return buf;
+}
+
 static const char *status_hint(const kc_opts *o, const kc_call *c, int status, const char *message,
                                char *buf, size_t cap)
 {
     bool ids = strcmp(o->cmd, "allocate") == 0 || strcmp(o->cmd, "prestart") == 0 ||
                strcmp(o->cmd, "preferred") == 0;
-    const char *path = c->path;
+    bool law = strcmp(o->cmd, "list") == 0 || strcmp(o->cmd, "watch") == 0;
+    origin from = origin_of(status, message);
     switch (status) {
     case KDP__ST_UNAVAILABLE:
-        switch (origin_of(status, message)) {
+        switch (from) {
         case NO_CONNECT:
             return no_connect_hint(c, buf, cap);
         case CONN_LOST:
@@ -408,26 +491,30 @@ static const char *status_hint(const kc_opts *o, const kc_call *c, int status, c
             return unavailable_hint(c, buf, cap);
         }
     case KDP__ST_PERMISSION_DENIED:
-        return kc_socket_hint(path, buf, cap);
+        return "the plugin refused the call itself (the socket let kdpctl in): its message says "
+               "why";
     case KDP__ST_UNIMPLEMENTED:
-        if (strcmp(o->cmd, "preferred") == 0) {
-            return "the plugin does not offer preferred allocations "
-                   "(get_preferred_allocation_available is false)";
-        }
-        return "the plugin does not implement this method (`kdpctl options` shows what it offers)";
+        return unimplemented_hint(o, c, buf, cap);
     case KDP__ST_DEADLINE_EXCEEDED:
         return deadline_hint(o, c, message, buf, cap);
     case KDP__ST_RESOURCE_EXHAUSTED:
-        if (strcmp(o->cmd, "list") == 0 || strcmp(o->cmd, "watch") == 0) {
+        if (from == OWN_LIMIT && law) {
             return "the device list is over the kubelet's 4 MiB message limit: the kubelet "
                    "rejects it too (\"received message larger than max\"); fewer devices or "
                    "shorter IDs";
         }
-        return NULL;
+        if (from == OWN_LIMIT) {
+            return "the plugin's answer is larger than kdpctl accepts; the kubelet accepts "
+                   "4 MiB at most and would reject it too";
+        }
+        return "the plugin refused the call itself for lack of a resource of its own: its "
+               "message says which";
+    case KDP__ST_CANCELLED:
+        return "the plugin cancelled the call itself (it reset the stream): its logs say why";
     case KDP__ST_INVALID_ARGUMENT:
         if (ids) {
             snprintf(buf, cap, "`kdpctl list %s` shows the plugin's device IDs and their health",
-                     o->pos.n ? o->pos.v[0] : path);
+                     o->pos.n ? o->pos.v[0] : c->path);
             return buf;
         }
         return NULL;

@@ -80,8 +80,9 @@ int kc_fail_call(const kc_opts *o, const kc_call *c, int status, const char *mes
 /* Reports a local failure (errno) and returns KC_EXIT_FAIL. */
 int kc_fail_errno(const kc_opts *o, const char *what, int neg_errno);
 
-/* A hint for a socket that cannot be used (missing, not a socket, not ours,
- * nobody listening), in buf; NULL if connecting works. */
+/* A hint for a socket that cannot be used (missing, its directory missing,
+ * not a socket, not ours, nobody listening, a full listen queue), in buf;
+ * NULL if connecting works. Never blocks. */
 const char *kc_socket_hint(const char *path, char *buf, size_t cap);
 
 #endif
