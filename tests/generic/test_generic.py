@@ -2,7 +2,8 @@
 """kdp-generic end to end: the plugin from a YAML file, on a fake /dev and
 sysfs tree (per-test temp dir), against the kubelet emulator
 (kdp-test-kubelet, grpc-go). Globs, USB matching, groups, count, NUMA,
-hot-plug, CDI, mounts/env, config errors (file:line:key), reload (SIGHUP).
+hot-plug, CDI, mounts/env, config errors (file:line:key), reload (SIGHUP,
+--watch-config).
 
 usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_generic.py [-v] [Test.name ...]
 
@@ -610,6 +611,37 @@ class Reload(GenericTest):
         kl.assert_no_event(lambda e: e.get("event") in ("registered", "stream_end"), within=0.5,
                            since=mark)
         self.assertEqual(pl.count_log(r"changed", since=log), 0)
+        self.assertStopsCleanly(pl)
+
+    def test_reload_log_names_its_trigger(self):
+        """A reload says what asked for it: the file's change under
+        --watch-config, or SIGHUP; never SIGHUP for a change of the file."""
+        kl = self.kubelet()
+        cfg = self.config(self.BEFORE)
+        res = ["example.com/a", "example.com/b", "example.com/c"]
+        pl = self.generic(cfg, res, extra=["--watch-config"])
+        for r in res:
+            kl.wait_event("registered", T, since=0, resource=r)
+        log = pl.log_mark()
+        self.config(self.AFTER)  # renamed into place: no signal
+        line = pl.wait_log(r"re-read", T, since=log)
+        self.assertIn("config file changed: re-read %s (3 resources)" % cfg, line)
+        self.assertEqual(pl.count_log(r"SIGHUP", since=log), 0, pl.log_lines(log))
+        log = pl.log_mark()
+        pl.signal(signal.SIGHUP)  # the same content: SIGHUP reads it anyway
+        line = pl.wait_log(r"re-read", T, since=log)
+        self.assertIn("SIGHUP: re-read %s (3 resources)" % cfg, line)
+        self.assertEqual(pl.count_log(r"config file changed", since=log), 0, pl.log_lines(log))
+        log = pl.log_mark()
+        self.config(self.AFTER.replace("count: 2", "count: two"))
+        line = pl.wait_log(r"reload rejected", T, since=log)
+        self.assertIn("reload rejected (config file changed), keeping the running "
+                      "configuration: ", line)
+        log = pl.log_mark()
+        pl.signal(signal.SIGHUP)
+        line = pl.wait_log(r"reload rejected", T, since=log)
+        self.assertIn("reload rejected (SIGHUP), keeping the running configuration: ", line)
+        self.assertTrue(pl.alive())
         self.assertStopsCleanly(pl)
 
     def test_cdi_spec_follows_reload(self):

@@ -1,6 +1,6 @@
-"""Helpers for kdpctl's tests: kdpctl against real plugins (kdp's examples and
-kdp-go-testplugin, a grpc-go peer). Python 3 stdlib only; run with
-/usr/bin/python3.
+"""Helpers for kdpctl's tests: kdpctl against real plugins (kdp's examples,
+kdp-test-plugin, and kdp-go-testplugin, a grpc-go peer). Python 3 stdlib
+only; run with /usr/bin/python3.
 
     class T(harness.Base):
         def test_x(self):
@@ -331,6 +331,16 @@ class Base(unittest.TestCase):
         p = self.start([binary("kdp-example-simple"), "--count", str(count),
                         "--device-plugin-dir", self.dp], "simple")
         self.wait_socket("simple.sock", p)
+        return p
+
+    def knob_plugin(self, *args, socket="kt.sock", resource="example.com/x"):
+        """kdp-test-plugin (tests/plugin/test_plugin.c): kdp with knobs
+        (--slow-ms, --callback-timeout-ms, --die-id, --stop-id...). It serves
+        its socket at once; with no kubelet it waits to register."""
+        p = self.start([binary("kdp-test-plugin"), "--device-plugin-dir", self.dp,
+                        "--socket", socket, "--resource", resource] + list(args),
+                       "test-plugin:" + socket)
+        self.wait_socket(socket, p)
         return p
 
     def goplugin(self, *args, socket="tp.sock", resource="example.com/dev"):

@@ -1,15 +1,17 @@
 #!/usr/bin/python3
 """kdpctl's commands against one plugin socket (options, list, watch,
 allocate, preferred, prestart), end to end against kdp's examples
-(kdp-example-gopher, -superdisk, -simple) and a grpc-go plugin
-(kdp-go-testplugin): tables, --json, errors and their hints, usage.
+(kdp-example-gopher, -superdisk, -simple, kdp-test-plugin) and a grpc-go
+plugin (kdp-go-testplugin): tables, --json, errors and their hints, usage.
 
 usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_commands.py [-v] [Class.test ...]
 """
 
+import json
 import os
 import pwd
 import shutil
+import signal
 import socket
 import sys
 import time
@@ -107,6 +109,8 @@ class Gopher(harness.Base):
         self.assertEqual(r.returncode, 1, r)
         self.assertIn("DEADLINE_EXCEEDED", r.stderr)
         self.assertIn("1 of 3 ListAndWatch messages within 2s", r.stderr)
+        self.assertIn("hint: kdpctl's --timeout fired: a plugin sends a new device list only "
+                      "when its devices change", r.stderr)
 
     def test_watch_sigint_exits_0(self):
         w = self.start([harness.binary("kdpctl"), "watch", "gopher.sock"], "watch")
@@ -344,7 +348,8 @@ class Errors(harness.Base):
                       r.stderr)
 
     def test_deadline(self):
-        """A socket that accepts and never answers: DEADLINE_EXCEEDED at --timeout."""
+        """A socket that accepts and never answers: DEADLINE_EXCEEDED at
+        --timeout, kdpctl's own (for a call and for the first device list)."""
         path = os.path.join(self.dp, "mute.sock")
         s = socket.socket(socket.AF_UNIX)
         s.bind(path)
@@ -355,7 +360,13 @@ class Errors(harness.Base):
         self.assertLess(time.monotonic() - t0, 5)
         self.assertEqual(r.returncode, 1, r)
         self.assertIn("DEADLINE_EXCEEDED", r.stderr)
-        self.assertIn("no answer within 300ms", r.stderr)
+        self.assertIn("hint: no answer within 300ms (kdpctl's --timeout): the socket took the "
+                      "connection but nothing answered", r.stderr)
+        r = self.kdpctl("list", "mute.sock", "--timeout", "300ms")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("DEADLINE_EXCEEDED: 0 of 1 ListAndWatch message within 300ms", r.stderr)
+        self.assertIn("hint: kdpctl's --timeout fired before the plugin sent a device list",
+                      r.stderr)
 
     def test_usage(self):
         for args in ([], ["frob"], ["list"], ["list", "a", "b"], ["list", "x", "--timeout", "5"],
@@ -376,6 +387,163 @@ class Errors(harness.Base):
         self.assertIn("--container", self.ok("help", "allocate").stdout)
         self.assertIn("SIGHUP", self.ok("help", "kubelet").stdout)
         self.assertRegex(self.ok("--version").stdout, r"^kdpctl \(kdp\) \d+\.\d+\.\d+\n$")
+
+
+class Hints(harness.Base):
+    """Each failure's hint says what really happened, against real plugin
+    processes: whose deadline fired, a plugin that died or was stopped in the
+    middle of a call, a directory or socket that is not there, a socket that
+    is not a plugin's, a full listen queue, a limit of the plugin's own."""
+
+    def err(self, r):
+        """The JSON error line of a failed `kdpctl --json` run."""
+        self.assertEqual(r.returncode, 1, r)
+        return self.json_lines(r)[-1]
+
+    def wait_stderr(self, proc, text):
+        deadline = time.monotonic() + T
+        while text not in proc.stderr_text() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return proc.stderr_text()
+
+    def test_plugin_callback_deadline_is_not_kdpctl_timeout(self):
+        """The plugin's own callback deadline (200 ms) fired, well before
+        kdpctl's --timeout (10 s): the hint says so and names the callback;
+        with a --timeout shorter than the plugin's, kdpctl's own fires."""
+        self.knob_plugin("--devices", "a,slow", "--slow-ms", "3000",
+                        "--callback-timeout-ms", "200")
+        t0 = time.monotonic()
+        r = self.kdpctl("allocate", "kt.sock", "slow")
+        self.assertLess(time.monotonic() - t0, 5)
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("DEADLINE_EXCEEDED: example.com/x: the allocate callback did not return "
+                      "within 200 ms", r.stderr)
+        self.assertIn("hint: the plugin's own callback deadline (200 ms) fired, not kdpctl's "
+                      "--timeout (10s): example.com/x's allocate callback is slow or hung",
+                      r.stderr)
+        self.assertNotIn("no answer within", r.stderr)
+        err = self.err(self.kdpctl("allocate", "kt.sock", "slow", "--timeout", "100ms",
+                                   "--json"))
+        self.assertEqual(err["error"], "DEADLINE_EXCEEDED")
+        self.assertTrue(err["hint"].startswith("no answer within 100ms (kdpctl's --timeout"),
+                        err)
+
+    def test_plugin_died_mid_call(self):
+        """The plugin process dies (SIGKILL) while it runs the allocate
+        callback: the connection was lost mid-call, not a missing socket; the
+        next call finds the stale socket it left."""
+        p = self.knob_plugin("--devices", "a,boom", "--die-id", "boom")
+        path = os.path.join(self.dp, "kt.sock")
+        r = self.kdpctl("allocate", "kt.sock", "boom")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("UNAVAILABLE: connection closed before the response", r.stderr)
+        self.assertIn("hint: the connection was lost mid-call and nothing listens on %s any "
+                      "more: the plugin process exited or crashed during the call; check its "
+                      "logs" % path, r.stderr)
+        self.assertEqual(p.wait_exit(T), -signal.SIGKILL)
+        r = self.kdpctl("options", "kt.sock")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("UNAVAILABLE: connect %s: Connection refused" % path, r.stderr)
+        self.assertIn("hint: nothing listens on %s: the plugin has exited and left its socket "
+                      "behind" % path, r.stderr)
+
+    def test_plugin_stopped_mid_call(self):
+        """The plugin is stopped (as by SIGTERM) during the call: it answers
+        UNAVAILABLE itself and removes its socket; not "no such socket"."""
+        p = self.knob_plugin("--devices", "a,halt", "--stop-id", "halt", "--slow-ms", "300")
+        r = self.kdpctl("allocate", "kt.sock", "halt")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("UNAVAILABLE: server is shutting down", r.stderr)
+        self.assertIn("hint: the plugin answered UNAVAILABLE itself and its socket is gone now: "
+                      "it was stopping (SIGTERM?) during the call; check its logs", r.stderr)
+        self.assertNotIn("no such socket", r.stderr)
+        self.assertEqual(p.wait_exit(T), 0)
+
+    def test_watch_plugin_killed(self):
+        """The plugin killed under an open ListAndWatch: the stream's
+        connection was lost, not a socket stale from the start."""
+        p = self.knob_plugin("--devices", "a,b")
+        path = os.path.join(self.dp, "kt.sock")
+        w = self.start([harness.binary("kdpctl"), "watch", "kt.sock", "--json"], "watch")
+        w.wait_event("devices", seq=1)
+        p.signal(signal.SIGKILL)
+        self.assertEqual(w.wait_exit(T), 1, w.diagnostics())
+        err = json.loads(w.wait_line(r'^\{"error":'))
+        self.assertEqual(err["error"], "UNAVAILABLE")
+        self.assertTrue(err["message"].startswith("the ListAndWatch stream ended after 1 message: "
+                                                  "connection closed before the response"), err)
+        self.assertEqual(err["hint"], "the connection was lost mid-call and nothing listens on "
+                         "%s any more: the plugin process exited or crashed during the call; "
+                         "check its logs" % path)
+        self.assertIn("hint: the connection was lost mid-call", self.wait_stderr(w, "hint:"))
+
+    def test_not_a_plugin_socket(self):
+        """UNIMPLEMENTED for a method every plugin serves: the wrong socket."""
+        self.kubelet()
+        r = self.kdpctl("options", "kubelet.sock")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("UNIMPLEMENTED", r.stderr)
+        self.assertIn("hint: kubelet.sock is the kubelet's own socket (Registration), not a "
+                      "plugin's: give the plugin's socket", r.stderr)
+        other = os.path.join(self.dp, "other.sock")
+        os.link(os.path.join(self.dp, "kubelet.sock"), other)  # the same server, another name
+        r = self.kdpctl("allocate", "other.sock", "x")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("hint: %s does not serve this v1beta1 DevicePlugin method, which every "
+                      "device plugin serves" % other, r.stderr)
+
+    def test_missing_dir_and_the_sockets_there(self):
+        nodir = os.path.join(self.dir, "nodir")
+        r = self.kdpctl("list", "x.sock", "--device-plugin-dir", nodir)
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("hint: the directory %s does not exist: a wrong --device-plugin-dir or "
+                      "$KDP_DEVICE_PLUGIN_DIR?" % nodir, r.stderr)
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(os.path.join(self.dp, "gpu.sock"))
+        self.addCleanup(s.close)
+        r = self.kdpctl("list", "gpus.sock")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("hint: no such socket: is the plugin running? dir is %s; sockets there: "
+                      "gpu.sock\n" % self.dp, r.stderr)
+
+    def test_full_listen_queue(self):
+        """A listener that never accepts, its queue full: a hint, not a hang
+        (the probe behind the hint never blocks)."""
+        path = os.path.join(self.dp, "busy.sock")
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(path)
+        s.listen(0)
+        self.addCleanup(s.close)
+        for _ in range(64):
+            c = socket.socket(socket.AF_UNIX)
+            c.setblocking(False)
+            self.addCleanup(c.close)
+            try:
+                c.connect(path)
+            except BlockingIOError:
+                break
+        else:
+            self.fail("the listen queue of %s never filled" % path)
+        r = self.kdpctl("options", "busy.sock")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("hint: the listen queue of %s is full: the plugin does not accept "
+                      "connections" % path, r.stderr)
+
+    def test_plugin_resource_limit_is_not_the_4mib_limit(self):
+        """RESOURCE_EXHAUSTED from the plugin itself (kdp's cap of 64
+        ListAndWatch streams) is not the kubelet's 4 MiB message limit."""
+        self.knob_plugin("--devices", "a")
+        watches = [self.start([harness.binary("kdpctl"), "watch", "kt.sock", "--json"],
+                              "watch%d" % i) for i in range(64)]
+        for w in watches:
+            w.wait_event("devices", seq=1)
+        r = self.kdpctl("list", "kt.sock")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("RESOURCE_EXHAUSTED: example.com/x: too many ListAndWatch streams open",
+                      r.stderr)
+        self.assertIn("hint: the plugin refused the call itself for lack of a resource of its "
+                      "own: its message says which", r.stderr)
+        self.assertNotIn("4 MiB", r.stderr)
 
 
 if __name__ == "__main__":

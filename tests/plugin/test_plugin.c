@@ -14,6 +14,11 @@
  *   --callback-timeout-ms N
  *   --slow-ms N             allocate of a device named "slow" sleeps N ms
  *   --fail-id ID            allocate of ID fails with -EINVAL and a message
+ *   --die-id ID             allocate of ID kills the process (SIGKILL, as the
+ *                           OOM killer would): a plugin that dies mid-call
+ *   --stop-id ID            allocate of ID stops the context (kdp_ctx_stop, as
+ *                           SIGTERM does), then returns after --slow-ms: a
+ *                           plugin shut down mid-call
  *   --prestart FILE         enable PreStartContainer: append "prestart ids" to FILE
  *   --preferred             enable GetPreferredAllocation: available reversed
  *   --lifecycle FILE        append "refresh" / "destroy" to FILE
@@ -58,6 +63,9 @@ static bool plugins_freed; /* under plugins_mu */
 static const char *host_paths;
 static unsigned slow_ms;
 static const char *fail_id;
+static const char *die_id;
+static const char *stop_id;
+static kdp_ctx *the_ctx;
 static const char *prestart_file;
 static const char *lifecycle_file;
 static const char *list_file;
@@ -126,6 +134,13 @@ static int op_allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_re
     (void)ud;
     for (size_t i = 0; i < req->n_ids; i++) {
         if (strcmp(req->ids[i], "slow") == 0) {
+            usleep(slow_ms * 1000U);
+        }
+        if (die_id && strcmp(req->ids[i], die_id) == 0) {
+            (void)raise(SIGKILL);
+        }
+        if (stop_id && strcmp(req->ids[i], stop_id) == 0) {
+            (void)kdp_ctx_stop(the_ctx);
             usleep(slow_ms * 1000U);
         }
         if (fail_id && strcmp(req->ids[i], fail_id) == 0) {
@@ -450,6 +465,10 @@ int main(int argc, char **argv)
             slow_ms = (unsigned)atoi(v);
         } else if (strcmp(a, "--fail-id") == 0) {
             fail_id = v;
+        } else if (strcmp(a, "--die-id") == 0) {
+            die_id = v;
+        } else if (strcmp(a, "--stop-id") == 0) {
+            stop_id = v;
         } else if (strcmp(a, "--prestart") == 0) {
             prestart = true;
             prestart_file = v;

@@ -309,18 +309,20 @@ static uint64_t file_hash(const char *file)
     return h;
 }
 
-static void reload(app *a)
+/* Re-reads the file; why names what asked for it ("SIGHUP", or the file's
+ * change under --watch-config), for the log. */
+static void reload(app *a, const char *why)
 {
     a->config_hash = file_hash(a->file);
     gen_config c;
     char *err = NULL;
     if (gen_config_load(a->file, a->dp_dir, &c, &err) < 0) {
-        log_e("reload rejected, keeping the running configuration: %s",
+        log_e("reload rejected (%s), keeping the running configuration: %s", why,
               err ? err : "out of memory");
         free(err);
         return;
     }
-    log_i("SIGHUP: re-read %s (%zu resources)", a->file, c.n_res);
+    log_i("%s: re-read %s (%zu resources)", why, a->file, c.n_res);
     apply(a, &c);
     gen_config_free(&c);
 }
@@ -332,7 +334,7 @@ static void on_signal(app *a, int sfd)
     struct signalfd_siginfo si;
     while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
         if (si.ssi_signo == SIGHUP && !a->stopping) {
-            reload(a);
+            reload(a, "SIGHUP");
         } else if (si.ssi_signo != SIGHUP && !a->stopping) {
             log_i("signal %u: stopping", si.ssi_signo);
             a->stopping = true;
@@ -348,8 +350,7 @@ static void on_config_dir(app *a, int ifd)
     while (read(ifd, buf, sizeof(buf)) > 0) {
     }
     if (!a->stopping && file_hash(a->file) != a->config_hash) {
-        log_i("%s changed", a->file);
-        reload(a);
+        reload(a, "config file changed");
     }
 }
 

@@ -65,7 +65,8 @@ typedef struct watch {
     kdp__signal *sig[2];
     kdp__devtab tab;
     long seq;
-    int exit; /* -1 while running */
+    kc_call call_info; /* the stream has no deadline of kdpctl's: timeout_us 0 */
+    int exit;          /* -1 while running */
 } watch;
 
 static void print_list(const watch *w)
@@ -166,8 +167,18 @@ static void on_law_done(int status, const char *message, const uint8_t *resp, si
         watch_stop(w, KC_EXIT_OK);
         return;
     }
-    watch_stop(w,
-               kc_fail_call(w->o, w->path, status == KDP__ST_OK ? KDP__ST_UNKNOWN : status, msg));
+    if (status == KDP__ST_OK) {
+        /* Not a failure the client saw: the plugin ended the stream. */
+        kc_print_error(w->o->json, w->o->cmd, kdp__status_name(KDP__ST_UNKNOWN), KDP__ST_UNKNOWN,
+                       msg,
+                       "the plugin ended the stream itself (status OK) while kdpctl waited for "
+                       "more: a kubelet would count its devices unhealthy until it registers "
+                       "again");
+        watch_stop(w, KC_EXIT_FAIL);
+        return;
+    }
+    w->call_info.elapsed_us = kdp__now_us() - w->call_info.start_us;
+    watch_stop(w, kc_fail_call(w->o, &w->call_info, status, message, msg));
 }
 
 static void on_watch_timeout(kdp__timer *t, void *ud)
@@ -183,9 +194,14 @@ static void on_watch_timeout(kdp__timer *t, void *ud)
     }
     snprintf(msg, sizeof(msg), "%ld of %ld ListAndWatch message%s within %s", w->seq,
              w->list ? 1 : w->o->count, w->o->count == 1 || w->list ? "" : "s", d);
+    const char *hint =
+        w->seq == 0 ? "kdpctl's --timeout fired before the plugin sent a device list, which a "
+                      "plugin sends as soon as the stream opens: is the plugin stuck, or is this "
+                      "not a gRPC server?"
+                    : "kdpctl's --timeout fired: a plugin sends a new device list only when its "
+                      "devices change; a longer --timeout, or a smaller --count";
     kc_print_error(w->o->json, w->o->cmd, kdp__status_name(KDP__ST_DEADLINE_EXCEEDED),
-                   KDP__ST_DEADLINE_EXCEEDED, msg,
-                   "the plugin sent fewer device lists than asked for; a longer --timeout?");
+                   KDP__ST_DEADLINE_EXCEEDED, msg, hint);
     watch_stop(w, KC_EXIT_FAIL);
 }
 
@@ -221,6 +237,7 @@ static int watch_start(watch *w)
     V1beta1__Empty req = V1BETA1__EMPTY__INIT;
     uint8_t buf[8];
     size_t len = protobuf_c_message_pack(&req.base, buf);
+    kc_call_begin(&w->call_info, w->path, 0);
     return kdp__client_stream(w->loop, w->path, KC_METHOD_LAW, buf, len, &opts, on_law_msg,
                               on_law_done, w, &w->call);
 }

@@ -7,8 +7,10 @@
 #ifndef KDPCTL_RPC_H
 #define KDPCTL_RPC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <protobuf-c/protobuf-c.h>
 
@@ -30,7 +32,25 @@ typedef struct kc_reply {
     char *message; /* malloc'ed, never NULL after kc_unary succeeded */
     uint8_t *resp; /* the response message when status is OK */
     size_t len;
+    uint64_t done_us; /* kdp__now_us() when the answer came */
 } kc_reply;
+
+/* What kdpctl saw of one call besides its answer, to explain a failure:
+ * how long it ran against kdpctl's own bound, and the socket as it was when
+ * the call began. */
+typedef struct kc_call {
+    const char *path;    /* borrowed */
+    uint64_t timeout_us; /* kdpctl's own bound (also sent as grpc-timeout); 0 = none */
+    uint64_t start_us;   /* kdp__now_us() before connecting */
+    uint64_t elapsed_us; /* from start_us to the answer: set by the caller */
+    bool existed;        /* path was there when the call began */
+    dev_t dev;           /* and which file it was */
+    ino_t ino;
+} kc_call;
+
+/* Notes the start of a call to the socket at path (borrowed) with kdpctl's
+ * own bound timeout_us (0 = none). */
+void kc_call_begin(kc_call *c, const char *path, uint64_t timeout_us);
 
 /* Calls method on the socket at path with req and waits for the answer,
  * bounded by timeout_us (also sent as grpc-timeout). Returns 0 with *ret
@@ -51,14 +71,18 @@ int kc_call_plugin(const kc_opts *o, const char *path, const char *method,
 /* Reports an answer that does not decode as `what`; returns KC_EXIT_FAIL. */
 int kc_fail_decode(const kc_opts *o, const char *what);
 
-/* Reports a failed call of command o->cmd on socket path (status, message
- * and a hint) and returns KC_EXIT_FAIL. */
-int kc_fail_call(const kc_opts *o, const char *path, int status, const char *message);
+/* Reports a failed call c of command o->cmd (status, message and a hint
+ * saying what happened) and returns KC_EXIT_FAIL. message is the client's
+ * (the plugin's grpc-message or the client's own explanation); shown, if
+ * not NULL, is printed instead of it. */
+int kc_fail_call(const kc_opts *o, const kc_call *c, int status, const char *message,
+                 const char *shown);
 /* Reports a local failure (errno) and returns KC_EXIT_FAIL. */
 int kc_fail_errno(const kc_opts *o, const char *what, int neg_errno);
 
-/* A hint for a socket that cannot be used (missing, not a socket, not ours,
- * nobody listening), in buf; NULL if connecting works. */
+/* A hint for a socket that cannot be used (missing, its directory missing,
+ * not a socket, not ours, nobody listening, a full listen queue), in buf;
+ * NULL if connecting works. Never blocks. */
 const char *kc_socket_hint(const char *path, char *buf, size_t cap);
 
 #endif
