@@ -1061,7 +1061,9 @@ static void note_restart(kdp_plugin *p)
  * loop is unbounded. */
 static uint64_t restart_delay(kdp_plugin *p)
 {
-    if (!p->restart_counts || p->quick_restarts++ == 0) {
+    /* kubelet.sock created since (while destroy ran): a new kubelet */
+    bool new_kubelet = p->kubelet_creates != p->reg_creates;
+    if (!p->restart_counts || new_kubelet || p->quick_restarts++ == 0) {
         return 0;
     }
     return kdp__backoff_next(&p->restart_backoff);
