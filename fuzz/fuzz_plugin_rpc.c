@@ -37,9 +37,11 @@
  * INVALID_ARGUMENT, no preferred op -> UNIMPLEMENTED, every errno the ops
  * return -> its status), one container response per container request, the
  * default env var, the options, the first ListAndWatch message. In every
- * mode: each connection is gone, with no call left open, once the client
- * has hung up; kdp's log lines carry no control character. abort()s
- * otherwise (a crash, a leak or a hang is a bug).
+ * mode: the IDs a pre-start op gets are all in one table its plugin has
+ * held (kdp checks them against the table of the moment, which the churn
+ * may have changed); each connection is gone, with no call left open, once
+ * the client has hung up; kdp's log lines carry no control character.
+ * abort()s otherwise (a crash, a leak or a hang is a bug).
  */
 #include <errno.h>
 #include <poll.h>
@@ -137,6 +139,59 @@ static bool is_known_id(const char *id)
     return is_healthy_id(id) || strcmp(id, "c") == 0;
 }
 
+/* Whether a churn was ever started on plugin i: from then on, its loop may
+ * have held the churned table when it checked a request. Never cleared: a
+ * callback may start after its call has ended and the table was reset. */
+static atomic_bool churned[N_PLUGINS];
+
+static void start_churn(int pi)
+{
+    atomic_store(&churned[pi], true); /* before kdp can see the table */
+    kdp_device devs[16];
+    size_t n = churn_devices(devs);
+    CHECK(kdp_plugin_set_devices(plugins[pi], devs, n) == 0);
+}
+
+static const kdp_device *find_in(const kdp_device *d, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(d[i].id, id) == 0) {
+            return &d[i];
+        }
+    }
+    return NULL;
+}
+
+/* kdp checks a request's IDs against the one table its loop holds when the
+ * request comes: the base table, or once a churn is taken (until the reset
+ * at the end of the input) the churned one, without "a" but with "f". So
+ * the IDs a callback of plugin pi gets are all in one table it has held. */
+static bool ids_in_one_table(int pi, const char *const *ids, size_t n)
+{
+    kdp_device base[16];
+    kdp_device chd[16];
+    size_t n_base = base_devices(base);
+    size_t n_chd = churn_devices(chd);
+    bool in_base = true;
+    bool in_chd = atomic_load(&churned[pi]);
+    for (size_t i = 0; i < n; i++) {
+        in_base = in_base && find_in(base, n_base, ids[i]);
+        in_chd = in_chd && find_in(chd, n_chd, ids[i]);
+    }
+    return in_base || in_chd;
+}
+
+static int index_of(const kdp_plugin *p)
+{
+    for (int i = 0; i < N_PLUGINS; i++) {
+        if (plugins[i] == p) {
+            return i;
+        }
+    }
+    CHECK(!"a plugin of ours");
+    return -1;
+}
+
 /* ---- the ops ---- */
 
 static int all_allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_response *resp,
@@ -180,11 +235,8 @@ static int all_preferred(kdp_plugin *p, const kdp_preferred_request *req, kdp_id
 
 static int all_prestart(kdp_plugin *p, const char *const *ids, size_t n, void *ud)
 {
-    (void)p;
     (void)ud;
-    for (size_t i = 0; i < n; i++) {
-        CHECK(is_known_id(ids[i])); /* kdp checked them */
-    }
+    CHECK(ids_in_one_table(index_of(p), ids, n)); /* kdp checked them */
     return 0;
 }
 
@@ -373,9 +425,7 @@ static void on_law_msg(const uint8_t *msg, size_t len, void *ud)
     v1beta1__list_and_watch_response__free_unpacked(m, NULL);
     o->msgs++;
     if (o->msgs == 1 && o->churn) {
-        kdp_device devs[16];
-        size_t n = churn_devices(devs);
-        CHECK(kdp_plugin_set_devices(o->p, devs, n) == 0);
+        start_churn(index_of(o->p));
     }
 }
 
@@ -520,9 +570,7 @@ static void call_with_client(int pi, int method, bool timeout, bool churn, const
     }
     CHECK(r == 0);
     if (churn && method != M_LAW) {
-        kdp_device devs[16];
-        size_t n = churn_devices(devs);
-        CHECK(kdp_plugin_set_devices(p, devs, n) == 0);
+        start_churn(pi);
     }
     uint64_t start = kdp__now_us();
     while (!o.done && !(method == M_LAW && o.msgs >= o.want_msgs)) {
@@ -707,9 +755,7 @@ static void call_raw(int pi, int method, bool timeout, bool churn, uint8_t frami
     int fd;
     CHECK(kdp__sock_connect(p->socket_path, &fd) == 0);
     if (churn) {
-        kdp_device devs[16];
-        size_t n = churn_devices(devs);
-        CHECK(kdp_plugin_set_devices(p, devs, n) == 0);
+        start_churn(pi);
     }
     size_t off = 0;
     bool open = true;
