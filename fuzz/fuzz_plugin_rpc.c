@@ -36,13 +36,18 @@
  * get (undecodable -> INVALID_ARGUMENT, unknown or unhealthy IDs ->
  * INVALID_ARGUMENT, no preferred op -> UNIMPLEMENTED, every errno the ops
  * return -> its status), one container response per container request, the
- * default env var, the options, the first ListAndWatch message. In every
- * mode: each connection is gone, with no call left open, once the client
- * has hung up; kdp's log lines carry no control character. abort()s
- * otherwise (a crash, a leak or a hang is a bug).
+ * default env var, the options. In client mode: each ListAndWatch message
+ * is the whole table (the base one, then with churn the churned one). In
+ * every mode: the IDs a pre-start op gets are all in one table its plugin
+ * has held (kdp checks them against the table of the moment, which the
+ * churn may have changed); each connection is gone, with no call left
+ * open, once the client has hung up; kdp's log lines carry no control
+ * character. abort()s otherwise (a crash, a leak or a hang is a bug).
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,8 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define CHECK(x)                                                                                   \
     do {                                                                                           \
         if (!(x)) {                                                                                \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #x);                  \
-            abort();                                                                               \
+            check_failed(__FILE__, __LINE__, #x);                                                  \
         }                                                                                          \
     } while (0)
 
@@ -85,6 +89,60 @@ static const char *const paths[] = {
     "/v1beta1.DevicePlugin/GetPreferredAllocation", "/v1beta1.DevicePlugin/Allocate",
     "/v1beta1.DevicePlugin/PreStartContainer",      "/v1beta1.DevicePlugin/Nope",
 };
+
+/* ---- failures on other threads ---- */
+
+/* A CHECK that fails on the thread running the inputs (libFuzzer's main
+ * thread) aborts at once. One that fails in an op, on a worker thread, must
+ * not: libFuzzer's crash handler would run on the worker while its main
+ * thread goes on, and save the input running when it gets there (maybe a
+ * later one: kdp does not wait for an op whose call has ended); a second
+ * failure meanwhile (libFuzzer's leak check runs the input again at once)
+ * would kill the process with no input saved. So the failing op parks its
+ * thread, and the input's thread, which waits for every op before the input
+ * ends, aborts in the input that ran the op. (An op kdp took from its queue
+ * just as its call ended may enter only after the input is over, if its
+ * thread is descheduled in between: a rare failure then shows in a later
+ * input.) */
+static pthread_t input_thread;
+static atomic_int ops_running;
+void __sanitizer_print_stack_trace(void) __attribute__((weak)); /* none in plain builds */
+static atomic_bool op_failed;
+
+static _Noreturn void check_failed(const char *file, int line, const char *what)
+{
+    if (pthread_equal(pthread_self(), input_thread)) {
+        fprintf(stderr, "%s:%d: CHECK(%s) failed\n", file, line, what);
+        abort();
+    }
+    fprintf(stderr, "%s:%d: CHECK(%s) failed on a worker thread\n", file, line, what);
+    if (__sanitizer_print_stack_trace) {
+        __sanitizer_print_stack_trace(); /* the input's thread waits for the op */
+    }
+    atomic_store(&op_failed, true);
+    for (;;) {
+        pause(); /* kdp's workers block every signal */
+    }
+}
+
+static void abort_if_an_op_failed(void)
+{
+    if (atomic_load(&op_failed)) {
+        fprintf(stderr, "fuzz_plugin_rpc: an op failed (above): aborting in this input\n");
+        abort();
+    }
+}
+
+static void op_enter(void)
+{
+    atomic_fetch_add(&ops_running, 1);
+}
+
+static int op_leave(int r)
+{
+    atomic_fetch_sub(&ops_running, 1);
+    return r;
+}
 
 static char dir[64];
 static kdp_ctx *ctx;
@@ -137,6 +195,59 @@ static bool is_known_id(const char *id)
     return is_healthy_id(id) || strcmp(id, "c") == 0;
 }
 
+/* Whether a churn was ever started on plugin i: from then on, its loop may
+ * have held the churned table when it checked a request. Never cleared: a
+ * callback may start after its call has ended and the table was reset. */
+static atomic_bool churned[N_PLUGINS];
+
+static void start_churn(int pi)
+{
+    atomic_store(&churned[pi], true); /* before kdp can see the table */
+    kdp_device devs[16];
+    size_t n = churn_devices(devs);
+    CHECK(kdp_plugin_set_devices(plugins[pi], devs, n) == 0);
+}
+
+static const kdp_device *find_in(const kdp_device *d, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(d[i].id, id) == 0) {
+            return &d[i];
+        }
+    }
+    return NULL;
+}
+
+/* kdp checks a request's IDs against the one table its loop holds when the
+ * request comes: the base table, or once a churn is taken (until the reset
+ * at the end of the input) the churned one, without "a" but with "f". So
+ * the IDs a callback of plugin pi gets are all in one table it has held. */
+static bool ids_in_one_table(int pi, const char *const *ids, size_t n)
+{
+    kdp_device base[16];
+    kdp_device chd[16];
+    size_t n_base = base_devices(base);
+    size_t n_chd = churn_devices(chd);
+    bool in_base = true;
+    bool in_chd = atomic_load(&churned[pi]);
+    for (size_t i = 0; i < n; i++) {
+        in_base = in_base && find_in(base, n_base, ids[i]);
+        in_chd = in_chd && find_in(chd, n_chd, ids[i]);
+    }
+    return in_base || in_chd;
+}
+
+static int index_of(const kdp_plugin *p)
+{
+    for (int i = 0; i < N_PLUGINS; i++) {
+        if (plugins[i] == p) {
+            return i;
+        }
+    }
+    CHECK(!"a plugin of ours");
+    return -1;
+}
+
 /* ---- the ops ---- */
 
 static int all_allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_response *resp,
@@ -144,6 +255,7 @@ static int all_allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_r
 {
     (void)p;
     (void)ud;
+    op_enter();
     int r = kdp_response_add_defaults(resp);
     for (size_t i = 0; r == 0 && i < req->n_ids; i++) {
         char buf[300];
@@ -158,7 +270,7 @@ static int all_allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_r
             r = kdp_response_add_env(resp, "FUZZ_LAST", req->ids[i]);
         }
     }
-    return r;
+    return op_leave(r);
 }
 
 static int all_preferred(kdp_plugin *p, const kdp_preferred_request *req, kdp_id_list *out,
@@ -166,6 +278,7 @@ static int all_preferred(kdp_plugin *p, const kdp_preferred_request *req, kdp_id
 {
     (void)p;
     (void)ud;
+    op_enter();
     /* The kubelet's strings, unchecked by kdp: the builder checks them. */
     for (size_t i = 0; i < req->n_must_include; i++) {
         int r = kdp_id_list_add(out, req->must_include[i]);
@@ -175,17 +288,15 @@ static int all_preferred(kdp_plugin *p, const kdp_preferred_request *req, kdp_id
         int r = kdp_id_list_add(out, req->available[req->n_available - 1 - i]);
         CHECK(r == 0 || r == -EINVAL);
     }
-    return 0;
+    return op_leave(0);
 }
 
 static int all_prestart(kdp_plugin *p, const char *const *ids, size_t n, void *ud)
 {
-    (void)p;
     (void)ud;
-    for (size_t i = 0; i < n; i++) {
-        CHECK(is_known_id(ids[i])); /* kdp checked them */
-    }
-    return 0;
+    op_enter();
+    CHECK(ids_in_one_table(index_of(p), ids, n)); /* kdp checked them */
+    return op_leave(0);
 }
 
 static int fail_allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_response *resp,
@@ -193,25 +304,26 @@ static int fail_allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_
 {
     (void)resp;
     (void)ud;
+    op_enter();
     if (req->n_ids == 0) {
-        return -EIO; /* a container request without IDs: the kubelet never sends one */
+        return op_leave(-EIO); /* a container request without IDs: the kubelet never sends one */
     }
     const char *id = req->ids[0];
     kdp_plugin_set_error(p, "refused \"%s\"\n\x01\x7f\xc3\xa9 100%%", id);
     switch (id[0]) {
     case 'a':
-        return -EINVAL;
+        return op_leave(-EINVAL);
     case 'b':
-        return -ENOMEM;
+        return op_leave(-ENOMEM);
     case 'd':
-        return -ETIMEDOUT;
+        return op_leave(-ETIMEDOUT);
     case 'e':
-        return -EPERM;
+        return op_leave(-EPERM);
     case 's':
         usleep(10 * 1000); /* past the 5 ms deadline */
-        return 0;
+        return op_leave(0);
     default:
-        return -EIO;
+        return op_leave(-EIO);
     }
 }
 
@@ -220,11 +332,12 @@ static int fail_preferred(kdp_plugin *p, const kdp_preferred_request *req, kdp_i
 {
     (void)out;
     (void)ud;
+    op_enter();
     /* The kubelet's own bytes in the message: percent-encoded on the wire,
      * escaped in the log. */
     kdp_plugin_set_error(p, "no preference for \"%.100s\"",
                          req->n_available ? req->available[0] : "");
-    return -ENOENT;
+    return op_leave(-ENOENT);
 }
 
 static int fail_prestart(kdp_plugin *p, const char *const *ids, size_t n, void *ud)
@@ -233,7 +346,8 @@ static int fail_prestart(kdp_plugin *p, const char *const *ids, size_t n, void *
     (void)ids;
     (void)n;
     (void)ud;
-    return -EBUSY;
+    op_enter();
+    return op_leave(-EBUSY);
 }
 
 /* ---- setup ---- */
@@ -255,6 +369,7 @@ static void cleanup(void)
 
 static void run_once(int timeout_ms)
 {
+    abort_if_an_op_failed();
     struct pollfd pfd = {.fd = kdp_ctx_get_fd(ctx), .events = POLLIN};
     if (timeout_ms) {
         (void)poll(&pfd, 1, timeout_ms);
@@ -292,6 +407,7 @@ static void settle_tables(void)
 
 static void init(void)
 {
+    input_thread = pthread_self();
     memset(long_id, 'L', sizeof(long_id) - 1);
     kdp_log_set(KDP_LOG_DEBUG, check_log, NULL);
     snprintf(dir, sizeof(dir), "/tmp/kdpfz-XXXXXX");
@@ -334,7 +450,6 @@ typedef struct outcome {
     size_t resp_len;
     unsigned msgs;
     unsigned want_msgs;
-    size_t law_devices[2];
     kdp_plugin *p;
     bool churn;
 } outcome;
@@ -357,25 +472,47 @@ static void on_done(int status, const char *message, const uint8_t *resp, size_t
     }
 }
 
+/* Whether a ListAndWatch message holds exactly the devices d, with their
+ * health. */
+static bool law_is_table(const V1beta1__ListAndWatchResponse *m, const kdp_device *d, size_t n)
+{
+    if (m->n_devices != n) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t found = 0;
+        for (size_t k = 0; k < m->n_devices; k++) {
+            if (strcmp(m->devices[k]->id, d[i].id) != 0) {
+                continue;
+            }
+            found++;
+            const char *want = d[i].health == KDP_HEALTHY ? "Healthy" : "Unhealthy";
+            if (strcmp(m->devices[k]->health, want) != 0) {
+                return false;
+            }
+        }
+        if (found != 1) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static void on_law_msg(const uint8_t *msg, size_t len, void *ud)
 {
     outcome *o = ud;
     V1beta1__ListAndWatchResponse *m = v1beta1__list_and_watch_response__unpack(NULL, len, msg);
     CHECK(m);
-    for (size_t i = 0; i < m->n_devices; i++) {
-        CHECK(is_known_id(m->devices[i]->id) || strcmp(m->devices[i]->id, "f") == 0);
-        CHECK(!strcmp(m->devices[i]->health, "Healthy") ||
-              !strcmp(m->devices[i]->health, "Unhealthy"));
-    }
-    if (o->msgs < 2) {
-        o->law_devices[o->msgs] = m->n_devices;
-    }
+    /* The first message is the base table; with churn, set once it came,
+     * the second is the churned one; nothing else changes the table. */
+    CHECK(o->msgs < (o->churn ? 2U : 1U));
+    kdp_device d[16];
+    size_t n = o->msgs == 0 ? base_devices(d) : churn_devices(d);
+    CHECK(law_is_table(m, d, n));
     v1beta1__list_and_watch_response__free_unpacked(m, NULL);
     o->msgs++;
     if (o->msgs == 1 && o->churn) {
-        kdp_device devs[16];
-        size_t n = churn_devices(devs);
-        CHECK(kdp_plugin_set_devices(o->p, devs, n) == 0);
+        start_churn(index_of(o->p));
     }
 }
 
@@ -526,9 +663,7 @@ static void call_with_client(int pi, int method, bool timeout, bool churn, const
     }
     CHECK(r == 0);
     if (churn && method != M_LAW) {
-        kdp_device devs[16];
-        size_t n = churn_devices(devs);
-        CHECK(kdp_plugin_set_devices(p, devs, n) == 0);
+        start_churn(pi);
     }
     uint64_t start = kdp__now_us();
     while (!o.done && !(method == M_LAW && o.msgs >= o.want_msgs)) {
@@ -538,14 +673,9 @@ static void call_with_client(int pi, int method, bool timeout, bool churn, const
     if (!o.done) {
         kdp__client_call_cancel(c); /* a ListAndWatch, never ended by the server */
     }
+    abort_if_an_op_failed(); /* before a status it may have made wrong */
     if (method == M_LAW) {
         CHECK(o.msgs >= 1 || (timeout && o.done && o.status == KDP__ST_DEADLINE_EXCEEDED));
-        if (!timeout && o.msgs >= 1) {
-            CHECK(o.law_devices[0] == N_HEALTHY + 1);
-        }
-        if (churn && o.msgs >= 2) {
-            CHECK(o.law_devices[1] == N_HEALTHY + 1);
-        }
         CHECK(!o.done || o.status != KDP__ST_OK);
     } else if (!timeout && !churn) {
         int want = expected_status(pi, method, msg, len);
@@ -713,9 +843,7 @@ static void call_raw(int pi, int method, bool timeout, bool churn, uint8_t frami
     int fd;
     CHECK(kdp__sock_connect(p->socket_path, &fd) == 0);
     if (churn) {
-        kdp_device devs[16];
-        size_t n = churn_devices(devs);
-        CHECK(kdp_plugin_set_devices(p, devs, n) == 0);
+        start_churn(pi);
     }
     size_t off = 0;
     bool open = true;
@@ -741,11 +869,24 @@ static void call_raw(int pi, int method, bool timeout, bool churn, uint8_t frami
             } else {
                 quiet = 0;
             }
+            abort_if_an_op_failed();
             CHECK(kdp_ctx_dispatch(ctx) == 0);
             open = drain(fd);
         }
     }
     close(fd);
+}
+
+/* Waits for the ops still running, whose calls may be over (see
+ * check_failed). */
+static void wait_ops(void)
+{
+    uint64_t start = kdp__now_us();
+    while (atomic_load(&ops_running) > 0) {
+        CHECK(kdp__now_us() - start < CALL_MAX_US); /* an op hangs */
+        run_once(1);
+    }
+    abort_if_an_op_failed();
 }
 
 /* Every connection of p's server is gone, with every call closed. */
@@ -771,6 +912,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!ctx) {
         init();
     }
+    abort_if_an_op_failed(); /* an op of an earlier input, entered late */
     if (size == 0) {
         return 0;
     }
@@ -797,6 +939,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     kdp_plugin *p = plugins[pi];
     wait_closed(p);
+    wait_ops();
     CHECK(p->state == P_WAITING); /* nothing a client does restarts or stops it */
     if (churn) {
         kdp_device devs[16];

@@ -84,6 +84,8 @@ def plugin_rpc():
     write("plugin_rpc", "alloc_churn", bytes([ALLOC | 128]) + allocate(["b"]))
     write("plugin_rpc", "alloc_timeout", bytes([ALLOC | 2 << 3 | 64]) + allocate(["sleep"]))
     write("plugin_rpc", "law_timeout", bytes([LAW | 64]))
+    # the churn swaps "a" for "f": a request naming both never reaches an op
+    write("plugin_rpc", "pre_churn_af", bytes([PRE | 1 << 3 | 128]) + prestart("a", "f"))
     for framing, name in ((0x06, "whole"), (0x00, "bytewise"), (0x08, "halfopen"),
                           (0x16, "rst"), (0x46, "two_streams"), (0x86, "hangup"),
                           (0x26, "own_prefix")):

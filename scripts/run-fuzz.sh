@@ -6,12 +6,21 @@
 # Each fuzz_<name> runs on a scratch copy of fuzz/corpus/<name>/ (new units
 # never land in the repo), with fuzz/<name>.dict if there is one. Prints one
 # summary line per target and exits non-zero if any target found a crash, a
-# leak or a timeout, naming the input libFuzzer saved in fuzz/artifacts/.
-# Needs no terminal or stdin (CI).
+# leak or a timeout. A target that fails leaves in fuzz/artifacts/ the input
+# libFuzzer saved (<name>-crash-<sha1>, or -leak-, -timeout-, -oom-) and its
+# whole log (<name>-<UTC time>.log); its summary names both, or says that no
+# input was saved and how the target ended. Needs no terminal or stdin (CI);
+# a reader that goes away early (| head, | grep -q) stops neither the runs
+# nor what they save.
 set -euo pipefail
 
+# Messages go through a subshell: if our reader has gone, SIGPIPE ends the
+# subshell, not the script (the targets still run with SIGPIPE's default).
+say() { (exec 2>/dev/null; printf '%s\n' "$@") || true; }
+err() { (exec 3>&2 2>/dev/null; printf '%s\n' "$@" >&3) || true; }
+
 if [ $# -ne 2 ] || [ -z "$1" ] || ! [[ "$2" =~ ^[0-9]+$ ]]; then
-    echo "usage: $0 BIN_DIR SECONDS" >&2
+    err "usage: $0 BIN_DIR SECONDS"
     exit 2
 fi
 bin_dir=$1
@@ -25,7 +34,7 @@ for bin in "$bin_dir"/fuzz_*; do
     [ -f "$bin" ] && [ -x "$bin" ] && targets+=("$bin")
 done
 if [ ${#targets[@]} -eq 0 ]; then
-    echo "run-fuzz: no fuzz_* binaries in $bin_dir (run 'make fuzz-build')" >&2
+    err "run-fuzz: no fuzz_* binaries in $bin_dir (run 'make fuzz-build')"
     exit 1
 fi
 
@@ -34,12 +43,32 @@ trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$artifacts"
 
 # Leaks are checked after every input that allocated more than it freed.
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1"
+# A failed CHECK (SIGABRT) is reported by ASan (handle_abort=1; libFuzzer
+# then leaves SIGABRT to it), not by libFuzzer's own handler: ASan reports
+# one crash at a time, so a second thread failing meanwhile waits until the
+# input is saved; with libFuzzer's handler it killed the process first (no
+# input, exit 134, and llvm-symbolizer's "IO failure on output stream:
+# Broken pipe", as its reader was gone).
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:handle_abort=1"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1"
 
 # The number after $2 on the last line of log $1 that has it.
 final_stat() {
     grep -o "$2 *[0-9]*" "$1" | tail -n 1 | grep -o '[0-9]*$' || echo "?"
+}
+
+# The files in fuzz/artifacts/ named after target $1, sorted.
+artifact_files() {
+    find "$artifacts" -maxdepth 1 -type f -name "$1-*" ! -name "$1-*.log" | LC_ALL=C sort
+}
+
+# How a target that saved no input ended, from its exit status $1.
+how_it_ended() {
+    if [ "$1" -gt 128 ]; then
+        echo "killed by SIG$(kill -l $(($1 - 128)) 2>/dev/null || echo $(($1 - 128)))"
+    else
+        echo "exit $1"
+    fi
 }
 
 failed=0
@@ -61,7 +90,9 @@ for bin in "${targets[@]}"; do
         fi
     done
     log="$scratch/$name.log"
-    echo "run-fuzz: $name for ${seconds}s ..."
+    before="$scratch/$name.before"
+    artifact_files "$short" >"$before"
+    say "run-fuzz: $name for ${seconds}s ..."
     rc=0
     "$bin" "${args[@]}" "$corpus" </dev/null >"$log" 2>&1 || rc=$?
 
@@ -70,23 +101,56 @@ for bin in "${targets[@]}"; do
     cov=$(final_stat "$log" "cov:")
     line=$(printf '%-20s %s  execs=%s exec/s=%s cov=%s' "$name" \
         "$([ $rc -eq 0 ] && echo ok || echo FAIL)" "$execs" "$rate" "$cov")
-    summary+=("$line")
-    if [ $rc -ne 0 ]; then
-        failed=1
-        echo "run-fuzz: $name failed (exit $rc); the end of its log:" >&2
-        tail -n 60 "$log" >&2
-        artifact=$(grep -o "Test unit written to [^ ]*" "$log" | tail -n 1 | cut -d' ' -f5- || true)
-        if [ -n "$artifact" ]; then
-            echo "run-fuzz: the input is $artifact" >&2
-            echo "run-fuzz: reproduce with: $bin $artifact" >&2
-            echo "run-fuzz: once fixed, keep it as a regression seed:" \
-                "cp $artifact $root/fuzz/corpus/$short/" >&2
+    if [ $rc -eq 0 ]; then
+        summary+=("$line")
+        continue
+    fi
+
+    # Keep what there is before saying anything. The inputs: those libFuzzer
+    # says it wrote (last one last), then any other new file of this target.
+    failed=1
+    kept_log="$artifacts/$short-$(date -u +%Y%m%dT%H%M%SZ).log"
+    cp "$log" "$kept_log"
+    inputs=()
+    declare -A seen=()
+    while IFS= read -r f; do
+        if [ -f "$f" ] && [ -z "${seen[$f]-}" ]; then
+            seen[$f]=1
+            inputs+=("$f")
         fi
+    done < <(sed -n 's/^.*Test unit written to //p' "$log"; \
+             artifact_files "$short" | LC_ALL=C comm -13 "$before" -)
+    if [ ${#inputs[@]} -gt 0 ]; then
+        line+="  input: ${inputs[*]}"
+    else
+        line+="  input: none saved ($(how_it_ended $rc))"
+    fi
+    summary+=("$line  log: $kept_log")
+
+    err "run-fuzz: $name failed (exit $rc); the end of its log:"
+    (exec 3>&2 2>/dev/null; tail -n 60 "$log" >&3) || true
+    err "run-fuzz: its whole log is $kept_log"
+    if [ ${#inputs[@]} -gt 0 ]; then
+        input=${inputs[0]}
+        err "run-fuzz: the input is $input" \
+            "run-fuzz: reproduce with: $bin $input" \
+            "run-fuzz: once fixed, keep it as a regression seed:" \
+            "  cp $input $root/fuzz/corpus/$short/crash_<what>"
+    else
+        err "run-fuzz: no input was saved ($(how_it_ended $rc)): see the log"
+    fi
+    # libFuzzer saves the input its own thread (T0) runs when the report is
+    # done: after a crash on another thread, maybe not the input that did it.
+    thread=$(grep -m 1 -oE '( T[0-9]+\)|thread T[0-9]+)$' "$log" | grep -oE 'T[0-9]+' || true)
+    if [ -n "$thread" ] && [ "$thread" != T0 ]; then
+        err "run-fuzz: the crash was on thread $thread, not on libFuzzer's T0: the input" \
+            "  saved is the one T0 was running, the cause only if the target waits for" \
+            "  its threads before an input ends"
     fi
 done
 
-echo "run-fuzz: summary (${seconds}s each)"
+say "run-fuzz: summary (${seconds}s each)"
 for line in "${summary[@]}"; do
-    echo "  $line"
+    say "  $line"
 done
 exit $failed
