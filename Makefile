@@ -83,7 +83,7 @@ bench: build
 	@bench/run.sh $(BUILD)
 
 format:
-	clang-format -i include/*.h src/*.[ch] examples/*.[ch] tools/*/*.[ch] tests/unit/*.c \
+	clang-format -i include/*.h src/*/*.[ch] examples/*.[ch] tools/*/*.[ch] tests/unit/*.c \
 	  tests/interop/*.c \
 	  tests/plugin/*.c fuzz/*.c
 

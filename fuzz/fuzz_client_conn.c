@@ -29,10 +29,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "grpc/client.h"
 #include "kdp.h"
-#include "loop.h"
-#include "wire.h"
+#include "runtime/loop.h"
+#include "grpc/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

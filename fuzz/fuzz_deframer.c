@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target for src/wire.c: the deframer (fed in chunks whose sizes
+ * libFuzzer target for src/grpc/wire.c: the deframer (fed in chunks whose sizes
  * come from the input, and compared with one whole feed), grpc-timeout
  * parsing and grpc-message percent-decoding. abort()s on a broken invariant.
  *
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire.h"
+#include "grpc/wire.h"
 
 #define MAX_MESSAGE (64U << 10)
 

@@ -31,10 +31,10 @@
 #include <string.h>
 
 #include "deviceplugin.pb-c.h"
-#include "devices.h"
+#include "plugin/devices.h"
 #include "kdp.h"
-#include "plugin_int.h"
-#include "validate.h"
+#include "plugin/plugin_int.h"
+#include "base/validate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -58,13 +58,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "grpc/client.h"
 #include "deviceplugin.pb-c.h"
 #include "kdp.h"
-#include "plugin_int.h"
-#include "server_int.h"
-#include "sock.h"
-#include "wire.h"
+#include "plugin/plugin_int.h"
+#include "grpc/server_int.h"
+#include "runtime/sock.h"
+#include "grpc/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

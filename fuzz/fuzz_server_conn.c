@@ -40,10 +40,10 @@
 #include <unistd.h>
 
 #include "kdp.h"
-#include "loop.h"
-#include "server.h"
-#include "server_int.h"
-#include "wire.h"
+#include "runtime/loop.h"
+#include "grpc/server.h"
+#include "grpc/server_int.h"
+#include "grpc/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

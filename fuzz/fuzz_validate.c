@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target for the config and name checks (src/validate.c) and the
+ * libFuzzer target for the config and name checks (src/base/validate.c) and the
  * places that rely on them: kdp_validate_resource_name, socket names, device
  * IDs, permissions, absolute paths, CDI names, env keys; kdp_plugin_new with
  * a fuzzed config; the allocation-response and preferred-ID builders; the
@@ -21,8 +21,8 @@
 
 #include "deviceplugin.pb-c.h"
 #include "kdp.h"
-#include "response.h"
-#include "validate.h"
+#include "plugin/response.h"
+#include "base/validate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

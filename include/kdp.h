@@ -59,6 +59,37 @@ extern "C" {
 KDP_EXPORT const char *kdp_version(void);
 
 /* ------------------------------------------------------------------------
+ * The kubelet's device-plugin API: the facts kdp, kdpctl and kdp-generic
+ * share (one source for each).
+ * ------------------------------------------------------------------------ */
+
+/* The API version a plugin registers with, and the kubelet's socket in the
+ * device-plugin directory. */
+#define KDP_KUBELET_API_VERSION "v1beta1"
+#define KDP_KUBELET_SOCKET      "kubelet.sock"
+/* The kubelet's device-plugin directory, and the environment variable that
+ * overrides it (k3s, microk8s, tests). */
+#define KDP_DEVICE_PLUGIN_DIR     "/var/lib/kubelet/device-plugins"
+#define KDP_DEVICE_PLUGIN_DIR_ENV "KDP_DEVICE_PLUGIN_DIR"
+/* The largest ListAndWatch message the kubelet accepts (grpc-go's default
+ * receive limit, 4 MiB). A device table whose message would be larger is
+ * never sent: see kdp_plugin_set_devices() and kdp_plugin_get_status(). */
+#define KDP_MAX_LIST_MESSAGE (4U * 1024U * 1024U)
+/* A unix socket's path: at most 107 bytes (sun_path holds 108 with the
+ * NUL). A socket's name in the directory: at most 100 bytes. */
+#define KDP_SOCKET_PATH_MAX 107
+#define KDP_SOCKET_NAME_MAX 100
+
+/* Checks an extended resource name with the kubelet's rule. Returns 0, or
+ * -EINVAL and, if why is not NULL, a static string saying what is wrong. */
+KDP_EXPORT int kdp_validate_resource_name(const char *name, const char **why);
+/* Checks a plugin socket's file name: 1-KDP_SOCKET_NAME_MAX bytes, no '/',
+ * no control character, not "." or "..", not KDP_KUBELET_SOCKET. Returns 0,
+ * or -EINVAL and, if why is not NULL, a static string saying what is wrong
+ * ("must not be ..."). */
+KDP_EXPORT int kdp_validate_socket_name(const char *name, const char **why);
+
+/* ------------------------------------------------------------------------
  * Logging
  * ------------------------------------------------------------------------ */
 
@@ -247,7 +278,8 @@ typedef struct kdp_config {
     /* Required: the socket's file name in the device-plugin directory,
      * e.g. "gopher.sock" (no '/', not "kubelet.sock"). */
     const char *socket_name;
-    /* NULL = $KDP_DEVICE_PLUGIN_DIR, else /var/lib/kubelet/device-plugins. */
+    /* NULL = $KDP_DEVICE_PLUGIN_DIR, else /var/lib/kubelet/device-plugins
+     * (KDP_DEVICE_PLUGIN_DIR_ENV, KDP_DEVICE_PLUGIN_DIR). */
     const char *device_plugin_dir;
     /* Bound on each callback; 0 = 10000. */
     unsigned callback_timeout_ms;
@@ -349,11 +381,6 @@ KDP_EXPORT void kdp_plugin_set_error(kdp_plugin *p, const char *fmt, ...)
 KDP_EXPORT const char *kdp_plugin_resource(const kdp_plugin *p);
 KDP_EXPORT void *kdp_plugin_userdata(const kdp_plugin *p);
 
-/* The largest ListAndWatch message the kubelet accepts (grpc-go's default
- * receive limit, 4 MiB). A device table whose message would be larger is
- * never sent: see kdp_plugin_set_devices() and kdp_plugin_get_status(). */
-#define KDP_MAX_LIST_MESSAGE (4U * 1024U * 1024U)
-
 typedef enum kdp_plugin_state {
     KDP_PLUGIN_IDLE = 0,    /* not started yet */
     KDP_PLUGIN_STARTING,    /* lock, refresh, first list, socket; or waiting to start again */
@@ -402,10 +429,6 @@ KDP_EXPORT int kdp_plugin_get_status(kdp_plugin *p, kdp_plugin_status *ret);
  * stop, or -errno. */
 KDP_EXPORT int kdp_run_simple(const char *resource_name, const char *socket_name, kdp_list_fn list,
                               void *ud);
-
-/* Checks an extended resource name with the kubelet's rule. Returns 0, or
- * -EINVAL and, if why is not NULL, a static string saying what is wrong. */
-KDP_EXPORT int kdp_validate_resource_name(const char *name, const char **why);
 
 /* ------------------------------------------------------------------------
  * Discovery: device nodes on the host, their USB identity and NUMA node,

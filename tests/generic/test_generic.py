@@ -448,7 +448,7 @@ BAD = [
     ("resources:\n  - name: example.com/x\n    name: example.com/y\n    devices: [/dev/x]\n",
      3, "resources[0].name", "duplicate key"),
     ("resources:\n  - name: example.com/x\n    devices: [/dev/x]\n    socket: a/b.sock\n",
-     4, "resources[0].socket", "no '/'"),
+     4, "resources[0].socket", "without '/'"),
     ("resources:\n  - name: example.com/x\n    devices: [/dev/x]\n  -\n",
      4, "resources[1]", "must be a mapping"),
     ("resources:\n  - name: example.com/x\n   devices: [/dev/x]\n",

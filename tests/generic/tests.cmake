@@ -1,10 +1,5 @@
-# kdp-generic and the discovery helpers (issue 6). Included by
-# tests/CMakeLists.txt, in its scope.
-foreach(mod IN ITEMS discover cdi)
-  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${mod}.c)
-    kdp_unit_test(${mod})
-  endif()
-endforeach()
+# kdp-generic (the discovery helpers' unit tests are found with the others,
+# tests/unit/test_*.c). Included by tests/CMakeLists.txt, in its scope.
 
 # kdp-generic end to end against the kubelet emulator (grpc-go).
 if(KDP_INTEROP AND TARGET kdp-generic)

@@ -1,18 +1,7 @@
-# Robustness: replays of the newer fuzz targets' corpora, and the fault, load
-# and secure-default tests (docs/robustness.md lists what each one proves).
+# Robustness: the fault, load and secure-default tests (docs/robustness.md
+# lists what each one proves; the fuzz corpus replays are in
+# tests/CMakeLists.txt).
 # Included by tests/CMakeLists.txt.
-
-# --- corpus replay of the fuzz targets added for robustness (the first three
-# are replayed by tests/CMakeLists.txt) ---
-foreach(name IN ITEMS plugin_rpc validate devices)
-  add_executable(replay_${name} ${PROJECT_SOURCE_DIR}/fuzz/fuzz_${name}.c
-                 ${PROJECT_SOURCE_DIR}/fuzz/replay_main.c)
-  target_compile_options(replay_${name} PRIVATE ${KDP_WARNINGS})
-  target_link_libraries(replay_${name} PRIVATE kdp_static)
-  add_test(NAME fuzz_replay_${name}
-    COMMAND replay_${name} ${PROJECT_SOURCE_DIR}/fuzz/corpus/${name})
-  set_tests_properties(fuzz_replay_${name} PROPERTIES TIMEOUT 300 LABELS "fuzz;robustness")
-endforeach()
 
 # --- faults, bad input, load, secure defaults: real plugins against the
 # kubelet emulator and raw clients (tests/robustness/test_robustness.py) ---

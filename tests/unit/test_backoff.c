@@ -8,7 +8,7 @@
 #include <cmocka.h>
 /* clang-format on */
 
-#include "backoff.h"
+#include "base/backoff.h"
 
 /* The bounds of a delay drawn at base: +-20%, then clamped to [min, max]. */
 static void assert_in_bounds(const kdp__backoff *b, uint64_t base, uint64_t d)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* CDI specs (src/cdi.c): content, names, versions, checks, and atomicity
+/* CDI specs (src/discovery/cdi.c): content, names, versions, checks, and atomicity
  * (no partial file is ever visible under the final name). Public API only. */
 /* cmocka 1.1.5 needs these first, in this order. */
 /* clang-format off */

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "deviceplugin.pb-c.h"
-#include "devices.h"
+#include "plugin/devices.h"
 #include "kdp.h"
 
 static int log_lines;

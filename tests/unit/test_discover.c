@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Discovery helpers (src/discover.c, src/hotplug.c) against a fake /dev and
+/* Discovery helpers (src/discovery/discover.c, src/plugin/hotplug.c) against a fake /dev and
  * sysfs tree in a per-test temp dir: globs, USB attributes, NUMA nodes, and
  * hot-plug watches triggering rescans. Public API only. */
 /* cmocka 1.1.5 needs these first, in this order. */

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "runtime/loop.h"
 
 /* Every test that could block forever on a bug is killed by SIGALRM. */
 #define WATCHDOG_S 10

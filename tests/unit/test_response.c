@@ -15,10 +15,10 @@
 #include <string.h>
 
 #include "deviceplugin.pb-c.h"
-#include "devices.h"
+#include "plugin/devices.h"
 #include "failmalloc.h"
 #include "kdp.h"
-#include "response.h"
+#include "plugin/response.h"
 
 static int setup(void **state)
 {

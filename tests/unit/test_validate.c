@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "kdp.h"
-#include "validate.h"
+#include "base/validate.h"
 
 typedef struct name_case {
     const char *s;

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 /* clang-format on */
 
-#include "wire.h"
+#include "grpc/wire.h"
 
 #define STR(s) (s), strlen(s)
 

@@ -491,18 +491,12 @@ static int f_name(pctx *c, yaml_node_t *v, const char *key, void *obj)
     return 0;
 }
 
+/* The library's own rule (kdp_validate_socket_name): one rule everywhere. */
 static int check_socket(pctx *c, yaml_node_t *v, const char *key, const char *s)
 {
-    if (strchr(s, '/') || strcmp(s, ".") == 0 || strcmp(s, "..") == 0) {
-        return fail(c, v, key, "must be a file name in the device-plugin directory (no '/')");
-    }
-    if (strcmp(s, "kubelet.sock") == 0) {
-        return fail(c, v, key, "must not be kubelet.sock (the kubelet's own socket)");
-    }
-    for (const char *p = s; *p; p++) {
-        if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f) {
-            return fail(c, v, key, "must be printable ASCII without spaces");
-        }
+    const char *why = NULL;
+    if (kdp_validate_socket_name(s, &why) < 0) {
+        return fail(c, v, key, "%s", why);
     }
     return 0;
 }
@@ -511,7 +505,7 @@ static int f_socket(pctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     rparse *rp = obj;
     rp->socket_node = v;
-    if (dup_text(c, v, key, 100, &rp->r->socket) < 0) {
+    if (dup_text(c, v, key, KDP_SOCKET_NAME_MAX, &rp->r->socket) < 0) {
         return -1;
     }
     return check_socket(c, v, key, rp->r->socket);
@@ -741,11 +735,11 @@ static int finish_resource(pctx *c, yaml_node_t *n, const char *key, rparse *rp,
     if (!r->socket && default_socket(c, rp, sub) < 0) {
         return -1;
     }
-    if (strlen(c->dp_dir) + 1 + strlen(r->socket) > 107) {
+    if (strlen(c->dp_dir) + 1 + strlen(r->socket) > KDP_SOCKET_PATH_MAX) {
         subkey(sub, key, "socket");
         return fail(c, rp->socket_node, sub,
-                    "the socket path %s/%s is over 107 bytes (the unix socket limit)", c->dp_dir,
-                    r->socket);
+                    "the socket path %s/%s is over %d bytes (the unix socket limit)", c->dp_dir,
+                    r->socket, KDP_SOCKET_PATH_MAX);
     }
     if (!r->count) {
         r->count = 1;

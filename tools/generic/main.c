@@ -520,10 +520,8 @@ int main(int argc, char **argv)
     if (!a.file || (check && list)) {
         return usage(argv[0]);
     }
-    const char *env_dir = getenv("KDP_DEVICE_PLUGIN_DIR");
-    a.dp_dir = a.dp_dir              ? a.dp_dir
-               : env_dir && *env_dir ? env_dir
-                                     : "/var/lib/kubelet/device-plugins";
+    const char *env_dir = getenv(KDP_DEVICE_PLUGIN_DIR_ENV);
+    a.dp_dir = a.dp_dir ? a.dp_dir : env_dir && *env_dir ? env_dir : KDP_DEVICE_PLUGIN_DIR;
     gen_config c;
     char *err = NULL;
     a.config_hash = file_hash(a.file);

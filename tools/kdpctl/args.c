@@ -94,7 +94,7 @@ int kc_split_ids(const char *list, kc_strv *ret)
 
 const char *kc_default_dir(void)
 {
-    const char *env = getenv("KDP_DEVICE_PLUGIN_DIR");
+    const char *env = getenv(KDP_DEVICE_PLUGIN_DIR_ENV);
     return env && *env ? env : KC_DEFAULT_DIR;
 }
 

@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
 #include "deviceplugin.pb-c.h"
 #include "devlist.h"
+#include "grpc/client.h"
+#include "grpc/wire.h"
 #include "kdpctl.h"
 #include "print.h"
 #include "rpc.h"
-#include "wire.h"
 
 /* ---- options ---- */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * devlist: ListAndWatch messages as kdp device tables (src/devices.h), and
+ * devlist: ListAndWatch messages as kdp device tables (src/plugin/devices.h), and
  * what changed between two of them, as text and as JSON. Shared by
  * `kdpctl list`, `kdpctl watch` and the kubelet emulator.
  */
@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "devices.h"
+#include "plugin/devices.h"
 #include "print.h"
 
 /* Decodes a ListAndWatchResponse into t (initialised; its old content is

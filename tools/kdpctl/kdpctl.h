@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kdpctl: a kubelet emulator and an inspector for device-plugin authors,
- * built on libkdp's own transport (src/server.h, src/client.h).
+ * built on libkdp's own transport (src/grpc/server.h, src/grpc/client.h).
  *
  * One struct holds every flag of every command (each command accepts a
  * subset, see main.c); the commands live in commands.c (one plugin socket)
@@ -10,6 +10,7 @@
 #ifndef KDPCTL_H
 #define KDPCTL_H
 
+#include <kdp.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,7 +20,7 @@
 #define KC_EXIT_FAIL  1 /* the call failed, or the plugin misbehaved */
 #define KC_EXIT_USAGE 2 /* bad command line */
 
-#define KC_DEFAULT_DIR     "/var/lib/kubelet/device-plugins"
+#define KC_DEFAULT_DIR     KDP_DEVICE_PLUGIN_DIR
 #define KC_DEFAULT_TIMEOUT (10U * 1000U * 1000U) /* us, for one call */
 
 /* Flags, as bits: which ones a command accepts. */

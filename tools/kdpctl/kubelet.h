@@ -11,18 +11,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "client.h"
-#include "devices.h"
+#include "grpc/client.h"
+#include "grpc/server.h"
 #include "kdpctl.h"
-#include "loop.h"
+#include "plugin/devices.h"
 #include "print.h"
-#include "server.h"
+#include "runtime/loop.h"
 
 #define KL_DIAL_TIMEOUT (10U * 1000U * 1000U) /* the kubelet's dial bound, us */
 #define KL_REPORT_DELAY (10U * 1000U * 1000U) /* restart: who is still missing, us */
 #define KL_CHECKPOINT   "kubelet_internal_checkpoint"
-#define KL_SOCKET       "kubelet.sock"
-#define KL_API_VERSION  "v1beta1"
+#define KL_SOCKET       KDP_KUBELET_SOCKET
+#define KL_API_VERSION  KDP_KUBELET_API_VERSION
 
 typedef enum kl_state {
     KL_DIALING,  /* Register held; GetDevicePluginOptions in flight */

@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/validate.h"
 #include "deviceplugin.pb-c.h"
 #include "devlist.h"
+#include "grpc/wire.h"
 #include "kubelet.h"
 #include "rpc.h"
-#include "validate.h"
-#include "wire.h"
 
 /* grpc-go's names for the status codes, as its error strings show them. */
 static const char *go_code(int status)

@@ -13,9 +13,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "grpc/client.h"
+#include "grpc/wire.h"
 #include "print.h"
-#include "wire.h"
 
 typedef struct unary_wait {
     kdp__loop *loop;
@@ -94,7 +94,7 @@ void kc_call_begin(kc_call *c, const char *path, uint64_t timeout_us)
     }
 }
 
-/* Who ended a failed call. kdp's client (src/client.c) tells its own
+/* Who ended a failed call. kdp's client (src/grpc/client.c) tells its own
  * failures from the plugin's answers only in the wording of its message:
  * these are its words, in one place (a test in tests/kdpctl pins each). */
 typedef enum origin {
@@ -260,7 +260,8 @@ const char *kc_socket_hint(const char *path, char *buf, size_t cap)
                  "(is its event loop stuck?)",
                  path);
     } else if (r == -ENAMETOOLONG) {
-        snprintf(buf, cap, "the socket path is longer than a unix socket allows (107 bytes)");
+        snprintf(buf, cap, "the socket path is longer than a unix socket allows (%d bytes)",
+                 KDP_SOCKET_PATH_MAX);
     } else {
         return NULL;
     }
@@ -369,7 +370,7 @@ static const char *fmt_elapsed(uint64_t us, char *buf, size_t cap)
 }
 
 /* The callback named in kdp's message for a callback past the plugin's
- * deadline (src/service.c): "RESOURCE: the WHAT callback did not return
+ * deadline (src/plugin/service.c): "RESOURCE: the WHAT callback did not return
  * within N ms". The plugin's words: only to name it, never to decide. */
 static bool parse_callback_deadline(const char *msg, char *res, size_t rcap, char *what,
                                     size_t wcap, unsigned long *ms)
@@ -451,7 +452,7 @@ static const char *unimplemented_hint(const kc_opts *o, const kc_call *c, char *
 {
     const char *base = strrchr(c->path, '/');
     base = base ? base + 1 : c->path;
-    if (strcmp(base, "kubelet.sock") == 0) {
+    if (strcmp(base, KDP_KUBELET_SOCKET) == 0) {
         return "kubelet.sock is the kubelet's own socket (Registration), not a plugin's: give "
                "the plugin's socket";
     }

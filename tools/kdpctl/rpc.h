@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rpc: one call to a plugin from a command line tool: a private loop run
- * until kdp's client (src/client.h) completes, and the failure explained
+ * until kdp's client (src/grpc/client.h) completes, and the failure explained
  * with its gRPC status and, where we know one, the fix.
  */
 #ifndef KDPCTL_RPC_H
@@ -15,7 +15,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "kdpctl.h"
-#include "loop.h"
+#include "runtime/loop.h"
 
 #define KC_METHOD_OPTIONS   "/v1beta1.DevicePlugin/GetDevicePluginOptions"
 #define KC_METHOD_LAW       "/v1beta1.DevicePlugin/ListAndWatch"
@@ -25,7 +25,7 @@
 #define KC_METHOD_REGISTER  "/v1beta1.Registration/Register"
 
 /* The kubelet's grpc-go receive limit on one message. */
-#define KC_KUBELET_MAX_RECV (4U * 1024U * 1024U)
+#define KC_KUBELET_MAX_RECV KDP_MAX_LIST_MESSAGE
 
 typedef struct kc_reply {
     int status;    /* gRPC code */

@@ -1,0 +1,22 @@
+# The fuzz targets, one per fuzz/fuzz_<name>.c (found by glob: a new file is
+# a new target), each with the layer whose internals it drives (its view of
+# src/; see the top-level CMakeLists.txt). Included by fuzz/CMakeLists.txt
+# (libFuzzer builds) and tests/CMakeLists.txt (corpus replays in every build).
+file(GLOB KDP_FUZZ_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/fuzz/fuzz_*.c)
+set(KDP_FUZZ_TARGETS)
+foreach(src IN LISTS KDP_FUZZ_SOURCES)
+  get_filename_component(name ${src} NAME_WE)
+  string(REGEX REPLACE "^fuzz_" "" name ${name})
+  list(APPEND KDP_FUZZ_TARGETS ${name})
+endforeach()
+set(KDP_FUZZ_LAYER_deframer grpc)
+set(KDP_FUZZ_LAYER_server_conn grpc)
+set(KDP_FUZZ_LAYER_client_conn grpc)
+set(KDP_FUZZ_LAYER_plugin_rpc plugin)
+set(KDP_FUZZ_LAYER_validate plugin)
+set(KDP_FUZZ_LAYER_devices plugin)
+foreach(name IN LISTS KDP_FUZZ_TARGETS)
+  if(NOT KDP_FUZZ_LAYER_${name})
+    message(FATAL_ERROR "fuzz/fuzz_${name}.c: name its layer in fuzz/targets.cmake")
+  endif()
+endforeach()

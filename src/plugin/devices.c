@@ -1,0 +1,700 @@
+/* SPDX-License-Identifier: MIT */
+#include "plugin/devices.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/validate.h"
+#include "deviceplugin.pb-c.h"
+
+#define DEVTAB_MIN_CAP 16
+
+static int fail(const char **why, const char *msg)
+{
+    if (why) {
+        *why = msg;
+    }
+    return -EINVAL;
+}
+
+static void dev_free(kdp__dev *d)
+{
+    free(d->id);
+    free(d->numa);
+    free(d->host_path);
+    free(d->container_path);
+    free(d->permissions);
+    memset(d, 0, sizeof(*d));
+}
+
+void kdp__devtab_init(kdp__devtab *t)
+{
+    t->devs = NULL;
+    t->n = 0;
+    t->cap = 0;
+    t->lazy = false;
+    t->unsorted = false;
+    t->ids = NULL;
+    t->ids_cap = 0;
+}
+
+void kdp__devtab_init_lazy(kdp__devtab *t)
+{
+    kdp__devtab_init(t);
+    t->lazy = true;
+}
+
+void kdp__devtab_clear(kdp__devtab *t)
+{
+    if (!t) {
+        return;
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        dev_free(&t->devs[i]);
+    }
+    free(t->devs);
+    free(t->ids);
+    kdp__devtab_init(t);
+}
+
+static int dev_check(const kdp_device *d, const char **why)
+{
+    if (!d) {
+        return fail(why, "device is NULL");
+    }
+    int r = kdp__validate_device_id(d->id, why);
+    if (r < 0) {
+        return r;
+    }
+    if (d->health != KDP_HEALTHY && d->health != KDP_UNHEALTHY) {
+        return fail(why, "health is neither KDP_HEALTHY nor KDP_UNHEALTHY");
+    }
+    if (d->n_numa_nodes > 0 && !d->numa_nodes) {
+        return fail(why, "numa_nodes is NULL but n_numa_nodes is not 0");
+    }
+    if (d->permissions) {
+        r = kdp__validate_permissions(d->permissions, why);
+        if (r < 0) {
+            return r;
+        }
+    }
+    if (d->host_path && kdp__validate_abs_path(d->host_path, NULL) < 0) {
+        return fail(why, "host_path must be an absolute path (at most 4095 bytes, no control "
+                         "characters)");
+    }
+    if (d->container_path && kdp__validate_abs_path(d->container_path, NULL) < 0) {
+        return fail(why, "container_path must be an absolute path (at most 4095 bytes, no "
+                         "control characters)");
+    }
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a;
+    int64_t y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Copies the non-negative nodes of src, sorted and de-duplicated. */
+static int numa_copy(kdp__dev *dst, const int64_t *src, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        k += src[i] >= 0;
+    }
+    dst->numa = NULL;
+    dst->n_numa = 0;
+    if (k == 0) {
+        return 0;
+    }
+    int64_t *v = calloc(k, sizeof(*v));
+    if (!v) {
+        return -ENOMEM;
+    }
+    k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (src[i] >= 0) {
+            v[k++] = src[i];
+        }
+    }
+    qsort(v, k, sizeof(*v), cmp_i64);
+    size_t u = 1;
+    for (size_t i = 1; i < k; i++) {
+        if (v[i] != v[u - 1]) {
+            v[u++] = v[i];
+        }
+    }
+    dst->numa = v;
+    dst->n_numa = u;
+    return 0;
+}
+
+static int strdup_opt(const char *s, char **ret)
+{
+    *ret = NULL;
+    if (!s) {
+        return 0;
+    }
+    *ret = strdup(s);
+    return *ret ? 0 : -ENOMEM;
+}
+
+/* Deep copy of a validated public device. */
+static int dev_from_public(kdp__dev *dst, const kdp_device *d)
+{
+    kdp__dev n = {0};
+    n.health = d->health;
+    int r = strdup_opt(d->id, &n.id);
+    if (r == 0) {
+        r = numa_copy(&n, d->numa_nodes, d->n_numa_nodes);
+    }
+    if (r == 0) {
+        r = strdup_opt(d->host_path, &n.host_path);
+    }
+    if (r == 0) {
+        r = strdup_opt(d->container_path, &n.container_path);
+    }
+    if (r == 0) {
+        r = strdup_opt(d->permissions, &n.permissions);
+    }
+    if (r < 0) {
+        dev_free(&n);
+        return r;
+    }
+    *dst = n;
+    return 0;
+}
+
+static int dev_dup(kdp__dev *dst, const kdp__dev *s)
+{
+    kdp_device d = {
+        .id = s->id,
+        .health = s->health,
+        .numa_nodes = s->numa,
+        .n_numa_nodes = s->n_numa,
+        .host_path = s->host_path,
+        .container_path = s->container_path,
+        .permissions = s->permissions,
+    };
+    return dev_from_public(dst, &d);
+}
+
+static int devtab_reserve(kdp__devtab *t, size_t want)
+{
+    if (want <= t->cap) {
+        return 0;
+    }
+    size_t cap = t->cap ? t->cap : DEVTAB_MIN_CAP;
+    while (cap < want) {
+        if (cap > SIZE_MAX / 2 / sizeof(kdp__dev)) {
+            return -ENOMEM;
+        }
+        cap *= 2;
+    }
+    kdp__dev *v = realloc(t->devs, cap * sizeof(*v));
+    if (!v) {
+        return -ENOMEM;
+    }
+    t->devs = v;
+    t->cap = cap;
+    return 0;
+}
+
+static int cmp_dev_id(const void *a, const void *b)
+{
+    return strcmp(((const kdp__dev *)a)->id, ((const kdp__dev *)b)->id);
+}
+
+/* A lazy table is sorted when first read: logically const, so the readers
+ * taking a const table sort it here. Loop thread (or the one builder). */
+static const kdp__devtab *sorted(const kdp__devtab *ct)
+{
+    if (ct && ct->unsorted) {
+        kdp__devtab *t = (kdp__devtab *)ct;
+        qsort(t->devs, t->n, sizeof(kdp__dev), cmp_dev_id);
+        t->unsorted = false;
+    }
+    return ct;
+}
+
+/* --- the ID set of lazy tables: open addressing over the IDs' strings --- */
+
+static size_t id_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++) {
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    }
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* Where id is in the set, or the empty slot where it belongs. */
+static size_t ids_slot(const kdp__devtab *t, const char *id)
+{
+    size_t mask = t->ids_cap - 1;
+    size_t i = id_hash(id) & mask;
+    while (t->ids[i] && strcmp(t->ids[i], id) != 0) {
+        i = (i + 1) & mask;
+    }
+    return i;
+}
+
+/* Room for want IDs at a load of at most 1/2. */
+static int ids_reserve(kdp__devtab *t, size_t want)
+{
+    if (want <= t->ids_cap / 2) {
+        return 0;
+    }
+    size_t cap = t->ids_cap ? t->ids_cap : 64;
+    while (cap / 2 < want) {
+        if (cap > SIZE_MAX / 2 / sizeof(char *)) {
+            return -ENOMEM;
+        }
+        cap *= 2;
+    }
+    const char **v = calloc(cap, sizeof(*v));
+    if (!v) {
+        return -ENOMEM;
+    }
+    const char **old = t->ids;
+    size_t old_cap = t->ids_cap;
+    t->ids = v;
+    t->ids_cap = cap;
+    for (size_t i = 0; i < old_cap; i++) {
+        if (old[i]) {
+            t->ids[ids_slot(t, old[i])] = old[i];
+        }
+    }
+    free(old);
+    return 0;
+}
+
+/* The index of id in t, or the index where it belongs (*found false). */
+static size_t devtab_slot(const kdp__devtab *t, const char *id, bool *found)
+{
+    *found = false;
+    t = sorted(t);
+    /* Lists usually come in order: appending is the common case. */
+    if (t->n > 0 && strcmp(id, t->devs[t->n - 1].id) > 0) {
+        return t->n;
+    }
+    size_t lo = 0;
+    size_t hi = t->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(id, t->devs[mid].id);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    return lo;
+}
+
+/* A lazy table's add: O(1) (amortised), whatever the order of the IDs. */
+static int lazy_add(kdp__devtab *t, const kdp_device *d, const char **why)
+{
+    int r = ids_reserve(t, t->n + 1);
+    if (r < 0) {
+        return r;
+    }
+    size_t slot = ids_slot(t, d->id);
+    if (t->ids[slot]) {
+        if (why) {
+            *why = "duplicate device ID";
+        }
+        return -EEXIST;
+    }
+    r = devtab_reserve(t, t->n + 1);
+    if (r < 0) {
+        return r;
+    }
+    kdp__dev nd;
+    r = dev_from_public(&nd, d);
+    if (r < 0) {
+        return r;
+    }
+    if (t->n > 0 && !t->unsorted && strcmp(nd.id, t->devs[t->n - 1].id) < 0) {
+        t->unsorted = true;
+    }
+    t->devs[t->n++] = nd;
+    t->ids[slot] = nd.id;
+    return 0;
+}
+
+int kdp__devtab_add(kdp__devtab *t, const kdp_device *d, const char **why)
+{
+    if (!t) {
+        return fail(why, "device list is NULL");
+    }
+    int r = dev_check(d, why);
+    if (r < 0) {
+        return r;
+    }
+    if (t->lazy) {
+        return lazy_add(t, d, why);
+    }
+    bool found;
+    size_t i = devtab_slot(t, d->id, &found);
+    if (found) {
+        if (why) {
+            *why = "duplicate device ID";
+        }
+        return -EEXIST;
+    }
+    r = devtab_reserve(t, t->n + 1);
+    if (r < 0) {
+        return r;
+    }
+    kdp__dev nd;
+    r = dev_from_public(&nd, d);
+    if (r < 0) {
+        return r;
+    }
+    memmove(&t->devs[i + 1], &t->devs[i], (t->n - i) * sizeof(kdp__dev));
+    t->devs[i] = nd;
+    t->n++;
+    return 0;
+}
+
+KDP_EXPORT int kdp_device_list_add(kdp_device_list *list, const kdp_device *d)
+{
+    if (!list) {
+        return -EINVAL;
+    }
+    const char *why = NULL;
+    int r = kdp__devtab_add(&list->tab, d, &why);
+    if (r == -EINVAL || r == -EEXIST) {
+        log_warn("kdp_device_list_add: device \"%.255s\": %s", d && d->id ? d->id : "(null)", why);
+    }
+    return r;
+}
+
+int kdp__devtab_from_array(kdp__devtab *t, const kdp_device *devs, size_t n, const char **why)
+{
+    if (!t || (n > 0 && !devs)) {
+        return fail(why, "device array is NULL");
+    }
+    for (size_t i = 0; i < n; i++) {
+        int r = dev_check(&devs[i], why);
+        if (r < 0) {
+            return r;
+        }
+    }
+    kdp__devtab tmp;
+    kdp__devtab_init(&tmp);
+    int r = devtab_reserve(&tmp, n);
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        r = dev_from_public(&tmp.devs[i], &devs[i]);
+        tmp.n += r == 0;
+    }
+    if (r < 0) {
+        goto fail;
+    }
+    /* Sorting once keeps a large array O(n log n), not one insertion each. */
+    if (tmp.n > 1) {
+        qsort(tmp.devs, tmp.n, sizeof(kdp__dev), cmp_dev_id);
+    }
+    for (size_t i = 1; i < tmp.n; i++) {
+        if (strcmp(tmp.devs[i - 1].id, tmp.devs[i].id) == 0) {
+            if (why) {
+                *why = "duplicate device ID";
+            }
+            r = -EEXIST;
+            goto fail;
+        }
+    }
+    kdp__devtab_move(t, &tmp);
+    return 0;
+fail:
+    kdp__devtab_clear(&tmp);
+    return r;
+}
+
+int kdp__devtab_copy(kdp__devtab *dst, const kdp__devtab *src)
+{
+    if (!dst || !src) {
+        return -EINVAL;
+    }
+    src = sorted(src);
+    kdp__devtab tmp;
+    kdp__devtab_init(&tmp);
+    int r = devtab_reserve(&tmp, src->n);
+    for (size_t i = 0; r == 0 && i < src->n; i++) {
+        r = dev_dup(&tmp.devs[i], &src->devs[i]);
+        tmp.n += r == 0;
+    }
+    if (r < 0) {
+        kdp__devtab_clear(&tmp);
+        return r;
+    }
+    kdp__devtab_move(dst, &tmp);
+    return 0;
+}
+
+void kdp__devtab_move(kdp__devtab *dst, kdp__devtab *src)
+{
+    if (dst == src) {
+        return;
+    }
+    (void)sorted(src);
+    free(src->ids); /* dst is a plain (sorted, not lazy) table */
+    src->ids = NULL;
+    src->ids_cap = 0;
+    src->lazy = false;
+    kdp__devtab_clear(dst);
+    *dst = *src;
+    kdp__devtab_init(src);
+}
+
+/* Same health and NUMA nodes (the id is compared by the callers). */
+static bool dev_same_state(const kdp__dev *a, const kdp__dev *b)
+{
+    return a->health == b->health && a->n_numa == b->n_numa &&
+           (a->n_numa == 0 || memcmp(a->numa, b->numa, a->n_numa * sizeof(*a->numa)) == 0);
+}
+
+bool kdp__devtab_same_for_kubelet(const kdp__devtab *a, const kdp__devtab *b)
+{
+    a = sorted(a);
+    b = sorted(b);
+    if (a->n != b->n) {
+        return false;
+    }
+    for (size_t i = 0; i < a->n; i++) {
+        if (strcmp(a->devs[i].id, b->devs[i].id) != 0 ||
+            !dev_same_state(&a->devs[i], &b->devs[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+const kdp__dev *kdp__devtab_find(const kdp__devtab *t, const char *id)
+{
+    if (!t || !id) {
+        return NULL;
+    }
+    bool found;
+    size_t i = devtab_slot(t, id, &found);
+    return found ? &t->devs[i] : NULL;
+}
+
+int kdp__devtab_set_health(kdp__devtab *t, const char *id, kdp_health health)
+{
+    if (!t || !id || (health != KDP_HEALTHY && health != KDP_UNHEALTHY)) {
+        return -EINVAL;
+    }
+    bool found;
+    size_t i = devtab_slot(t, id, &found);
+    if (!found) {
+        return -ENOENT;
+    }
+    if (t->devs[i].health == health) {
+        return 0;
+    }
+    t->devs[i].health = health;
+    return 1;
+}
+
+size_t kdp__devtab_count_healthy(const kdp__devtab *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; t && i < t->n; i++) {
+        n += t->devs[i].health == KDP_HEALTHY;
+    }
+    return n;
+}
+
+void kdp__devtab_diff(const kdp__devtab *a, const kdp__devtab *b, kdp__devtab_diff_fn cb, void *ud)
+{
+    a = sorted(a);
+    b = sorted(b);
+    size_t na = a ? a->n : 0;
+    size_t nb = b ? b->n : 0;
+    size_t i = 0;
+    size_t j = 0;
+    while (cb && (i < na || j < nb)) {
+        int c = i == na ? 1 : j == nb ? -1 : strcmp(a->devs[i].id, b->devs[j].id);
+        if (c < 0) {
+            cb(&a->devs[i++], NULL, ud);
+        } else if (c > 0) {
+            cb(NULL, &b->devs[j++], ud);
+        } else {
+            if (!dev_same_state(&a->devs[i], &b->devs[j])) {
+                cb(&a->devs[i], &b->devs[j], ud);
+            }
+            i++;
+            j++;
+        }
+    }
+}
+
+/* --- encoding --- */
+
+/* Where each array of the message lives in one allocation. */
+typedef struct enc_layout {
+    size_t n_topo;
+    size_t n_nodes;
+    size_t off_dev_ptrs;
+    size_t off_topo;
+    size_t off_nodes;
+    size_t off_node_ptrs;
+    size_t total;
+} enc_layout;
+
+/* Appends count elements of size elem to the layout, aligned. */
+static int layout_add(size_t *total, size_t count, size_t elem, size_t *ret_off)
+{
+    const size_t align = _Alignof(max_align_t);
+    size_t off = *total;
+    size_t bytes;
+    if (off > SIZE_MAX - align) {
+        return -ENOMEM;
+    }
+    off = (off + align - 1) & ~(align - 1);
+    if (__builtin_mul_overflow(count, elem, &bytes) || __builtin_add_overflow(off, bytes, total)) {
+        return -ENOMEM;
+    }
+    *ret_off = off;
+    return 0;
+}
+
+static int enc_plan(const kdp__devtab *t, enc_layout *l)
+{
+    memset(l, 0, sizeof(*l));
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->devs[i].n_numa > 0) {
+            l->n_topo++;
+            if (__builtin_add_overflow(l->n_nodes, t->devs[i].n_numa, &l->n_nodes)) {
+                return -ENOMEM;
+            }
+        }
+    }
+    size_t off_devs;
+    if (layout_add(&l->total, t->n, sizeof(V1beta1__Device), &off_devs) < 0 ||
+        layout_add(&l->total, t->n, sizeof(V1beta1__Device *), &l->off_dev_ptrs) < 0 ||
+        layout_add(&l->total, l->n_topo, sizeof(V1beta1__TopologyInfo), &l->off_topo) < 0 ||
+        layout_add(&l->total, l->n_nodes, sizeof(V1beta1__NUMANode), &l->off_nodes) < 0 ||
+        layout_add(&l->total, l->n_nodes, sizeof(V1beta1__NUMANode *), &l->off_node_ptrs) < 0) {
+        return -ENOMEM;
+    }
+    assert(off_devs == 0);
+    return 0;
+}
+
+/* Fills the message's structs in arena (laid out by l); returns the device
+ * pointer array. The strings point into t. */
+static V1beta1__Device **enc_fill(const kdp__devtab *t, const enc_layout *l, char *arena)
+{
+    static const V1beta1__Device dev_init = V1BETA1__DEVICE__INIT;
+    static const V1beta1__TopologyInfo topo_init = V1BETA1__TOPOLOGY_INFO__INIT;
+    static const V1beta1__NUMANode node_init = V1BETA1__NUMANODE__INIT;
+    V1beta1__Device *devs = (V1beta1__Device *)(void *)arena;
+    V1beta1__Device **dev_ptrs = (V1beta1__Device **)(void *)(arena + l->off_dev_ptrs);
+    V1beta1__TopologyInfo *topo = (V1beta1__TopologyInfo *)(void *)(arena + l->off_topo);
+    V1beta1__NUMANode *nodes = (V1beta1__NUMANode *)(void *)(arena + l->off_nodes);
+    V1beta1__NUMANode **node_ptrs = (V1beta1__NUMANode **)(void *)(arena + l->off_node_ptrs);
+
+    for (size_t i = 0; i < t->n; i++) {
+        const kdp__dev *d = &t->devs[i];
+        V1beta1__Device *pd = &devs[i];
+        *pd = dev_init;
+        pd->id = d->id;
+        pd->health = d->health == KDP_HEALTHY ? (char *)"Healthy" : (char *)"Unhealthy";
+        dev_ptrs[i] = pd;
+        if (d->n_numa == 0) {
+            continue;
+        }
+        *topo = topo_init;
+        topo->n_nodes = d->n_numa;
+        topo->nodes = node_ptrs;
+        for (size_t k = 0; k < d->n_numa; k++) {
+            *nodes = node_init;
+            nodes->id = d->numa[k];
+            *node_ptrs++ = nodes++;
+        }
+        pd->topology = topo++;
+    }
+    return dev_ptrs;
+}
+
+static size_t varint_size(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* A length-delimited field: tag, length, content. */
+static size_t field_size(size_t len)
+{
+    return 1 + varint_size(len) + len;
+}
+
+size_t kdp__devtab_encoded_size(const kdp__devtab *t)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const kdp__dev *d = &t->devs[i];
+        size_t dev =
+            field_size(strlen(d->id)) +
+            field_size(d->health == KDP_HEALTHY ? sizeof("Healthy") - 1 : sizeof("Unhealthy") - 1);
+        if (d->n_numa > 0) {
+            size_t topo = 0;
+            for (size_t k = 0; k < d->n_numa; k++) {
+                /* proto3: a zero ID is left out, leaving an empty NUMANode */
+                size_t node = d->numa[k] ? 1 + varint_size((uint64_t)d->numa[k]) : 0;
+                topo += field_size(node);
+            }
+            dev += field_size(topo);
+        }
+        total += field_size(dev);
+    }
+    return total;
+}
+
+int kdp__devtab_encode(const kdp__devtab *t, uint8_t **ret_buf, size_t *ret_len)
+{
+    if (!t || !ret_buf || !ret_len) {
+        return -EINVAL;
+    }
+    t = sorted(t);
+    enc_layout l;
+    int r = enc_plan(t, &l);
+    if (r < 0) {
+        return r;
+    }
+    char *arena = malloc(l.total ? l.total : 1);
+    if (!arena) {
+        return -ENOMEM;
+    }
+    V1beta1__ListAndWatchResponse resp = V1BETA1__LIST_AND_WATCH_RESPONSE__INIT;
+    resp.n_devices = t->n;
+    resp.devices = t->n ? enc_fill(t, &l, arena) : NULL;
+    size_t len = v1beta1__list_and_watch_response__get_packed_size(&resp);
+    uint8_t *buf = malloc(len ? len : 1);
+    if (!buf) {
+        free(arena);
+        return -ENOMEM;
+    }
+    size_t packed = v1beta1__list_and_watch_response__pack(&resp, buf);
+    assert(packed == len);
+    (void)packed;
+    free(arena);
+    *ret_buf = buf;
+    *ret_len = len;
+    return 0;
+}

@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * service: the v1beta1 DevicePlugin methods. Requests are decoded and checked
+ * on the loop thread (unknown or unhealthy device IDs are refused here, with
+ * the ID named); user callbacks run as jobs on the plugin's worker, bounded by
+ * the callback deadline and the kubelet's grpc-timeout.
+ */
+#include "plugin/service.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "grpc/wire.h"
+#include "plugin/jobs.h"
+#include "plugin/lifecycle.h"
+#include "plugin/response.h"
+
+static void fail(kdp__call *call, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+struct law {
+    law *prev, *next;
+    kdp__call *call;
+    kdp_plugin *p;
+};
+
+/* ---- GetDevicePluginOptions ---- */
+
+void kdp__service_options(const kdp_plugin *p, V1beta1__DevicePluginOptions *out)
+{
+    out->pre_start_required = p->ops.prestart != NULL;
+    out->get_preferred_allocation_available = p->ops.preferred != NULL;
+}
+
+static void h_options(kdp__call *call, const uint8_t *req, size_t len, void *ud)
+{
+    (void)req;
+    (void)len;
+    V1beta1__DevicePluginOptions opts = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
+    kdp__service_options(ud, &opts);
+    (void)kdp__call_reply_pb(call, &opts.base);
+}
+
+/* ---- ListAndWatch ---- */
+
+static void law_unlink(kdp_plugin *p, law *l)
+{
+    if (l->prev) {
+        l->prev->next = l->next;
+    } else {
+        p->laws = l->next;
+    }
+    if (l->next) {
+        l->next->prev = l->prev;
+    }
+}
+
+static void on_law_cancel(kdp__call *call, int status, void *ud)
+{
+    (void)call;
+    (void)status;
+    law *l = ud;
+    kdp_plugin *p = l->p;
+    law_unlink(p, l);
+    p->n_laws--;
+    kdp__plugin_law_ended(p, l);
+    free(l);
+}
+
+static void h_law(kdp__call *call, const uint8_t *req, size_t len, void *ud)
+{
+    (void)req;
+    (void)len;
+    kdp_plugin *p = ud;
+    if (p->n_laws >= KDP_MAX_LAW_STREAMS) {
+        /* each stream holds up to two copies of the list: keep the total bounded */
+        fail(call, KDP__ST_RESOURCE_EXHAUSTED,
+             "%s: too many ListAndWatch streams open (%u): close some", p->resource,
+             KDP_MAX_LAW_STREAMS);
+        return;
+    }
+    law *l = calloc(1, sizeof(*l));
+    if (!l) {
+        (void)kdp__call_finish(call, KDP__ST_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    p->n_laws++;
+    l->call = call;
+    l->p = p;
+    l->next = p->laws;
+    if (p->laws) {
+        p->laws->prev = l;
+    }
+    p->laws = l;
+    kdp__call_set_cancel(call, on_law_cancel, l);
+    kdp__plugin_law_opened(p, l);
+    if (p->law_msg) {
+        (void)kdp__call_send_latest(call, p->law_msg, p->law_len);
+    }
+}
+
+void kdp__service_broadcast(kdp_plugin *p)
+{
+    for (law *l = p->laws; l; l = l->next) {
+        /* the latest list replaces any still queued: a stream that does not
+         * read holds at most two lists, however often the devices change */
+        if (kdp__call_send_latest(l->call, p->law_msg, p->law_len) < 0) {
+            log_error("%s: cannot queue the device list for a ListAndWatch stream", p->resource);
+        }
+    }
+}
+
+/* ---- the calls that run a user callback ---- */
+
+typedef struct rpc {
+    kdp__call *call; /* NULL once the caller is gone */
+    kdp__pjob *job;
+    void *req;                   /* the unpacked request */
+    void (*free_req)(void *req); /* protobuf-c free_unpacked */
+    kdp__devtab devs;            /* the requested devices, for add_defaults */
+    uint8_t *out;                /* the packed response, built on the worker */
+    size_t out_len;
+} rpc;
+
+static void rpc_cleanup(kdp__pjob *j)
+{
+    rpc *c = j->data;
+    if (!c) {
+        return;
+    }
+    if (c->req) {
+        c->free_req(c->req);
+    }
+    kdp__devtab_clear(&c->devs);
+    free(c->out);
+    free(c);
+}
+
+static void rpc_on_cancel(kdp__call *call, int status, void *ud)
+{
+    (void)call;
+    (void)status;
+    rpc *c = ud;
+    c->call = NULL;
+    kdp__pjob_cancel(c->job); /* the kubelet is gone: drop the result */
+}
+
+static void rpc_complete(kdp__pjob *j, bool timed_out)
+{
+    rpc *c = j->data;
+    kdp_plugin *p = j->p;
+    kdp__call *call = c->call;
+    if (!call) {
+        return;
+    }
+    c->call = NULL;
+    char msg[KDP_JOB_MSG_MAX + 64];
+    if (timed_out) {
+        snprintf(msg, sizeof(msg), "%s: the %s callback did not return within %u ms", p->resource,
+                 j->what, p->cb_timeout_ms);
+        (void)kdp__call_finish(call, KDP__ST_DEADLINE_EXCEEDED, msg);
+        return;
+    }
+    if (j->result < 0) {
+        snprintf(msg, sizeof(msg), "%s: %s: %s", p->resource, j->what,
+                 j->has_msg ? j->msg : strerror(-j->result));
+        (void)kdp__call_finish(call, kdp__status_from_errno(j->result), msg);
+        return;
+    }
+    (void)kdp__call_reply(call, c->out, c->out_len); /* message + status in one write */
+}
+
+/* Runs fn on the worker for this call; takes req (freed with free_req). */
+static void rpc_start(kdp_plugin *p, kdp__call *call, const char *what, void *req,
+                      void (*free_req)(void *), kdp__devtab *devs, void (*fn)(kdp__pjob *))
+{
+    rpc *c = calloc(1, sizeof(*c));
+    kdp__pjob *j = c ? kdp__pjob_new(p, what) : NULL;
+    if (!j) {
+        free(c);
+        free_req(req);
+        kdp__devtab_clear(devs);
+        (void)kdp__call_finish(call, KDP__ST_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    c->call = call;
+    c->job = j;
+    c->req = req;
+    c->free_req = free_req;
+    kdp__devtab_init(&c->devs);
+    kdp__devtab_move(&c->devs, devs);
+    j->data = c;
+    j->fn = fn;
+    j->complete = rpc_complete;
+    j->cleanup = rpc_cleanup;
+    kdp__call_set_cancel(call, rpc_on_cancel, c);
+    int r = kdp__pjob_submit(j, kdp__call_deadline(call));
+    if (r == -EBUSY) {
+        char msg[512];
+        (void)kdp__pjob_busy_message(p, msg, sizeof(msg));
+        uint64_t now = kdp__now_us();
+        if (!p->busy_logged_us || now - p->busy_logged_us >= KDP_REJECT_LOG_US) {
+            p->busy_logged_us = now;
+            log_error("%s (refusing a %s call; said at most once a minute)", msg, what);
+        }
+        kdp__call_set_cancel(call, NULL, NULL);
+        (void)kdp__call_finish(call, KDP__ST_UNAVAILABLE, msg);
+    } else if (r < 0) {
+        kdp__call_set_cancel(call, NULL, NULL);
+        (void)kdp__call_finish(call, KDP__ST_RESOURCE_EXHAUSTED, "cannot start the callback");
+    }
+}
+
+/* Packs the response on the worker thread, for rpc_complete to send. */
+static int rpc_pack(rpc *c, const ProtobufCMessage *m)
+{
+    c->out_len = protobuf_c_message_get_packed_size(m);
+    c->out = malloc(c->out_len ? c->out_len : 1);
+    if (!c->out) {
+        return -ENOMEM;
+    }
+    (void)protobuf_c_message_pack(m, c->out);
+    return 0;
+}
+
+static void fail(kdp__call *call, int status, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    (void)kdp__call_finish(call, status, msg);
+}
+
+/* Copies the devices named in ids into devs; refuses unknown (and, if
+ * need_healthy, unhealthy) ones naming the first such ID. */
+static bool check_ids(kdp_plugin *p, kdp__call *call, char **ids, size_t n, bool need_healthy,
+                      kdp__devtab *devs)
+{
+    for (size_t i = 0; i < n; i++) {
+        const kdp__dev *d = kdp__devtab_find(&p->tab, ids[i]);
+        if (!d) {
+            fail(call, KDP__ST_INVALID_ARGUMENT, "%s: unknown device ID \"%s\"", p->resource,
+                 ids[i]);
+            return false;
+        }
+        if (need_healthy && d->health != KDP_HEALTHY) {
+            fail(call, KDP__ST_INVALID_ARGUMENT, "%s: device \"%s\" is Unhealthy", p->resource,
+                 ids[i]);
+            return false;
+        }
+        if (kdp__devtab_find(devs, ids[i])) {
+            continue;
+        }
+        kdp_device dev = {.id = d->id,
+                          .health = d->health,
+                          .numa_nodes = d->numa,
+                          .n_numa_nodes = d->n_numa,
+                          .host_path = d->host_path,
+                          .container_path = d->container_path,
+                          .permissions = d->permissions};
+        if (kdp__devtab_add(devs, &dev, NULL) < 0) {
+            fail(call, KDP__ST_RESOURCE_EXHAUSTED, "out of memory");
+            return false;
+        }
+    }
+    return true;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Refuses an ID listed twice for one container (the kubelet never does so:
+ * a peer that does is confused, and the author's callback must not have to
+ * cope). Sorted copy: O(n log n) for the largest requests. */
+static bool check_unique(kdp_plugin *p, kdp__call *call, char **ids, size_t n)
+{
+    if (n < 2) {
+        return true;
+    }
+    char **sorted = malloc(n * sizeof(*sorted));
+    if (!sorted) {
+        fail(call, KDP__ST_RESOURCE_EXHAUSTED, "out of memory");
+        return false;
+    }
+    memcpy(sorted, ids, n * sizeof(*sorted));
+    qsort(sorted, n, sizeof(*sorted), cmp_str);
+    for (size_t i = 1; i < n; i++) {
+        if (strcmp(sorted[i - 1], sorted[i]) == 0) {
+            fail(call, KDP__ST_INVALID_ARGUMENT,
+                 "%s: device ID \"%s\" is listed twice for one container", p->resource, sorted[i]);
+            free(sorted);
+            return false;
+        }
+    }
+    free(sorted);
+    return true;
+}
+
+/* ---- Allocate ---- */
+
+static int allocate_one(kdp__pjob *j, const kdp__devtab *devs,
+                        V1beta1__ContainerAllocateRequest *cr,
+                        V1beta1__ContainerAllocateResponse *out, kdp_alloc_response *b)
+{
+    kdp_plugin *p = j->p;
+    kdp__response_init(b, devs, (const char *const *)cr->devices_ids, cr->n_devices_ids,
+                       p->env_name);
+    kdp_alloc_request req = {.ids = (const char *const *)cr->devices_ids,
+                             .n_ids = cr->n_devices_ids};
+    int r = p->ops.allocate ? kdp__pjob_checked(j, p->ops.allocate(p, &req, b, p->ud))
+                            : kdp_response_add_defaults(b);
+    if (r < 0) {
+        return r;
+    }
+    return kdp__response_to_pb(b, out);
+}
+
+static void fn_allocate(kdp__pjob *j)
+{
+    rpc *c = j->data;
+    V1beta1__AllocateRequest *req = c->req;
+    size_t n = req->n_container_requests;
+    V1beta1__ContainerAllocateResponse *outs = calloc(n, sizeof(*outs));
+    V1beta1__ContainerAllocateResponse **ptrs = calloc(n, sizeof(*ptrs));
+    kdp_alloc_response *bs = calloc(n, sizeof(*bs));
+    size_t done = 0;
+    j->result = outs && ptrs && bs ? 0 : -ENOMEM;
+    for (; j->result == 0 && done < n; done++) {
+        v1beta1__container_allocate_response__init(&outs[done]);
+        ptrs[done] = &outs[done];
+        j->result =
+            allocate_one(j, &c->devs, req->container_requests[done], &outs[done], &bs[done]);
+    }
+    if (j->result == 0) {
+        V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
+        resp.n_container_responses = n;
+        resp.container_responses = ptrs;
+        j->result = rpc_pack(c, &resp.base);
+    }
+    for (size_t i = 0; i < done; i++) {
+        kdp__response_pb_done(&outs[i]);
+        kdp__response_done(&bs[i]);
+    }
+    free(outs);
+    free(ptrs);
+    free(bs);
+}
+
+static void free_alloc_req(void *m)
+{
+    v1beta1__allocate_request__free_unpacked(m, NULL);
+}
+
+static void h_allocate(kdp__call *call, const uint8_t *msg, size_t len, void *ud)
+{
+    kdp_plugin *p = ud;
+    V1beta1__AllocateRequest *req = v1beta1__allocate_request__unpack(NULL, len, msg);
+    if (!req) {
+        fail(call, KDP__ST_INVALID_ARGUMENT, "cannot decode AllocateRequest");
+        return;
+    }
+    if (req->n_container_requests == 0) {
+        free_alloc_req(req);
+        fail(call, KDP__ST_INVALID_ARGUMENT, "%s: AllocateRequest has no container requests",
+             p->resource);
+        return;
+    }
+    kdp__devtab devs;
+    kdp__devtab_init(&devs);
+    for (size_t i = 0; i < req->n_container_requests; i++) {
+        V1beta1__ContainerAllocateRequest *cr = req->container_requests[i];
+        if (!check_unique(p, call, cr->devices_ids, cr->n_devices_ids) ||
+            !check_ids(p, call, cr->devices_ids, cr->n_devices_ids, true, &devs)) {
+            kdp__devtab_clear(&devs);
+            free_alloc_req(req);
+            return;
+        }
+    }
+    rpc_start(p, call, "allocate", req, free_alloc_req, &devs, fn_allocate);
+}
+
+/* ---- GetPreferredAllocation ---- */
+
+static int prefer_one(kdp__pjob *j, V1beta1__ContainerPreferredAllocationRequest *cr,
+                      kdp_id_list *ids)
+{
+    kdp_plugin *p = j->p;
+    kdp_preferred_request req = {
+        .available = (const char *const *)cr->available_deviceids,
+        .n_available = cr->n_available_deviceids,
+        .must_include = (const char *const *)cr->must_include_deviceids,
+        .n_must_include = cr->n_must_include_deviceids,
+        .size = cr->allocation_size > 0 ? (size_t)cr->allocation_size : 0,
+    };
+    return kdp__pjob_checked(j, p->ops.preferred(p, &req, ids, p->ud));
+}
+
+static void fn_preferred(kdp__pjob *j)
+{
+    rpc *c = j->data;
+    V1beta1__PreferredAllocationRequest *req = c->req;
+    size_t n = req->n_container_requests;
+    V1beta1__ContainerPreferredAllocationResponse *outs = calloc(n, sizeof(*outs));
+    V1beta1__ContainerPreferredAllocationResponse **ptrs = calloc(n, sizeof(*ptrs));
+    kdp_id_list *lists = calloc(n, sizeof(*lists));
+    size_t done = 0;
+    j->result = outs && ptrs && lists ? 0 : -ENOMEM;
+    for (; j->result == 0 && done < n; done++) {
+        v1beta1__container_preferred_allocation_response__init(&outs[done]);
+        kdp__id_list_init(&lists[done]);
+        ptrs[done] = &outs[done];
+        j->result = prefer_one(j, req->container_requests[done], &lists[done]);
+        outs[done].n_deviceids = lists[done].n;
+        outs[done].deviceids = lists[done].ids;
+    }
+    if (j->result == 0) {
+        V1beta1__PreferredAllocationResponse resp = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
+        resp.n_container_responses = n;
+        resp.container_responses = ptrs;
+        j->result = rpc_pack(c, &resp.base);
+    }
+    for (size_t i = 0; i < done; i++) {
+        kdp__id_list_done(&lists[i]);
+    }
+    free(outs);
+    free(ptrs);
+    free(lists);
+}
+
+static void free_pref_req(void *m)
+{
+    v1beta1__preferred_allocation_request__free_unpacked(m, NULL);
+}
+
+static void h_preferred(kdp__call *call, const uint8_t *msg, size_t len, void *ud)
+{
+    kdp_plugin *p = ud;
+    if (!p->ops.preferred) {
+        fail(call, KDP__ST_UNIMPLEMENTED,
+             "%s: this plugin has no preferred-allocation callback "
+             "(get_preferred_allocation_available is false)",
+             p->resource);
+        return;
+    }
+    V1beta1__PreferredAllocationRequest *req =
+        v1beta1__preferred_allocation_request__unpack(NULL, len, msg);
+    if (!req) {
+        fail(call, KDP__ST_INVALID_ARGUMENT, "cannot decode PreferredAllocationRequest");
+        return;
+    }
+    kdp__devtab none;
+    kdp__devtab_init(&none);
+    rpc_start(p, call, "preferred allocation", req, free_pref_req, &none, fn_preferred);
+}
+
+/* ---- PreStartContainer ---- */
+
+static void fn_prestart(kdp__pjob *j)
+{
+    rpc *c = j->data;
+    V1beta1__PreStartContainerRequest *req = c->req;
+    kdp_plugin *p = j->p;
+    j->result = kdp__pjob_checked(
+        j, p->ops.prestart(p, (const char *const *)req->devices_ids, req->n_devices_ids, p->ud));
+    if (j->result == 0) {
+        V1beta1__PreStartContainerResponse resp = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
+        j->result = rpc_pack(c, &resp.base);
+    }
+}
+
+static void free_prestart_req(void *m)
+{
+    v1beta1__pre_start_container_request__free_unpacked(m, NULL);
+}
+
+static void h_prestart(kdp__call *call, const uint8_t *msg, size_t len, void *ud)
+{
+    kdp_plugin *p = ud;
+    V1beta1__PreStartContainerRequest *req =
+        v1beta1__pre_start_container_request__unpack(NULL, len, msg);
+    if (!req) {
+        fail(call, KDP__ST_INVALID_ARGUMENT, "cannot decode PreStartContainerRequest");
+        return;
+    }
+    kdp__devtab devs;
+    kdp__devtab_init(&devs);
+    bool ok = check_unique(p, call, req->devices_ids, req->n_devices_ids) &&
+              check_ids(p, call, req->devices_ids, req->n_devices_ids, false, &devs);
+    kdp__devtab_clear(&devs);
+    if (!ok) {
+        free_prestart_req(req);
+        return;
+    }
+    if (!p->ops.prestart) {
+        free_prestart_req(req);
+        V1beta1__PreStartContainerResponse resp = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
+        (void)kdp__call_reply_pb(call, &resp.base);
+        return;
+    }
+    rpc_start(p, call, "pre-start", req, free_prestart_req, &devs, fn_prestart);
+}
+
+void kdp__service_methods(kdp_plugin *p, kdp__method out[KDP__SERVICE_METHODS])
+{
+    const kdp__method m[KDP__SERVICE_METHODS] = {
+        {"/v1beta1.DevicePlugin/GetDevicePluginOptions", KDP__UNARY, h_options, p},
+        {"/v1beta1.DevicePlugin/ListAndWatch", KDP__SERVER_STREAMING, h_law, p},
+        {"/v1beta1.DevicePlugin/GetPreferredAllocation", KDP__UNARY, h_preferred, p},
+        {"/v1beta1.DevicePlugin/Allocate", KDP__UNARY, h_allocate, p},
+        {"/v1beta1.DevicePlugin/PreStartContainer", KDP__UNARY, h_prestart, p},
+    };
+    memcpy(out, m, sizeof(m));
+}
