@@ -30,9 +30,9 @@
 #include <unistd.h>
 
 #include "grpc/client.h"
+#include "grpc/wire.h"
 #include "kdp.h"
 #include "runtime/loop.h"
-#include "grpc/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

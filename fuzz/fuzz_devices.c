@@ -30,11 +30,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "deviceplugin.pb-c.h"
-#include "plugin/devices.h"
-#include "kdp.h"
-#include "plugin/plugin_int.h"
 #include "base/validate.h"
+#include "deviceplugin.pb-c.h"
+#include "kdp.h"
+#include "plugin/devices.h"
+#include "plugin/plugin_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -266,17 +266,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     kdp__devtab arr;
     kdp__devtab_init(&arr);
     CHECK(kdp__devtab_from_array(&arr, devs, n, NULL) == want);
-    pthread_mutex_lock(&plugin->mu);
-    uint64_t ver = plugin->shared_ver;
-    pthread_mutex_unlock(&plugin->mu);
+    pthread_mutex_lock(&plugin->table.mu);
+    uint64_t ver = plugin->table.shared_ver;
+    pthread_mutex_unlock(&plugin->table.mu);
     CHECK(kdp_plugin_set_devices(plugin, devs, n) == want);
-    pthread_mutex_lock(&plugin->mu);
-    CHECK(plugin->shared_ver == ver + (want == 0)); /* nothing changed on failure */
+    pthread_mutex_lock(&plugin->table.mu);
+    CHECK(plugin->table.shared_ver == ver + (want == 0)); /* nothing changed on failure */
     if (want == 0) {
-        CHECK(kdp__devtab_same_for_kubelet(&plugin->shared, &arr));
-        CHECK(plugin->shared.n == list.tab.n);
+        CHECK(kdp__devtab_same_for_kubelet(&plugin->table.shared, &arr));
+        CHECK(plugin->table.shared.n == list.tab.n);
     }
-    pthread_mutex_unlock(&plugin->mu);
+    pthread_mutex_unlock(&plugin->table.mu);
 
     /* set_health on what is in the plugin's table now. */
     for (size_t i = 0; i < n; i++) {
@@ -285,9 +285,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         const kdp_device *d = &recs[i].d;
         kdp_health h = d->health == KDP_HEALTHY ? KDP_UNHEALTHY : KDP_HEALTHY;
-        pthread_mutex_lock(&plugin->mu);
-        bool known = d->id && kdp__devtab_find(&plugin->shared, d->id);
-        pthread_mutex_unlock(&plugin->mu);
+        pthread_mutex_lock(&plugin->table.mu);
+        bool known = d->id && kdp__devtab_find(&plugin->table.shared, d->id);
+        pthread_mutex_unlock(&plugin->table.mu);
         int r = kdp_plugin_set_health(plugin, d->id, h);
         CHECK(r == (!d->id ? -EINVAL : known ? 0 : -ENOENT));
         CHECK(kdp_plugin_set_health(plugin, d->id ? d->id : "x", (kdp_health)7) == -EINVAL);

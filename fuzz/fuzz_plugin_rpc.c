@@ -58,13 +58,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "grpc/client.h"
 #include "deviceplugin.pb-c.h"
+#include "grpc/client.h"
+#include "grpc/server_int.h"
+#include "grpc/wire.h"
 #include "kdp.h"
 #include "plugin/plugin_int.h"
-#include "grpc/server_int.h"
 #include "runtime/sock.h"
-#include "grpc/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -380,7 +380,7 @@ static void run_once(int timeout_ms)
 static bool all_serving(void)
 {
     for (int i = 0; i < N_PLUGINS; i++) {
-        if (plugins[i]->state != P_WAITING) {
+        if (kdp__lifecycle_state(&plugins[i]->lc) != KDP__LC_WAITING) {
             return false;
         }
     }
@@ -393,9 +393,9 @@ static void settle_tables(void)
     for (int i = 0; i < N_PLUGINS; i++) {
         uint64_t start = kdp__now_us();
         for (;;) {
-            pthread_mutex_lock(&plugins[i]->mu);
-            bool taken = plugins[i]->shared_ver == plugins[i]->tab_ver;
-            pthread_mutex_unlock(&plugins[i]->mu);
+            pthread_mutex_lock(&plugins[i]->table.mu);
+            bool taken = plugins[i]->table.shared_ver == plugins[i]->table.tab_ver;
+            pthread_mutex_unlock(&plugins[i]->table.mu);
             if (taken) {
                 break;
             }
@@ -895,11 +895,11 @@ static void wait_closed(kdp_plugin *p)
     uint64_t start = kdp__now_us();
     for (;;) {
         kdp__server_stats st;
-        kdp__server_stats_get(p->server, &st);
+        kdp__server_stats_get(p->lc.server, &st);
         if (st.connections == 0) {
             CHECK(st.active_calls == 0);
             CHECK(st.calls_cancelled <= st.calls_total);
-            CHECK(p->server->held == 0); /* every request byte counted was given back */
+            CHECK(p->lc.server->held == 0); /* every request byte counted was given back */
             return;
         }
         CHECK(kdp__now_us() - start < CLOSE_MAX_US); /* a connection outlived its client */
@@ -940,7 +940,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     kdp_plugin *p = plugins[pi];
     wait_closed(p);
     wait_ops();
-    CHECK(p->state == P_WAITING); /* nothing a client does restarts or stops it */
+    CHECK(kdp__lifecycle_state(&p->lc) ==
+          KDP__LC_WAITING); /* nothing a client does restarts or stops it */
     if (churn) {
         kdp_device devs[16];
         size_t n = base_devices(devs);

@@ -39,11 +39,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "kdp.h"
-#include "runtime/loop.h"
 #include "grpc/server.h"
 #include "grpc/server_int.h"
 #include "grpc/wire.h"
+#include "kdp.h"
+#include "runtime/loop.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

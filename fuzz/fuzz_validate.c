@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/validate.h"
 #include "deviceplugin.pb-c.h"
 #include "kdp.h"
 #include "plugin/response.h"
-#include "base/validate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* ctx: the event loop shared by several plugins, its run/dispatch/stop, and
- * SIGTERM/SIGINT handling for kdp_ctx_run(). */
+/* ctx: see ctx.h. */
+#include "plugin/ctx.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -8,8 +9,6 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "plugin/lifecycle.h"
-#include "plugin/plugin_int.h"
 #include "runtime/worker.h"
 
 /* The context whose kdp_ctx_run() owns SIGTERM/SIGINT right now. */
@@ -24,8 +23,12 @@ static void on_stop_wake(kdp__wakeup *w, void *ud)
     }
     ctx->stop_requested = true;
     log_info("stopping");
-    for (kdp_plugin *p = ctx->plugins; p; p = p->next) {
-        kdp__plugin_begin_stop(p);
+    kdp__link *l;
+    kdp__link *tmp;
+    kdp__list_for_each_safe(l, tmp, &ctx->members)
+    {
+        kdp__member *m = KDP__CONTAINER_OF(l, kdp__member, link);
+        m->ops->stop(m);
     }
 }
 
@@ -38,6 +41,7 @@ KDP_EXPORT int kdp_ctx_new(kdp_ctx **ret)
     if (!ctx) {
         return -ENOMEM;
     }
+    kdp__link_init(&ctx->members);
     int r = kdp__loop_new(&ctx->loop);
     if (r == 0) {
         r = kdp__wakeup_new(ctx->loop, on_stop_wake, ctx, &ctx->stop_wake);
@@ -82,27 +86,52 @@ KDP_EXPORT void kdp_ctx_free(kdp_ctx *ctx)
                                       "once kdp_ctx_run() has returned") < 0) {
         return;
     }
-    while (ctx->plugins) {
-        kdp__plugin_free(ctx->plugins); /* unlinks itself */
+    kdp__link *l;
+    while ((l = kdp__list_first(&ctx->members))) {
+        kdp__member *m = KDP__CONTAINER_OF(l, kdp__member, link);
+        m->ops->free(m); /* detaches itself */
     }
     kdp__wakeup_free(ctx->stop_wake);
     kdp__loop_free(ctx->loop);
     free(ctx);
 }
 
+int kdp__ctx_attach(kdp_ctx *ctx, kdp__member *m)
+{
+    kdp__link *l;
+    kdp__list_for_each(l, &ctx->members)
+    {
+        const kdp__member *o = KDP__CONTAINER_OF(l, kdp__member, link);
+        if (strcmp(o->key, m->key) == 0) {
+            log_error("two plugins of one context on the same socket %s", m->key);
+            return -EADDRINUSE;
+        }
+    }
+    kdp__list_append(&ctx->members, &m->link);
+    return 0;
+}
+
+void kdp__ctx_detach(kdp_ctx *ctx, kdp__member *m)
+{
+    (void)ctx;
+    kdp__link_remove(&m->link);
+}
+
 static bool all_stopped(const kdp_ctx *ctx)
 {
-    for (const kdp_plugin *p = ctx->plugins; p; p = p->next) {
-        if (p->state != P_STOPPED) {
+    const kdp__link *l;
+    kdp__list_for_each(l, &ctx->members)
+    {
+        const kdp__member *m = KDP__CONTAINER_OF(l, kdp__member, link);
+        if (!m->ops->stopped(m)) {
             return false;
         }
     }
     return true;
 }
 
-void kdp__ctx_plugin_stopped(kdp_ctx *ctx, kdp_plugin *p, int error)
+void kdp__ctx_member_stopped(kdp_ctx *ctx, int error)
 {
-    (void)p;
     if (error < 0 && ctx->error == 0) {
         ctx->error = error;
     }
@@ -116,15 +145,18 @@ void kdp__ctx_plugin_stopped(kdp_ctx *ctx, kdp_plugin *p, int error)
 static void start_all(kdp_ctx *ctx)
 {
     ctx->started = true;
-    for (kdp_plugin *p = ctx->plugins; p; p = p->next) {
-        if (ctx->stop_requested) {
-            if (p->state == P_IDLE) {
-                kdp__plugin_begin_stop(p); /* IDLE goes straight to STOPPED */
-            }
+    kdp__link *l;
+    kdp__link *tmp;
+    kdp__list_for_each_safe(l, tmp, &ctx->members)
+    {
+        kdp__member *m = KDP__CONTAINER_OF(l, kdp__member, link);
+        if (!m->ops->idle(m)) {
             continue;
         }
-        if (p->state == P_IDLE && !p->stop_pending) {
-            kdp__plugin_start(p);
+        if (ctx->stop_requested) {
+            m->ops->stop(m); /* IDLE goes straight to STOPPED */
+        } else {
+            m->ops->start(m);
         }
     }
 }
@@ -228,7 +260,7 @@ KDP_EXPORT int kdp_ctx_run(kdp_ctx *ctx)
         return -EBUSY;
     }
     int r = 0;
-    if (!ctx->plugins) {
+    if (kdp__list_empty(&ctx->members)) {
         log_error("kdp_ctx_run: no plugin to run: add one with kdp_plugin_new() first");
         r = -EINVAL;
     } else if (ctx->started && all_stopped(ctx)) {

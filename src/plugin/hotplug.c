@@ -19,7 +19,8 @@
 #include <sys/stat.h>
 
 #include "base/log.h"
-#include "plugin/plugin_int.h"
+#include "plugin/ctx.h"
+#include "plugin/plugin.h"
 #include "runtime/watch.h"
 
 #define MAX_DEPTH      4U
@@ -31,7 +32,7 @@ typedef struct hp_node hp_node;
 
 struct kdp_path_watch {
     kdp_plugin *p;
-    kdp_path_watch *prev, *next; /* in p->path_watches: p frees what is left */
+    kdp__attachment att; /* attached to p: p frees what is left */
     kdp__loop *loop;
     char *dir; /* the directory asked for, normalised (no trailing '/') */
     unsigned depth;
@@ -49,6 +50,8 @@ struct hp_node {
 };
 
 static void on_event(int what, const char *name, void *ud);
+static void free_attached(kdp__attachment *a);
+static void path_watch_free(kdp_path_watch *w);
 static void request_rearm(kdp_path_watch *pw);
 
 static void free_nodes(kdp_path_watch *pw)
@@ -219,7 +222,7 @@ KDP_EXPORT int kdp_plugin_watch_path(kdp_plugin *p, const char *dir, unsigned de
                                                                    : "dir is too long");
         return -EINVAL;
     }
-    int cr = kdp__ctx_check_caller(p->ctx, "kdp_plugin_watch_path",
+    int cr = kdp__ctx_check_caller(kdp__plugin_ctx(p), "kdp_plugin_watch_path",
                                    "set watches up before the context runs, or on its thread");
     if (cr < 0) {
         return cr;
@@ -229,7 +232,9 @@ KDP_EXPORT int kdp_plugin_watch_path(kdp_plugin *p, const char *dir, unsigned de
         return -ENOMEM;
     }
     pw->p = p;
-    pw->loop = p->ctx->loop;
+    pw->loop = kdp__plugin_loop(p);
+    kdp__link_init(&pw->att.link);
+    pw->att.free = free_attached;
     pw->depth = depth;
     pw->dir = strdup(dir);
     int r = pw->dir ? 0 : -ENOMEM;
@@ -244,14 +249,10 @@ KDP_EXPORT int kdp_plugin_watch_path(kdp_plugin *p, const char *dir, unsigned de
         r = arm(pw);
     }
     if (r < 0) {
-        kdp__path_watch_free(pw);
+        path_watch_free(pw);
         return r;
     }
-    pw->next = p->path_watches;
-    if (p->path_watches) {
-        p->path_watches->prev = pw;
-    }
-    p->path_watches = pw;
+    kdp__plugin_attach(p, &pw->att);
     if (ret) {
         *ret = pw;
     }
@@ -260,27 +261,25 @@ KDP_EXPORT int kdp_plugin_watch_path(kdp_plugin *p, const char *dir, unsigned de
 
 KDP_EXPORT void kdp_path_watch_free(kdp_path_watch *w)
 {
-    if (!w || kdp__ctx_check_caller(w->p->ctx, "kdp_path_watch_free",
+    if (!w || kdp__ctx_check_caller(kdp__plugin_ctx(w->p), "kdp_path_watch_free",
                                     "free watches on the thread that runs the context, or let "
                                     "kdp_plugin_free() free them") < 0) {
         return;
     }
-    kdp__path_watch_free(w);
+    path_watch_free(w);
 }
 
-void kdp__path_watch_free(kdp_path_watch *w)
+static void free_attached(kdp__attachment *a)
+{
+    path_watch_free(KDP__CONTAINER_OF(a, kdp_path_watch, att));
+}
+
+static void path_watch_free(kdp_path_watch *w)
 {
     if (!w) {
         return;
     }
-    if (w->prev) {
-        w->prev->next = w->next;
-    } else if (w->p->path_watches == w) {
-        w->p->path_watches = w->next;
-    }
-    if (w->next) {
-        w->next->prev = w->prev;
-    }
+    kdp__plugin_detach(&w->att);
     free_nodes(w);
     kdp__timer_free(w->rearm);
     free(w->dir);

@@ -8,34 +8,48 @@
 
 #include "base/log.h"
 
-#define JOB_OF(b) ((kdp__pjob *)((char *)(b)-offsetof(kdp__pjob, base)))
+#define JOB_OF(b)   KDP__CONTAINER_OF(b, kdp__pjob, base)
+#define BUSY_LOG_US (60ULL * 1000000ULL)
 
-static void list_add(kdp__pjob *j)
+int kdp__jobs_init(kdp__jobs *js, kdp__loop *l, unsigned timeout_ms, unsigned max_stuck,
+                   const char *resource)
 {
-    kdp_plugin *p = j->p;
-    j->lprev = NULL;
-    j->lnext = p->jobs;
-    if (p->jobs) {
-        p->jobs->lprev = j;
-    }
-    p->jobs = j;
-    j->listed = true;
+    js->loop = l;
+    js->timeout_ms = timeout_ms;
+    js->resource = resource;
+    js->busy_logged_us = 0;
+    kdp__link_init(&js->pending);
+    return kdp__worker_new(l, max_stuck, &js->worker);
 }
 
-static void list_del(kdp__pjob *j)
+static void unlist(kdp__pjob *j)
 {
-    if (!j->listed) {
-        return;
+    kdp__link_remove(&j->link);
+    kdp__timer_free(j->deadline);
+    j->deadline = NULL;
+}
+
+void kdp__jobs_forget_all(kdp__jobs *js)
+{
+    kdp__link *l;
+    kdp__link *tmp;
+    kdp__list_for_each_safe(l, tmp, &js->pending)
+    {
+        unlist(KDP__CONTAINER_OF(l, kdp__pjob, link));
     }
-    if (j->lprev) {
-        j->lprev->lnext = j->lnext;
-    } else {
-        j->p->jobs = j->lnext;
-    }
-    if (j->lnext) {
-        j->lnext->lprev = j->lprev;
-    }
-    j->listed = false;
+}
+
+bool kdp__jobs_done(kdp__jobs *js, unsigned wait_ms)
+{
+    kdp__jobs_forget_all(js);
+    bool left = kdp__worker_free(js->worker, wait_ms);
+    js->worker = NULL;
+    return left;
+}
+
+unsigned kdp__jobs_stuck(kdp__jobs *js)
+{
+    return js->worker ? kdp__worker_stuck(js->worker, NULL, NULL) : 0;
 }
 
 static void run(kdp__job *b)
@@ -47,9 +61,7 @@ static void run(kdp__job *b)
 static void done(kdp__job *b)
 {
     kdp__pjob *j = JOB_OF(b);
-    list_del(j);
-    kdp__timer_free(j->deadline);
-    j->deadline = NULL;
+    unlist(j);
     j->complete(j, false);
 }
 
@@ -62,73 +74,61 @@ static void job_free(kdp__job *b)
     free(j);
 }
 
-kdp__pjob *kdp__pjob_new(kdp_plugin *p, const char *what)
+kdp__pjob *kdp__pjob_new(kdp__jobs *js, const char *what, void *owner)
 {
     kdp__pjob *j = calloc(1, sizeof(*j));
     if (!j) {
         return NULL;
     }
-    j->p = p;
+    j->js = js;
+    j->owner = owner;
     j->what = what;
     j->base.name = what;
     j->base.run = run;
     j->base.done = done;
     j->base.free = job_free;
+    kdp__link_init(&j->link);
     return j;
 }
 
 static void on_deadline(kdp__timer *t, void *ud)
 {
+    (void)t;
     kdp__pjob *j = ud;
-    list_del(j);
-    kdp__timer_free(t);
-    j->deadline = NULL;
-    kdp_plugin *p = j->p;
+    kdp__jobs *js = j->js;
+    unlist(j); /* frees t: safe from its own callback */
     log_error("%s: the %s callback did not return within its deadline; its result will be "
               "dropped",
-              p->resource, j->what);
+              js->resource, j->what);
     j->complete(j, true);
-    (void)kdp__worker_abandon(p->worker, &j->base); /* frees j, now or when fn returns */
+    (void)kdp__worker_abandon(js->worker, &j->base); /* frees j, now or when fn returns */
 }
 
 int kdp__pjob_submit(kdp__pjob *j, uint64_t deadline_us)
 {
-    kdp_plugin *p = j->p;
-    uint64_t limit = kdp__now_us() + (uint64_t)p->cb_timeout_ms * 1000U;
+    kdp__jobs *js = j->js;
+    uint64_t limit = kdp__now_us() + (uint64_t)js->timeout_ms * 1000U;
     if (deadline_us == 0 || deadline_us > limit) {
         deadline_us = limit;
     }
-    int r = kdp__timer_new(p->ctx->loop, on_deadline, j, &j->deadline);
+    int r = kdp__timer_new(js->loop, on_deadline, j, &j->deadline);
     if (r == 0) {
         kdp__timer_start_at(j->deadline, deadline_us);
-        list_add(j); /* before the submit: a fast worker cannot race the loop here */
-        r = kdp__worker_submit(p->worker, &j->base);
+        /* listed before the submit: a fast worker cannot race the loop here */
+        kdp__list_append(&js->pending, &j->link);
+        r = kdp__worker_submit(js->worker, &j->base);
     }
     if (r < 0) {
-        list_del(j);
-        kdp__timer_free(j->deadline);
-        j->deadline = NULL;
+        unlist(j);
         job_free(&j->base);
     }
     return r;
 }
 
-void kdp__pjob_forget_all(kdp_plugin *p)
-{
-    while (p->jobs) {
-        kdp__pjob *j = p->jobs;
-        list_del(j);
-        kdp__timer_free(j->deadline);
-        j->deadline = NULL;
-    }
-}
-
 void kdp__pjob_cancel(kdp__pjob *j)
 {
-    list_del(j);
-    kdp__timer_free(j->deadline);
-    j->deadline = NULL;
-    (void)kdp__worker_abandon(j->p->worker, &j->base);
+    unlist(j);
+    (void)kdp__worker_abandon(j->js->worker, &j->base);
 }
 
 int kdp__pjob_checked(kdp__pjob *j, int r)
@@ -138,21 +138,27 @@ int kdp__pjob_checked(kdp__pjob *j, int r)
     }
     log_warn("%s: the %s callback returned %d, a positive value: callbacks return 0 or a "
              "negative errno (-%d?); treated as the error -%d",
-             j->p->resource, j->what, r, r, r);
+             j->js->resource, j->what, r, r, r);
     return r > 4095 ? -EIO : -r;
 }
 
-int kdp__pjob_busy_message(kdp_plugin *p, char *buf, size_t cap)
+int kdp__pjob_busy_message(kdp__jobs *js, const char *refused, char *buf, size_t cap)
 {
     const char *name = NULL;
     uint64_t since = 0;
-    unsigned n = kdp__worker_stuck(p->worker, &name, &since);
+    unsigned n = kdp__worker_stuck(js->worker, &name, &since);
     uint64_t now = kdp__now_us();
-    return snprintf(buf, cap,
-                    "%s: %u callbacks are stuck past their deadline (the cap is %u; the oldest, "
-                    "the %s callback, for %llu ms): calls are refused until one returns",
-                    p->resource, n, KDP_MAX_STUCK_CALLBACKS, name ? name : "?",
-                    (unsigned long long)(now > since ? (now - since) / 1000U : 0));
+    int len = snprintf(buf, cap,
+                       "%s: %u callbacks are stuck past their deadline (the cap is %u; the "
+                       "oldest, the %s callback, for %llu ms): calls are refused until one "
+                       "returns",
+                       js->resource, n, KDP_MAX_STUCK_CALLBACKS, name ? name : "?",
+                       (unsigned long long)(now > since ? (now - since) / 1000U : 0));
+    if (!js->busy_logged_us || now - js->busy_logged_us >= BUSY_LOG_US) {
+        js->busy_logged_us = now;
+        log_error("%s (refusing a %s call; said at most once a minute)", buf, refused);
+    }
+    return len;
 }
 
 void kdp__job_set_error(kdp__job *cur, const char *fmt, va_list ap)

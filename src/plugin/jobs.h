@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * jobs: a user callback run on the plugin's worker under a deadline.
+ * jobs: a plugin's user callbacks, each run on the plugin's worker under a
+ * deadline (kdp__jobs holds the worker, the bound and the jobs in flight).
  *
- * fn runs on the worker thread and sets result (and, through
+ * A job's fn runs on the worker thread and sets result (and, through
  * kdp_plugin_set_error, msg). complete runs on the loop thread exactly once:
  * with timed_out false when fn returned in time, or true when the deadline
  * passed first; in that case the late result is dropped and the job is freed
@@ -16,48 +17,69 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plugin/plugin_int.h"
+#include "base/list.h"
+#include "runtime/loop.h"
 #include "runtime/worker.h"
 
-#define KDP_JOB_MSG_MAX 512
+#define KDP__JOB_MSG_MAX 512
+
+typedef struct kdp__jobs {
+    kdp__loop *loop;
+    kdp__worker *worker;
+    unsigned timeout_ms;     /* the bound on each callback */
+    const char *resource;    /* for log lines; borrowed */
+    kdp__link pending;       /* jobs whose complete may still run */
+    uint64_t busy_logged_us; /* the last "callbacks are stuck" line */
+} kdp__jobs;
 
 typedef struct kdp__pjob kdp__pjob;
 
 struct kdp__pjob {
     kdp__job base;
-    kdp_plugin *p;
+    kdp__jobs *js;
+    void *owner;      /* whose job it is (the module that made it) */
     const char *what; /* "allocate", "refresh" ... for log lines */
     void (*fn)(kdp__pjob *j);
     void (*complete)(kdp__pjob *j, bool timed_out);
     void (*cleanup)(kdp__pjob *j); /* frees what data holds; any thread; may be NULL */
     void *data;
     kdp__timer *deadline;
-    kdp__pjob *lprev, *lnext; /* in p->jobs while complete may still run */
-    bool listed;
+    kdp__link link; /* in js->pending while complete may still run */
     int result;
     bool has_msg;
-    char msg[KDP_JOB_MSG_MAX];
+    char msg[KDP__JOB_MSG_MAX];
 };
 
-/* A zeroed job for p. Returns NULL on allocation failure. */
-kdp__pjob *kdp__pjob_new(kdp_plugin *p, const char *what);
-/* Queues j with a deadline at deadline_us (absolute kdp__now_us()), or
- * p->cb_timeout_ms from now if 0 or later than that. On failure the job is
- * freed and -errno returned (complete is not called). */
+/* A worker with at most max_stuck threads left in abandoned callbacks (see
+ * kdp__worker_new). resource is borrowed. Returns 0 or -errno. */
+int kdp__jobs_init(kdp__jobs *js, kdp__loop *l, unsigned timeout_ms, unsigned max_stuck,
+                   const char *resource);
+/* No complete runs any more for the jobs in flight, and their deadline
+ * timers go (the worker frees the jobs themselves). */
+void kdp__jobs_forget_all(kdp__jobs *js);
+/* forget_all, then frees the worker, waiting up to wait_ms for running
+ * callbacks; returns true if one was left running (what it reads must stay). */
+bool kdp__jobs_done(kdp__jobs *js, unsigned wait_ms);
+/* Callbacks stuck past their deadline (kdp__worker_stuck). Any thread. */
+unsigned kdp__jobs_stuck(kdp__jobs *js);
+
+/* A zeroed job of owner. Returns NULL on allocation failure. */
+kdp__pjob *kdp__pjob_new(kdp__jobs *js, const char *what, void *owner);
+/* Queues j with a deadline at deadline_us (absolute kdp__now_us()), or the
+ * bound from now if 0 or later than that. On failure the job is freed and
+ * -errno returned (complete is not called): -EBUSY when every thread the
+ * cap allows is stuck (kdp__pjob_busy_message says which callback). */
 int kdp__pjob_submit(kdp__pjob *j, uint64_t deadline_us);
 /* The result is no longer wanted (loop thread): complete will not run. */
 void kdp__pjob_cancel(kdp__pjob *j);
-/* kdp_plugin_free(): no complete will run for p's outstanding jobs any more
- * and their deadline timers go (the worker frees the jobs themselves). */
-void kdp__pjob_forget_all(kdp_plugin *p);
 /* A callback's return value as kdp takes it (worker thread): 0 or -errno as
  * is; a positive value, a mistake (`return EINVAL;`), is logged and turned
  * into its negative. */
 int kdp__pjob_checked(kdp__pjob *j, int r);
-/* The message for a call refused because the worker is saturated
- * (kdp__pjob_submit returned -EBUSY): which callback hangs, since when.
- * Returns what snprintf returns. */
-int kdp__pjob_busy_message(kdp_plugin *p, char *buf, size_t cap);
+/* The message for a call refused with -EBUSY: which callback hangs, since
+ * when; also logged, at most once a minute (with `refused`, what was
+ * refused). Returns what snprintf returns. */
+int kdp__pjob_busy_message(kdp__jobs *js, const char *refused, char *buf, size_t cap);
 /* For kdp_plugin_set_error(): cur is the job running on this thread. */
 void kdp__job_set_error(kdp__job *cur, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));

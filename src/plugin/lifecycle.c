@@ -1,707 +1,278 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lifecycle: lock -> refresh -> list -> serve -> register, and back again.
+ * lifecycle: the state machine (see lifecycle.h).
  *
- * Restarts come from three signals: kubelet.sock re-created (a new kubelet),
- * our own socket deleted (the kubelet cleans the directory when it starts),
- * and the kubelet's ListAndWatch stream ending. Each restart runs destroy,
- * then refresh, re-creates the socket and registers again. Registration is
- * retried with capped exponential backoff, forever; a missing kubelet.sock is
- * waited for through inotify, with a slow fallback check.
+ * Restarts come from the parts: the registration strategy (a new kubelet,
+ * our socket gone at Register), the directory (our socket deleted, the
+ * directory gone) and the served services (the kubelet's stream ended).
+ * Each restart stops serving, runs destroy, then starts again: at once, or
+ * after a backoff when the same kubelet keeps ending registrations that did
+ * not last.
  */
 #include "plugin/lifecycle.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/log.h"
-#include "deviceplugin.pb-c.h"
-#include "grpc/wire.h"
-#include "plugin/jobs.h"
-#include "plugin/service.h"
-#include "runtime/sock.h"
+#include "runtime/watch.h"
 
-enum { RETRY_NONE = 0, RETRY_START, RETRY_REGISTER };
+#define DRAIN_LINGER_US (1000000ULL) /* bound on GOAWAY delivery at stop */
+/* A registration that lasted this long was a success: the restart after it
+ * is immediate; restarts after shorter ones with the same kubelet back off. */
+#define STABLE_REGISTRATION_US (10ULL * 1000000ULL)
+#define RESTART_BACKOFF_MIN_US (50ULL * 1000ULL)
+#define RESTART_BACKOFF_MAX_US (30ULL * 1000000ULL)
 
-static void serve(kdp_plugin *p);
-static void do_register(kdp_plugin *p);
-static int take_lock(kdp_plugin *p);
-static int ensure_lock(kdp_plugin *p);
-static void fatal(kdp_plugin *p, int err);
-static void after_job(kdp_plugin *p);
-static void run_destroy(kdp_plugin *p);
+static const char *const state_names[] = {
+    [KDP__LC_IDLE] = "IDLE",
+    [KDP__LC_STARTING] = "STARTING",
+    [KDP__LC_WAITING] = "WAITING",
+    [KDP__LC_REGISTERING] = "REGISTERING",
+    [KDP__LC_REGISTERED] = "REGISTERED",
+    [KDP__LC_STOPPING] = "STOPPING",
+    [KDP__LC_STOPPED] = "STOPPED",
+};
 
-static void await_dir(kdp_plugin *p);
-static void publish_status(kdp_plugin *p);
+#define TO(s) (1U << (s))
+#define SERVING_TO                                                                                 \
+    (TO(KDP__LC_WAITING) | TO(KDP__LC_REGISTERING) | TO(KDP__LC_REGISTERED) |                      \
+     TO(KDP__LC_STARTING) | TO(KDP__LC_STOPPING))
 
-static void schedule_retry(kdp_plugin *p, int what, uint64_t delay_us)
+/* The allowed transitions: allowed[from] has bit `to`. */
+static const unsigned allowed[] = {
+    [KDP__LC_IDLE] = TO(KDP__LC_STARTING) | TO(KDP__LC_STOPPED),
+    [KDP__LC_STARTING] = TO(KDP__LC_STARTING) | TO(KDP__LC_WAITING) | TO(KDP__LC_REGISTERING) |
+                         TO(KDP__LC_STOPPING) | TO(KDP__LC_STOPPED),
+    [KDP__LC_WAITING] = SERVING_TO,
+    [KDP__LC_REGISTERING] = SERVING_TO,
+    [KDP__LC_REGISTERED] = SERVING_TO,
+    [KDP__LC_STOPPING] = TO(KDP__LC_STOPPED),
+    [KDP__LC_STOPPED] = 0,
+};
+
+/* The one place the state changes. */
+static void set_state(kdp__lifecycle *lc, kdp__lc_state to, const char *why)
 {
-    p->retry_what = what;
-    kdp__timer_start(p->retry_timer, delay_us);
-    if (what == RETRY_START) {
-        await_dir(p);
-    }
-}
-
-/* The device-plugin directory is gone (a kubelet being reinstalled, a test
- * removing it): watch its parent, so that the start is retried the moment
- * it is back rather than at the next backoff step. */
-static void on_parent_watch(int what, const char *name, void *ud)
-{
-    kdp_plugin *p = ud;
-    const char *base = strrchr(p->dir, '/');
-    base = base ? base + 1 : p->dir;
-    if (what != KDP__WATCH_CREATED || !name || strcmp(name, base) != 0 ||
-        p->retry_what != RETRY_START) {
+    kdp__lc_state from = atomic_load(&lc->state);
+    if (from == to && to != KDP__LC_STARTING && to != KDP__LC_REGISTERING) {
         return;
     }
-    log_info("%s: %s is back: starting", p->resource, p->dir);
-    kdp__watch_free(p->parent_watch); /* safe from its own callback */
-    p->parent_watch = NULL;
-    kdp__timer_start(p->retry_timer, 0);
-}
-
-static void await_dir(kdp_plugin *p)
-{
-    struct stat st;
-    if (p->parent_watch || stat(p->dir, &st) == 0) {
+    if (!(allowed[from] & TO(to))) {
+        log_error("%s: internal error: no transition %s -> %s (%s)", lc->cfg.resource,
+                  state_names[from], state_names[to], why);
         return;
     }
-    char *parent = strdup(p->dir);
-    char *slash = parent ? strrchr(parent, '/') : NULL;
-    if (!slash) {
-        free(parent);
-        return;
-    }
-    if (slash == parent) {
-        slash[1] = '\0'; /* "/" */
-    } else {
-        *slash = '\0';
-    }
-    if (kdp__watch_new(p->ctx->loop, parent, on_parent_watch, p, &p->parent_watch) == 0 &&
-        stat(p->dir, &st) == 0) {
-        kdp__timer_start(p->retry_timer, 0); /* it came back meanwhile */
-    }
-    free(parent);
+    log_debug("%s: %s -> %s (%s)", lc->cfg.resource, state_names[from], state_names[to], why);
+    atomic_store(&lc->state, to);
 }
 
-static void stop_awaiting_dir(kdp_plugin *p)
+static bool serving(const kdp__lifecycle *lc)
 {
-    kdp__watch_free(p->parent_watch);
-    p->parent_watch = NULL;
+    kdp__lc_state s = kdp__lifecycle_state(lc);
+    return s == KDP__LC_WAITING || s == KDP__LC_REGISTERING || s == KDP__LC_REGISTERED;
 }
 
-/* Why the device-plugin directory cannot be used (err: the failure that
- * made us look), or 0 if it looks fine and err is something else. */
-static int dir_problem(const kdp_plugin *p, int err)
+static void serve(kdp__lifecycle *lc);
+static void after_job(kdp__lifecycle *lc);
+
+static void publish_restarts(kdp__lifecycle *lc)
 {
-    struct stat st;
-    if (stat(p->dir, &st) < 0) {
-        return -errno;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        return -ENOTDIR;
-    }
-    if (access(p->dir, W_OK | X_OK) < 0) {
-        return -errno;
-    }
-    return err == -EACCES || err == -EPERM || err == -EROFS ? err : 0;
+    kdp_plugin_status *st = kdp__status_lock(lc->cfg.status);
+    st->restarts = lc->restarts;
+    kdp__status_unlock(lc->cfg.status);
 }
 
-/* Says what is wrong with the directory once, then only when it changes;
- * returns true if the directory is the problem. */
-static bool report_dir(kdp_plugin *p, int err)
+/* ---- starting ---- */
+
+/* The start is tried again after delay_us; a missing directory is awaited
+ * through its parent meanwhile (its return starts it at once). */
+static void schedule_start(kdp__lifecycle *lc, uint64_t delay_us)
 {
-    int why = dir_problem(p, err);
-    if (why == p->dir_error) {
-        return why != 0;
-    }
-    p->dir_error = why;
-    publish_status(p);
-    switch (why) {
-    case 0:
-        break;
-    case -ENOENT:
-        log_error("%s: the device-plugin directory %s does not exist: is the kubelet installed, "
-                  "and is this its directory? (set kdp_config.device_plugin_dir or "
-                  "$KDP_DEVICE_PLUGIN_DIR; in a pod, mount the host's directory with a hostPath "
-                  "volume). Starting as soon as it appears",
-                  p->resource, p->dir);
-        break;
-    case -ENOTDIR:
-        log_error("%s: the device-plugin directory %s is not a directory (or a path component "
-                  "is not): point kdp at the kubelet's device-plugin directory. Retrying",
-                  p->resource, p->dir);
-        break;
-    case -EROFS:
-        log_error("%s: the device-plugin directory %s is on a read-only file system: mount it "
-                  "read-write (a hostPath volume without readOnly). Retrying",
-                  p->resource, p->dir);
-        break;
-    case -EACCES:
-    case -EPERM:
-        log_error("%s: cannot create files in the device-plugin directory %s (%s): run the "
-                  "plugin as root (or as the directory's owner). Retrying",
-                  p->resource, p->dir, strerror(-why));
-        break;
-    default:
-        log_error("%s: cannot use the device-plugin directory %s: %s. Retrying", p->resource,
-                  p->dir, strerror(-why));
-        break;
-    }
-    return why != 0;
+    kdp__timer_start(lc->start_timer, delay_us);
+    kdp__pdir_await(lc->cfg.dir);
 }
 
-/* The directory was the problem and is not any more. */
-static void dir_ok(kdp_plugin *p)
-{
-    if (p->dir_error) {
-        p->dir_error = 0;
-        publish_status(p);
-        log_info("%s: the device-plugin directory %s is usable now", p->resource, p->dir);
-    }
-}
-
-void kdp__plugin_on_retry(kdp__timer *t, void *ud)
+static void on_start_timer(kdp__timer *t, void *ud)
 {
     (void)t;
-    kdp_plugin *p = ud;
-    int what = p->retry_what;
-    p->retry_what = RETRY_NONE;
-    if (what == RETRY_START) {
-        kdp__plugin_start(p);
-    } else if (what == RETRY_REGISTER && (p->state == P_WAITING || p->state == P_REGISTERING)) {
-        do_register(p);
+    kdp__lifecycle_start(ud);
+}
+
+/* Something says starting now is worth it (the directory is back, a new
+ * kubelet): if a start is waiting, it goes. */
+static void start_now_if_waiting(kdp__lifecycle *lc, const char *why)
+{
+    if (kdp__timer_armed(lc->start_timer) && lc->pending != KDP__LC_PENDING_STOP) {
+        log_info("%s: %s: starting now", lc->cfg.resource, why);
+        kdp__timer_start(lc->start_timer, 0);
     }
 }
 
-/* ---- the device table ---- */
-
-/* At most this many device lines per table change, then one summary line:
- * a list of 100,000 devices must not cost 100,000 log lines (about a tenth
- * of the time of its first ListAndWatch, measured with bench/). */
-#define KDP_LOG_CHANGES_MAX 16
-
-typedef struct change_log {
-    kdp_plugin *p;
-    size_t n, added, removed, health;
-} change_log;
-
-static void log_change(const kdp__dev *old_dev, const kdp__dev *new_dev, void *ud)
+static void fatal(kdp__lifecycle *lc, int err)
 {
-    change_log *c = ud;
-    kdp_plugin *p = c->p;
-    if (c->n++ >= KDP_LOG_CHANGES_MAX) {
-        c->added += !old_dev;
-        c->removed += !new_dev;
-        c->health += old_dev && new_dev && old_dev->health != new_dev->health;
-        return;
-    }
-    if (!old_dev) {
-        log_info("%s: device %s added (%s)", p->resource, new_dev->id,
-                 new_dev->health == KDP_HEALTHY ? "Healthy" : "Unhealthy");
-    } else if (!new_dev) {
-        log_info("%s: device %s removed", p->resource, old_dev->id);
-    } else if (old_dev->health != new_dev->health) {
-        log_info("%s: device %s is now %s", p->resource, new_dev->id,
-                 new_dev->health == KDP_HEALTHY ? "Healthy" : "Unhealthy");
-    }
+    set_state(lc, KDP__LC_STOPPED, "fatal");
+    kdp__lockfile_release(lc->cfg.lock);
+    lc->cfg.stopped(lc->cfg.stopped_ud, err);
 }
 
-/* What other threads read through kdp_plugin_get_status(). */
-static void publish_status(kdp_plugin *p)
+static void after_refresh(kdp__lifecycle *lc)
 {
-    pthread_mutex_lock(&p->mu);
-    p->pub.devices = p->tab.n;
-    p->pub.message_bytes = p->law_len;
-    p->pub.rejected_devices = p->rejected_n;
-    p->pub.rejected_bytes = p->rejected_bytes;
-    p->pub.list_error = p->list_error;
-    p->pub.dir_error = p->dir_error;
-    p->pub.restarts = p->restarts;
-    pthread_mutex_unlock(&p->mu);
-}
-
-static int encode(kdp_plugin *p, const kdp__devtab *t, uint8_t **buf, size_t *len)
-{
-    int r = kdp__devtab_encode(t, buf, len);
-    if (r < 0) {
-        log_error("%s: cannot encode %zu devices: %s", p->resource, t->n, strerror(-r));
-    }
-    return r;
-}
-
-/* The table that would make a message over the kubelet's limit is not sent
- * (the kubelet would fail its stream, and we would restart for nothing):
- * the kubelet keeps the last list that fit. Said at most once a minute. */
-static void reject_table(kdp_plugin *p, size_t n, size_t len)
-{
-    uint64_t now = kdp__now_us();
-    bool first = p->rejected_bytes == 0;
-    p->rejected_n = n;
-    p->rejected_bytes = len;
-    publish_status(p);
-    if (!first && now - p->rejected_logged_us < KDP_REJECT_LOG_US) {
-        return;
-    }
-    p->rejected_logged_us = now;
-    log_error("%s: not sending the device list: its %zu devices make a %zu-byte ListAndWatch "
-              "message, over the kubelet's limit of %u bytes (4 MiB); the kubelet keeps the "
-              "last list that fit (%zu devices). Use fewer devices or shorter IDs, or split them "
-              "over several resources (said at most once a minute)",
-              p->resource, n, len, KDP_MAX_LIST_MESSAGE, p->tab.n);
-}
-
-static void clear_rejected(kdp_plugin *p)
-{
-    bool was = p->rejected_bytes != 0;
-    p->rejected_n = 0;
-    p->rejected_bytes = 0;
-    p->rejected_logged_us = 0;
-    publish_status(p);
-    if (was) {
-        log_info("%s: the device list fits in the kubelet's message limit again (%zu devices, "
-                 "%zu bytes)",
-                 p->resource, p->tab.n, p->law_len);
-    }
-}
-
-/* Encodes the table the kubelet is served (for the first start, an empty
- * one). */
-static int encode_table(kdp_plugin *p)
-{
-    uint8_t *buf;
-    size_t len;
-    int r = encode(p, &p->tab, &buf, &len);
+    int r = kdp__table_list_for_start(lc->cfg.table);
     if (r == 0) {
-        free(p->law_msg);
-        p->law_msg = buf;
-        p->law_len = len;
-    }
-    return r;
-}
-
-/* Takes the table other threads published, if newer, and pushes it to the
- * kubelet when what the kubelet sees has changed and its message fits. */
-static void take_shared(kdp_plugin *p)
-{
-    kdp__devtab fresh;
-    kdp__devtab_init(&fresh);
-    pthread_mutex_lock(&p->mu);
-    bool newer = p->shared_ver != p->tab_ver;
-    int r = newer ? kdp__devtab_copy(&fresh, &p->shared) : 0;
-    uint64_t ver = p->shared_ver;
-    pthread_mutex_unlock(&p->mu);
-    if (!newer) {
+        lc->job = KDP__LC_JOB_LIST; /* kdp__lifecycle_on_start_listed goes on */
         return;
     }
-    if (r < 0) {
-        log_error("%s: out of memory copying the device table", p->resource);
-        kdp__devtab_clear(&fresh);
-        kdp__wakeup_signal(p->wake); /* try again */
-        return;
-    }
-    p->tab_ver = ver;
-    bool changed = !kdp__devtab_same_for_kubelet(&p->tab, &fresh);
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    if (changed || !p->law_msg) {
-        if (encode(p, &fresh, &buf, &len) < 0) {
-            kdp__devtab_clear(&fresh);
-            return;
-        }
-        if (len > KDP_MAX_LIST_MESSAGE) {
-            free(buf);
-            reject_table(p, fresh.n, len);
-            kdp__devtab_clear(&fresh);
-            return;
-        }
-        if (len > KDP_WARN_MESSAGE && changed) {
-            log_warn("%s: the device list is %zu bytes, close to the kubelet's message limit of "
-                     "%u bytes (4 MiB)",
-                     p->resource, len, KDP_MAX_LIST_MESSAGE);
-        }
-    }
-    if (changed && kdp__log_enabled(KDP_LOG_INFO)) {
-        change_log c = {.p = p};
-        kdp__devtab_diff(&p->tab, &fresh, log_change, &c);
-        if (c.n > KDP_LOG_CHANGES_MAX) {
-            log_info("%s: ... and %zu more: %zu added, %zu removed, %zu health (%zu devices now)",
-                     p->resource, c.n - KDP_LOG_CHANGES_MAX, c.added, c.removed, c.health, fresh.n);
-        }
-    }
-    kdp__devtab_move(&p->tab, &fresh);
-    if (buf) {
-        free(p->law_msg);
-        p->law_msg = buf;
-        p->law_len = len;
-    }
-    clear_rejected(p); /* publishes the status */
-    if (changed) {
-        kdp__service_broadcast(p);
-    }
+    serve(lc); /* no list op, or it could not start (it is retried while serving) */
 }
-
-/* ---- lifecycle jobs: refresh, list, destroy ---- */
 
 static void fn_refresh(kdp__pjob *j)
 {
-    j->result = kdp__pjob_checked(j, j->p->ops.refresh(j->p, j->p->ud));
-}
-
-static void fn_destroy(kdp__pjob *j)
-{
-    atomic_store(&j->p->destroy_ran, true); /* kdp_plugin_free must not run it again */
-    j->p->ops.destroy(j->p, j->p->ud);
-}
-
-static void fn_list(kdp__pjob *j)
-{
-    kdp_device_list *list = j->data;
-    j->result = kdp__pjob_checked(j, j->p->ops.list(j->p, list, j->p->ud));
-}
-
-static void cleanup_list(kdp__pjob *j)
-{
-    kdp_device_list *list = j->data;
-    if (list) {
-        kdp__devtab_clear(&list->tab);
-        free(list);
-    }
-}
-
-static void job_failed(kdp_plugin *p, kdp__pjob *j, bool timed_out)
-{
-    if (timed_out) {
-        return; /* logged by the deadline already */
-    }
-    log_error("%s: %s callback failed: %s%s%s", p->resource, j->what, strerror(-j->result),
-              j->has_msg ? ": " : "", j->has_msg ? j->msg : "");
-}
-
-/* The rescan timer: the retry of a failed list (with backoff), else the
- * periodic rescan if there is one. Only while serving. */
-static void arm_rescan(kdp_plugin *p)
-{
-    if (!p->ops.list) {
-        return;
-    }
-    if (p->list_error) {
-        kdp__timer_start(p->rescan_timer, p->list_retry_us);
-    } else if (p->rescan_ms) {
-        kdp__timer_start(p->rescan_timer, (uint64_t)p->rescan_ms * 1000U);
-    } else {
-        kdp__timer_stop(p->rescan_timer);
-    }
-}
-
-static bool serving(const kdp_plugin *p);
-
-/* A list call failed (err: its -errno), or could not be made: call it again
- * with backoff, and say so. */
-static void list_failed(kdp_plugin *p, int err)
-{
-    p->list_error = err;
-    p->list_retry_us = kdp__backoff_next(&p->list_backoff);
-    publish_status(p);
-    if (p->law_msg && p->tab.n > 0) {
-        log_warn("%s: keeping the previous device list (%zu devices); calling the list "
-                 "callback again in %llu ms",
-                 p->resource, p->tab.n, (unsigned long long)(p->list_retry_us / 1000));
-    } else {
-        log_warn("%s: no device list yet (the kubelet is told of no devices); calling the list "
-                 "callback again in %llu ms",
-                 p->resource, (unsigned long long)(p->list_retry_us / 1000));
-    }
-}
-
-static void complete_list(kdp__pjob *j, bool timed_out)
-{
-    kdp_plugin *p = j->p;
-    bool for_start = p->start_list == j;
-    if (for_start) {
-        p->start_list = NULL;
-    }
-    p->list_running = false;
-    if (timed_out || j->result < 0) {
-        job_failed(p, j, timed_out);
-        list_failed(p, timed_out ? -ETIMEDOUT : j->result);
-    } else {
-        bool was_failing = p->list_error != 0;
-        p->list_error = 0;
-        kdp__backoff_reset(&p->list_backoff);
-        kdp_device_list *list = j->data;
-        kdp__plugin_publish(p, &list->tab);
-        take_shared(p);
-        publish_status(p);
-        if (was_failing) {
-            log_info("%s: the list callback succeeded again", p->resource);
-        }
-    }
-    if (!for_start && serving(p)) {
-        arm_rescan(p);
-    }
-    if (!for_start && atomic_load(&p->rescan_wanted)) {
-        kdp__plugin_sync(p); /* asked again while this list ran */
-    }
-    if (for_start) {
-        p->busy = false;
-        if (!p->stop_pending && !p->restart_pending) {
-            serve(p);
-            return;
-        }
-        after_job(p);
-    }
-}
-
-static int run_list(kdp_plugin *p, bool for_start)
-{
-    kdp__pjob *j = kdp__pjob_new(p, "list");
-    kdp_device_list *list = calloc(1, sizeof(*list));
-    if (!j || !list) {
-        free(j);
-        free(list);
-        return -ENOMEM;
-    }
-    kdp__devtab_init_lazy(&list->tab); /* any order, sorted once */
-    j->data = list;
-    j->fn = fn_list;
-    j->cleanup = cleanup_list;
-    j->complete = complete_list;
-    p->list_running = true;
-    if (for_start) {
-        p->start_list = j;
-        atomic_store(&p->rescan_wanted, false); /* this list is a fresh one */
-    }
-    int r = kdp__pjob_submit(j, 0);
-    if (r < 0) {
-        p->list_running = false;
-        p->start_list = NULL;
-    }
-    return r;
-}
-
-static void after_refresh(kdp_plugin *p)
-{
-    if (p->ops.list) {
-        int r = run_list(p, true);
-        if (r == 0) {
-            return; /* complete_list goes on */
-        }
-        log_error("%s: cannot run the list callback: %s", p->resource, strerror(-r));
-        list_failed(p, r);
-    }
-    p->busy = false;
-    take_shared(p);
-    serve(p);
+    kdp__lifecycle *lc = j->owner;
+    j->result = kdp__pjob_checked(j, lc->cfg.ops->refresh(lc->cfg.owner, lc->cfg.ud));
 }
 
 static void complete_refresh(kdp__pjob *j, bool timed_out)
 {
-    kdp_plugin *p = j->p;
+    kdp__lifecycle *lc = j->owner;
+    lc->job = KDP__LC_JOB_NONE;
     if (timed_out || j->result < 0) {
-        job_failed(p, j, timed_out);
-        p->busy = false;
-        uint64_t delay = kdp__backoff_next(&p->backoff);
-        log_warn("%s: starting again in %llu ms", p->resource, (unsigned long long)(delay / 1000));
-        if (!p->stop_pending) {
-            p->restart_pending = false;
-            schedule_retry(p, RETRY_START, delay);
+        if (!timed_out) { /* a timeout was logged by the deadline already */
+            log_error("%s: refresh callback failed: %s%s%s", lc->cfg.resource, strerror(-j->result),
+                      j->has_msg ? ": " : "", j->has_msg ? j->msg : "");
         }
-        after_job(p);
+        uint64_t delay = kdp__backoff_next(&lc->backoff);
+        log_warn("%s: starting again in %llu ms", lc->cfg.resource,
+                 (unsigned long long)(delay / 1000));
+        if (lc->pending != KDP__LC_PENDING_STOP) {
+            lc->pending = KDP__LC_PENDING_NONE; /* the start is retried anyway */
+            schedule_start(lc, delay);
+        }
+        after_job(lc);
         return;
     }
-    if (p->stop_pending || p->restart_pending) {
-        p->busy = false;
-        after_job(p);
+    if (lc->pending != KDP__LC_PENDING_NONE) {
+        after_job(lc);
         return;
     }
-    after_refresh(p);
+    after_refresh(lc);
 }
 
-void kdp__plugin_start(kdp_plugin *p)
+void kdp__lifecycle_on_start_listed(void *ud)
 {
-    if (p->ctx->stop_requested || p->stop_pending) {
+    kdp__lifecycle *lc = ud;
+    lc->job = KDP__LC_JOB_NONE;
+    if (lc->pending != KDP__LC_PENDING_NONE) {
+        after_job(lc);
         return;
     }
+    serve(lc);
+}
+
+void kdp__lifecycle_start(kdp__lifecycle *lc)
+{
+    if (lc->pending == KDP__LC_PENDING_STOP) {
+        return;
+    }
+    kdp__lifecycle_cfg *c = &lc->cfg;
     /* The lock first: a second instance must fail before it runs any of
      * the author's callbacks. */
-    int lr = ensure_lock(p);
+    int lr = kdp__lockfile_ensure(c->lock);
     if (lr == -EADDRINUSE) {
-        fatal(p, lr);
+        fatal(lc, lr);
         return;
     }
     if (lr < 0) {
-        uint64_t delay = kdp__backoff_next(&p->backoff);
-        if (!report_dir(p, lr)) {
-            log_error("%s: cannot take the lock %s: %s; trying again in %llu ms", p->resource,
-                      p->lock_path, strerror(-lr), (unsigned long long)(delay / 1000));
+        uint64_t delay = kdp__backoff_next(&lc->backoff);
+        if (!kdp__pdir_report(c->dir, lr)) {
+            log_error("%s: cannot take the lock %s: %s; trying again in %llu ms", c->resource,
+                      c->lock->path, strerror(-lr), (unsigned long long)(delay / 1000));
         }
-        p->state = P_STARTING;
-        schedule_retry(p, RETRY_START, delay);
+        set_state(lc, KDP__LC_STARTING, "the lock cannot be taken yet");
+        schedule_start(lc, delay);
         return;
     }
-    dir_ok(p);
-    p->state = P_STARTING;
-    p->busy = true;
-    p->started = true;
-    atomic_store(&p->destroy_ran, false);
-    if (p->ops.refresh) {
-        kdp__pjob *j = kdp__pjob_new(p, "refresh");
-        int r = -ENOMEM;
-        if (j) {
-            j->fn = fn_refresh;
-            j->complete = complete_refresh;
-            r = kdp__pjob_submit(j, 0);
-        }
-        if (r == 0) {
-            return;
-        }
-        log_error("%s: cannot run the refresh callback: %s", p->resource, strerror(-r));
-        p->busy = false;
-        schedule_retry(p, RETRY_START, kdp__backoff_next(&p->backoff));
+    kdp__pdir_ok(c->dir);
+    set_state(lc, KDP__LC_STARTING, "start");
+    lc->owes_destroy = true;
+    atomic_store(&lc->destroy_ran, false);
+    if (!c->ops->refresh) {
+        after_refresh(lc);
         return;
     }
-    after_refresh(p);
-}
-
-/* ---- lock, socket, server ---- */
-
-/* flock() on <dir>/<socket>.lock: released by the kernel when the process
- * dies, so a crash never leaves it stale. Re-checked by inode so that a lock
- * file removed and re-created meanwhile is not trusted. */
-static int take_lock(kdp_plugin *p)
-{
-    for (int attempt = 0; attempt < 3; attempt++) {
-        int fd = open(p->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0) {
-            return -errno;
-        }
-        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-            int e = errno;
-            char pid[32] = "";
-            ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
-            pid[n > 0 ? n : 0] = '\0';
-            pid[strcspn(pid, "\n")] = '\0';
-            close(fd);
-            if (e != EWOULDBLOCK) {
-                return -e;
-            }
-            log_error("%s: another instance (pid %s) already serves %s: refusing to start "
-                      "(lock %s is held)",
-                      p->resource, *pid ? pid : "?", p->socket_path, p->lock_path);
-            return -EADDRINUSE;
-        }
-        struct stat a;
-        struct stat b;
-        if (fstat(fd, &a) == 0 && stat(p->lock_path, &b) == 0 && a.st_ino == b.st_ino) {
-            char pid[32];
-            int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-            if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
-                log_warn("%s: cannot write pid to %s", p->resource, p->lock_path);
-            }
-            p->lock_fd = fd;
-            return 0;
-        }
-        close(fd);
+    kdp__pjob *j = kdp__pjob_new(c->jobs, "refresh", lc);
+    int r = -ENOMEM;
+    if (j) {
+        j->fn = fn_refresh;
+        j->complete = complete_refresh;
+        lc->job = KDP__LC_JOB_REFRESH;
+        r = kdp__pjob_submit(j, 0);
     }
-    return -EAGAIN;
-}
-
-/* Takes the lock, or checks that the one held still guards the file on disk:
- * the directory may have been deleted and re-created (with our lock file in
- * it) before the deletion of the file itself was noticed. */
-static int ensure_lock(kdp_plugin *p)
-{
-    if (p->lock_fd >= 0) {
-        struct stat held;
-        struct stat now;
-        if (fstat(p->lock_fd, &held) == 0 && stat(p->lock_path, &now) == 0 &&
-            held.st_ino == now.st_ino && held.st_dev == now.st_dev) {
-            return 0;
-        }
-        close(p->lock_fd); /* a lock on a file that is gone guards nothing */
-        p->lock_fd = -1;
-    }
-    return take_lock(p);
-}
-
-static void release_lock(kdp_plugin *p)
-{
-    if (p->lock_fd < 0) {
+    if (r == 0) {
         return;
     }
-    (void)unlink(p->lock_path);
-    close(p->lock_fd);
-    p->lock_fd = -1;
+    lc->job = KDP__LC_JOB_NONE;
+    log_error("%s: cannot run the refresh callback: %s", c->resource, strerror(-r));
+    schedule_start(lc, kdp__backoff_next(&lc->backoff));
 }
+
+/* ---- serving ---- */
 
 /* A stale socket from a crashed run of ours (we hold the lock) is removed;
  * anything else in its place (a file, a symlink) is refused. */
-static int clear_socket_path(kdp_plugin *p)
+static int clear_socket_path(kdp__lifecycle *lc)
 {
     struct stat st;
-    if (lstat(p->socket_path, &st) < 0) {
+    if (lstat(lc->cfg.socket_path, &st) < 0) {
         return errno == ENOENT ? 0 : -errno;
     }
     if (!S_ISSOCK(st.st_mode)) {
-        log_error("%s: %s exists and is not a socket: refusing to replace it", p->resource,
-                  p->socket_path);
+        log_error("%s: %s exists and is not a socket: refusing to replace it", lc->cfg.resource,
+                  lc->cfg.socket_path);
         return -EEXIST;
     }
     /* ENOENT: a restarting kubelet removed it meanwhile, which is as good */
-    return unlink(p->socket_path) < 0 && errno != ENOENT ? -errno : 0;
+    return unlink(lc->cfg.socket_path) < 0 && errno != ENOENT ? -errno : 0;
 }
 
-static void on_watch(int what, const char *name, void *ud);
+#define MAX_METHODS 16
 
-static int start_server(kdp_plugin *p)
+static int start_server(kdp__lifecycle *lc)
 {
-    kdp__method methods[KDP__SERVICE_METHODS];
-    kdp__service_methods(p, methods);
+    kdp__method methods[MAX_METHODS];
+    size_t n = 0;
+    for (size_t i = 0; i < lc->cfg.n_svcs; i++) {
+        kdp__svc *s = lc->cfg.svcs[i];
+        n += s->ops->methods(s, methods + n, MAX_METHODS - n);
+    }
     kdp__server_config cfg = {.max_recv_message = KDP_MAX_LIST_MESSAGE};
-    int r = kdp__server_new(p->ctx->loop, methods, KDP__SERVICE_METHODS, &cfg, &p->server);
+    int r = kdp__server_new(lc->cfg.loop, methods, n, &cfg, &lc->server);
     if (r < 0) {
         return r;
     }
-    r = kdp__server_listen(p->server, p->socket_path);
+    r = kdp__server_listen(lc->server, lc->cfg.socket_path);
     if (r < 0) {
-        kdp__server_free(p->server);
-        p->server = NULL;
+        kdp__server_free(lc->server);
+        lc->server = NULL;
     }
     return r;
 }
 
-static void fatal(kdp_plugin *p, int err)
+static void serve(kdp__lifecycle *lc)
 {
-    p->state = P_STOPPED;
-    release_lock(p);
-    kdp__ctx_plugin_stopped(p->ctx, p, err);
-}
-
-static void serve(kdp_plugin *p)
-{
+    kdp__lifecycle_cfg *c = &lc->cfg;
     /* The watch first: a deletion of our socket right after we create it
      * (a starting kubelet cleaning the directory) must not go unseen. */
-    if (!p->watch) {
-        int w = kdp__watch_new(p->ctx->loop, p->dir, on_watch, p, &p->watch);
-        if (w < 0) {
-            log_warn("%s: cannot watch %s: %s (kubelet restarts are then noticed only when "
-                     "the stream ends or Register fails)",
-                     p->resource, p->dir, strerror(-w));
-        }
-    }
+    kdp__pdir_watch(c->dir);
     int r = 0;
     for (int attempt = 0; attempt < 3; attempt++) {
-        r = clear_socket_path(p);
+        r = clear_socket_path(lc);
         if (r == 0) {
-            r = start_server(p);
+            r = start_server(lc);
         }
         /* -ENOENT: the socket file went away between bind() and stat(): a
          * restarting kubelet cleaning the directory. Bind again at once (a
@@ -712,328 +283,234 @@ static void serve(kdp_plugin *p)
         }
     }
     if (r < 0) {
-        uint64_t delay = kdp__backoff_next(&p->backoff);
-        if (!report_dir(p, r)) {
-            log_error("%s: cannot serve %s: %s; trying again in %llu ms", p->resource,
-                      p->socket_path, strerror(-r), (unsigned long long)(delay / 1000));
+        uint64_t delay = kdp__backoff_next(&lc->backoff);
+        if (!kdp__pdir_report(c->dir, r)) {
+            log_error("%s: cannot serve %s: %s; trying again in %llu ms", c->resource,
+                      c->socket_path, strerror(-r), (unsigned long long)(delay / 1000));
         }
-        p->state = P_STARTING;
-        schedule_retry(p, RETRY_START, delay);
+        set_state(lc, KDP__LC_STARTING, "the socket cannot be served yet");
+        schedule_start(lc, delay);
         return;
     }
-    stop_awaiting_dir(p);
-    if (!p->law_msg) {
-        (void)encode_table(p); /* the kubelet gets a first list, even an empty one */
+    kdp__pdir_stop_awaiting(c->dir);
+    lc->starts++;
+    log_info("%s: serving on %s (%zu devices)", c->resource, c->socket_path,
+             kdp__table_told(c->table)->n);
+    for (size_t i = 0; i < c->n_svcs; i++) {
+        c->svcs[i]->ops->serving(c->svcs[i], true);
     }
-    p->starts++;
-    log_info("%s: serving on %s (%zu devices)", p->resource, p->socket_path, p->tab.n);
-    arm_rescan(p);
-    do_register(p);
+    kdp__table_serving(c->table, true);
+    c->reg->ops->start(c->reg); /* reports WAITING or REGISTERING */
 }
-
-/* ---- registration ---- */
 
 /* Our socket file is still there and still the one we listen on. */
-static bool own_socket_intact(const kdp_plugin *p)
+static bool own_socket_intact(const kdp__lifecycle *lc)
 {
     struct stat st;
-    ino_t ours = p->server ? kdp__server_socket_ino(p->server) : 0;
-    return lstat(p->socket_path, &st) == 0 && st.st_ino == ours;
+    ino_t ours = lc->server ? kdp__server_socket_ino(lc->server) : 0;
+    return lstat(lc->cfg.socket_path, &st) == 0 && st.st_ino == ours;
 }
-
-static void on_registered(int status, const char *message, const uint8_t *resp, size_t len,
-                          void *ud)
-{
-    (void)resp;
-    (void)len;
-    kdp_plugin *p = ud;
-    p->reg_call = NULL;
-    if (p->state != P_REGISTERING) {
-        return;
-    }
-    if (status == KDP__ST_OK) {
-        p->state = P_REGISTERED;
-        p->registered_us = kdp__now_us();
-        p->fast_retries = 0;
-        kdp__backoff_reset(&p->backoff);
-        log_info("%s: registered with the kubelet (endpoint %s)", p->resource, p->socket_name);
-        return;
-    }
-    if (!own_socket_intact(p)) {
-        kdp__plugin_restart(p, "Register failed and our socket is gone");
-        return;
-    }
-    if (p->kubelet_creates != p->reg_creates) {
-        /* A restarting kubelet: this attempt reached the old (stale)
-         * kubelet.sock and a new one has appeared since (possibly with the
-         * same inode, so the watch could not tell): try it now, not after a
-         * backoff. Bounded: each retry needs another creation. */
-        log_info("%s: Register failed (%s) but %s was re-created since: registering again",
-                 p->resource, message, KDP_KUBELET_SOCKET);
-        kdp__backoff_reset(&p->backoff);
-        do_register(p);
-        return;
-    }
-    /* kubelet.sock appears at bind(), a moment before listen(): a connect in
-     * between is refused. Right after the file appeared, retry at once. */
-    uint64_t delay = p->fast_retries > 0 ? KDP_FAST_RETRY_US : kdp__backoff_next(&p->backoff);
-    if (p->fast_retries > 0) {
-        p->fast_retries--;
-        log_debug("%s: Register refused right after kubelet.sock appeared: %s; retrying",
-                  p->resource, message);
-    } else {
-        log_warn("%s: Register failed: %s: %s; retrying in %llu ms", p->resource,
-                 kdp__status_name(status), message, (unsigned long long)(delay / 1000));
-    }
-    p->expect_kubelet_law = false;
-    schedule_retry(p, RETRY_REGISTER, delay);
-}
-
-static void do_register(kdp_plugin *p)
-{
-    struct stat st;
-    if (stat(p->kubelet_path, &st) < 0) {
-        if (p->state != P_WAITING) {
-            log_info("%s: waiting for the kubelet (%s does not exist yet)", p->resource,
-                     p->kubelet_path);
-        }
-        p->state = P_WAITING;
-        schedule_retry(p, RETRY_REGISTER, KDP_WAIT_FALLBACK_US);
-        return;
-    }
-    p->state = P_REGISTERING;
-    p->kubelet_ino = st.st_ino;
-    p->kubelet_ctime = st.st_ctim;
-    p->reg_creates = p->kubelet_creates;
-    V1beta1__DevicePluginOptions opts = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
-    kdp__service_options(p, &opts);
-    V1beta1__RegisterRequest req = V1BETA1__REGISTER_REQUEST__INIT;
-    req.version = (char *)KDP_KUBELET_API_VERSION;
-    req.endpoint = p->socket_name;
-    req.resource_name = p->resource;
-    req.options = &opts;
-    kdp__unary_opts o = {.timeout_us = KDP_REGISTER_TIMEOUT_US};
-    p->expect_kubelet_law = true;
-    kdp__timer_stop(p->retry_timer);
-    p->retry_what = RETRY_NONE;
-    int r = kdp__client_unary_pb(p->ctx->loop, p->kubelet_path, "/v1beta1.Registration/Register",
-                                 &req.base, &o, on_registered, p, &p->reg_call);
-    if (r < 0) {
-        log_error("%s: cannot start Register: %s", p->resource, strerror(-r));
-        schedule_retry(p, RETRY_REGISTER, kdp__backoff_next(&p->backoff));
-    }
-}
-
-/* ---- restart triggers ---- */
-
-static bool serving(const kdp_plugin *p)
-{
-    return p->state == P_WAITING || p->state == P_REGISTERING || p->state == P_REGISTERED;
-}
-
-static bool is_lock_name(const kdp_plugin *p, const char *name)
-{
-    size_t n = strlen(p->socket_name);
-    return strncmp(name, p->socket_name, n) == 0 && strcmp(name + n, ".lock") == 0;
-}
-
-/* Kubelets up to 1.24 delete every file in the directory when they start,
- * our lock file included: the flock would then guard nothing, so take a new
- * one (holding the old until then). */
-static void relock(kdp_plugin *p)
-{
-    struct stat st;
-    struct stat ours;
-    if (stat(p->lock_path, &st) == 0) {
-        if (fstat(p->lock_fd, &ours) == 0 && ours.st_ino != st.st_ino) {
-            log_error("%s: the lock file %s was deleted and re-created by someone else: "
-                      "another instance may be starting on the same socket",
-                      p->resource, p->lock_path);
-        }
-        return;
-    }
-    int old = p->lock_fd;
-    p->lock_fd = -1;
-    int r = take_lock(p);
-    close(old);
-    if (r < 0) {
-        log_error("%s: the lock file %s was deleted and cannot be taken again: %s", p->resource,
-                  p->lock_path, strerror(-r));
-    } else {
-        log_info("%s: the lock file %s was deleted: locked again", p->resource, p->lock_path);
-    }
-}
-
-static void on_watch(int what, const char *name, void *ud)
-{
-    kdp_plugin *p = ud;
-    if (what == KDP__WATCH_CREATED && name && strcmp(name, KDP_KUBELET_SOCKET) == 0) {
-        p->kubelet_creates++; /* counted in every state: see on_registered() */
-        /* also while (re)starting, when the events below are ignored: the
-         * Register that follows may hit the bind -> listen gap */
-        p->fast_retries = KDP_FAST_RETRIES;
-        if (p->retry_what == RETRY_START && kdp__timer_armed(p->retry_timer)) {
-            log_info("%s: %s appeared (a new kubelet): starting now", p->resource,
-                     KDP_KUBELET_SOCKET);
-            kdp__timer_start(p->retry_timer, 0);
-        }
-    }
-    if (what == KDP__WATCH_GONE) {
-        /* The watch died with the directory, whatever our state: drop it so
-         * the next serve() watches the directory that is there then. */
-        kdp__watch_free(p->watch);
-        p->watch = NULL;
-        if (serving(p)) {
-            kdp__plugin_restart(p, "the device-plugin directory was removed");
-        }
-        return;
-    }
-    if (!serving(p)) {
-        return;
-    }
-    struct stat st;
-    if (what == KDP__WATCH_CREATED && name && strcmp(name, KDP_KUBELET_SOCKET) == 0) {
-        if (p->state == P_WAITING || (p->state == P_REGISTERING && !p->reg_call)) {
-            log_info("%s: %s appeared: registering", p->resource, KDP_KUBELET_SOCKET);
-            kdp__backoff_reset(&p->backoff);
-            p->fast_retries = KDP_FAST_RETRIES;
-            do_register(p);
-        } else if (stat(p->kubelet_path, &st) == 0 && st.st_ino != p->kubelet_ino) {
-            p->fast_retries = KDP_FAST_RETRIES;
-            kdp__plugin_restart(p, "kubelet.sock was re-created (the kubelet restarted)");
-        }
-        return;
-    }
-    if (what == KDP__WATCH_DELETED && name && p->lock_fd >= 0 && is_lock_name(p, name)) {
-        relock(p);
-        return;
-    }
-    if (what == KDP__WATCH_DELETED && name && strcmp(name, p->socket_name) == 0) {
-        if (!own_socket_intact(p)) {
-            kdp__plugin_restart(p, "our socket was deleted (the kubelet restarted)");
-        }
-    }
-}
-
-void kdp__plugin_law_opened(kdp_plugin *p, law *l)
-{
-    if (p->expect_kubelet_law && !p->kubelet_law) {
-        p->kubelet_law = l;
-        p->expect_kubelet_law = false;
-    }
-}
-
-void kdp__plugin_law_ended(kdp_plugin *p, law *l)
-{
-    if (l != p->kubelet_law) {
-        return; /* a tool's stream (kdpctl watch ...), not the kubelet's */
-    }
-    p->kubelet_law = NULL;
-    if (p->state == P_REGISTERING || p->state == P_REGISTERED) {
-        kdp__plugin_restart(p, "the kubelet's ListAndWatch stream ended");
-    }
-}
-
-/* ---- stopping and restarting ---- */
 
 /* Closes what serving opened; leaves the lock held. */
-static kdp__server *detach_server(kdp_plugin *p)
+static kdp__server *detach_server(kdp__lifecycle *lc)
 {
-    kdp__client_call_cancel(p->reg_call);
-    p->reg_call = NULL;
-    kdp__timer_stop(p->retry_timer);
-    kdp__timer_stop(p->rescan_timer);
-    kdp__timer_stop(p->restart_timer);
-    p->retry_what = RETRY_NONE;
-    p->kubelet_law = NULL;
-    p->expect_kubelet_law = false;
-    kdp__server *s = p->server;
-    p->server = NULL;
+    kdp__lifecycle_cfg *c = &lc->cfg;
+    c->reg->ops->stop(c->reg);
+    for (size_t i = 0; i < c->n_svcs; i++) {
+        c->svcs[i]->ops->serving(c->svcs[i], false);
+    }
+    kdp__table_serving(c->table, false);
+    kdp__timer_stop(lc->start_timer);
+    kdp__timer_stop(lc->restart_timer);
+    lc->registered_us = 0;
+    kdp__server *s = lc->server;
+    lc->server = NULL;
     return s;
 }
 
 /* For a restart: the kubelet is gone or going, close at once. */
-static void stop_serving(kdp_plugin *p)
+static void stop_serving(kdp__lifecycle *lc)
 {
-    kdp__server_free(detach_server(p)); /* ends every stream; removes our socket */
+    kdp__server_free(detach_server(lc)); /* ends every stream; removes our socket */
+}
+
+/* ---- what the parts say ---- */
+
+static void reg_state(void *ud, kdp__reg_state st, const char *why)
+{
+    kdp__lifecycle *lc = ud;
+    switch (st) {
+    case KDP__REG_WAITING:
+        set_state(lc, KDP__LC_WAITING, why);
+        break;
+    case KDP__REG_REGISTERING:
+        set_state(lc, KDP__LC_REGISTERING, why);
+        break;
+    case KDP__REG_REGISTERED:
+        lc->registered_us = kdp__now_us();
+        kdp__backoff_reset(&lc->backoff);
+        set_state(lc, KDP__LC_REGISTERED, why);
+        break;
+    }
+}
+
+static void reg_attempt(void *ud, bool sent)
+{
+    kdp__lifecycle *lc = ud;
+    for (size_t i = 0; i < lc->cfg.n_svcs; i++) {
+        lc->cfg.svcs[i]->ops->expect_peer(lc->cfg.svcs[i], sent);
+    }
+}
+
+static void reg_restart(void *ud, const char *why)
+{
+    kdp__lifecycle_restart(ud, why);
+}
+
+static void reg_peer_appeared(void *ud)
+{
+    start_now_if_waiting(ud, KDP_KUBELET_SOCKET " appeared (a new kubelet)");
+}
+
+static bool reg_socket_intact(void *ud)
+{
+    return own_socket_intact(ud);
+}
+
+kdp__reg_up kdp__lifecycle_reg_up(kdp__lifecycle *lc)
+{
+    return (kdp__reg_up){
+        .state = reg_state,
+        .attempt = reg_attempt,
+        .restart = reg_restart,
+        .peer_appeared = reg_peer_appeared,
+        .socket_intact = reg_socket_intact,
+        .ud = lc,
+    };
+}
+
+static void svc_peer_gone(void *ud, const char *why)
+{
+    kdp__lifecycle *lc = ud;
+    kdp__lc_state s = kdp__lifecycle_state(lc);
+    if (s == KDP__LC_REGISTERING || s == KDP__LC_REGISTERED) {
+        kdp__lifecycle_restart(lc, why);
+    }
+}
+
+kdp__svc_up kdp__lifecycle_svc_up(kdp__lifecycle *lc)
+{
+    return (kdp__svc_up){.peer_gone = svc_peer_gone, .ud = lc};
+}
+
+static void dir_event(void *ud, int what, const char *name)
+{
+    kdp__lifecycle *lc = ud;
+    kdp__lifecycle_cfg *c = &lc->cfg;
+    c->reg->ops->dir_event(c->reg, what, name); /* in every state */
+    if (what == KDP__WATCH_GONE) {
+        if (serving(lc)) {
+            kdp__lifecycle_restart(lc, "the device-plugin directory was removed");
+        }
+        return;
+    }
+    if (!serving(lc) || what != KDP__WATCH_DELETED || !name) {
+        return;
+    }
+    if (kdp__lockfile_held(c->lock) && kdp__lockfile_is(c->lock, name)) {
+        /* Kubelets up to 1.24 delete every file in the directory when they
+         * start, our lock file included: take a fresh one. */
+        kdp__lockfile_relock(c->lock);
+    } else if (strcmp(name, c->socket_name) == 0 && !own_socket_intact(lc)) {
+        kdp__lifecycle_restart(lc, "our socket was deleted (the kubelet restarted)");
+    }
+}
+
+static void dir_back(void *ud)
+{
+    start_now_if_waiting(ud, "the device-plugin directory is back");
+}
+
+kdp__pdir_cbs kdp__lifecycle_dir_cbs(kdp__lifecycle *lc)
+{
+    return (kdp__pdir_cbs){.event = dir_event, .back = dir_back, .ud = lc};
+}
+
+/* ---- stopping and restarting ---- */
+
+static void on_drained(kdp__server *s, void *ud);
+static void run_destroy(kdp__lifecycle *lc);
+
+/* For the stop: the socket goes at once, open streams end with
+ * UNAVAILABLE and every connection gets a GOAWAY, then destroy runs. */
+static void drain_then_destroy(kdp__lifecycle *lc)
+{
+    kdp__server *s = detach_server(lc);
+    if (!s) {
+        run_destroy(lc);
+        return;
+    }
+    lc->draining = s;
+    kdp__server_shutdown(s, DRAIN_LINGER_US, on_drained, lc);
 }
 
 static void on_drained(kdp__server *s, void *ud)
 {
-    kdp_plugin *p = ud;
-    p->draining = NULL;
+    kdp__lifecycle *lc = ud;
+    lc->draining = NULL;
     kdp__server_free(s);
-    run_destroy(p);
+    run_destroy(lc);
 }
 
-/* For a stop: the socket goes at once, open streams end with UNAVAILABLE
- * and every connection gets a GOAWAY, then destroy runs. */
-static void drain_then_destroy(kdp_plugin *p)
+static void finish_stop(kdp__lifecycle *lc)
 {
-    kdp__server *s = detach_server(p);
-    if (!s) {
-        run_destroy(p);
-        return;
-    }
-    p->draining = s;
-    kdp__server_shutdown(s, KDP_DRAIN_LINGER_US, on_drained, p);
+    kdp__pdir_stop_awaiting(lc->cfg.dir);
+    kdp__pdir_unwatch(lc->cfg.dir);
+    kdp__timer_stop(lc->start_timer);
+    kdp__lockfile_release(lc->cfg.lock);
+    set_state(lc, KDP__LC_STOPPED, "stop");
+    log_info("%s: stopped", lc->cfg.resource);
+    lc->cfg.stopped(lc->cfg.stopped_ud, 0);
 }
 
-static void finish_stop(kdp_plugin *p)
+static void fn_destroy(kdp__pjob *j)
 {
-    stop_awaiting_dir(p);
-    kdp__watch_free(p->watch);
-    p->watch = NULL;
-    release_lock(p);
-    p->state = P_STOPPED;
-    p->busy = false;
-    log_info("%s: stopped", p->resource);
-    kdp__ctx_plugin_stopped(p->ctx, p, 0);
+    kdp__lifecycle *lc = j->owner;
+    atomic_store(&lc->destroy_ran, true); /* kdp_plugin_free must not run it again */
+    lc->cfg.ops->destroy(lc->cfg.owner, lc->cfg.ud);
 }
 
 static void complete_destroy(kdp__pjob *j, bool timed_out)
 {
-    (void)timed_out;
-    kdp_plugin *p = j->p;
-    p->busy = false;
-    p->destroyed = true;
-    after_job(p);
+    (void)timed_out; /* a destroy that overruns is left behind; we go on */
+    kdp__lifecycle *lc = j->owner;
+    lc->job = KDP__LC_JOB_NONE;
+    lc->owes_destroy = false;
+    after_job(lc);
 }
 
-/* Runs destroy (if the server was started since the last destroy), then
- * after_job() decides what comes next. */
-static void run_destroy(kdp_plugin *p)
+/* Runs destroy if a start began since the last one, then after_job()
+ * decides what comes next. */
+static void run_destroy(kdp__lifecycle *lc)
 {
-    if (!p->ops.destroy || !p->started || p->destroyed) {
-        p->destroyed = true;
-        after_job(p);
+    if (!lc->cfg.ops->destroy || !lc->owes_destroy) {
+        lc->owes_destroy = false;
+        after_job(lc);
         return;
     }
-    kdp__pjob *j = kdp__pjob_new(p, "destroy");
+    kdp__pjob *j = kdp__pjob_new(lc->cfg.jobs, "destroy", lc);
     if (j) {
         j->fn = fn_destroy;
         j->complete = complete_destroy;
-        p->busy = true;
+        lc->job = KDP__LC_JOB_DESTROY;
         if (kdp__pjob_submit(j, 0) == 0) {
             return;
         }
-        p->busy = false;
+        lc->job = KDP__LC_JOB_NONE;
     }
-    log_error("%s: cannot run the destroy callback", p->resource);
-    p->destroyed = true;
-    after_job(p);
-}
-
-/* Whether the kubelet we registered with is still the one there: its
- * kubelet.sock exists, the very file it was at our last Register (inode and
- * change time: an inode number comes back at once on tmpfs), and was not
- * created again since. */
-static bool same_kubelet(const kdp_plugin *p)
-{
-    struct stat st;
-    return p->kubelet_ino && stat(p->kubelet_path, &st) == 0 && st.st_ino == p->kubelet_ino &&
-           st.st_ctim.tv_sec == p->kubelet_ctime.tv_sec &&
-           st.st_ctim.tv_nsec == p->kubelet_ctime.tv_nsec && p->kubelet_creates == p->reg_creates;
+    log_error("%s: cannot run the destroy callback", lc->cfg.resource);
+    lc->owes_destroy = false;
+    after_job(lc);
 }
 
 /* At a restart: whether it counts as one more in a loop, that is, it ends a
@@ -1042,166 +519,165 @@ static bool same_kubelet(const kdp_plugin *p)
  * deleted). A restart of the kubelet itself never counts: a new kubelet
  * wants us at once, and its restarts are its own, bounded by its own
  * backoff. Nor does a Register that failed (that one has its own). */
-static void note_restart(kdp_plugin *p)
+static void note_restart(kdp__lifecycle *lc)
 {
-    bool registered = p->state == P_REGISTERED && p->registered_us;
-    bool stable = registered && kdp__now_us() - p->registered_us >= KDP_STABLE_REGISTRATION_US;
+    bool registered = kdp__lifecycle_state(lc) == KDP__LC_REGISTERED && lc->registered_us;
+    bool stable = registered && kdp__now_us() - lc->registered_us >= STABLE_REGISTRATION_US;
     if (stable) {
-        p->quick_restarts = 0;
-        kdp__backoff_reset(&p->restart_backoff);
+        lc->quick_restarts = 0;
+        kdp__backoff_reset(&lc->restart_backoff);
     }
-    p->restart_counts = registered && !stable && same_kubelet(p);
-    p->registered_us = 0;
-    p->restarts++;
-    publish_status(p);
+    lc->restart_counts = registered && !stable && lc->cfg.reg->ops->same_peer(lc->cfg.reg);
+    lc->restarts++;
+    publish_restarts(lc);
 }
 
 /* How long to wait before starting again after a restart: nothing unless
- * it is the second or later in a loop (note_restart), so that no restart
- * loop is unbounded. */
-static uint64_t restart_delay(kdp_plugin *p)
+ * it is the second or later in a loop, and the kubelet is still the same
+ * now (a new one may have come while destroy ran): no restart loop is
+ * unbounded. */
+static uint64_t restart_delay(kdp__lifecycle *lc)
 {
-    /* kubelet.sock created since (while destroy ran): a new kubelet */
-    bool new_kubelet = p->kubelet_creates != p->reg_creates;
-    if (!p->restart_counts || new_kubelet || p->quick_restarts++ == 0) {
+    if (!lc->restart_counts || !lc->cfg.reg->ops->same_peer(lc->cfg.reg) ||
+        lc->quick_restarts++ == 0) {
         return 0;
     }
-    return kdp__backoff_next(&p->restart_backoff);
+    return kdp__backoff_next(&lc->restart_backoff);
 }
 
-/* Called whenever no lifecycle job runs any more: acts on pending requests. */
-static void after_job(kdp_plugin *p)
+/* Called whenever no lifecycle job runs any more: acts on what is pending. */
+static void after_job(kdp__lifecycle *lc)
 {
-    if (p->busy) {
+    if (lc->job != KDP__LC_JOB_NONE) {
         return;
     }
-    if (p->stop_pending) {
-        if (!p->destroyed) {
-            p->state = P_STOPPING;
-            drain_then_destroy(p);
+    if (lc->pending == KDP__LC_PENDING_STOP) {
+        if (lc->owes_destroy) {
+            set_state(lc, KDP__LC_STOPPING, "stop");
+            drain_then_destroy(lc);
             return;
         }
-        if (p->state != P_STOPPED) {
-            finish_stop(p);
+        if (kdp__lifecycle_state(lc) != KDP__LC_STOPPED) {
+            finish_stop(lc);
         }
         return;
     }
-    if (p->restart_pending) {
-        if (!p->destroyed) {
-            stop_serving(p);
-            run_destroy(p);
-            return;
-        }
-        p->restart_pending = false;
-        p->destroyed = false;
-        p->started = false;
-        uint64_t delay = restart_delay(p);
-        if (delay == 0) {
-            kdp__plugin_start(p);
-            return;
-        }
-        log_warn("%s: starting again in %llu ms: the same kubelet ended %u registrations in "
-                 "a row before they lasted %llu s (each restart waits longer, up to %llu s; a "
-                 "new kubelet starts it at once)",
-                 p->resource, (unsigned long long)(delay / 1000), p->quick_restarts,
-                 (unsigned long long)(KDP_STABLE_REGISTRATION_US / 1000000U),
-                 (unsigned long long)(KDP_RESTART_BACKOFF_MAX_US / 1000000U));
-        p->state = P_STARTING;
-        schedule_retry(p, RETRY_START, delay);
+    if (lc->pending != KDP__LC_PENDING_RESTART) {
+        return;
     }
+    stop_serving(lc); /* also stops a start that was waiting */
+    if (lc->owes_destroy) {
+        set_state(lc, KDP__LC_STARTING, lc->restart_why);
+        run_destroy(lc);
+        return;
+    }
+    lc->pending = KDP__LC_PENDING_NONE;
+    uint64_t delay = restart_delay(lc);
+    if (delay == 0) {
+        kdp__lifecycle_start(lc);
+        return;
+    }
+    log_warn("%s: starting again in %llu ms: the same kubelet ended %u registrations in a row "
+             "before they lasted %llu s (each restart waits longer, up to %llu s; a new kubelet "
+             "starts it at once)",
+             lc->cfg.resource, (unsigned long long)(delay / 1000), lc->quick_restarts,
+             (unsigned long long)(STABLE_REGISTRATION_US / 1000000U),
+             (unsigned long long)(RESTART_BACKOFF_MAX_US / 1000000U));
+    set_state(lc, KDP__LC_STARTING, "restart backoff");
+    schedule_start(lc, delay);
 }
 
-/* Restart triggers arrive from inside server, watch and stream callbacks, so
- * the restart itself runs from a zero-delay timer: never under the feet of
- * the code that noticed it, and the two or three signals of one kubelet
+static bool restartable(const kdp__lifecycle *lc)
+{
+    kdp__lc_state s = kdp__lifecycle_state(lc);
+    return s != KDP__LC_IDLE && s != KDP__LC_STOPPING && s != KDP__LC_STOPPED &&
+           lc->pending == KDP__LC_PENDING_NONE;
+}
+
+/* Restart triggers arrive from inside server, watch and stream callbacks,
+ * so the restart itself runs from a zero-delay timer: never under the feet
+ * of the code that noticed it, and the two or three signals of one kubelet
  * restart become one restart. */
-void kdp__plugin_restart(kdp_plugin *p, const char *why)
+void kdp__lifecycle_restart(kdp__lifecycle *lc, const char *why)
 {
-    if (p->state == P_IDLE || p->state == P_STOPPING || p->state == P_STOPPED || p->stop_pending ||
-        p->restart_pending || kdp__timer_armed(p->restart_timer)) {
+    if (!restartable(lc) || kdp__timer_armed(lc->restart_timer)) {
         return;
     }
-    p->restart_why = why;
-    kdp__timer_start(p->restart_timer, 0);
+    lc->restart_why = why;
+    kdp__timer_start(lc->restart_timer, 0);
 }
 
-void kdp__plugin_on_restart(kdp__timer *t, void *ud)
+static void on_restart_timer(kdp__timer *t, void *ud)
 {
     (void)t;
-    kdp_plugin *p = ud;
-    if (p->state == P_IDLE || p->state == P_STOPPING || p->state == P_STOPPED || p->stop_pending ||
-        p->restart_pending) {
+    kdp__lifecycle *lc = ud;
+    if (!restartable(lc)) {
         return;
     }
-    log_info("%s: restarting: %s", p->resource, p->restart_why);
-    note_restart(p);
-    p->restart_pending = true;
-    p->destroyed = false;
-    if (p->busy) {
-        return; /* after_job() picks it up */
-    }
-    stop_serving(p);
-    p->state = P_STARTING;
-    run_destroy(p);
+    log_info("%s: restarting: %s", lc->cfg.resource, lc->restart_why);
+    note_restart(lc);
+    lc->pending = KDP__LC_PENDING_RESTART;
+    after_job(lc); /* now, or when the running job is done */
 }
 
-void kdp__plugin_begin_stop(kdp_plugin *p)
+void kdp__lifecycle_stop(kdp__lifecycle *lc)
 {
-    if (p->stop_pending || p->state == P_STOPPED) {
+    kdp__lc_state s = kdp__lifecycle_state(lc);
+    if (lc->pending == KDP__LC_PENDING_STOP || s == KDP__LC_STOPPED) {
         return;
     }
-    p->stop_pending = true;
-    if (p->state == P_IDLE) {
-        p->state = P_STOPPED;
-        kdp__ctx_plugin_stopped(p->ctx, p, 0);
+    lc->pending = KDP__LC_PENDING_STOP;
+    if (s == KDP__LC_IDLE) {
+        set_state(lc, KDP__LC_STOPPED, "stopped before it started");
+        lc->cfg.stopped(lc->cfg.stopped_ud, 0);
         return;
     }
-    after_job(p);
+    after_job(lc);
 }
 
-void kdp__plugin_teardown_serving(kdp_plugin *p)
+void kdp__lifecycle_teardown_serving(kdp__lifecycle *lc)
 {
-    stop_serving(p); /* open calls are cancelled: their jobs are abandoned */
-    kdp__server_free(p->draining);
-    p->draining = NULL;
+    stop_serving(lc); /* open calls are cancelled: their jobs are abandoned */
+    kdp__server_free(lc->draining);
+    lc->draining = NULL;
 }
 
-void kdp__plugin_teardown_finish(kdp_plugin *p)
+void kdp__lifecycle_teardown_finish(kdp__lifecycle *lc)
 {
     /* The worker is gone: destroy runs here if its job never started. */
-    if (p->started && !p->destroyed && p->ops.destroy && !atomic_load(&p->destroy_ran)) {
-        p->ops.destroy(p, p->ud);
+    if (lc->owes_destroy && lc->cfg.ops->destroy && !atomic_load(&lc->destroy_ran)) {
+        lc->cfg.ops->destroy(lc->cfg.owner, lc->cfg.ud);
     }
-    p->destroyed = true;
-    stop_awaiting_dir(p);
-    kdp__watch_free(p->watch);
-    p->watch = NULL;
-    release_lock(p);
-    p->state = P_STOPPED;
+    lc->owes_destroy = false;
+    kdp__pdir_done(lc->cfg.dir);
+    kdp__lockfile_release(lc->cfg.lock);
+    kdp__timer_stop(lc->start_timer);
+    kdp__timer_stop(lc->restart_timer);
+    if (kdp__lifecycle_state(lc) != KDP__LC_STOPPED) {
+        atomic_store(&lc->state, KDP__LC_STOPPED); /* freed: no transition rules apply */
+    }
 }
 
-/* ---- table sync and rescans ---- */
+/* ---- life ---- */
 
-void kdp__plugin_on_rescan(kdp__timer *t, void *ud)
+int kdp__lifecycle_init(kdp__lifecycle *lc, const kdp__lifecycle_cfg *cfg)
 {
-    (void)t;
-    kdp_plugin *p = ud;
-    atomic_store(&p->rescan_wanted, true);
-    kdp__plugin_sync(p); /* the list's completion arms the timer again */
+    memset(lc, 0, sizeof(*lc));
+    lc->cfg = *cfg;
+    atomic_store(&lc->state, KDP__LC_IDLE);
+    kdp__backoff_init(&lc->backoff, 50000, 10000000, 0);
+    kdp__backoff_init(&lc->restart_backoff, RESTART_BACKOFF_MIN_US, RESTART_BACKOFF_MAX_US, 0);
+    int r = kdp__timer_new(cfg->loop, on_start_timer, lc, &lc->start_timer);
+    if (r == 0) {
+        r = kdp__timer_new(cfg->loop, on_restart_timer, lc, &lc->restart_timer);
+    }
+    return r;
 }
 
-void kdp__plugin_sync(kdp_plugin *p)
+void kdp__lifecycle_done(kdp__lifecycle *lc)
 {
-    /* The request stays set while a list runs or before serving: the
-     * running list's completion, or the next start, takes it. */
-    if (p->ops.list && serving(p) && !p->list_running &&
-        atomic_exchange(&p->rescan_wanted, false)) {
-        int r = run_list(p, false);
-        if (r < 0) {
-            log_error("%s: cannot run the list callback: %s", p->resource, strerror(-r));
-            list_failed(p, r);
-            arm_rescan(p);
-        }
-    }
-    take_shared(p);
+    kdp__timer_free(lc->start_timer);
+    kdp__timer_free(lc->restart_timer);
+    lc->start_timer = NULL;
+    lc->restart_timer = NULL;
 }

@@ -1,30 +1,133 @@
 /* SPDX-License-Identifier: MIT */
-/* lifecycle: the plugin's state machine (see lifecycle.c). Loop thread only. */
+/*
+ * lifecycle: a plugin's state machine. lock -> refresh -> list -> serve ->
+ * register, and back again on a restart; stop. It drives the parts a
+ * plugin is made of (the lock file, the device table, the directory, the
+ * served services, the registration strategy) through their interfaces and
+ * knows none of their insides. Loop thread only (the state is also read,
+ * atomically, by kdp_plugin_get_status).
+ *
+ * Every state change goes through one function that checks it against the
+ * table of allowed transitions and logs "resource: FROM -> TO (why)" at
+ * debug level. What cannot happen at once waits as explicit pending state:
+ * the lifecycle job running (refresh, the start's list, destroy) and what
+ * to do once it is done (restart or stop).
+ */
 #ifndef KDP_LIFECYCLE_H
 #define KDP_LIFECYCLE_H
 
-#include "plugin/plugin_int.h"
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
-/* lock -> refresh -> list -> serve -> register. */
-void kdp__plugin_start(kdp_plugin *p);
-/* destroy, then start again; coalesces with a restart already under way. */
-void kdp__plugin_restart(kdp_plugin *p, const char *why);
-/* stop serving, destroy, release the lock; the ctx is told when done. */
-void kdp__plugin_begin_stop(kdp_plugin *p);
+#include "base/backoff.h"
+#include "grpc/server.h"
+#include "kdp.h"
+#include "plugin/jobs.h"
+#include "plugin/lockfile.h"
+#include "plugin/pdir.h"
+#include "plugin/reg.h"
+#include "plugin/status.h"
+#include "plugin/svc.h"
+#include "plugin/table.h"
+#include "runtime/loop.h"
+
+typedef enum kdp__lc_state {
+    KDP__LC_IDLE = 0,    /* not started */
+    KDP__LC_STARTING,    /* lock, refresh, first list, socket; or waiting to start again */
+    KDP__LC_WAITING,     /* serving; no kubelet to register with */
+    KDP__LC_REGISTERING, /* serving; registration in flight or to be retried */
+    KDP__LC_REGISTERED,  /* serving; registered */
+    KDP__LC_STOPPING,    /* the final stop: streams ending, destroy */
+    KDP__LC_STOPPED,
+} kdp__lc_state;
+
+#define KDP__LC_MAX_SVCS 2
+
+typedef struct kdp__lifecycle_cfg {
+    kdp__loop *loop;
+    const char *resource;    /* borrowed, as every pointer here */
+    const char *socket_path; /* the socket the services are served on */
+    const char *socket_name;
+    kdp_plugin *owner; /* handed to refresh and destroy */
+    const kdp_ops *ops;
+    void *ud;
+    kdp__jobs *jobs;
+    kdp__table *table;
+    kdp__lockfile *lock;
+    kdp__pdir *dir;
+    kdp__reg *reg;
+    kdp__svc *svcs[KDP__LC_MAX_SVCS];
+    size_t n_svcs;
+    kdp__status *status;
+    /* The plugin stopped, cleanly (0) or on a fatal error (-errno). */
+    void (*stopped)(void *ud, int err);
+    void *stopped_ud;
+} kdp__lifecycle_cfg;
+
+typedef enum kdp__lc_job {
+    KDP__LC_JOB_NONE = 0,
+    KDP__LC_JOB_REFRESH,
+    KDP__LC_JOB_LIST,
+    KDP__LC_JOB_DESTROY,
+} kdp__lc_job;
+
+typedef enum kdp__lc_pending {
+    KDP__LC_PENDING_NONE = 0,
+    KDP__LC_PENDING_RESTART,
+    KDP__LC_PENDING_STOP,
+} kdp__lc_pending;
+
+typedef struct kdp__lifecycle {
+    kdp__lifecycle_cfg cfg;
+    _Atomic kdp__lc_state state;
+    kdp__lc_job job;         /* the lifecycle job running */
+    kdp__lc_pending pending; /* to do once it is done */
+    bool owes_destroy;       /* a start began since the last destroy */
+    atomic_bool destroy_ran; /* the destroy job started (worker thread) */
+    kdp__server *server;
+    kdp__server *draining; /* shutting down gracefully during the stop */
+    kdp__timer *start_timer;
+    kdp__timer *restart_timer;
+    const char *restart_why; /* static string */
+    kdp__backoff backoff;    /* start retries */
+    /* Restarts back off when the same kubelet keeps ending registrations
+     * that did not last (restart_delay). */
+    kdp__backoff restart_backoff;
+    uint64_t registered_us; /* when the current registration succeeded; 0 = none */
+    bool restart_counts;    /* the restart under way is one more in a loop */
+    unsigned quick_restarts;
+    unsigned restarts;
+    unsigned starts; /* servers started */
+} kdp__lifecycle;
+
+int kdp__lifecycle_init(kdp__lifecycle *lc, const kdp__lifecycle_cfg *cfg);
+void kdp__lifecycle_done(kdp__lifecycle *lc);
+
+/* IDLE -> lock, refresh, list, serve, register. */
+void kdp__lifecycle_start(kdp__lifecycle *lc);
+/* Stop serving, destroy, release the lock; cfg.stopped when done. */
+void kdp__lifecycle_stop(kdp__lifecycle *lc);
+/* A restart, from a zero-delay timer (coalesced with one under way). */
+void kdp__lifecycle_restart(kdp__lifecycle *lc, const char *why);
 /* Synchronous stop for kdp_plugin_free(), in two halves around freeing the
- * worker: first the server (its calls' jobs are abandoned while the worker
+ * worker: first the server (the calls' jobs are abandoned while the worker
  * still exists), then, with no callback running any more, destroy (on this
  * thread, only if its job never started), the watches and the lock. */
-void kdp__plugin_teardown_serving(kdp_plugin *p);
-void kdp__plugin_teardown_finish(kdp_plugin *p);
-/* Applies a newer shared table (and a wanted rescan). */
-void kdp__plugin_sync(kdp_plugin *p);
-/* ListAndWatch streams coming and going (the kubelet's one ending restarts). */
-void kdp__plugin_law_opened(kdp_plugin *p, law *l);
-void kdp__plugin_law_ended(kdp_plugin *p, law *l);
-/* Timer callbacks. */
-void kdp__plugin_on_retry(kdp__timer *t, void *ud);
-void kdp__plugin_on_rescan(kdp__timer *t, void *ud);
-void kdp__plugin_on_restart(kdp__timer *t, void *ud);
+void kdp__lifecycle_teardown_serving(kdp__lifecycle *lc);
+void kdp__lifecycle_teardown_finish(kdp__lifecycle *lc);
+
+static inline kdp__lc_state kdp__lifecycle_state(const kdp__lifecycle *lc)
+{
+    return atomic_load(&lc->state);
+}
+
+/* The callbacks the parts call, bound to lc, for their init. */
+kdp__reg_up kdp__lifecycle_reg_up(kdp__lifecycle *lc);
+kdp__svc_up kdp__lifecycle_svc_up(kdp__lifecycle *lc);
+kdp__pdir_cbs kdp__lifecycle_dir_cbs(kdp__lifecycle *lc);
+/* The table's start_listed callback (ud = lc). */
+void kdp__lifecycle_on_start_listed(void *lc);
 
 #endif

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* plugin: the public kdp_plugin calls (construction, thread-safe setters).
- * The state machine is in lifecycle.c, the RPCs in service.c. */
+/* plugin: the public kdp_plugin calls. A plugin is made of parts, each its
+ * own module (jobs, table, lockfile, pdir, devplugin, reg_kubelet,
+ * lifecycle); this file builds them, wires their callbacks together, and
+ * frees them. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,8 +12,6 @@
 
 #include "base/log.h"
 #include "base/validate.h"
-#include "plugin/jobs.h"
-#include "plugin/lifecycle.h"
 #include "plugin/plugin_int.h"
 #include "plugin/response.h"
 
@@ -57,17 +57,6 @@ static int check_config(const kdp_config *cfg)
     return 0;
 }
 
-static void on_wake(kdp__wakeup *w, void *ud)
-{
-    (void)w;
-    kdp_plugin *p = ud;
-    if (atomic_exchange(&p->stop_wanted, false)) {
-        kdp__plugin_begin_stop(p);
-        return;
-    }
-    kdp__plugin_sync(p);
-}
-
 static int fill_strings(kdp_plugin *p, const kdp_config *cfg)
 {
     const char *dir = plugin_dir(cfg);
@@ -75,23 +64,157 @@ static int fill_strings(kdp_plugin *p, const kdp_config *cfg)
     p->socket_name = strdup(cfg->socket_name);
     p->dir = strdup(dir);
     p->socket_path = join(dir, cfg->socket_name);
-    p->kubelet_path = join(dir, KDP_KUBELET_SOCKET);
-    char *lock_name = NULL;
-    if (asprintf(&lock_name, "%s.lock", cfg->socket_name) >= 0) {
-        p->lock_path = join(dir, lock_name);
-        free(lock_name);
-    }
     p->env_name = cfg->env_name ? strdup(cfg->env_name) : kdp__default_env_name(p->resource);
-    if (!p->resource || !p->socket_name || !p->dir || !p->socket_path || !p->kubelet_path ||
-        !p->lock_path || !p->env_name) {
+    if (!p->resource || !p->socket_name || !p->dir || !p->socket_path || !p->env_name) {
         return -ENOMEM;
     }
     if (strlen(p->socket_path) > KDP_SOCKET_PATH_MAX) {
-        log_error("socket path %s is too long for a unix socket (107 bytes at most)",
-                  p->socket_path);
+        log_error("socket path %s is too long for a unix socket (%d bytes at most)", p->socket_path,
+                  KDP_SOCKET_PATH_MAX);
         return -ENAMETOOLONG;
     }
     return 0;
+}
+
+/* ---- the parts, wired together ---- */
+
+/* Construction progress: each part is made in this order, and freed in
+ * the reverse one (kdp__plugin_free), whatever failed in between. */
+enum { MADE_NONE = 0, MADE_JOBS, MADE_TABLE, MADE_LOCK, MADE_REG, MADE_LC, MADE_ALL };
+
+static void plugin_free(kdp_plugin *p);
+
+#define OF_MEMBER(m) KDP__CONTAINER_OF(m, kdp_plugin, member)
+
+static void member_start(kdp__member *m)
+{
+    kdp__lifecycle_start(&OF_MEMBER(m)->lc);
+}
+
+static void member_stop(kdp__member *m)
+{
+    kdp__lifecycle_stop(&OF_MEMBER(m)->lc);
+}
+
+static bool member_idle(const kdp__member *m)
+{
+    const kdp_plugin *p = OF_MEMBER(m);
+    return kdp__lifecycle_state(&p->lc) == KDP__LC_IDLE && p->lc.pending != KDP__LC_PENDING_STOP;
+}
+
+static bool member_stopped(const kdp__member *m)
+{
+    return kdp__lifecycle_state(&OF_MEMBER(m)->lc) == KDP__LC_STOPPED;
+}
+
+static void member_free(kdp__member *m)
+{
+    plugin_free(OF_MEMBER(m));
+}
+
+static const kdp__member_ops member_ops = {
+    .start = member_start,
+    .stop = member_stop,
+    .idle = member_idle,
+    .stopped = member_stopped,
+    .free = member_free,
+};
+
+static void table_changed(void *ud)
+{
+    kdp_plugin *p = ud;
+    kdp__devplugin_broadcast(&p->devplugin);
+}
+
+static void table_start_listed(void *ud)
+{
+    kdp_plugin *p = ud;
+    kdp__lifecycle_on_start_listed(&p->lc);
+}
+
+static void lc_stopped(void *ud, int err)
+{
+    kdp_plugin *p = ud;
+    kdp__ctx_member_stopped(p->ctx, err);
+}
+
+static void reg_options(void *ud, V1beta1__DevicePluginOptions *out)
+{
+    kdp_plugin *p = ud;
+    kdp__devplugin_options(&p->devplugin, out);
+}
+
+static void on_stop_wake(kdp__wakeup *w, void *ud)
+{
+    (void)w;
+    kdp_plugin *p = ud;
+    if (atomic_exchange(&p->stop_wanted, false)) {
+        kdp__lifecycle_stop(&p->lc);
+    }
+}
+
+static int make_parts(kdp_plugin *p, const kdp_config *cfg)
+{
+    kdp__loop *l = p->ctx->loop;
+    unsigned timeout =
+        cfg->callback_timeout_ms ? cfg->callback_timeout_ms : KDP__DEFAULT_CB_TIMEOUT_MS;
+    p->made = MADE_JOBS;
+    int r = kdp__jobs_init(&p->jobs, l, timeout, KDP_MAX_STUCK_CALLBACKS, p->resource);
+    if (r < 0) {
+        return r;
+    }
+    kdp__table_cbs tcbs = {.changed = table_changed, .start_listed = table_start_listed, .ud = p};
+    p->made = MADE_TABLE;
+    r = kdp__table_init(&p->table, l, p->resource, &p->status, &p->jobs, p, p->ops.list, p->ud,
+                        cfg->rescan_interval_ms, &tcbs);
+    if (r < 0) {
+        return r;
+    }
+    p->made = MADE_LOCK;
+    r = kdp__lockfile_init(&p->lock, p->dir, p->socket_name, p->socket_path, p->resource);
+    if (r < 0) {
+        return r;
+    }
+    kdp__pdir_cbs dcbs = kdp__lifecycle_dir_cbs(&p->lc);
+    kdp__pdir_init(&p->pdir, l, p->dir, p->resource, &p->status, &dcbs);
+    kdp__svc_up sup = kdp__lifecycle_svc_up(&p->lc);
+    kdp__devplugin_init(&p->devplugin, p, &p->ops, p->ud, p->resource, p->env_name, &p->table,
+                        &p->jobs, &sup);
+    kdp__reg_up rup = kdp__lifecycle_reg_up(&p->lc);
+    p->made = MADE_REG;
+    r = kdp__reg_kubelet_init(&p->reg, l, p->dir, p->socket_name, p->resource, reg_options, p,
+                              &rup);
+    if (r < 0) {
+        return r;
+    }
+    kdp__lifecycle_cfg lcfg = {
+        .loop = l,
+        .resource = p->resource,
+        .socket_path = p->socket_path,
+        .socket_name = p->socket_name,
+        .owner = p,
+        .ops = &p->ops,
+        .ud = p->ud,
+        .jobs = &p->jobs,
+        .table = &p->table,
+        .lock = &p->lock,
+        .dir = &p->pdir,
+        .reg = &p->reg.base,
+        .svcs = {&p->devplugin.base},
+        .n_svcs = 1,
+        .status = &p->status,
+        .stopped = lc_stopped,
+        .stopped_ud = p,
+    };
+    p->made = MADE_LC;
+    r = kdp__lifecycle_init(&p->lc, &lcfg);
+    if (r == 0) {
+        r = kdp__wakeup_new(l, on_stop_wake, p, &p->stop_wake);
+    }
+    if (r == 0) {
+        p->made = MADE_ALL;
+    }
+    return r;
 }
 
 static int attach(kdp_plugin *p, kdp_ctx *ctx)
@@ -104,31 +227,9 @@ static int attach(kdp_plugin *p, kdp_ctx *ctx)
         p->own_ctx = true;
     }
     p->ctx = ctx;
-    for (kdp_plugin *q = ctx->plugins; q; q = q->next) {
-        if (strcmp(q->socket_path, p->socket_path) == 0) {
-            log_error("two plugins of one context on the same socket %s", p->socket_path);
-            return -EADDRINUSE;
-        }
-    }
-    int r = kdp__worker_new(ctx->loop, KDP_MAX_STUCK_CALLBACKS, &p->worker);
-    if (r == 0) {
-        r = kdp__wakeup_new(ctx->loop, on_wake, p, &p->wake);
-    }
-    if (r == 0) {
-        r = kdp__timer_new(ctx->loop, kdp__plugin_on_retry, p, &p->retry_timer);
-    }
-    if (r == 0) {
-        r = kdp__timer_new(ctx->loop, kdp__plugin_on_rescan, p, &p->rescan_timer);
-    }
-    if (r == 0) {
-        r = kdp__timer_new(ctx->loop, kdp__plugin_on_restart, p, &p->restart_timer);
-    }
-    if (r < 0) {
-        return r;
-    }
-    p->next = ctx->plugins;
-    ctx->plugins = p;
-    return 0;
+    p->member.ops = &member_ops;
+    p->member.key = p->socket_path;
+    return kdp__ctx_attach(ctx, &p->member);
 }
 
 KDP_EXPORT int kdp_plugin_new(kdp_plugin **ret, kdp_ctx *ctx, const kdp_config *cfg,
@@ -151,44 +252,26 @@ KDP_EXPORT int kdp_plugin_new(kdp_plugin **ret, kdp_ctx *ctx, const kdp_config *
     if (!p) {
         return -ENOMEM;
     }
-    pthread_mutex_init(&p->mu, NULL);
-    kdp__devtab_init(&p->shared);
-    kdp__devtab_init(&p->tab);
-    p->lock_fd = -1;
+    kdp__status_init(&p->status);
+    kdp__link_init(&p->attached);
+    kdp__link_init(&p->member.link);
     p->ud = ud;
     if (ops) {
         p->ops = *ops;
     }
-    p->cb_timeout_ms =
-        cfg->callback_timeout_ms ? cfg->callback_timeout_ms : KDP_DEFAULT_CB_TIMEOUT_MS;
-    p->rescan_ms = cfg->rescan_interval_ms;
-    kdp__backoff_init(&p->backoff, 50000, 10000000, 0);
-    kdp__backoff_init(&p->restart_backoff, KDP_RESTART_BACKOFF_MIN_US, KDP_RESTART_BACKOFF_MAX_US,
-                      0);
-    kdp__backoff_init(&p->list_backoff, KDP_LIST_RETRY_MIN_US, KDP_LIST_RETRY_MAX_US, 0);
     r = fill_strings(p, cfg);
     if (r == 0) {
         r = attach(p, ctx);
     }
+    if (r == 0) {
+        r = make_parts(p, cfg);
+    }
     if (r < 0) {
-        kdp__plugin_free(p);
+        plugin_free(p);
         return r;
     }
     *ret = p;
     return 0;
-}
-
-static void detach(kdp_plugin *p)
-{
-    if (!p->ctx) {
-        return;
-    }
-    for (kdp_plugin **pp = &p->ctx->plugins; *pp; pp = &(*pp)->next) {
-        if (*pp == p) {
-            *pp = p->next;
-            break;
-        }
-    }
 }
 
 /* Plugins freed while one of their callbacks still ran past the wait (see
@@ -204,27 +287,51 @@ KDP_EXPORT void kdp_plugin_free(kdp_plugin *p)
                                     "or kdp_ctx_run() has returned") < 0) {
         return;
     }
-    kdp__plugin_free(p);
+    plugin_free(p);
 }
 
-void kdp__plugin_free(kdp_plugin *p)
+static void free_attached(kdp_plugin *p)
+{
+    kdp__link *l;
+    while ((l = kdp__list_first(&p->attached))) {
+        kdp__attachment *a = KDP__CONTAINER_OF(l, kdp__attachment, link);
+        kdp__link_remove(l);
+        a->free(a);
+    }
+}
+
+static void plugin_free(kdp_plugin *p)
 {
     if (!p) {
         return;
     }
-    kdp__plugin_teardown_serving(p);
-    kdp__pjob_forget_all(p); /* lifecycle jobs: no deadline or completion after this */
-    while (p->path_watches) {
-        kdp__path_watch_free(p->path_watches);
+    bool left = false;
+    if (p->made == MADE_ALL) {
+        kdp__lifecycle_teardown_serving(&p->lc);
+        kdp__jobs_forget_all(&p->jobs); /* no deadline or completion after this */
+        free_attached(p);
+        left = kdp__jobs_done(&p->jobs, 1000);
+        kdp__lifecycle_teardown_finish(&p->lc);
+    } else {
+        free_attached(p);
+        if (p->made >= MADE_JOBS) {
+            (void)kdp__jobs_done(&p->jobs, 1000);
+        }
     }
-    bool left = kdp__worker_free(p->worker, 1000);
-    p->worker = NULL;
-    kdp__plugin_teardown_finish(p);
-    detach(p);
-    kdp__timer_free(p->retry_timer);
-    kdp__timer_free(p->rescan_timer);
-    kdp__timer_free(p->restart_timer);
-    kdp__wakeup_free(p->wake);
+    kdp__wakeup_free(p->stop_wake);
+    if (p->made >= MADE_LC) {
+        kdp__lifecycle_done(&p->lc);
+    }
+    if (p->made >= MADE_REG) {
+        kdp__reg_kubelet_done(&p->reg);
+        kdp__pdir_done(&p->pdir);
+    }
+    if (p->made >= MADE_TABLE) {
+        kdp__table_release_loop(&p->table);
+    }
+    if (p->ctx) {
+        kdp__ctx_detach(p->ctx, &p->member);
+    }
     if (p->own_ctx) {
         kdp_ctx *ctx = p->ctx;
         p->ctx = NULL;
@@ -235,22 +342,23 @@ void kdp__plugin_free(kdp_plugin *p)
          * ops, user data, names) when it returns. Keep that memory, reachable
          * from here, rather than free it under the callback's feet. */
         pthread_mutex_lock(&left_behind_mu);
-        p->next = left_behind;
+        p->left_next = left_behind;
         left_behind = p;
         pthread_mutex_unlock(&left_behind_mu);
         return;
     }
-    kdp__devtab_clear(&p->shared);
-    kdp__devtab_clear(&p->tab);
-    free(p->law_msg);
+    if (p->made >= MADE_TABLE) {
+        kdp__table_done(&p->table);
+    }
+    if (p->made >= MADE_LOCK) {
+        kdp__lockfile_done(&p->lock);
+    }
+    kdp__status_done(&p->status);
     free(p->resource);
     free(p->socket_name);
     free(p->dir);
     free(p->socket_path);
-    free(p->kubelet_path);
-    free(p->lock_path);
     free(p->env_name);
-    pthread_mutex_destroy(&p->mu);
     free(p);
 }
 
@@ -259,50 +367,12 @@ KDP_EXPORT int kdp_plugin_run(kdp_plugin *p)
     return p ? kdp_ctx_run(p->ctx) : -EINVAL;
 }
 
-/* Publishes a new table to the loop thread. Takes t's content. */
-void kdp__plugin_publish(kdp_plugin *p, kdp__devtab *t)
-{
-    pthread_mutex_lock(&p->mu);
-    kdp__devtab_move(&p->shared, t);
-    p->shared_ver++;
-    pthread_mutex_unlock(&p->mu);
-    kdp__wakeup_signal(p->wake);
-}
-
 KDP_EXPORT int kdp_plugin_set_devices(kdp_plugin *p, const kdp_device *devs, size_t n)
 {
     if (!p || (!devs && n)) {
         return -EINVAL;
     }
-    kdp__devtab t;
-    kdp__devtab_init(&t);
-    const char *why = NULL;
-    int r = kdp__devtab_from_array(&t, devs, n, &why);
-    if (r < 0) {
-        log_error("%s: kdp_plugin_set_devices: %s", p->resource, why ? why : strerror(-r));
-        kdp__devtab_clear(&t);
-        return r;
-    }
-    size_t len = kdp__devtab_encoded_size(&t);
-    if (len > KDP_MAX_LIST_MESSAGE) {
-        uint64_t now = kdp__now_us();
-        uint64_t last = atomic_load(&p->set_rejected_logged_us);
-        if (last && now - last < KDP_REJECT_LOG_US) {
-            kdp__devtab_clear(&t);
-            return -EMSGSIZE; /* said less than a minute ago */
-        }
-        atomic_store(&p->set_rejected_logged_us, now);
-        log_error("%s: kdp_plugin_set_devices: %zu devices make a %zu-byte ListAndWatch message, "
-                  "over the kubelet's limit of %u bytes (4 MiB): refused, the kubelet keeps the "
-                  "current list. Use fewer devices or shorter IDs, or split them over several "
-                  "resources (said at most once a minute)",
-                  p->resource, n, len, KDP_MAX_LIST_MESSAGE);
-        kdp__devtab_clear(&t);
-        return -EMSGSIZE;
-    }
-    kdp__plugin_publish(p, &t);
-    kdp__devtab_clear(&t);
-    return 0;
+    return kdp__table_set(&p->table, devs, n);
 }
 
 KDP_EXPORT int kdp_plugin_set_health(kdp_plugin *p, const char *id, kdp_health health)
@@ -310,16 +380,7 @@ KDP_EXPORT int kdp_plugin_set_health(kdp_plugin *p, const char *id, kdp_health h
     if (!p || !id || (health != KDP_HEALTHY && health != KDP_UNHEALTHY)) {
         return -EINVAL;
     }
-    pthread_mutex_lock(&p->mu);
-    int r = kdp__devtab_set_health(&p->shared, id, health);
-    if (r > 0) {
-        p->shared_ver++;
-    }
-    pthread_mutex_unlock(&p->mu);
-    if (r > 0) {
-        kdp__wakeup_signal(p->wake);
-    }
-    return r < 0 ? r : 0;
+    return kdp__table_set_health(&p->table, id, health);
 }
 
 KDP_EXPORT int kdp_plugin_rescan(kdp_plugin *p)
@@ -327,8 +388,7 @@ KDP_EXPORT int kdp_plugin_rescan(kdp_plugin *p)
     if (!p) {
         return -EINVAL;
     }
-    atomic_store(&p->rescan_wanted, true);
-    kdp__wakeup_signal(p->wake);
+    kdp__table_rescan(&p->table);
     return 0;
 }
 
@@ -341,7 +401,7 @@ KDP_EXPORT int kdp_plugin_stop(kdp_plugin *p)
         return kdp_ctx_stop(p->ctx); /* also ends kdp_plugin_run() */
     }
     atomic_store(&p->stop_wanted, true);
-    kdp__wakeup_signal(p->wake);
+    kdp__wakeup_signal(p->stop_wake);
     return 0;
 }
 
@@ -363,19 +423,18 @@ KDP_EXPORT int kdp_plugin_get_status(kdp_plugin *p, kdp_plugin_status *ret)
         return -EINVAL;
     }
     static const kdp_plugin_state states[] = {
-        [P_IDLE] = KDP_PLUGIN_IDLE,
-        [P_STARTING] = KDP_PLUGIN_STARTING,
-        [P_WAITING] = KDP_PLUGIN_WAITING,
-        [P_REGISTERING] = KDP_PLUGIN_REGISTERING,
-        [P_REGISTERED] = KDP_PLUGIN_REGISTERED,
-        [P_STOPPING] = KDP_PLUGIN_STOPPING,
-        [P_STOPPED] = KDP_PLUGIN_STOPPED,
+        [KDP__LC_IDLE] = KDP_PLUGIN_IDLE,
+        [KDP__LC_STARTING] = KDP_PLUGIN_STARTING,
+        [KDP__LC_WAITING] = KDP_PLUGIN_WAITING,
+        [KDP__LC_REGISTERING] = KDP_PLUGIN_REGISTERING,
+        [KDP__LC_REGISTERED] = KDP_PLUGIN_REGISTERED,
+        [KDP__LC_STOPPING] = KDP_PLUGIN_STOPPING,
+        [KDP__LC_STOPPED] = KDP_PLUGIN_STOPPED,
     };
-    pthread_mutex_lock(&p->mu);
-    kdp_plugin_status st = p->pub;
-    pthread_mutex_unlock(&p->mu);
-    st.state = states[atomic_load(&p->state)];
-    st.stuck_callbacks = p->worker ? kdp__worker_stuck(p->worker, NULL, NULL) : 0;
+    kdp_plugin_status st = *kdp__status_lock(&p->status);
+    kdp__status_unlock(&p->status);
+    st.state = states[kdp__lifecycle_state(&p->lc)];
+    st.stuck_callbacks = kdp__jobs_stuck(&p->jobs);
     *ret = st;
     return 0;
 }
@@ -388,6 +447,28 @@ KDP_EXPORT const char *kdp_plugin_resource(const kdp_plugin *p)
 KDP_EXPORT void *kdp_plugin_userdata(const kdp_plugin *p)
 {
     return p ? p->ud : NULL;
+}
+
+/* ---- plugin.h ---- */
+
+void kdp__plugin_attach(kdp_plugin *p, kdp__attachment *a)
+{
+    kdp__list_append(&p->attached, &a->link);
+}
+
+void kdp__plugin_detach(kdp__attachment *a)
+{
+    kdp__link_remove(&a->link);
+}
+
+kdp__loop *kdp__plugin_loop(const kdp_plugin *p)
+{
+    return p->ctx->loop;
+}
+
+kdp_ctx *kdp__plugin_ctx(const kdp_plugin *p)
+{
+    return p->ctx;
 }
 
 KDP_EXPORT int kdp_run_simple(const char *resource_name, const char *socket_name, kdp_list_fn list,

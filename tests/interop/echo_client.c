@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grpc/client.h"
 #include "echo.pb-c.h"
-#include "runtime/loop.h"
+#include "grpc/client.h"
 #include "grpc/wire.h"
+#include "runtime/loop.h"
 
 static kdp__loop *loop;
 static int exit_code = 1;

@@ -13,9 +13,9 @@
 #include <time.h>
 
 #include "echo.pb-c.h"
-#include "runtime/loop.h"
 #include "grpc/server.h"
 #include "grpc/wire.h"
+#include "runtime/loop.h"
 
 typedef struct pending {
     kdp__call *call;

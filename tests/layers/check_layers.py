@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The module graph of src/, from the #include lines: every include of a
-private header names its layer ("grpc/server.h"), and no layer includes a
-layer above it. The layers and what each may use are read from the
+private header names its layer ("grpc/server.h"), no layer includes a
+layer above it, and the modules (a .c and its .h; a private <name>_int.h
+belongs to <name>, and call.c to server) have no cycle. The layers and what each may use are read from the
 top-level CMakeLists.txt (KDP_LAYERS, KDP_LAYER_DEPS_<layer>), the same
 lists that give each layer's object library its include path, so the two
 cannot disagree.
@@ -43,6 +44,44 @@ def modules():
     return out
 
 
+# Files that belong to a module of another name.
+MODULE_OF = {"grpc/call": "grpc/server"}
+
+
+def module(rel):
+    """"plugin/plugin_int.h" -> "plugin/plugin"."""
+    name = os.path.splitext(rel)[0]
+    if name.endswith("_int"):
+        name = name[:-4]
+    return MODULE_OF.get(name, name)
+
+
+def find_cycle(graph):
+    """A list of modules forming a cycle, or None (iterative DFS)."""
+    state = {}
+    for start in sorted(graph):
+        if state.get(start):
+            continue
+        stack = [(start, iter(sorted(graph.get(start, ()))))]
+        path = [start]
+        state[start] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+                continue
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if not state.get(nxt):
+                state[nxt] = 1
+                stack.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                path.append(nxt)
+    return None
+
+
 def main():
     layers, deps = cmake_layers()
     files = modules()
@@ -75,16 +114,25 @@ def main():
                 problems.append("src/%s: #include \"%s\": layer %s may use only %s"
                                 % (rel, inc, layer, ", ".join(sorted(allowed))))
             edges.add((rel, inc))
+    graph = {}
+    for a, b in edges:
+        ma, mb = module(a), module(b)
+        if ma != mb:
+            graph.setdefault(ma, set()).add(mb)
+    cycle = find_cycle(graph)
+    if cycle:
+        problems.append("a cycle between modules: %s" % " -> ".join(cycle))
     if "--graph" in sys.argv:
-        for a, b in sorted(edges):
-            print("%s -> %s" % (a, b))
+        for a in sorted(graph):
+            print("%s -> %s" % (a, ", ".join(sorted(graph[a]))))
     for p in problems:
         print(p)
     if problems:
         print("check_layers: %d problem(s)" % len(problems))
         return 1
-    print("check_layers: %d files, %d includes between them, layers %s: clean"
-          % (len(files), len(edges), " < ".join(layers)))
+    print("check_layers: %d files, %d modules, %d edges between them, layers %s: no upward "
+          "include, no cycle" % (len(files), len({module(f) for f in files}),
+                                 sum(len(v) for v in graph.values()), " < ".join(layers)))
     return 0
 
 

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "deviceplugin.pb-c.h"
-#include "plugin/devices.h"
 #include "kdp.h"
+#include "plugin/devices.h"
 
 static int log_lines;
 

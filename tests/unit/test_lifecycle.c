@@ -275,7 +275,8 @@ static int teardown(void **state)
     (void)state;
     atomic_store(&hold_refresh, false);
     atomic_store(&hold_list, false);
-    if (plugin && plugin->state != P_STOPPED && plugin->state != P_IDLE) {
+    if (plugin && kdp__lifecycle_state(&plugin->lc) != KDP__LC_STOPPED &&
+        kdp__lifecycle_state(&plugin->lc) != KDP__LC_IDLE) {
         kdp_plugin_stop(plugin);
         for (int i = 0; i < WAIT / 5 && kdp_ctx_dispatch(ctx) == 0; i++) {
             run_for_ms(5);
@@ -312,7 +313,8 @@ static void run_for_ms(int ms)
         uint64_t until_ = kdp__now_us() + (uint64_t)WAIT * 1000U;                                  \
         while (!(cond)) {                                                                          \
             if (kdp__now_us() > until_) {                                                          \
-                fail_msg("not within %d ms: %s (state %d)", WAIT, #cond, (int)plugin->state);      \
+                fail_msg("not within %d ms: %s (state %d)", WAIT, #cond,                           \
+                         (int)kdp__lifecycle_state(&plugin->lc));                                  \
             }                                                                                      \
             run_for_ms(2);                                                                         \
         }                                                                                          \

@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "deviceplugin.pb-c.h"
-#include "plugin/devices.h"
 #include "failmalloc.h"
 #include "kdp.h"
+#include "plugin/devices.h"
 #include "plugin/response.h"
 
 static int setup(void **state)

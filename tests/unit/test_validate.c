@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kdp.h"
 #include "base/validate.h"
+#include "kdp.h"
 
 typedef struct name_case {
     const char *s;

@@ -1,11 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * service: the v1beta1 DevicePlugin methods. Requests are decoded and checked
- * on the loop thread (unknown or unhealthy device IDs are refused here, with
- * the ID named); user callbacks run as jobs on the plugin's worker, bounded by
- * the callback deadline and the kubelet's grpc-timeout.
- */
-#include "plugin/service.h"
+#include "plugin/devplugin.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,25 +8,27 @@
 
 #include "base/log.h"
 #include "grpc/wire.h"
-#include "plugin/jobs.h"
-#include "plugin/lifecycle.h"
 #include "plugin/response.h"
+#include "plugin/table.h"
 
 static void fail(kdp__call *call, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-struct law {
-    law *prev, *next;
+#define OF(svc) KDP__CONTAINER_OF(svc, kdp__devplugin, base)
+
+/* An open ListAndWatch stream. */
+typedef struct stream {
+    kdp__link link; /* in d->streams */
     kdp__call *call;
-    kdp_plugin *p;
-};
+    kdp__devplugin *d;
+} stream;
 
 /* ---- GetDevicePluginOptions ---- */
 
-void kdp__service_options(const kdp_plugin *p, V1beta1__DevicePluginOptions *out)
+void kdp__devplugin_options(const kdp__devplugin *d, V1beta1__DevicePluginOptions *out)
 {
-    out->pre_start_required = p->ops.prestart != NULL;
-    out->get_preferred_allocation_available = p->ops.preferred != NULL;
+    out->pre_start_required = d->ops->prestart != NULL;
+    out->get_preferred_allocation_available = d->ops->preferred != NULL;
 }
 
 static void h_options(kdp__call *call, const uint8_t *req, size_t len, void *ud)
@@ -40,75 +36,72 @@ static void h_options(kdp__call *call, const uint8_t *req, size_t len, void *ud)
     (void)req;
     (void)len;
     V1beta1__DevicePluginOptions opts = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
-    kdp__service_options(ud, &opts);
+    kdp__devplugin_options(ud, &opts);
     (void)kdp__call_reply_pb(call, &opts.base);
 }
 
 /* ---- ListAndWatch ---- */
 
-static void law_unlink(kdp_plugin *p, law *l)
-{
-    if (l->prev) {
-        l->prev->next = l->next;
-    } else {
-        p->laws = l->next;
-    }
-    if (l->next) {
-        l->next->prev = l->prev;
-    }
-}
-
-static void on_law_cancel(kdp__call *call, int status, void *ud)
+static void on_stream_cancel(kdp__call *call, int status, void *ud)
 {
     (void)call;
     (void)status;
-    law *l = ud;
-    kdp_plugin *p = l->p;
-    law_unlink(p, l);
-    p->n_laws--;
-    kdp__plugin_law_ended(p, l);
+    stream *l = ud;
+    kdp__devplugin *d = l->d;
+    kdp__link_remove(&l->link);
+    d->n_streams--;
+    bool peer = d->peer_stream == l;
     free(l);
+    if (peer) {
+        d->peer_stream = NULL;
+        d->base.up.peer_gone(d->base.up.ud, "the kubelet's ListAndWatch stream ended");
+    }
 }
 
 static void h_law(kdp__call *call, const uint8_t *req, size_t len, void *ud)
 {
     (void)req;
     (void)len;
-    kdp_plugin *p = ud;
-    if (p->n_laws >= KDP_MAX_LAW_STREAMS) {
-        /* each stream holds up to two copies of the list: keep the total bounded */
+    kdp__devplugin *d = ud;
+    if (d->n_streams >= KDP__MAX_LIST_STREAMS) {
         fail(call, KDP__ST_RESOURCE_EXHAUSTED,
-             "%s: too many ListAndWatch streams open (%u): close some", p->resource,
-             KDP_MAX_LAW_STREAMS);
+             "%s: too many ListAndWatch streams open (%u): close some", d->resource,
+             KDP__MAX_LIST_STREAMS);
         return;
     }
-    law *l = calloc(1, sizeof(*l));
+    size_t msg_len = 0;
+    const uint8_t *msg = kdp__table_message(d->table, &msg_len);
+    stream *l = msg ? calloc(1, sizeof(*l)) : NULL;
     if (!l) {
         (void)kdp__call_finish(call, KDP__ST_RESOURCE_EXHAUSTED, "out of memory");
         return;
     }
-    p->n_laws++;
+    d->n_streams++;
     l->call = call;
-    l->p = p;
-    l->next = p->laws;
-    if (p->laws) {
-        p->laws->prev = l;
+    l->d = d;
+    kdp__list_insert_after(&d->streams, &l->link);
+    kdp__call_set_cancel(call, on_stream_cancel, l);
+    if (d->expect_peer && !d->peer_stream) {
+        /* the first stream after a Register is the kubelet's: its end is a
+         * restart trigger, the others' (kdpctl watch ...) are not */
+        d->peer_stream = l;
+        d->expect_peer = false;
     }
-    p->laws = l;
-    kdp__call_set_cancel(call, on_law_cancel, l);
-    kdp__plugin_law_opened(p, l);
-    if (p->law_msg) {
-        (void)kdp__call_send_latest(call, p->law_msg, p->law_len);
-    }
+    (void)kdp__call_send_latest(call, msg, msg_len);
 }
 
-void kdp__service_broadcast(kdp_plugin *p)
+void kdp__devplugin_broadcast(kdp__devplugin *d)
 {
-    for (law *l = p->laws; l; l = l->next) {
+    size_t len = 0;
+    const uint8_t *msg = kdp__table_message(d->table, &len);
+    kdp__link *it;
+    kdp__list_for_each(it, &d->streams)
+    {
+        stream *l = KDP__CONTAINER_OF(it, stream, link);
         /* the latest list replaces any still queued: a stream that does not
          * read holds at most two lists, however often the devices change */
-        if (kdp__call_send_latest(l->call, p->law_msg, p->law_len) < 0) {
-            log_error("%s: cannot queue the device list for a ListAndWatch stream", p->resource);
+        if (!msg || kdp__call_send_latest(l->call, msg, len) < 0) {
+            log_error("%s: cannot queue the device list for a ListAndWatch stream", d->resource);
         }
     }
 }
@@ -151,16 +144,16 @@ static void rpc_on_cancel(kdp__call *call, int status, void *ud)
 static void rpc_complete(kdp__pjob *j, bool timed_out)
 {
     rpc *c = j->data;
-    kdp_plugin *p = j->p;
+    kdp__devplugin *p = j->owner;
     kdp__call *call = c->call;
     if (!call) {
         return;
     }
     c->call = NULL;
-    char msg[KDP_JOB_MSG_MAX + 64];
+    char msg[KDP__JOB_MSG_MAX + 64];
     if (timed_out) {
         snprintf(msg, sizeof(msg), "%s: the %s callback did not return within %u ms", p->resource,
-                 j->what, p->cb_timeout_ms);
+                 j->what, p->jobs->timeout_ms);
         (void)kdp__call_finish(call, KDP__ST_DEADLINE_EXCEEDED, msg);
         return;
     }
@@ -174,11 +167,11 @@ static void rpc_complete(kdp__pjob *j, bool timed_out)
 }
 
 /* Runs fn on the worker for this call; takes req (freed with free_req). */
-static void rpc_start(kdp_plugin *p, kdp__call *call, const char *what, void *req,
+static void rpc_start(kdp__devplugin *p, kdp__call *call, const char *what, void *req,
                       void (*free_req)(void *), kdp__devtab *devs, void (*fn)(kdp__pjob *))
 {
     rpc *c = calloc(1, sizeof(*c));
-    kdp__pjob *j = c ? kdp__pjob_new(p, what) : NULL;
+    kdp__pjob *j = c ? kdp__pjob_new(p->jobs, what, p) : NULL;
     if (!j) {
         free(c);
         free_req(req);
@@ -200,12 +193,7 @@ static void rpc_start(kdp_plugin *p, kdp__call *call, const char *what, void *re
     int r = kdp__pjob_submit(j, kdp__call_deadline(call));
     if (r == -EBUSY) {
         char msg[512];
-        (void)kdp__pjob_busy_message(p, msg, sizeof(msg));
-        uint64_t now = kdp__now_us();
-        if (!p->busy_logged_us || now - p->busy_logged_us >= KDP_REJECT_LOG_US) {
-            p->busy_logged_us = now;
-            log_error("%s (refusing a %s call; said at most once a minute)", msg, what);
-        }
+        (void)kdp__pjob_busy_message(p->jobs, what, msg, sizeof(msg));
         kdp__call_set_cancel(call, NULL, NULL);
         (void)kdp__call_finish(call, KDP__ST_UNAVAILABLE, msg);
     } else if (r < 0) {
@@ -238,11 +226,11 @@ static void fail(kdp__call *call, int status, const char *fmt, ...)
 
 /* Copies the devices named in ids into devs; refuses unknown (and, if
  * need_healthy, unhealthy) ones naming the first such ID. */
-static bool check_ids(kdp_plugin *p, kdp__call *call, char **ids, size_t n, bool need_healthy,
+static bool check_ids(kdp__devplugin *p, kdp__call *call, char **ids, size_t n, bool need_healthy,
                       kdp__devtab *devs)
 {
     for (size_t i = 0; i < n; i++) {
-        const kdp__dev *d = kdp__devtab_find(&p->tab, ids[i]);
+        const kdp__dev *d = kdp__devtab_find(kdp__table_told(p->table), ids[i]);
         if (!d) {
             fail(call, KDP__ST_INVALID_ARGUMENT, "%s: unknown device ID \"%s\"", p->resource,
                  ids[i]);
@@ -279,7 +267,7 @@ static int cmp_str(const void *a, const void *b)
 /* Refuses an ID listed twice for one container (the kubelet never does so:
  * a peer that does is confused, and the author's callback must not have to
  * cope). Sorted copy: O(n log n) for the largest requests. */
-static bool check_unique(kdp_plugin *p, kdp__call *call, char **ids, size_t n)
+static bool check_unique(kdp__devplugin *p, kdp__call *call, char **ids, size_t n)
 {
     if (n < 2) {
         return true;
@@ -309,13 +297,13 @@ static int allocate_one(kdp__pjob *j, const kdp__devtab *devs,
                         V1beta1__ContainerAllocateRequest *cr,
                         V1beta1__ContainerAllocateResponse *out, kdp_alloc_response *b)
 {
-    kdp_plugin *p = j->p;
+    kdp__devplugin *p = j->owner;
     kdp__response_init(b, devs, (const char *const *)cr->devices_ids, cr->n_devices_ids,
                        p->env_name);
     kdp_alloc_request req = {.ids = (const char *const *)cr->devices_ids,
                              .n_ids = cr->n_devices_ids};
-    int r = p->ops.allocate ? kdp__pjob_checked(j, p->ops.allocate(p, &req, b, p->ud))
-                            : kdp_response_add_defaults(b);
+    int r = p->ops->allocate ? kdp__pjob_checked(j, p->ops->allocate(p->owner, &req, b, p->ud))
+                             : kdp_response_add_defaults(b);
     if (r < 0) {
         return r;
     }
@@ -360,7 +348,7 @@ static void free_alloc_req(void *m)
 
 static void h_allocate(kdp__call *call, const uint8_t *msg, size_t len, void *ud)
 {
-    kdp_plugin *p = ud;
+    kdp__devplugin *p = ud;
     V1beta1__AllocateRequest *req = v1beta1__allocate_request__unpack(NULL, len, msg);
     if (!req) {
         fail(call, KDP__ST_INVALID_ARGUMENT, "cannot decode AllocateRequest");
@@ -391,7 +379,7 @@ static void h_allocate(kdp__call *call, const uint8_t *msg, size_t len, void *ud
 static int prefer_one(kdp__pjob *j, V1beta1__ContainerPreferredAllocationRequest *cr,
                       kdp_id_list *ids)
 {
-    kdp_plugin *p = j->p;
+    kdp__devplugin *p = j->owner;
     kdp_preferred_request req = {
         .available = (const char *const *)cr->available_deviceids,
         .n_available = cr->n_available_deviceids,
@@ -399,7 +387,7 @@ static int prefer_one(kdp__pjob *j, V1beta1__ContainerPreferredAllocationRequest
         .n_must_include = cr->n_must_include_deviceids,
         .size = cr->allocation_size > 0 ? (size_t)cr->allocation_size : 0,
     };
-    return kdp__pjob_checked(j, p->ops.preferred(p, &req, ids, p->ud));
+    return kdp__pjob_checked(j, p->ops->preferred(p->owner, &req, ids, p->ud));
 }
 
 static void fn_preferred(kdp__pjob *j)
@@ -441,8 +429,8 @@ static void free_pref_req(void *m)
 
 static void h_preferred(kdp__call *call, const uint8_t *msg, size_t len, void *ud)
 {
-    kdp_plugin *p = ud;
-    if (!p->ops.preferred) {
+    kdp__devplugin *p = ud;
+    if (!p->ops->preferred) {
         fail(call, KDP__ST_UNIMPLEMENTED,
              "%s: this plugin has no preferred-allocation callback "
              "(get_preferred_allocation_available is false)",
@@ -466,9 +454,10 @@ static void fn_prestart(kdp__pjob *j)
 {
     rpc *c = j->data;
     V1beta1__PreStartContainerRequest *req = c->req;
-    kdp_plugin *p = j->p;
-    j->result = kdp__pjob_checked(
-        j, p->ops.prestart(p, (const char *const *)req->devices_ids, req->n_devices_ids, p->ud));
+    kdp__devplugin *p = j->owner;
+    j->result =
+        kdp__pjob_checked(j, p->ops->prestart(p->owner, (const char *const *)req->devices_ids,
+                                              req->n_devices_ids, p->ud));
     if (j->result == 0) {
         V1beta1__PreStartContainerResponse resp = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
         j->result = rpc_pack(c, &resp.base);
@@ -482,7 +471,7 @@ static void free_prestart_req(void *m)
 
 static void h_prestart(kdp__call *call, const uint8_t *msg, size_t len, void *ud)
 {
-    kdp_plugin *p = ud;
+    kdp__devplugin *p = ud;
     V1beta1__PreStartContainerRequest *req =
         v1beta1__pre_start_container_request__unpack(NULL, len, msg);
     if (!req) {
@@ -498,7 +487,7 @@ static void h_prestart(kdp__call *call, const uint8_t *msg, size_t len, void *ud
         free_prestart_req(req);
         return;
     }
-    if (!p->ops.prestart) {
+    if (!p->ops->prestart) {
         free_prestart_req(req);
         V1beta1__PreStartContainerResponse resp = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
         (void)kdp__call_reply_pb(call, &resp.base);
@@ -507,14 +496,60 @@ static void h_prestart(kdp__call *call, const uint8_t *msg, size_t len, void *ud
     rpc_start(p, call, "pre-start", req, free_prestart_req, &devs, fn_prestart);
 }
 
-void kdp__service_methods(kdp_plugin *p, kdp__method out[KDP__SERVICE_METHODS])
+static size_t op_methods(kdp__svc *svc, kdp__method *out, size_t cap)
 {
-    const kdp__method m[KDP__SERVICE_METHODS] = {
-        {"/v1beta1.DevicePlugin/GetDevicePluginOptions", KDP__UNARY, h_options, p},
-        {"/v1beta1.DevicePlugin/ListAndWatch", KDP__SERVER_STREAMING, h_law, p},
-        {"/v1beta1.DevicePlugin/GetPreferredAllocation", KDP__UNARY, h_preferred, p},
-        {"/v1beta1.DevicePlugin/Allocate", KDP__UNARY, h_allocate, p},
-        {"/v1beta1.DevicePlugin/PreStartContainer", KDP__UNARY, h_prestart, p},
+    kdp__devplugin *d = OF(svc);
+    const kdp__method m[] = {
+        {"/v1beta1.DevicePlugin/GetDevicePluginOptions", KDP__UNARY, h_options, d},
+        {"/v1beta1.DevicePlugin/ListAndWatch", KDP__SERVER_STREAMING, h_law, d},
+        {"/v1beta1.DevicePlugin/GetPreferredAllocation", KDP__UNARY, h_preferred, d},
+        {"/v1beta1.DevicePlugin/Allocate", KDP__UNARY, h_allocate, d},
+        {"/v1beta1.DevicePlugin/PreStartContainer", KDP__UNARY, h_prestart, d},
     };
+    size_t n = sizeof(m) / sizeof(m[0]);
+    if (n > cap) {
+        return 0;
+    }
     memcpy(out, m, sizeof(m));
+    return n;
+}
+
+static void op_serving(kdp__svc *svc, bool on)
+{
+    kdp__devplugin *d = OF(svc);
+    if (!on) {
+        /* the server's end cancelled every stream already; nothing the
+         * server did counts as the kubelet going away */
+        d->peer_stream = NULL;
+        d->expect_peer = false;
+    }
+}
+
+static void op_expect_peer(kdp__svc *svc, bool on)
+{
+    OF(svc)->expect_peer = on;
+}
+
+static const kdp__svc_ops ops = {
+    .name = "v1beta1.DevicePlugin",
+    .methods = op_methods,
+    .serving = op_serving,
+    .expect_peer = op_expect_peer,
+};
+
+void kdp__devplugin_init(kdp__devplugin *d, kdp_plugin *owner, const kdp_ops *kops, void *ud,
+                         const char *resource, const char *env_name, kdp__table *table,
+                         kdp__jobs *jobs, const kdp__svc_up *up)
+{
+    memset(d, 0, sizeof(*d));
+    d->base.ops = &ops;
+    d->base.up = *up;
+    d->owner = owner;
+    d->ops = kops;
+    d->ud = ud;
+    d->resource = resource;
+    d->env_name = env_name;
+    d->table = table;
+    d->jobs = jobs;
+    kdp__link_init(&d->streams);
 }

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * devplugin: the v1beta1 DevicePlugin service a plugin serves (a kdp__svc).
+ * Requests are decoded and checked on the loop thread (unknown, unhealthy
+ * or repeated device IDs are refused here, with the ID named); the author's
+ * callbacks run as jobs on the plugin's worker, bounded by the callback
+ * deadline and the kubelet's grpc-timeout. Every open ListAndWatch stream
+ * gets the device table's message when it changes.
+ */
+#ifndef KDP_DEVPLUGIN_H
+#define KDP_DEVPLUGIN_H
+
+#include <stdbool.h>
+
+#include "base/list.h"
+#include "deviceplugin.pb-c.h"
+#include "kdp.h"
+#include "plugin/jobs.h"
+#include "plugin/svc.h"
+#include "plugin/table.h"
+
+/* At most this many ListAndWatch streams at once (the kubelet opens one;
+ * tools a few): each holds up to two copies of the list. */
+#define KDP__MAX_LIST_STREAMS 64U
+
+typedef struct kdp__devplugin {
+    kdp__svc base;
+    kdp_plugin *owner;    /* handed to the callbacks */
+    const kdp_ops *ops;   /* borrowed */
+    void *ud;             /* the author's */
+    const char *resource; /* borrowed */
+    const char *env_name; /* the default allocation's env var, borrowed */
+    kdp__table *table;    /* borrowed */
+    kdp__jobs *jobs;      /* borrowed */
+    kdp__link streams;    /* open ListAndWatch streams */
+    unsigned n_streams;
+    void *peer_stream; /* the kubelet's, once it opened it after a Register */
+    bool expect_peer;
+} kdp__devplugin;
+
+void kdp__devplugin_init(kdp__devplugin *d, kdp_plugin *owner, const kdp_ops *ops, void *ud,
+                         const char *resource, const char *env_name, kdp__table *table,
+                         kdp__jobs *jobs, const kdp__svc_up *up);
+/* The options that follow from the ops (the same in Register and in
+ * GetDevicePluginOptions). */
+void kdp__devplugin_options(const kdp__devplugin *d, V1beta1__DevicePluginOptions *out);
+/* Sends the table's message to every open ListAndWatch stream. */
+void kdp__devplugin_broadcast(kdp__devplugin *d);
+
+#endif

@@ -1,0 +1,462 @@
+/* SPDX-License-Identifier: MIT */
+#include "plugin/table.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+
+/* Over this, a warning: the message nears the kubelet's limit. */
+#define WARN_MESSAGE (3U * 1024U * 1024U)
+/* A refused table is said this often. */
+#define REJECT_LOG_US     (60ULL * 1000000ULL)
+#define LIST_RETRY_MIN_US (100ULL * 1000ULL)
+#define LIST_RETRY_MAX_US (30ULL * 1000000ULL)
+/* At most this many device lines per table change, then one summary line:
+ * a list of 100,000 devices must not cost 100,000 log lines (about a tenth
+ * of the time of its first ListAndWatch, measured with bench/). */
+#define LOG_CHANGES_MAX 16
+
+static void sync(kdp__table *t);
+
+/* What other threads read through kdp_plugin_get_status(). */
+static void publish_status(kdp__table *t)
+{
+    kdp_plugin_status *st = kdp__status_lock(t->status);
+    st->devices = t->tab.n;
+    st->message_bytes = t->msg_len;
+    st->rejected_devices = t->rejected_n;
+    st->rejected_bytes = t->rejected_bytes;
+    st->list_error = t->list_error;
+    kdp__status_unlock(t->status);
+}
+
+/* ---- taking the shared table ---- */
+
+typedef struct change_log {
+    const char *resource;
+    size_t n, added, removed, health;
+} change_log;
+
+static void log_change(const kdp__dev *old_dev, const kdp__dev *new_dev, void *ud)
+{
+    change_log *c = ud;
+    if (c->n++ >= LOG_CHANGES_MAX) {
+        c->added += !old_dev;
+        c->removed += !new_dev;
+        c->health += old_dev && new_dev && old_dev->health != new_dev->health;
+        return;
+    }
+    if (!old_dev) {
+        log_info("%s: device %s added (%s)", c->resource, new_dev->id,
+                 new_dev->health == KDP_HEALTHY ? "Healthy" : "Unhealthy");
+    } else if (!new_dev) {
+        log_info("%s: device %s removed", c->resource, old_dev->id);
+    } else if (old_dev->health != new_dev->health) {
+        log_info("%s: device %s is now %s", c->resource, new_dev->id,
+                 new_dev->health == KDP_HEALTHY ? "Healthy" : "Unhealthy");
+    }
+}
+
+static void log_changes(kdp__table *t, const kdp__devtab *fresh)
+{
+    if (!kdp__log_enabled(KDP_LOG_INFO)) {
+        return;
+    }
+    change_log c = {.resource = t->resource};
+    kdp__devtab_diff(&t->tab, fresh, log_change, &c);
+    if (c.n > LOG_CHANGES_MAX) {
+        log_info("%s: ... and %zu more: %zu added, %zu removed, %zu health (%zu devices now)",
+                 t->resource, c.n - LOG_CHANGES_MAX, c.added, c.removed, c.health, fresh->n);
+    }
+}
+
+static int encode(kdp__table *t, const kdp__devtab *tab, uint8_t **buf, size_t *len)
+{
+    int r = kdp__devtab_encode(tab, buf, len);
+    if (r < 0) {
+        log_error("%s: cannot encode %zu devices: %s", t->resource, tab->n, strerror(-r));
+    }
+    return r;
+}
+
+/* The table that would make a message over the kubelet's limit is not sent
+ * (the kubelet would fail its stream, and we would restart for nothing):
+ * the kubelet keeps the last list that fit. Said at most once a minute. */
+static void reject(kdp__table *t, size_t n, size_t len)
+{
+    uint64_t now = kdp__now_us();
+    bool first = t->rejected_bytes == 0;
+    t->rejected_n = n;
+    t->rejected_bytes = len;
+    publish_status(t);
+    if (!first && now - t->rejected_logged_us < REJECT_LOG_US) {
+        return;
+    }
+    t->rejected_logged_us = now;
+    log_error("%s: not sending the device list: its %zu devices make a %zu-byte ListAndWatch "
+              "message, over the kubelet's limit of %u bytes (4 MiB); the kubelet keeps the "
+              "last list that fit (%zu devices). Use fewer devices or shorter IDs, or split them "
+              "over several resources (said at most once a minute)",
+              t->resource, n, len, KDP_MAX_LIST_MESSAGE, t->tab.n);
+}
+
+static void clear_rejected(kdp__table *t)
+{
+    bool was = t->rejected_bytes != 0;
+    t->rejected_n = 0;
+    t->rejected_bytes = 0;
+    t->rejected_logged_us = 0;
+    publish_status(t);
+    if (was) {
+        log_info("%s: the device list fits in the kubelet's message limit again (%zu devices, "
+                 "%zu bytes)",
+                 t->resource, t->tab.n, t->msg_len);
+    }
+}
+
+/* Takes the table other threads published, if newer, and pushes it to the
+ * kubelet when what the kubelet sees has changed and its message fits. */
+static void take_shared(kdp__table *t)
+{
+    kdp__devtab fresh;
+    kdp__devtab_init(&fresh);
+    pthread_mutex_lock(&t->mu);
+    bool newer = t->shared_ver != t->tab_ver;
+    int r = newer ? kdp__devtab_copy(&fresh, &t->shared) : 0;
+    uint64_t ver = t->shared_ver;
+    pthread_mutex_unlock(&t->mu);
+    if (!newer) {
+        return;
+    }
+    if (r < 0) {
+        log_error("%s: out of memory copying the device table", t->resource);
+        kdp__devtab_clear(&fresh);
+        kdp__wakeup_signal(t->wake); /* try again */
+        return;
+    }
+    t->tab_ver = ver;
+    bool changed = !kdp__devtab_same_for_kubelet(&t->tab, &fresh);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (changed || !t->msg) {
+        if (encode(t, &fresh, &buf, &len) < 0) {
+            kdp__devtab_clear(&fresh);
+            return;
+        }
+        if (len > KDP_MAX_LIST_MESSAGE) {
+            free(buf);
+            reject(t, fresh.n, len);
+            kdp__devtab_clear(&fresh);
+            return;
+        }
+        if (len > WARN_MESSAGE && changed) {
+            log_warn("%s: the device list is %zu bytes, close to the kubelet's message limit of "
+                     "%u bytes (4 MiB)",
+                     t->resource, len, KDP_MAX_LIST_MESSAGE);
+        }
+    }
+    if (changed) {
+        log_changes(t, &fresh);
+    }
+    kdp__devtab_move(&t->tab, &fresh);
+    if (buf) {
+        free(t->msg);
+        t->msg = buf;
+        t->msg_len = len;
+    }
+    clear_rejected(t); /* publishes the status */
+    if (changed) {
+        t->cbs.changed(t->cbs.ud);
+    }
+}
+
+/* Hands a new table to the loop thread (takes d's content). Any thread. */
+static void publish(kdp__table *t, kdp__devtab *d)
+{
+    pthread_mutex_lock(&t->mu);
+    kdp__devtab_move(&t->shared, d);
+    t->shared_ver++;
+    pthread_mutex_unlock(&t->mu);
+    kdp__wakeup_signal(t->wake);
+}
+
+const uint8_t *kdp__table_message(kdp__table *t, size_t *ret_len)
+{
+    if (!t->msg) {
+        uint8_t *buf;
+        size_t len;
+        if (encode(t, &t->tab, &buf, &len) < 0) {
+            return NULL;
+        }
+        t->msg = buf;
+        t->msg_len = len;
+        publish_status(t);
+    }
+    *ret_len = t->msg_len;
+    return t->msg;
+}
+
+/* ---- the list op ---- */
+
+/* The rescan timer: the retry of a failed list (with backoff), else the
+ * periodic rescan if there is one. Only while serving. */
+static void arm_rescan(kdp__table *t)
+{
+    if (!t->list_fn) {
+        return;
+    }
+    if (!t->serving) {
+        kdp__timer_stop(t->rescan_timer);
+    } else if (t->list_error) {
+        kdp__timer_start(t->rescan_timer, t->list_retry_us);
+    } else if (t->rescan_ms) {
+        kdp__timer_start(t->rescan_timer, (uint64_t)t->rescan_ms * 1000U);
+    } else {
+        kdp__timer_stop(t->rescan_timer);
+    }
+}
+
+/* A list call failed (err: its -errno), or could not be made: call it again
+ * with backoff, and say so. */
+static void list_failed(kdp__table *t, int err)
+{
+    t->list_error = err;
+    t->list_retry_us = kdp__backoff_next(&t->list_backoff);
+    publish_status(t);
+    if (t->msg && t->tab.n > 0) {
+        log_warn("%s: keeping the previous device list (%zu devices); calling the list "
+                 "callback again in %llu ms",
+                 t->resource, t->tab.n, (unsigned long long)(t->list_retry_us / 1000));
+    } else {
+        log_warn("%s: no device list yet (the kubelet is told of no devices); calling the list "
+                 "callback again in %llu ms",
+                 t->resource, (unsigned long long)(t->list_retry_us / 1000));
+    }
+}
+
+static void fn_list(kdp__pjob *j)
+{
+    kdp__table *t = j->owner;
+    kdp_device_list *list = j->data;
+    j->result = kdp__pjob_checked(j, t->list_fn(t->owner, list, t->list_ud));
+}
+
+static void cleanup_list(kdp__pjob *j)
+{
+    kdp_device_list *list = j->data;
+    if (list) {
+        kdp__devtab_clear(&list->tab);
+        free(list);
+    }
+}
+
+static void complete_list(kdp__pjob *j, bool timed_out)
+{
+    kdp__table *t = j->owner;
+    bool for_start = t->start_list == j;
+    t->start_list = NULL;
+    t->list_running = false;
+    if (timed_out || j->result < 0) {
+        if (!timed_out) { /* a timeout was logged by the deadline already */
+            log_error("%s: list callback failed: %s%s%s", t->resource, strerror(-j->result),
+                      j->has_msg ? ": " : "", j->has_msg ? j->msg : "");
+        }
+        list_failed(t, timed_out ? -ETIMEDOUT : j->result);
+    } else {
+        bool was_failing = t->list_error != 0;
+        t->list_error = 0;
+        kdp__backoff_reset(&t->list_backoff);
+        kdp_device_list *list = j->data;
+        publish(t, &list->tab);
+        take_shared(t);
+        publish_status(t);
+        if (was_failing) {
+            log_info("%s: the list callback succeeded again", t->resource);
+        }
+    }
+    if (for_start) {
+        t->cbs.start_listed(t->cbs.ud);
+        return;
+    }
+    arm_rescan(t);
+    if (atomic_load(&t->rescan_wanted)) {
+        sync(t); /* asked again while this list ran */
+    }
+}
+
+static int run_list(kdp__table *t, bool for_start)
+{
+    kdp__pjob *j = kdp__pjob_new(t->jobs, "list", t);
+    kdp_device_list *list = calloc(1, sizeof(*list));
+    if (!j || !list) {
+        free(j);
+        free(list);
+        return -ENOMEM;
+    }
+    kdp__devtab_init_lazy(&list->tab); /* any order, sorted once */
+    j->data = list;
+    j->fn = fn_list;
+    j->cleanup = cleanup_list;
+    j->complete = complete_list;
+    t->list_running = true;
+    if (for_start) {
+        t->start_list = j;
+        atomic_store(&t->rescan_wanted, false); /* this list is a fresh one */
+    }
+    int r = kdp__pjob_submit(j, 0);
+    if (r < 0) {
+        t->list_running = false;
+        t->start_list = NULL;
+    }
+    return r;
+}
+
+int kdp__table_list_for_start(kdp__table *t)
+{
+    if (!t->list_fn) {
+        take_shared(t);
+        return 1;
+    }
+    int r = run_list(t, true);
+    if (r < 0) {
+        log_error("%s: cannot run the list callback: %s", t->resource, strerror(-r));
+        list_failed(t, r);
+        take_shared(t);
+    }
+    return r;
+}
+
+void kdp__table_serving(kdp__table *t, bool on)
+{
+    t->serving = on;
+    arm_rescan(t);
+}
+
+/* Applies a newer shared table, and runs the list op if a rescan was asked
+ * for. The request stays set while a list runs or before serving: the
+ * running list's completion, or the next start, takes it. */
+static void sync(kdp__table *t)
+{
+    if (t->list_fn && t->serving && !t->list_running && atomic_exchange(&t->rescan_wanted, false)) {
+        int r = run_list(t, false);
+        if (r < 0) {
+            log_error("%s: cannot run the list callback: %s", t->resource, strerror(-r));
+            list_failed(t, r);
+            arm_rescan(t);
+        }
+    }
+    take_shared(t);
+}
+
+static void on_rescan(kdp__timer *tm, void *ud)
+{
+    (void)tm;
+    kdp__table *t = ud;
+    atomic_store(&t->rescan_wanted, true);
+    sync(t); /* the list's completion arms the timer again */
+}
+
+static void on_wake(kdp__wakeup *w, void *ud)
+{
+    (void)w;
+    sync(ud);
+}
+
+/* ---- any thread ---- */
+
+int kdp__table_set(kdp__table *t, const kdp_device *devs, size_t n)
+{
+    kdp__devtab d;
+    kdp__devtab_init(&d);
+    const char *why = NULL;
+    int r = kdp__devtab_from_array(&d, devs, n, &why);
+    if (r < 0) {
+        log_error("%s: kdp_plugin_set_devices: %s", t->resource, why ? why : strerror(-r));
+        kdp__devtab_clear(&d);
+        return r;
+    }
+    size_t len = kdp__devtab_encoded_size(&d);
+    if (len > KDP_MAX_LIST_MESSAGE) {
+        uint64_t now = kdp__now_us();
+        uint64_t last = atomic_load(&t->set_rejected_logged_us);
+        if (!last || now - last >= REJECT_LOG_US) {
+            atomic_store(&t->set_rejected_logged_us, now);
+            log_error("%s: kdp_plugin_set_devices: %zu devices make a %zu-byte ListAndWatch "
+                      "message, over the kubelet's limit of %u bytes (4 MiB): refused, the "
+                      "kubelet keeps the current list. Use fewer devices or shorter IDs, or "
+                      "split them over several resources (said at most once a minute)",
+                      t->resource, n, len, KDP_MAX_LIST_MESSAGE);
+        }
+        kdp__devtab_clear(&d);
+        return -EMSGSIZE;
+    }
+    publish(t, &d);
+    kdp__devtab_clear(&d);
+    return 0;
+}
+
+int kdp__table_set_health(kdp__table *t, const char *id, kdp_health health)
+{
+    pthread_mutex_lock(&t->mu);
+    int r = kdp__devtab_set_health(&t->shared, id, health);
+    if (r > 0) {
+        t->shared_ver++;
+    }
+    pthread_mutex_unlock(&t->mu);
+    if (r > 0) {
+        kdp__wakeup_signal(t->wake);
+    }
+    return r < 0 ? r : 0;
+}
+
+void kdp__table_rescan(kdp__table *t)
+{
+    atomic_store(&t->rescan_wanted, true);
+    kdp__wakeup_signal(t->wake);
+}
+
+/* ---- life ---- */
+
+int kdp__table_init(kdp__table *t, kdp__loop *l, const char *resource, kdp__status *status,
+                    kdp__jobs *jobs, kdp_plugin *owner, kdp_list_fn list_fn, void *list_ud,
+                    unsigned rescan_ms, const kdp__table_cbs *cbs)
+{
+    memset(t, 0, sizeof(*t));
+    t->resource = resource;
+    t->status = status;
+    t->jobs = jobs;
+    t->owner = owner;
+    t->list_fn = list_fn;
+    t->list_ud = list_ud;
+    t->rescan_ms = rescan_ms;
+    t->cbs = *cbs;
+    pthread_mutex_init(&t->mu, NULL);
+    kdp__devtab_init(&t->shared);
+    kdp__devtab_init(&t->tab);
+    kdp__backoff_init(&t->list_backoff, LIST_RETRY_MIN_US, LIST_RETRY_MAX_US, 0);
+    int r = kdp__wakeup_new(l, on_wake, t, &t->wake);
+    if (r == 0) {
+        r = kdp__timer_new(l, on_rescan, t, &t->rescan_timer);
+    }
+    return r;
+}
+
+void kdp__table_release_loop(kdp__table *t)
+{
+    kdp__timer_free(t->rescan_timer);
+    t->rescan_timer = NULL;
+    kdp__wakeup_free(t->wake);
+    t->wake = NULL;
+}
+
+void kdp__table_done(kdp__table *t)
+{
+    kdp__table_release_loop(t);
+    kdp__devtab_clear(&t->shared);
+    kdp__devtab_clear(&t->tab);
+    free(t->msg);
+    t->msg = NULL;
+    pthread_mutex_destroy(&t->mu);
+}

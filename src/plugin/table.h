@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * table: a plugin's device table, from the threads that set it to the
+ * message every ListAndWatch stream is sent, and the list op's runs.
+ *
+ * Two tables: `shared`, the latest set from any thread (kdp_plugin_set_*, a
+ * finished list), under a mutex with a version; and `tab`, what the kubelet
+ * has been told, owned by the loop thread, with its encoded message. On a
+ * wakeup the loop takes a newer `shared`, and when what the kubelet sees
+ * changed and the message fits in KDP_MAX_LIST_MESSAGE, it becomes `tab` and
+ * `changed` is called (the served services push it). A table over the limit
+ * is never taken: the kubelet keeps the last one that fit.
+ *
+ * The list op runs as a job: at each start (kdp__table_list_for_start), on
+ * kdp_plugin_rescan(), every rescan interval while serving, and again with
+ * backoff after it failed.
+ */
+#ifndef KDP_TABLE_H
+#define KDP_TABLE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/backoff.h"
+#include "kdp.h"
+#include "plugin/devices.h"
+#include "plugin/jobs.h"
+#include "plugin/status.h"
+#include "runtime/loop.h"
+
+typedef struct kdp__table_cbs {
+    /* The message the kubelet is served changed (loop thread). */
+    void (*changed)(void *ud);
+    /* The start's list is done, whatever its outcome (loop thread). */
+    void (*start_listed)(void *ud);
+    void *ud;
+} kdp__table_cbs;
+
+typedef struct kdp__table {
+    const char *resource; /* borrowed */
+    kdp__status *status;  /* borrowed */
+    kdp__jobs *jobs;      /* borrowed */
+    kdp_plugin *owner;    /* handed to the list op */
+    kdp_list_fn list_fn;  /* NULL: the table is what was set */
+    void *list_ud;
+    kdp__table_cbs cbs;
+
+    /* any thread */
+    pthread_mutex_t mu;
+    kdp__devtab shared;
+    uint64_t shared_ver;
+    atomic_bool rescan_wanted;
+    _Atomic uint64_t set_rejected_logged_us; /* kdp_plugin_set_devices' -EMSGSIZE line */
+    kdp__wakeup *wake;
+
+    /* loop thread */
+    kdp__devtab tab;
+    uint64_t tab_ver;
+    uint8_t *msg; /* tab as a ListAndWatchResponse; NULL until first needed */
+    size_t msg_len;
+    size_t rejected_n, rejected_bytes; /* the newest table refused; 0 = none */
+    uint64_t rejected_logged_us;
+    bool serving;      /* rescans are armed only while serving */
+    bool list_running; /* one list call at a time */
+    kdp__pjob *start_list;
+    unsigned rescan_ms;
+    kdp__timer *rescan_timer;
+    kdp__backoff list_backoff;
+    int list_error; /* the last list call's -errno; 0 = it succeeded */
+    uint64_t list_retry_us;
+} kdp__table;
+
+int kdp__table_init(kdp__table *t, kdp__loop *l, const char *resource, kdp__status *status,
+                    kdp__jobs *jobs, kdp_plugin *owner, kdp_list_fn list_fn, void *list_ud,
+                    unsigned rescan_ms, const kdp__table_cbs *cbs);
+/* Frees what the table has on the loop (its wakeup, its timer): before
+ * the loop goes. */
+void kdp__table_release_loop(kdp__table *t);
+/* Frees the rest. */
+void kdp__table_done(kdp__table *t);
+
+/* kdp_plugin_set_devices, kdp_plugin_set_health, kdp_plugin_rescan: any
+ * thread, same returns. */
+int kdp__table_set(kdp__table *t, const kdp_device *devs, size_t n);
+int kdp__table_set_health(kdp__table *t, const char *id, kdp_health health);
+void kdp__table_rescan(kdp__table *t);
+
+/* Loop thread. The start's list: 1 if there is no list op (the table is
+ * taken at once), 0 if the job runs (start_listed follows), or -errno if it
+ * could not be started (logged; its retry is armed when serving begins). */
+int kdp__table_list_for_start(kdp__table *t);
+/* Serving begins or ends: rescans (the interval, a failed list's retry)
+ * run only while serving. */
+void kdp__table_serving(kdp__table *t, bool on);
+/* The message to send a new ListAndWatch stream (the table's, encoded now
+ * if it never was: an empty list before any is set). NULL on ENOMEM. */
+const uint8_t *kdp__table_message(kdp__table *t, size_t *ret_len);
+/* What the kubelet has been told (for the ID checks of calls). */
+static inline const kdp__devtab *kdp__table_told(const kdp__table *t)
+{
+    return &t->tab;
+}
+
+#endif
