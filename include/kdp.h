@@ -74,7 +74,7 @@ KDP_EXPORT const char *kdp_version(void);
 /* The largest ListAndWatch message the kubelet accepts (grpc-go's default
  * receive limit, 4 MiB). A device table whose message would be larger is
  * never sent: see kdp_plugin_set_devices() and kdp_plugin_get_status(). */
-#define KDP_MAX_LIST_MESSAGE (4U * 1024U * 1024U)
+#define KDP_MAX_LIST_MESSAGE 4194304U /* 4 MiB */
 /* A unix socket's path: at most 107 bytes (sun_path holds 108 with the
  * NUL). A socket's name in the directory: at most 100 bytes. */
 #define KDP_SOCKET_PATH_MAX 107

@@ -136,15 +136,21 @@ static void fn_refresh(kdp__pjob *j)
     j->result = kdp__pjob_checked(j, lc->cfg.ops->refresh(lc->cfg.owner, lc->cfg.ud));
 }
 
+/* A failed job's error line (a timeout was logged by the deadline). */
+static void log_job_failure(const kdp__lifecycle *lc, const kdp__pjob *j, bool timed_out)
+{
+    if (!timed_out) {
+        log_error("%s: %s callback failed: %s%s%s", lc->cfg.resource, j->what, strerror(-j->result),
+                  j->has_msg ? ": " : "", j->has_msg ? j->msg : "");
+    }
+}
+
 static void complete_refresh(kdp__pjob *j, bool timed_out)
 {
     kdp__lifecycle *lc = j->owner;
     lc->job = KDP__LC_JOB_NONE;
     if (timed_out || j->result < 0) {
-        if (!timed_out) { /* a timeout was logged by the deadline already */
-            log_error("%s: refresh callback failed: %s%s%s", lc->cfg.resource, strerror(-j->result),
-                      j->has_msg ? ": " : "", j->has_msg ? j->msg : "");
-        }
+        log_job_failure(lc, j, timed_out);
         uint64_t delay = kdp__backoff_next(&lc->backoff);
         log_warn("%s: starting again in %llu ms", lc->cfg.resource,
                  (unsigned long long)(delay / 1000));
@@ -162,9 +168,9 @@ static void complete_refresh(kdp__pjob *j, bool timed_out)
     after_refresh(lc);
 }
 
-void kdp__lifecycle_on_start_listed(void *ud)
+void kdp__lifecycle_on_start_listed(void *lc_)
 {
-    kdp__lifecycle *lc = ud;
+    kdp__lifecycle *lc = lc_;
     lc->job = KDP__LC_JOB_NONE;
     if (lc->pending != KDP__LC_PENDING_NONE) {
         after_job(lc);
@@ -438,28 +444,12 @@ kdp__pdir_cbs kdp__lifecycle_dir_cbs(kdp__lifecycle *lc)
 
 /* ---- stopping and restarting ---- */
 
-static void on_drained(kdp__server *s, void *ud);
-static void run_destroy(kdp__lifecycle *lc);
-
-/* For the stop: the socket goes at once, open streams end with
- * UNAVAILABLE and every connection gets a GOAWAY, then destroy runs. */
-static void drain_then_destroy(kdp__lifecycle *lc)
-{
-    kdp__server *s = detach_server(lc);
-    if (!s) {
-        run_destroy(lc);
-        return;
-    }
-    lc->draining = s;
-    kdp__server_shutdown(s, DRAIN_LINGER_US, on_drained, lc);
-}
-
 static void on_drained(kdp__server *s, void *ud)
 {
     kdp__lifecycle *lc = ud;
     lc->draining = NULL;
     kdp__server_free(s);
-    run_destroy(lc);
+    after_job(lc); /* STOPPING: destroy next */
 }
 
 static void finish_stop(kdp__lifecycle *lc)
@@ -489,28 +479,26 @@ static void complete_destroy(kdp__pjob *j, bool timed_out)
     after_job(lc);
 }
 
-/* Runs destroy if a start began since the last one, then after_job()
- * decides what comes next. */
-static void run_destroy(kdp__lifecycle *lc)
+/* Starts the destroy job a start owes. Returns true if it runs (its
+ * completion calls after_job), false if there is nothing to wait for (no
+ * destroy op, or it could not start): owes_destroy is then cleared. */
+static bool start_destroy(kdp__lifecycle *lc)
 {
-    if (!lc->cfg.ops->destroy || !lc->owes_destroy) {
-        lc->owes_destroy = false;
-        after_job(lc);
-        return;
-    }
-    kdp__pjob *j = kdp__pjob_new(lc->cfg.jobs, "destroy", lc);
-    if (j) {
-        j->fn = fn_destroy;
-        j->complete = complete_destroy;
-        lc->job = KDP__LC_JOB_DESTROY;
-        if (kdp__pjob_submit(j, 0) == 0) {
-            return;
+    if (lc->cfg.ops->destroy) {
+        kdp__pjob *j = kdp__pjob_new(lc->cfg.jobs, "destroy", lc);
+        if (j) {
+            j->fn = fn_destroy;
+            j->complete = complete_destroy;
+            lc->job = KDP__LC_JOB_DESTROY;
+            if (kdp__pjob_submit(j, 0) == 0) {
+                return true;
+            }
+            lc->job = KDP__LC_JOB_NONE;
         }
-        lc->job = KDP__LC_JOB_NONE;
+        log_error("%s: cannot run the destroy callback", lc->cfg.resource);
     }
-    log_error("%s: cannot run the destroy callback", lc->cfg.resource);
     lc->owes_destroy = false;
-    after_job(lc);
+    return false;
 }
 
 /* At a restart: whether it counts as one more in a loop, that is, it ends a
@@ -545,37 +533,47 @@ static uint64_t restart_delay(kdp__lifecycle *lc)
     return kdp__backoff_next(&lc->restart_backoff);
 }
 
-/* Called whenever no lifecycle job runs any more: acts on what is pending. */
-static void after_job(kdp__lifecycle *lc)
+/* The final stop, one step at a time: the server drains (GOAWAY, the
+ * socket removed), destroy runs, then STOPPED. Returns true while a step
+ * is under way (its end calls after_job again). */
+static bool stop_step(kdp__lifecycle *lc)
 {
-    if (lc->job != KDP__LC_JOB_NONE) {
-        return;
-    }
-    if (lc->pending == KDP__LC_PENDING_STOP) {
-        if (lc->owes_destroy) {
+    if (lc->owes_destroy) {
+        if (kdp__lifecycle_state(lc) != KDP__LC_STOPPING) {
             set_state(lc, KDP__LC_STOPPING, "stop");
-            drain_then_destroy(lc);
-            return;
+            kdp__server *s = detach_server(lc);
+            if (s) {
+                lc->draining = s;
+                kdp__server_shutdown(s, DRAIN_LINGER_US, on_drained, lc);
+                return true;
+            }
         }
-        if (kdp__lifecycle_state(lc) != KDP__LC_STOPPED) {
-            finish_stop(lc);
+        if (start_destroy(lc)) {
+            return true;
         }
-        return;
     }
-    if (lc->pending != KDP__LC_PENDING_RESTART) {
-        return;
+    if (kdp__lifecycle_state(lc) != KDP__LC_STOPPED) {
+        finish_stop(lc);
     }
+    return false;
+}
+
+/* A restart: stop serving, destroy, then start again, at once or after the
+ * restart backoff. Returns true while destroy runs. */
+static bool restart_step(kdp__lifecycle *lc)
+{
     stop_serving(lc); /* also stops a start that was waiting */
     if (lc->owes_destroy) {
         set_state(lc, KDP__LC_STARTING, lc->restart_why);
-        run_destroy(lc);
-        return;
+        if (start_destroy(lc)) {
+            return true;
+        }
     }
     lc->pending = KDP__LC_PENDING_NONE;
     uint64_t delay = restart_delay(lc);
     if (delay == 0) {
         kdp__lifecycle_start(lc);
-        return;
+        return false;
     }
     log_warn("%s: starting again in %llu ms: the same kubelet ended %u registrations in a row "
              "before they lasted %llu s (each restart waits longer, up to %llu s; a new kubelet "
@@ -585,6 +583,22 @@ static void after_job(kdp__lifecycle *lc)
              (unsigned long long)(RESTART_BACKOFF_MAX_US / 1000000U));
     set_state(lc, KDP__LC_STARTING, "restart backoff");
     schedule_start(lc, delay);
+    return false;
+}
+
+/* Called whenever a lifecycle job or step is done: acts on what is
+ * pending. Never recursive: each step either waits for a callback (a job's
+ * completion, the drain's end) or finishes here. */
+static void after_job(kdp__lifecycle *lc)
+{
+    if (lc->job != KDP__LC_JOB_NONE) {
+        return;
+    }
+    if (lc->pending == KDP__LC_PENDING_STOP) {
+        (void)stop_step(lc);
+    } else if (lc->pending == KDP__LC_PENDING_RESTART) {
+        (void)restart_step(lc);
+    }
 }
 
 static bool restartable(const kdp__lifecycle *lc)
