@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kdp-generic's configuration: a YAML file read with libyaml's document
- * loader, then walked against the schema (docs/generic.md). Every error
- * names the file, the line and the key: "config.yaml:7: resources[0].count:
- * must be a positive integer". Unknown and duplicate keys are errors, and
- * every size is capped (the file, each string, each list, and the total
- * work, which aliases could otherwise multiply).
+ * kdp-generic's configuration: the schema (docs/generic.md). The file is read
+ * with libyaml's document loader and walked with yamlwalk.c, which names the
+ * file, the line and the key in every error ("config.yaml:7:
+ * resources[0].count: must be a positive integer"); here, each mapping's
+ * fields as a table, their meaning, and the checks that need a whole
+ * resource. Each table has an enum of its fields, so that a check reads
+ * "seen & YW_BIT(ENTRY_PATH)" rather than a bare bit.
  */
 #include "config.h"
 
@@ -21,165 +22,10 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#define KEYLEN        192
+#include "yamlwalk.h"
+
 #define SCALAR_BUDGET 200000 /* scalars copied per load, aliases included */
 
-typedef struct pctx {
-    const char *file;
-    const char *dp_dir;
-    yaml_document_t doc;
-    char *err;
-    bool failed;
-    long budget;
-} pctx;
-
-/* ---- errors ---- */
-
-static int vfail_at(pctx *c, size_t line, const char *key, const char *fmt, va_list ap)
-    __attribute__((format(printf, 4, 0)));
-static int vfail_at(pctx *c, size_t line, const char *key, const char *fmt, va_list ap)
-{
-    if (c->failed) {
-        return -1;
-    }
-    c->failed = true;
-    char msg[1024];
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    if (asprintf(&c->err, "%s:%zu: %s%s%s", c->file, line, key, *key ? ": " : "", msg) < 0) {
-        c->err = NULL;
-    }
-    return -1;
-}
-
-static int fail(pctx *c, const yaml_node_t *n, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(pctx *c, const yaml_node_t *n, const char *key, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int r = vfail_at(c, n ? n->start_mark.line + 1 : 1, key, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
-static int oom(pctx *c, const yaml_node_t *n, const char *key)
-{
-    return fail(c, n, key, "out of memory");
-}
-
-/* ---- scalars ---- */
-
-static const char *type_name(const yaml_node_t *n)
-{
-    switch (n->type) {
-    case YAML_SCALAR_NODE:
-        return n->data.scalar.length ? "a string" : "empty";
-    case YAML_SEQUENCE_NODE:
-        return "a list";
-    case YAML_MAPPING_NODE:
-        return "a mapping";
-    default:
-        return "nothing";
-    }
-}
-
-/* A scalar's text, checked (not empty unless allowed, no NUL, capped). */
-static const char *text(pctx *c, const yaml_node_t *n, const char *key, size_t max, bool empty_ok)
-{
-    if (n->type != YAML_SCALAR_NODE) {
-        fail(c, n, key, "must be a string, not %s", type_name(n));
-        return NULL;
-    }
-    const char *s = (const char *)n->data.scalar.value;
-    size_t len = n->data.scalar.length;
-    if (--c->budget < 0) {
-        fail(c, n, key, "the configuration is too large");
-        return NULL;
-    }
-    if (len == 0 && !empty_ok) {
-        fail(c, n, key, "must not be empty");
-    } else if (len > max) {
-        fail(c, n, key, "is too long (%zu bytes at most)", max);
-    } else if (strlen(s) != len) {
-        fail(c, n, key, "must not contain a NUL character");
-    } else {
-        return s;
-    }
-    return NULL;
-}
-
-static int dup_text(pctx *c, const yaml_node_t *n, const char *key, size_t max, char **out)
-{
-    const char *s = text(c, n, key, max, false);
-    if (!s) {
-        return -1;
-    }
-    free(*out);
-    *out = strdup(s);
-    return *out ? 0 : oom(c, n, key);
-}
-
-static int get_bool(pctx *c, const yaml_node_t *n, const char *key, bool *out)
-{
-    const char *s = text(c, n, key, 8, true);
-    if (!s) {
-        return -1;
-    }
-    static const char *const yes[] = {"true", "yes", "on"};
-    static const char *const no[] = {"false", "no", "off"};
-    for (size_t i = 0; i < 3; i++) {
-        if (strcasecmp(s, yes[i]) == 0 || strcasecmp(s, no[i]) == 0) {
-            *out = strcasecmp(s, yes[i]) == 0;
-            return 0;
-        }
-    }
-    return fail(c, n, key, "must be true or false");
-}
-
-static int get_count(pctx *c, const yaml_node_t *n, const char *key, unsigned *out)
-{
-    const char *s = n->type == YAML_SCALAR_NODE ? text(c, n, key, 32, true) : NULL;
-    if (!s && c->failed) {
-        return -1;
-    }
-    unsigned long v = 0;
-    bool ok = s && *s;
-    for (const char *p = s; ok && *p; p++) {
-        ok = *p >= '0' && *p <= '9';
-        v = ok && v <= GEN_MAX_COUNT ? v * 10 + (unsigned long)(*p - '0') : v;
-    }
-    if (!ok || v == 0) {
-        return fail(c, n, key, "must be a positive integer");
-    }
-    if (v > GEN_MAX_COUNT) {
-        return fail(c, n, key, "must be at most %u", GEN_MAX_COUNT);
-    }
-    *out = (unsigned)v;
-    return 0;
-}
-
-/* An absolute path (glob patterns too): no ".." component. */
-static int get_path(pctx *c, const yaml_node_t *n, const char *key, char **out)
-{
-    const char *s = text(c, n, key, GEN_MAX_STRING, false);
-    if (!s) {
-        return -1;
-    }
-    if (s[0] != '/') {
-        return fail(c, n, key, "must be an absolute path (e.g. /dev/ttyUSB*), not \"%s\"", s);
-    }
-    if (strstr(s, "/../") || (strlen(s) >= 3 && strcmp(s + strlen(s) - 3, "/..") == 0)) {
-        return fail(c, n, key, "must not contain a \"..\" component");
-    }
-    for (const char *p = s; *p; p++) {
-        if ((unsigned char)*p < 0x20) {
-            return fail(c, n, key, "must not contain control characters");
-        }
-    }
-    return dup_text(c, n, key, GEN_MAX_STRING, out);
-}
-
-/* 1-4 hex digits, optionally 0x-prefixed. */
 static bool parse_usb_id(const char *s, size_t len, uint16_t *out)
 {
     if (len > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
@@ -205,148 +51,49 @@ static bool parse_usb_id(const char *s, size_t len, uint16_t *out)
     return true;
 }
 
-static int get_usb_id(pctx *c, const yaml_node_t *n, const char *key, uint16_t *out)
+static int get_usb_id(yw_ctx *c, const yaml_node_t *n, const char *key, uint16_t *out)
 {
-    const char *s = text(c, n, key, 16, true);
+    const char *s = yw_text(c, n, key, 16, true);
     if (!s) {
         return -1;
     }
     if (!parse_usb_id(s, strlen(s), out)) {
-        return fail(c, n, key, "must be a hexadecimal USB ID of 4 digits at most (e.g. 0403)");
+        return yw_fail(c, n, key, "must be a hexadecimal USB ID of 4 digits at most (e.g. 0403)");
     }
     return 0;
-}
-
-/* ---- mappings and lists ---- */
-
-typedef int (*field_fn)(pctx *c, yaml_node_t *val, const char *key, void *obj);
-
-typedef struct field {
-    const char *name;
-    field_fn fn;
-} field;
-
-static yaml_node_t *node_at(pctx *c, int idx)
-{
-    return yaml_document_get_node(&c->doc, idx);
-}
-
-/* key.name (a long key path is cut, marked with "...") */
-static void subkey(char *out, const char *key, const char *name)
-{
-    int w = snprintf(out, KEYLEN, "%s%s%s", key, *key ? "." : "", name);
-    if (w < 0 || w >= KEYLEN) {
-        strcpy(out + KEYLEN - 4, "...");
-    }
-}
-
-static void list_names(char *out, size_t size, const field *fields, size_t nf)
-{
-    size_t o = 0;
-    out[0] = '\0';
-    for (size_t i = 0; i < nf && o < size; i++) {
-        int w = snprintf(out + o, size - o, "%s%s", i ? ", " : "", fields[i].name);
-        o += w > 0 ? (size_t)w : 0;
-    }
-}
-
-/* Walks a mapping: every key must be one of fields, at most once; *seen
- * gets bit i for each field i present. */
-static int parse_map(pctx *c, yaml_node_t *n, const char *key, const field *fields, size_t nf,
-                     void *obj, unsigned *seen)
-{
-    if (n->type != YAML_MAPPING_NODE) {
-        return fail(c, n, key, "must be a mapping, not %s", type_name(n));
-    }
-    *seen = 0;
-    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = node_at(c, p->key);
-        yaml_node_t *v = node_at(c, p->value);
-        const char *name = k ? text(c, k, key, 64, false) : NULL;
-        if (!name || !v) {
-            return name ? fail(c, k, key, "bad value") : fail(c, k, key, "bad key");
-        }
-        size_t i = 0;
-        while (i < nf && strcmp(fields[i].name, name) != 0) {
-            i++;
-        }
-        char sub[KEYLEN];
-        subkey(sub, key, name);
-        if (i == nf) {
-            char names[512];
-            list_names(names, sizeof(names), fields, nf);
-            return fail(c, k, sub, "unknown key (expected one of: %s)", names);
-        }
-        if (*seen & (1U << i)) {
-            return fail(c, k, sub, "duplicate key");
-        }
-        *seen |= 1U << i;
-        if (fields[i].fn(c, v, sub, obj) < 0) {
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static int check_list(pctx *c, yaml_node_t *n, const char *key, size_t min, size_t max)
-{
-    if (n->type != YAML_SEQUENCE_NODE) {
-        return fail(c, n, key, "must be a list, not %s", type_name(n));
-    }
-    size_t len = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
-    if (len < min) {
-        return fail(c, n, key, "must list at least %zu item%s", min, min == 1 ? "" : "s");
-    }
-    if (len > max) {
-        return fail(c, n, key, "must list at most %zu items", max);
-    }
-    return 0;
-}
-
-static size_t list_len(const yaml_node_t *n)
-{
-    return (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
-}
-
-/* key[i] */
-static void item_key(char *out, const char *key, size_t i)
-{
-    int w = snprintf(out, KEYLEN, "%s[%zu]", key, i);
-    if (w < 0 || w >= KEYLEN) {
-        strcpy(out + KEYLEN - 4, "...");
-    }
 }
 
 /* ---- usb ---- */
 
-static int f_usb_vendor(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_usb_vendor(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     return get_usb_id(c, v, key, &((gen_usb *)obj)->vendor);
 }
 
-static int f_usb_product(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_usb_product(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     ((gen_usb *)obj)->has_product = true;
     return get_usb_id(c, v, key, &((gen_usb *)obj)->product);
 }
 
-static int f_usb_serial(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_usb_serial(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
-    return dup_text(c, v, key, 255, &((gen_usb *)obj)->serial);
+    return yw_dup_text(c, v, key, 255, &((gen_usb *)obj)->serial);
 }
 
-static const field usb_fields[] = {
-    {"vendor", f_usb_vendor},
-    {"product", f_usb_product},
-    {"serial", f_usb_serial},
+enum { USB_VENDOR, USB_PRODUCT, USB_SERIAL, USB_FIELDS };
+static const yw_field usb_fields[USB_FIELDS] = {
+    [USB_VENDOR] = {"vendor", f_usb_vendor},
+    [USB_PRODUCT] = {"product", f_usb_product},
+    [USB_SERIAL] = {"serial", f_usb_serial},
 };
 
 /* usb: VENDOR[:PRODUCT], or {vendor, product, serial}. */
-static int parse_usb(pctx *c, yaml_node_t *n, const char *key, gen_usb *u)
+static int parse_usb(yw_ctx *c, yaml_node_t *n, const char *key, gen_usb *u)
 {
     u->set = true;
     if (n->type == YAML_SCALAR_NODE) {
-        const char *s = text(c, n, key, 16, false);
+        const char *s = yw_text(c, n, key, 16, false);
         if (!s) {
             return -1;
         }
@@ -354,18 +101,18 @@ static int parse_usb(pctx *c, yaml_node_t *n, const char *key, gen_usb *u)
         size_t vl = colon ? (size_t)(colon - s) : strlen(s);
         if (!parse_usb_id(s, vl, &u->vendor) ||
             (colon && !parse_usb_id(colon + 1, strlen(colon + 1), &u->product))) {
-            return fail(c, n, key,
-                        "must be VENDOR or VENDOR:PRODUCT in hexadecimal (e.g. 0403:6001), or "
-                        "a mapping with vendor, product and serial");
+            return yw_fail(c, n, key,
+                           "must be VENDOR or VENDOR:PRODUCT in hexadecimal (e.g. 0403:6001), or "
+                           "a mapping with vendor, product and serial");
         }
         u->has_product = colon != NULL;
         return 0;
     }
     unsigned seen;
-    if (parse_map(c, n, key, usb_fields, 3, u, &seen) < 0) {
+    if (yw_parse_map(c, n, key, usb_fields, USB_FIELDS, u, &seen) < 0) {
         return -1;
     }
-    return seen & 1U ? 0 : fail(c, n, key, "vendor is required");
+    return seen & YW_BIT(USB_VENDOR) ? 0 : yw_fail(c, n, key, "vendor is required");
 }
 
 /* ---- devices ---- */
@@ -381,50 +128,51 @@ static bool is_alnum_ch(char ch)
     return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
 }
 
-static int f_entry_path(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_entry_path(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     gen_entry *e = obj;
     if (e->paths) {
-        return fail(c, v, key, "path and paths cannot be used together (paths: is a group)");
+        return yw_fail(c, v, key, "path and paths cannot be used together (paths: is a group)");
     }
     e->paths = calloc(1, sizeof(*e->paths));
     if (!e->paths) {
-        return oom(c, v, key);
+        return yw_oom(c, v, key);
     }
     e->n_paths = 1;
-    return get_path(c, v, key, &e->paths[0]);
+    return yw_get_path(c, v, key, GEN_MAX_STRING, &e->paths[0]);
 }
 
-static int f_entry_paths(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_entry_paths(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     gen_entry *e = obj;
     if (e->paths) {
-        return fail(c, v, key, "path and paths cannot be used together (paths: is a group)");
+        return yw_fail(c, v, key, "path and paths cannot be used together (paths: is a group)");
     }
-    if (check_list(c, v, key, 1, GEN_MAX_GROUP) < 0) {
+    if (yw_check_list(c, v, key, 1, GEN_MAX_GROUP) < 0) {
         return -1;
     }
-    size_t n = list_len(v);
+    size_t n = yw_list_len(v);
     e->paths = calloc(n, sizeof(*e->paths));
     if (!e->paths) {
-        return oom(c, v, key);
+        return yw_oom(c, v, key);
     }
     e->n_paths = n;
     e->group = true;
     for (size_t i = 0; i < n; i++) {
-        char sub[KEYLEN];
-        item_key(sub, key, i);
-        if (get_path(c, node_at(c, v->data.sequence.items.start[i]), sub, &e->paths[i]) < 0) {
+        char sub[YW_KEYLEN];
+        yw_item_key(sub, key, i);
+        if (yw_get_path(c, yw_node_at(c, v->data.sequence.items.start[i]), sub, GEN_MAX_STRING,
+                        &e->paths[i]) < 0) {
             return -1;
         }
     }
     return 0;
 }
 
-static int f_entry_id(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_entry_id(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     gen_entry *e = obj;
-    if (dup_text(c, v, key, 200, &e->id) < 0) {
+    if (yw_dup_text(c, v, key, 200, &e->id) < 0) {
         return -1;
     }
     size_t len = strlen(e->id);
@@ -433,37 +181,38 @@ static int f_entry_id(pctx *c, yaml_node_t *v, const char *key, void *obj)
         ok = id_char_ok(e->id[i]);
     }
     return ok ? 0
-              : fail(c, v, key,
-                     "must be letters, digits, '_', '-', '.' or ':', with a letter or digit at "
-                     "both ends");
+              : yw_fail(c, v, key,
+                        "must be letters, digits, '_', '-', '.' or ':', with a letter or digit at "
+                        "both ends");
 }
 
-static int f_entry_usb(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_entry_usb(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     return parse_usb(c, v, key, &((gen_entry *)obj)->usb);
 }
 
-static const field entry_fields[] = {
-    {"path", f_entry_path},
-    {"paths", f_entry_paths},
-    {"id", f_entry_id},
-    {"usb", f_entry_usb},
+enum { ENTRY_PATH, ENTRY_PATHS, ENTRY_ID, ENTRY_USB, ENTRY_FIELDS };
+static const yw_field entry_fields[ENTRY_FIELDS] = {
+    [ENTRY_PATH] = {"path", f_entry_path},
+    [ENTRY_PATHS] = {"paths", f_entry_paths},
+    [ENTRY_ID] = {"id", f_entry_id},
+    [ENTRY_USB] = {"usb", f_entry_usb},
 };
 
-static int parse_entry(pctx *c, yaml_node_t *n, const char *key, gen_entry *e)
+static int parse_entry(yw_ctx *c, yaml_node_t *n, const char *key, gen_entry *e)
 {
     if (n->type == YAML_SCALAR_NODE) { /* "- /dev/kvm" is short for "- path: /dev/kvm" */
         return f_entry_path(c, n, key, e);
     }
     unsigned seen;
-    if (parse_map(c, n, key, entry_fields, 4, e, &seen) < 0) {
+    if (yw_parse_map(c, n, key, entry_fields, ENTRY_FIELDS, e, &seen) < 0) {
         return -1;
     }
-    if (!(seen & (1U | 2U | 8U))) {
-        return fail(c, n, key, "needs path (a glob), paths (a group) or usb");
+    if (!(seen & (YW_BIT(ENTRY_PATH) | YW_BIT(ENTRY_PATHS) | YW_BIT(ENTRY_USB)))) {
+        return yw_fail(c, n, key, "needs path (a glob), paths (a group) or usb");
     }
-    if ((seen & 4U) && !(seen & 2U)) {
-        return fail(c, n, key, "id is only for a group (paths:)");
+    if ((seen & YW_BIT(ENTRY_ID)) && !(seen & YW_BIT(ENTRY_PATHS))) {
+        return yw_fail(c, n, key, "id is only for a group (paths:)");
     }
     return 0;
 }
@@ -477,149 +226,151 @@ typedef struct rparse {
     yaml_node_t *cdi_node;
 } rparse;
 
-static int f_name(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_name(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     rparse *rp = obj;
     rp->name_node = v;
-    if (dup_text(c, v, key, 253 + 64, &rp->r->name) < 0) {
+    if (yw_dup_text(c, v, key, 253 + 64, &rp->r->name) < 0) {
         return -1;
     }
     const char *why = NULL;
     if (kdp_validate_resource_name(rp->r->name, &why) < 0) {
-        return fail(c, v, key, "invalid resource name \"%s\": %s", rp->r->name, why);
+        return yw_fail(c, v, key, "invalid resource name \"%s\": %s", rp->r->name, why);
     }
     return 0;
 }
 
 /* The library's own rule (kdp_validate_socket_name): one rule everywhere. */
-static int check_socket(pctx *c, yaml_node_t *v, const char *key, const char *s)
+static int check_socket(yw_ctx *c, yaml_node_t *v, const char *key, const char *s)
 {
     const char *why = NULL;
     if (kdp_validate_socket_name(s, &why) < 0) {
-        return fail(c, v, key, "%s", why);
+        return yw_fail(c, v, key, "%s", why);
     }
     return 0;
 }
 
-static int f_socket(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_socket(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     rparse *rp = obj;
     rp->socket_node = v;
-    if (dup_text(c, v, key, KDP_SOCKET_NAME_MAX, &rp->r->socket) < 0) {
+    if (yw_dup_text(c, v, key, KDP_SOCKET_NAME_MAX, &rp->r->socket) < 0) {
         return -1;
     }
     return check_socket(c, v, key, rp->r->socket);
 }
 
-static int f_devices(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_devices(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     gen_resource *r = ((rparse *)obj)->r;
-    if (check_list(c, v, key, 1, GEN_MAX_ENTRIES) < 0) {
+    if (yw_check_list(c, v, key, 1, GEN_MAX_ENTRIES) < 0) {
         return -1;
     }
-    size_t n = list_len(v);
+    size_t n = yw_list_len(v);
     r->entries = calloc(n, sizeof(*r->entries));
     if (!r->entries) {
-        return oom(c, v, key);
+        return yw_oom(c, v, key);
     }
     r->n_entries = n;
     for (size_t i = 0; i < n; i++) {
-        char sub[KEYLEN];
-        item_key(sub, key, i);
-        if (parse_entry(c, node_at(c, v->data.sequence.items.start[i]), sub, &r->entries[i]) < 0) {
+        char sub[YW_KEYLEN];
+        yw_item_key(sub, key, i);
+        if (parse_entry(c, yw_node_at(c, v->data.sequence.items.start[i]), sub, &r->entries[i]) <
+            0) {
             return -1;
         }
     }
     return 0;
 }
 
-static int f_count(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_count(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
-    return get_count(c, v, key, &((rparse *)obj)->r->count);
+    return yw_get_count(c, v, key, GEN_MAX_COUNT, &((rparse *)obj)->r->count);
 }
 
-static int f_permissions(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_permissions(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     gen_resource *r = ((rparse *)obj)->r;
-    if (dup_text(c, v, key, 3, &r->permissions) < 0) {
+    if (yw_dup_text(c, v, key, 3, &r->permissions) < 0) {
         return -1;
     }
     const char *s = r->permissions;
     for (size_t i = 0; s[i]; i++) {
         if (!strchr("rwm", s[i]) || strchr(s + i + 1, s[i])) {
-            return fail(c, v, key, "must be letters from \"rwm\", each at most once");
+            return yw_fail(c, v, key, "must be letters from \"rwm\", each at most once");
         }
     }
     return 0;
 }
 
-static int f_mount_host(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_mount_host(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
-    return get_path(c, v, key, &((gen_mount *)obj)->host_path);
+    return yw_get_path(c, v, key, GEN_MAX_STRING, &((gen_mount *)obj)->host_path);
 }
 
-static int f_mount_container(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_mount_container(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
-    return get_path(c, v, key, &((gen_mount *)obj)->container_path);
+    return yw_get_path(c, v, key, GEN_MAX_STRING, &((gen_mount *)obj)->container_path);
 }
 
-static int f_mount_ro(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_mount_ro(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
-    return get_bool(c, v, key, &((gen_mount *)obj)->read_only);
+    return yw_get_bool(c, v, key, &((gen_mount *)obj)->read_only);
 }
 
-static const field mount_fields[] = {
-    {"hostPath", f_mount_host},
-    {"containerPath", f_mount_container},
-    {"readOnly", f_mount_ro},
+enum { MOUNT_HOST_PATH, MOUNT_CONTAINER_PATH, MOUNT_READ_ONLY, MOUNT_FIELDS };
+static const yw_field mount_fields[MOUNT_FIELDS] = {
+    [MOUNT_HOST_PATH] = {"hostPath", f_mount_host},
+    [MOUNT_CONTAINER_PATH] = {"containerPath", f_mount_container},
+    [MOUNT_READ_ONLY] = {"readOnly", f_mount_ro},
 };
 
-static int f_mounts(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_mounts(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     gen_resource *r = ((rparse *)obj)->r;
-    if (check_list(c, v, key, 0, GEN_MAX_MOUNTS) < 0) {
+    if (yw_check_list(c, v, key, 0, GEN_MAX_MOUNTS) < 0) {
         return -1;
     }
-    size_t n = list_len(v);
+    size_t n = yw_list_len(v);
     r->mounts = calloc(n ? n : 1, sizeof(*r->mounts));
     if (!r->mounts) {
-        return oom(c, v, key);
+        return yw_oom(c, v, key);
     }
     r->n_mounts = n;
     for (size_t i = 0; i < n; i++) {
-        char sub[KEYLEN];
-        item_key(sub, key, i);
-        yaml_node_t *m = node_at(c, v->data.sequence.items.start[i]);
+        char sub[YW_KEYLEN];
+        yw_item_key(sub, key, i);
+        yaml_node_t *m = yw_node_at(c, v->data.sequence.items.start[i]);
         unsigned seen;
-        if (parse_map(c, m, sub, mount_fields, 3, &r->mounts[i], &seen) < 0) {
+        if (yw_parse_map(c, m, sub, mount_fields, MOUNT_FIELDS, &r->mounts[i], &seen) < 0) {
             return -1;
         }
-        if (!(seen & 1U)) {
-            return fail(c, m, sub, "hostPath is required");
+        if (!(seen & YW_BIT(MOUNT_HOST_PATH))) {
+            return yw_fail(c, m, sub, "hostPath is required");
         }
     }
     return 0;
 }
 
-static int env_pair(pctx *c, yaml_node_pair_t *p, const char *key, gen_resource *r)
+static int env_pair(yw_ctx *c, yaml_node_pair_t *p, const char *key, gen_resource *r)
 {
-    yaml_node_t *k = node_at(c, p->key);
-    yaml_node_t *v = node_at(c, p->value);
-    const char *name = text(c, k, key, 255, false);
+    yaml_node_t *k = yw_node_at(c, p->key);
+    yaml_node_t *v = yw_node_at(c, p->value);
+    const char *name = yw_text(c, k, key, 255, false);
     if (!name) {
         return -1;
     }
-    char sub[KEYLEN];
-    subkey(sub, key, name);
+    char sub[YW_KEYLEN];
+    yw_subkey(sub, key, name);
     if (strchr(name, '=')) {
-        return fail(c, k, sub, "an environment variable name must not contain '='");
+        return yw_fail(c, k, sub, "an environment variable name must not contain '='");
     }
     for (size_t i = 0; i < r->n_env; i++) {
         if (strcmp(r->env[i].key, name) == 0) {
-            return fail(c, k, sub, "duplicate key");
+            return yw_fail(c, k, sub, "duplicate key");
         }
     }
-    const char *val = text(c, v, sub, 32768, true);
+    const char *val = yw_text(c, v, sub, 32768, true);
     if (!val) {
         return -1;
     }
@@ -627,22 +378,22 @@ static int env_pair(pctx *c, yaml_node_pair_t *p, const char *key, gen_resource 
     e->key = strdup(name);
     e->value = strdup(val);
     r->n_env++;
-    return e->key && e->value ? 0 : oom(c, v, sub);
+    return e->key && e->value ? 0 : yw_oom(c, v, sub);
 }
 
-static int f_env(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_env(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     gen_resource *r = ((rparse *)obj)->r;
     if (v->type != YAML_MAPPING_NODE) {
-        return fail(c, v, key, "must be a mapping of NAME: value, not %s", type_name(v));
+        return yw_fail(c, v, key, "must be a mapping of NAME: value, not %s", yw_type_name(v));
     }
     size_t n = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
     if (n > GEN_MAX_ENV) {
-        return fail(c, v, key, "must have at most %u variables", GEN_MAX_ENV);
+        return yw_fail(c, v, key, "must have at most %u variables", GEN_MAX_ENV);
     }
     r->env = calloc(n ? n : 1, sizeof(*r->env));
     if (!r->env) {
-        return oom(c, v, key);
+        return yw_oom(c, v, key);
     }
     for (size_t i = 0; i < n; i++) {
         if (env_pair(c, &v->data.mapping.pairs.start[i], key, r) < 0) {
@@ -652,65 +403,77 @@ static int f_env(pctx *c, yaml_node_t *v, const char *key, void *obj)
     return 0;
 }
 
-static int f_cdi_kind(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_cdi_kind(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     gen_resource *r = ((rparse *)obj)->r;
-    if (dup_text(c, v, key, 320, &r->cdi_kind) < 0) {
+    if (yw_dup_text(c, v, key, 320, &r->cdi_kind) < 0) {
         return -1;
     }
     const char *why = NULL;
     if (kdp_validate_cdi_kind(r->cdi_kind, &why) < 0) {
-        return fail(c, v, key, "invalid CDI kind \"%s\": %s", r->cdi_kind, why);
+        return yw_fail(c, v, key, "invalid CDI kind \"%s\": %s", r->cdi_kind, why);
     }
     return 0;
 }
 
-static int f_cdi_specs(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_cdi_specs(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
-    return get_bool(c, v, key, &((rparse *)obj)->r->cdi_device_specs);
+    return yw_get_bool(c, v, key, &((rparse *)obj)->r->cdi_device_specs);
 }
 
-static const field cdi_fields[] = {
-    {"kind", f_cdi_kind},
-    {"deviceSpecs", f_cdi_specs},
+enum { CDI_KIND, CDI_DEVICE_SPECS, CDI_FIELDS };
+static const yw_field cdi_fields[CDI_FIELDS] = {
+    [CDI_KIND] = {"kind", f_cdi_kind},
+    [CDI_DEVICE_SPECS] = {"deviceSpecs", f_cdi_specs},
 };
 
 /* cdi: true | false | {kind, deviceSpecs} */
-static int f_cdi(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_cdi(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     rparse *rp = obj;
     rp->cdi_node = v;
     if (v->type == YAML_SCALAR_NODE) {
-        return get_bool(c, v, key, &rp->r->cdi);
+        return yw_get_bool(c, v, key, &rp->r->cdi);
     }
     unsigned seen;
     rp->r->cdi = true;
-    return parse_map(c, v, key, cdi_fields, 2, rp, &seen);
+    return yw_parse_map(c, v, key, cdi_fields, CDI_FIELDS, rp, &seen);
 }
 
-static const field resource_fields[] = {
-    {"name", f_name},
-    {"socket", f_socket},
-    {"devices", f_devices},
-    {"count", f_count},
-    {"permissions", f_permissions},
-    {"mounts", f_mounts},
-    {"env", f_env},
-    {"cdi", f_cdi},
+enum {
+    RES_NAME,
+    RES_SOCKET,
+    RES_DEVICES,
+    RES_COUNT,
+    RES_PERMISSIONS,
+    RES_MOUNTS,
+    RES_ENV,
+    RES_CDI,
+    RES_FIELDS
+};
+static const yw_field resource_fields[RES_FIELDS] = {
+    [RES_NAME] = {"name", f_name},
+    [RES_SOCKET] = {"socket", f_socket},
+    [RES_DEVICES] = {"devices", f_devices},
+    [RES_COUNT] = {"count", f_count},
+    [RES_PERMISSIONS] = {"permissions", f_permissions},
+    [RES_MOUNTS] = {"mounts", f_mounts},
+    [RES_ENV] = {"env", f_env},
+    [RES_CDI] = {"cdi", f_cdi},
 };
 
 /* "example.com/serial" -> "kdp-example-com-serial.sock". */
-static int default_socket(pctx *c, rparse *rp, const char *key)
+static int default_socket(yw_ctx *c, rparse *rp, const char *key)
 {
     gen_resource *r = rp->r;
     size_t len = strlen(r->name);
-    if (len + 9 > 100) {
-        return fail(c, rp->name_node, key,
-                    "the socket name made from it would be too long: set socket");
+    if (len + 9 > KDP_SOCKET_NAME_MAX) {
+        return yw_fail(c, rp->name_node, key,
+                       "the socket name made from it would be too long: set socket");
     }
     r->socket = malloc(len + 10);
     if (!r->socket) {
-        return oom(c, rp->name_node, key);
+        return yw_oom(c, rp->name_node, key);
     }
     char *o = r->socket + sprintf(r->socket, "kdp-");
     for (const char *p = r->name; *p; p++) {
@@ -723,54 +486,54 @@ static int default_socket(pctx *c, rparse *rp, const char *key)
 }
 
 /* Defaults and the checks that need the whole resource. */
-static int finish_resource(pctx *c, yaml_node_t *n, const char *key, rparse *rp, unsigned seen)
+static int finish_resource(yw_ctx *c, yaml_node_t *n, const char *key, rparse *rp, unsigned seen)
 {
     gen_resource *r = rp->r;
-    char sub[KEYLEN];
-    if (!(seen & 1U) || !(seen & 4U)) {
-        subkey(sub, key, seen & 1U ? "devices" : "name");
-        return fail(c, n, sub, "is required");
+    char sub[YW_KEYLEN];
+    if (!(seen & YW_BIT(RES_NAME)) || !(seen & YW_BIT(RES_DEVICES))) {
+        yw_subkey(sub, key, seen & YW_BIT(RES_NAME) ? "devices" : "name");
+        return yw_fail(c, n, sub, "is required");
     }
-    subkey(sub, key, "name");
+    yw_subkey(sub, key, "name");
     if (!r->socket && default_socket(c, rp, sub) < 0) {
         return -1;
     }
     if (strlen(c->dp_dir) + 1 + strlen(r->socket) > KDP_SOCKET_PATH_MAX) {
-        subkey(sub, key, "socket");
-        return fail(c, rp->socket_node, sub,
-                    "the socket path %s/%s is over %d bytes (the unix socket limit)", c->dp_dir,
-                    r->socket, KDP_SOCKET_PATH_MAX);
+        yw_subkey(sub, key, "socket");
+        return yw_fail(c, rp->socket_node, sub,
+                       "the socket path %s/%s is over %d bytes (the unix socket limit)", c->dp_dir,
+                       r->socket, KDP_SOCKET_PATH_MAX);
     }
     if (!r->count) {
         r->count = 1;
     }
     if (!r->permissions && !(r->permissions = strdup("rw"))) {
-        return oom(c, n, key);
+        return yw_oom(c, n, key);
     }
     for (size_t i = 0; i < r->n_mounts; i++) {
         gen_mount *m = &r->mounts[i];
         if (!m->container_path && !(m->container_path = strdup(m->host_path))) {
-            return oom(c, n, key);
+            return yw_oom(c, n, key);
         }
     }
     if (r->cdi && !r->cdi_kind) {
         const char *why = NULL;
-        subkey(sub, key, "cdi");
+        yw_subkey(sub, key, "cdi");
         if (kdp_validate_cdi_kind(r->name, &why) < 0) {
-            return fail(c, rp->cdi_node, sub,
-                        "the resource name is not a valid CDI kind (%s): set cdi.kind", why);
+            return yw_fail(c, rp->cdi_node, sub,
+                           "the resource name is not a valid CDI kind (%s): set cdi.kind", why);
         }
         if (!(r->cdi_kind = strdup(r->name))) {
-            return oom(c, n, key);
+            return yw_oom(c, n, key);
         }
     }
     return 0;
 }
 
-static int parse_resource(pctx *c, yaml_node_t *n, const char *key, rparse *rp)
+static int parse_resource(yw_ctx *c, yaml_node_t *n, const char *key, rparse *rp)
 {
     unsigned seen = 0;
-    if (parse_map(c, n, key, resource_fields, 8, rp, &seen) < 0) {
+    if (yw_parse_map(c, n, key, resource_fields, RES_FIELDS, rp, &seen) < 0) {
         return -1;
     }
     if (!rp->name_node) {
@@ -795,75 +558,77 @@ typedef struct top {
     char *cdi_dir;
 } top;
 
-static int f_resources(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_resources(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     top *t = obj;
-    if (check_list(c, v, key, 1, GEN_MAX_RESOURCES) < 0) {
+    if (yw_check_list(c, v, key, 1, GEN_MAX_RESOURCES) < 0) {
         return -1;
     }
-    size_t n = list_len(v);
+    size_t n = yw_list_len(v);
     t->cfg->res = calloc(n, sizeof(*t->cfg->res));
     t->rps = calloc(n, sizeof(*t->rps));
     if (!t->cfg->res || !t->rps) {
-        return oom(c, v, key);
+        return yw_oom(c, v, key);
     }
     t->cfg->n_res = n;
     for (size_t i = 0; i < n; i++) {
-        char sub[KEYLEN];
-        item_key(sub, key, i);
+        char sub[YW_KEYLEN];
+        yw_item_key(sub, key, i);
         t->rps[i].r = &t->cfg->res[i];
-        if (parse_resource(c, node_at(c, v->data.sequence.items.start[i]), sub, &t->rps[i]) < 0) {
+        if (parse_resource(c, yw_node_at(c, v->data.sequence.items.start[i]), sub, &t->rps[i]) <
+            0) {
             return -1;
         }
     }
     return 0;
 }
 
-static int f_root(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_root(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
-    return get_path(c, v, key, &((top *)obj)->root);
+    return yw_get_path(c, v, key, GEN_MAX_STRING, &((top *)obj)->root);
 }
 
-static int f_sysfs(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_sysfs(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
-    return get_path(c, v, key, &((top *)obj)->sysfs);
+    return yw_get_path(c, v, key, GEN_MAX_STRING, &((top *)obj)->sysfs);
 }
 
-static int f_cdi_dir(pctx *c, yaml_node_t *v, const char *key, void *obj)
+static int f_cdi_dir(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
-    return get_path(c, v, key, &((top *)obj)->cdi_dir);
+    return yw_get_path(c, v, key, GEN_MAX_STRING, &((top *)obj)->cdi_dir);
 }
 
-static const field top_fields[] = {
-    {"resources", f_resources},
-    {"root", f_root},
-    {"sysfs", f_sysfs},
-    {"cdiDir", f_cdi_dir},
+enum { TOP_RESOURCES, TOP_ROOT, TOP_SYSFS, TOP_CDI_DIR, TOP_FIELDS };
+static const yw_field top_fields[TOP_FIELDS] = {
+    [TOP_RESOURCES] = {"resources", f_resources},
+    [TOP_ROOT] = {"root", f_root},
+    [TOP_SYSFS] = {"sysfs", f_sysfs},
+    [TOP_CDI_DIR] = {"cdiDir", f_cdi_dir},
 };
 
 /* Names, sockets and CDI kinds must be unique across resources. */
-static int check_unique(pctx *c, const top *t)
+static int check_unique(yw_ctx *c, const top *t)
 {
     const gen_config *cfg = t->cfg;
     for (size_t j = 1; j < cfg->n_res; j++) {
         const gen_resource *b = &cfg->res[j];
         for (size_t i = 0; i < j; i++) {
             const gen_resource *a = &cfg->res[i];
-            char key[KEYLEN];
+            char key[YW_KEYLEN];
             if (strcmp(a->name, b->name) == 0) {
                 snprintf(key, sizeof(key), "resources[%zu].name", j);
-                return fail(c, t->rps[j].name_node, key,
-                            "duplicate resource name \"%s\" (also resources[%zu])", b->name, i);
+                return yw_fail(c, t->rps[j].name_node, key,
+                               "duplicate resource name \"%s\" (also resources[%zu])", b->name, i);
             }
             if (strcmp(a->socket, b->socket) == 0) {
                 snprintf(key, sizeof(key), "resources[%zu].socket", j);
-                return fail(c, t->rps[j].socket_node, key,
-                            "socket \"%s\" is also used by resources[%zu]", b->socket, i);
+                return yw_fail(c, t->rps[j].socket_node, key,
+                               "socket \"%s\" is also used by resources[%zu]", b->socket, i);
             }
             if (a->cdi && b->cdi && strcmp(a->cdi_kind, b->cdi_kind) == 0) {
                 snprintf(key, sizeof(key), "resources[%zu].cdi", j);
-                return fail(c, t->rps[j].cdi_node, key,
-                            "CDI kind \"%s\" is also used by resources[%zu]", b->cdi_kind, i);
+                return yw_fail(c, t->rps[j].cdi_node, key,
+                               "CDI kind \"%s\" is also used by resources[%zu]", b->cdi_kind, i);
             }
         }
     }
@@ -923,7 +688,7 @@ static char *fingerprint(const gen_resource *r)
 }
 
 /* The global settings go into each resource (and its fingerprint). */
-static int finish_config(pctx *c, top *t, yaml_node_t *root_node)
+static int finish_config(yw_ctx *c, top *t, yaml_node_t *root_node)
 {
     const char *dflt[3] = {"/", "/sys", "/var/run/cdi"};
     char **src[3] = {&t->root, &t->sysfs, &t->cdi_dir};
@@ -933,32 +698,32 @@ static int finish_config(pctx *c, top *t, yaml_node_t *root_node)
         for (size_t k = 0; k < 3; k++) {
             *dst[k] = strdup(*src[k] ? *src[k] : dflt[k]);
             if (!*dst[k]) {
-                return oom(c, root_node, "");
+                return yw_oom(c, root_node, "");
             }
         }
         r->fingerprint = fingerprint(r);
         if (!r->fingerprint) {
-            return oom(c, root_node, "");
+            return yw_oom(c, root_node, "");
         }
     }
     return check_unique(c, t);
 }
 
-static int walk(pctx *c, gen_config *cfg)
+static int walk(yw_ctx *c, gen_config *cfg)
 {
     yaml_node_t *root = yaml_document_get_root_node(&c->doc);
     if (!root) {
-        return fail(c, NULL, "", "the file is empty: expected a mapping with a resources: list");
+        return yw_fail(c, NULL, "", "the file is empty: expected a mapping with a resources: list");
     }
     if (root->type != YAML_MAPPING_NODE) {
-        return fail(c, root, "", "expected a mapping with a resources: list, not %s",
-                    type_name(root));
+        return yw_fail(c, root, "", "expected a mapping with a resources: list, not %s",
+                       yw_type_name(root));
     }
     top t = {.cfg = cfg};
     unsigned seen = 0;
-    int r = parse_map(c, root, "", top_fields, 4, &t, &seen);
-    if (r == 0 && !(seen & 1U)) {
-        r = fail(c, root, "resources", "is required");
+    int r = yw_parse_map(c, root, "", top_fields, TOP_FIELDS, &t, &seen);
+    if (r == 0 && !(seen & YW_BIT(TOP_RESOURCES))) {
+        r = yw_fail(c, root, "resources", "is required");
     }
     if (r == 0) {
         r = finish_config(c, &t, root);
@@ -971,7 +736,7 @@ static int walk(pctx *c, gen_config *cfg)
 }
 
 /* Reads the whole file (a regular file, capped). */
-static int read_file(pctx *c, unsigned char **ret, size_t *ret_len)
+static int read_file(yw_ctx *c, unsigned char **ret, size_t *ret_len)
 {
     int fd = open(c->file, O_RDONLY | O_CLOEXEC);
     struct stat st;
@@ -980,28 +745,29 @@ static int read_file(pctx *c, unsigned char **ret, size_t *ret_len)
         if (fd >= 0) {
             close(fd);
         }
-        return fail(c, NULL, "", "cannot read the file: %s", strerror(e));
+        return yw_fail(c, NULL, "", "cannot read the file: %s", strerror(e));
     }
     if (!S_ISREG(st.st_mode) || st.st_size > (off_t)GEN_MAX_FILE_BYTES) {
         close(fd);
-        return fail(c, NULL, "", "must be a regular file of at most %u bytes", GEN_MAX_FILE_BYTES);
+        return yw_fail(c, NULL, "", "must be a regular file of at most %u bytes",
+                       GEN_MAX_FILE_BYTES);
     }
     unsigned char *buf = malloc((size_t)st.st_size + 1);
     ssize_t n = buf ? read(fd, buf, (size_t)st.st_size + 1) : -1;
     close(fd);
     if (n < 0 || (size_t)n > (size_t)st.st_size) {
         free(buf);
-        return fail(c, NULL, "", "cannot read the file%s", n < 0 ? "" : ": it changed size");
+        return yw_fail(c, NULL, "", "cannot read the file%s", n < 0 ? "" : ": it changed size");
     }
     *ret = buf;
     *ret_len = (size_t)n;
     return 0;
 }
 
-static int syntax_error(pctx *c, const yaml_parser_t *p)
+static int syntax_error(yw_ctx *c, const yaml_parser_t *p)
 {
     if (p->error == YAML_MEMORY_ERROR) {
-        return fail(c, NULL, "", "out of memory");
+        return yw_fail(c, NULL, "", "out of memory");
     }
     const yaml_mark_t *m = p->problem ? &p->problem_mark : &p->context_mark;
     char ctx[256] = "";
@@ -1009,15 +775,15 @@ static int syntax_error(pctx *c, const yaml_parser_t *p)
         snprintf(ctx, sizeof(ctx), " (%s, line %zu)", p->context, p->context_mark.line + 1);
     }
     yaml_node_t at = {.start_mark = *m};
-    return fail(c, &at, "", "YAML syntax error: %s%s", p->problem ? p->problem : "invalid YAML",
-                ctx);
+    return yw_fail(c, &at, "", "YAML syntax error: %s%s", p->problem ? p->problem : "invalid YAML",
+                   ctx);
 }
 
 int gen_config_load(const char *file, const char *dp_dir, gen_config *out, char **err)
 {
     memset(out, 0, sizeof(*out));
     *err = NULL;
-    pctx c = {.file = file, .dp_dir = dp_dir, .budget = SCALAR_BUDGET};
+    yw_ctx c = {.file = file, .dp_dir = dp_dir, .budget = SCALAR_BUDGET};
     unsigned char *buf = NULL;
     size_t len = 0;
     if (read_file(&c, &buf, &len) < 0) {
@@ -1027,7 +793,7 @@ int gen_config_load(const char *file, const char *dp_dir, gen_config *out, char 
     yaml_parser_t parser;
     int r = -1;
     if (!yaml_parser_initialize(&parser)) {
-        r = fail(&c, NULL, "", "out of memory");
+        r = yw_fail(&c, NULL, "", "out of memory");
     } else {
         yaml_parser_set_input_string(&parser, buf, len);
         if (!yaml_parser_load(&parser, &c.doc)) {
