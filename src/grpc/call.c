@@ -26,6 +26,7 @@ kdp__call *kdp__call_new(sconn *sc, int32_t stream_id, size_t max_recv)
     if (!call) {
         return NULL;
     }
+    kdp__link_init(&call->link);
     call->sc = sc;
     call->stream_id = stream_id;
     call->encoding_ok = true;

@@ -105,11 +105,7 @@ static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame
         kdp__call_free(call);
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
-    call->next = sc->calls;
-    if (sc->calls) {
-        sc->calls->prev = call;
-    }
-    sc->calls = call;
+    kdp__list_insert_after(&sc->calls, &call->link);
     sc->srv->stats.active_calls++;
     sc->srv->stats.calls_total++;
     return 0;
@@ -246,8 +242,14 @@ static void enforce_max_buffered(kdp__server *s)
 {
     while (s->held > s->cfg.max_buffered) {
         kdp__call *victim = NULL;
-        for (sconn *sc = s->conns; sc; sc = sc->next) {
-            for (kdp__call *c = sc->calls; c; c = c->next) {
+        const kdp__link *ls;
+        kdp__list_for_each(ls, &s->conns)
+        {
+            const sconn *sc = KDP__CONTAINER_OF(ls, sconn, link);
+            kdp__link *lc;
+            kdp__list_for_each(lc, &sc->calls)
+            {
+                kdp__call *c = KDP__CONTAINER_OF(lc, kdp__call, link);
                 if (!victim || c->held > victim->held) {
                     victim = c;
                 }
@@ -343,14 +345,7 @@ static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, v
 static void unlink_call(kdp__call *call)
 {
     sconn *sc = call->sc;
-    if (call->prev) {
-        call->prev->next = call->next;
-    } else {
-        sc->calls = call->next;
-    }
-    if (call->next) {
-        call->next->prev = call->prev;
-    }
+    kdp__link_remove(&call->link);
     set_held(call, 0);
     sc->srv->stats.active_calls--;
 }
@@ -373,7 +368,7 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
 
 static void maybe_done(kdp__server *s)
 {
-    if (s->shutting_down && !s->conns && s->done) {
+    if (s->shutting_down && kdp__list_empty(&s->conns) && s->done) {
         kdp__timer_start(s->done_timer, 0);
     }
 }
@@ -381,21 +376,15 @@ static void maybe_done(kdp__server *s)
 static void sconn_free(sconn *sc)
 {
     kdp__server *s = sc->srv;
-    while (sc->calls) {
-        kdp__call *call = sc->calls;
+    kdp__link *first;
+    while ((first = kdp__list_first(&sc->calls))) {
+        kdp__call *call = KDP__CONTAINER_OF(first, kdp__call, link);
         kdp__call_closed(call);
         unlink_call(call);
         kdp__call_free(call);
     }
     kdp__conn_free(sc->conn);
-    if (sc->prev) {
-        sc->prev->next = sc->next;
-    } else {
-        s->conns = sc->next;
-    }
-    if (sc->next) {
-        sc->next->prev = sc->prev;
-    }
+    kdp__link_remove(&sc->link);
     s->stats.connections--;
     free(sc);
 }
@@ -447,6 +436,10 @@ int kdp__server_adopt(kdp__server *s, int fd)
     }
     sconn *sc = calloc(1, sizeof(*sc));
     nghttp2_session *session = NULL;
+    if (sc) {
+        kdp__link_init(&sc->link);
+        kdp__link_init(&sc->calls);
+    }
     if (!sc || session_new(s, sc, &session) < 0 ||
         kdp__conn_new(s->loop, fd, session, on_conn_closed, sc, &sc->conn) < 0) {
         log_warn("refusing a connection: out of memory");
@@ -456,11 +449,7 @@ int kdp__server_adopt(kdp__server *s, int fd)
         return -ENOMEM;
     }
     sc->srv = s;
-    sc->next = s->conns;
-    if (s->conns) {
-        s->conns->prev = sc;
-    }
-    s->conns = sc;
+    kdp__list_insert_after(&s->conns, &sc->link);
     s->stats.connections++;
     kdp__conn_flush(sc->conn); /* our SETTINGS */
     return 0;
@@ -545,6 +534,7 @@ int kdp__server_new(kdp__loop *l, const kdp__method *methods, size_t n_methods,
     if (!s) {
         return -ENOMEM;
     }
+    kdp__link_init(&s->conns);
     s->loop = l;
     s->listen_fd = -1;
     if (cfg) {
@@ -640,10 +630,16 @@ void kdp__server_shutdown(kdp__server *s, uint64_t linger_us, kdp__server_done_f
     s->done = done;
     s->done_ud = ud;
     stop_listening(s);
-    for (sconn *sc = s->conns, *next; sc; sc = next) {
-        next = sc->next;
+    kdp__link *ls;
+    kdp__link *next;
+    kdp__list_for_each_safe(ls, next, &s->conns)
+    {
+        sconn *sc = KDP__CONTAINER_OF(ls, sconn, link);
         kdp__conn_hold(sc->conn); /* no stream may close while we walk them */
-        for (kdp__call *call = sc->calls; call; call = call->next) {
+        kdp__link *lc;
+        kdp__list_for_each(lc, &sc->calls)
+        {
+            kdp__call *call = KDP__CONTAINER_OF(lc, kdp__call, link);
             if (!call->finished) {
                 s->stats.calls_cancelled++;
                 kdp__call_abort(call, KDP__ST_UNAVAILABLE, "server is shutting down");
@@ -660,8 +656,9 @@ void kdp__server_free(kdp__server *s)
     if (!s) {
         return;
     }
-    while (s->conns) {
-        sconn_free(s->conns);
+    kdp__link *first;
+    while ((first = kdp__list_first(&s->conns))) {
+        sconn_free(KDP__CONTAINER_OF(first, sconn, link));
     }
     stop_listening(s);
     kdp__timer_free(s->done_timer);

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 
+#include "base/list.h"
 #include "grpc/conn.h"
 #include "grpc/server.h"
 #include "grpc/wire.h"
@@ -23,7 +24,7 @@ typedef struct sconn sconn;
 
 struct kdp__call {
     sconn *sc;
-    struct kdp__call *prev, *next; /* in sc->calls */
+    kdp__link link; /* in sc->calls */
     int32_t stream_id;
     const kdp__method *method; /* set once the headers validated */
 
@@ -63,10 +64,10 @@ struct kdp__call {
 
 struct sconn {
     kdp__server *srv;
-    sconn *prev, *next;
+    kdp__link link; /* in srv->conns */
     kdp__conn *conn;
-    kdp__call *calls;
-    size_t held; /* request bytes its calls hold (max_conn_buffered) */
+    kdp__link calls; /* its open calls, newest first */
+    size_t held;     /* request bytes its calls hold (max_conn_buffered) */
 };
 
 struct kdp__server {
@@ -83,7 +84,7 @@ struct kdp__server {
     char *path;
     ino_t ino;
 
-    sconn *conns;
+    kdp__link conns; /* its connections, newest first */
     kdp__server_stats stats;
     size_t held; /* request bytes every call holds (max_buffered) */
 

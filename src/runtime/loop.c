@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/list.h"
+
 #define MAX_EVENTS  64
 #define MAX_SIGINFO 8
 #define NOT_ARMED   SIZE_MAX
@@ -39,12 +41,14 @@ enum obj_kind {
     SRC_SIGNALFD,
 };
 
+#define OBJ_OF(l) KDP__CONTAINER_OF(l, struct obj, link)
+
 struct obj {
     uint8_t kind; /* first: epoll data.ptr points at a struct obj */
     bool dead;
     kdp__loop *loop;
-    struct obj *prev, *next; /* loop->head[kind] list */
-    struct obj *next_dead;   /* loop->dead list */
+    kdp__link link;        /* in loop->objs[kind] */
+    struct obj *next_dead; /* loop->dead list */
 };
 
 struct kdp__io {
@@ -80,7 +84,7 @@ struct kdp__signal {
 struct kdp__loop {
     int epfd, tfd, efd, sfd;
     struct obj tfd_src, efd_src, sfd_src;
-    struct obj *head[OBJ_KINDS], *tail[OBJ_KINDS];
+    kdp__link objs[OBJ_KINDS]; /* every object of each kind, in creation order */
     struct obj *dead;
     unsigned depth; /* nesting of kdp__loop_dispatch() */
     bool quit;
@@ -106,29 +110,13 @@ static void obj_link(kdp__loop *l, struct obj *o, enum obj_kind kind)
 {
     o->kind = (uint8_t)kind;
     o->loop = l;
-    o->prev = l->tail[kind];
-    o->next = NULL;
-    if (o->prev) {
-        o->prev->next = o;
-    } else {
-        l->head[kind] = o;
-    }
-    l->tail[kind] = o;
+    kdp__list_append(&l->objs[kind], &o->link);
 }
 
 static void obj_destroy(struct obj *o)
 {
     kdp__loop *l = o->loop;
-    if (o->prev) {
-        o->prev->next = o->next;
-    } else {
-        l->head[o->kind] = o->next;
-    }
-    if (o->next) {
-        o->next->prev = o->prev;
-    } else {
-        l->tail[o->kind] = o->prev;
-    }
+    kdp__link_remove(&o->link);
     if (o->kind == OBJ_TIMER) {
         l->ntimers--;
     }
@@ -178,6 +166,9 @@ int kdp__loop_new(kdp__loop **ret)
     if (!l) {
         return -ENOMEM;
     }
+    for (int k = 0; k < OBJ_KINDS; k++) {
+        kdp__link_init(&l->objs[k]);
+    }
     l->tfd = l->efd = l->sfd = -1;
     sigemptyset(&l->sigmask);
     sigemptyset(&l->sig_blocked);
@@ -217,8 +208,9 @@ void kdp__loop_free(kdp__loop *l)
     }
     assert(l->depth == 0);
     for (int k = 0; k < OBJ_KINDS; k++) {
-        while (l->head[k]) {
-            obj_destroy(l->head[k]);
+        kdp__link *first;
+        while ((first = kdp__list_first(&l->objs[k]))) {
+            obj_destroy(OBJ_OF(first));
         }
     }
     restore_sigmask(l);
@@ -610,8 +602,11 @@ static int run_wakeups(kdp__loop *l)
     uint64_t count;
     (void)!read(l->efd, &count, sizeof(count));
     int calls = 0;
-    /* Freed wakeups stay linked (dead) until the batch ends, so o->next is safe. */
-    for (struct obj *o = l->head[OBJ_WAKEUP]; o; o = o->next) {
+    /* Freed wakeups stay linked (dead) until the batch ends, so the next link is safe. */
+    kdp__link *it;
+    kdp__list_for_each(it, &l->objs[OBJ_WAKEUP])
+    {
+        struct obj *o = OBJ_OF(it);
         kdp__wakeup *w = (kdp__wakeup *)o;
         if (!o->dead && atomic_exchange(&w->pending, false)) {
             w->cb(w, w->ud);
@@ -632,7 +627,10 @@ void kdp__wakeup_free(kdp__wakeup *w)
 
 static bool signo_in_use(const kdp__loop *l, int signo)
 {
-    for (const struct obj *o = l->head[OBJ_SIGNAL]; o; o = o->next) {
+    const kdp__link *it;
+    kdp__list_for_each(it, &l->objs[OBJ_SIGNAL])
+    {
+        const struct obj *o = OBJ_OF(it);
         if (!o->dead && ((const kdp__signal *)o)->signo == signo) {
             return true;
         }
@@ -756,14 +754,17 @@ void kdp__signal_free(kdp__signal *s)
 
 static void call_handlers(kdp__loop *l, int signo, int *calls)
 {
-    struct obj *last = l->tail[OBJ_SIGNAL]; /* not handlers added meanwhile */
-    for (struct obj *o = l->head[OBJ_SIGNAL]; o; o = o->next) {
+    kdp__link *last = l->objs[OBJ_SIGNAL].prev; /* not handlers added meanwhile */
+    kdp__link *it;
+    kdp__list_for_each(it, &l->objs[OBJ_SIGNAL])
+    {
+        struct obj *o = OBJ_OF(it);
         kdp__signal *s = (kdp__signal *)o;
         if (!o->dead && s->signo == signo) {
             s->cb(s, signo, s->ud);
             (*calls)++;
         }
-        if (o == last) {
+        if (it == last) {
             break;
         }
     }
