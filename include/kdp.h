@@ -36,10 +36,9 @@ extern "C" {
 #define KDP_EXPORT
 #endif
 
-/* The version this header belongs to. It equals project(VERSION) in
- * CMakeLists.txt and what kdp_version() returns (tests/packaging checks
- * both). Compatibility rules, and the ABI number in the library's SONAME
- * (libkdp.so.0), are in docs/api.md. */
+/* The version this header belongs to: the release, and what kdp_version()
+ * returns for this header's library. Compatibility rules, and the ABI number
+ * in the library's SONAME (libkdp.so.0), are in docs/api.md. */
 #define KDP_VERSION_MAJOR 0
 #define KDP_VERSION_MINOR 1
 #define KDP_VERSION_PATCH 0
@@ -120,95 +119,23 @@ typedef void (*kdp_log_fn)(kdp_log_level level, const char *msg, void *ud);
 KDP_EXPORT void kdp_log_set(kdp_log_level min_level, kdp_log_fn fn, void *ud);
 
 /* ------------------------------------------------------------------------
- * Devices
+ * Plugins
  * ------------------------------------------------------------------------ */
 
+/* A device's health, as the kubelet is told; it can go both ways. */
 typedef enum kdp_health {
     KDP_HEALTHY = 0,
     KDP_UNHEALTHY = 1,
 } kdp_health;
 
-/* One device as the author describes it. Every pointer is borrowed for the
- * duration of the call that takes the struct (kdp copies what it keeps). */
-typedef struct kdp_device {
-    /* Required. Unique within the resource; 1-255 bytes, printable ASCII,
-     * no spaces, no '/' or ',' (the kubelet uses IDs in paths and lists). */
-    const char *id;
-    kdp_health health;
-    /* NUMA nodes the device is close to. NULL/0 = no affinity. Negative
-     * values (sysfs' -1 "no node") are ignored, never sent. */
-    const int64_t *numa_nodes;
-    size_t n_numa_nodes;
-    /* Optional host device node (e.g. "/dev/ttyUSB0"). The default Allocate
-     * hands it to the container with container_path (default: the same
-     * path) and permissions (default "rw"). */
-    const char *host_path;
-    const char *container_path;
-    const char *permissions;
-} kdp_device;
-
-/* A list being built by a kdp_list_fn. */
-typedef struct kdp_device_list kdp_device_list;
-
-/* Adds a copy of d. Returns 0, -EINVAL (bad id, permissions or path),
- * -EEXIST (duplicate id) or -ENOMEM. */
-KDP_EXPORT int kdp_device_list_add(kdp_device_list *list, const kdp_device *d);
-
-/* ------------------------------------------------------------------------
- * Allocation
- * ------------------------------------------------------------------------ */
-
-/* What the kubelet asks for one container: the chosen device IDs (all known
- * and healthy: kdp checked them before calling you). */
-typedef struct kdp_alloc_request {
-    const char *const *ids;
-    size_t n_ids;
-} kdp_alloc_request;
-
-/* The answer for one container, built with the kdp_response_* calls. */
-typedef struct kdp_alloc_response kdp_alloc_response;
-
-/* Sets env var key=value in the container (a later add of the same key
- * replaces the value). -EINVAL if key is empty or contains '='. */
-KDP_EXPORT int kdp_response_add_env(kdp_alloc_response *r, const char *key, const char *value);
-/* Bind-mounts host_path at container_path. Both absolute: -EINVAL
- * otherwise. One mount per container path: the same mount again is a no-op
- * (0), another one at that path -EEXIST. */
-KDP_EXPORT int kdp_response_add_mount(kdp_alloc_response *r, const char *container_path,
-                                      const char *host_path, bool read_only);
-/* Gives the container a device node. permissions: a non-empty combination
- * of 'r', 'w', 'm' (each at most once); NULL = "rw". Paths absolute.
- * -EINVAL otherwise. One device node per container path: the same node
- * again is a no-op (0), another one at that path -EEXIST. */
-KDP_EXPORT int kdp_response_add_device(kdp_alloc_response *r, const char *container_path,
-                                       const char *host_path, const char *permissions);
-/* Adds a container annotation. -EINVAL if key is empty. */
-KDP_EXPORT int kdp_response_add_annotation(kdp_alloc_response *r, const char *key,
-                                           const char *value);
-/* Adds a CDI device by fully qualified name "vendor.com/class=name".
- * -EINVAL if malformed. */
-KDP_EXPORT int kdp_response_add_cdi_device(kdp_alloc_response *r, const char *name);
-/* What kdp answers when there is no allocate op: a device node for each
- * requested device that has a host_path, and the env var named by
- * kdp_config.env_name listing the IDs, comma-separated. */
-KDP_EXPORT int kdp_response_add_defaults(kdp_alloc_response *r);
-
-/* GetPreferredAllocation input (only called when the kubelet has a choice). */
-typedef struct kdp_preferred_request {
-    const char *const *available; /* healthy candidates */
-    size_t n_available;
-    const char *const *must_include; /* already chosen (init containers) */
-    size_t n_must_include;
-    size_t size; /* how many to return */
-} kdp_preferred_request;
-
-/* The answer being built: IDs in order of preference. */
-typedef struct kdp_id_list kdp_id_list;
-KDP_EXPORT int kdp_id_list_add(kdp_id_list *l, const char *id);
-
-/* ------------------------------------------------------------------------
- * Plugins
- * ------------------------------------------------------------------------ */
+/* What the callbacks below are handed; each is described with the calls
+ * that build or read it (Devices, Allocation). */
+typedef struct kdp_device kdp_device;                 /* one device, as the author describes it */
+typedef struct kdp_device_list kdp_device_list;       /* a list being built by a kdp_list_fn */
+typedef struct kdp_alloc_request kdp_alloc_request;   /* the IDs asked for one container */
+typedef struct kdp_alloc_response kdp_alloc_response; /* the answer for one container */
+typedef struct kdp_preferred_request kdp_preferred_request; /* a preferred-allocation question */
+typedef struct kdp_id_list kdp_id_list; /* its answer: IDs in order of preference */
 
 typedef struct kdp_ctx kdp_ctx;
 typedef struct kdp_plugin kdp_plugin;
@@ -431,12 +358,93 @@ KDP_EXPORT int kdp_run_simple(const char *resource_name, const char *socket_name
                               void *ud);
 
 /* ------------------------------------------------------------------------
+ * Devices
+ * ------------------------------------------------------------------------ */
+
+/* One device as the author describes it. Every pointer is borrowed for the
+ * duration of the call that takes the struct (kdp copies what it keeps). */
+struct kdp_device {
+    /* Required. Unique within the resource; 1-255 bytes, printable ASCII,
+     * no spaces, no '/' or ',' (the kubelet uses IDs in paths and lists). */
+    const char *id;
+    kdp_health health;
+    /* NUMA nodes the device is close to. NULL/0 = no affinity. Negative
+     * values (sysfs' -1 "no node") are ignored, never sent. */
+    const int64_t *numa_nodes;
+    size_t n_numa_nodes;
+    /* Optional host device node (e.g. "/dev/ttyUSB0"). The default Allocate
+     * hands it to the container with container_path (default: the same
+     * path) and permissions (default "rw"). */
+    const char *host_path;
+    const char *container_path;
+    const char *permissions;
+};
+
+/* Adds a copy of d. Returns 0, -EINVAL (bad id, permissions or path),
+ * -EEXIST (duplicate id) or -ENOMEM. */
+KDP_EXPORT int kdp_device_list_add(kdp_device_list *list, const kdp_device *d);
+
+/* ------------------------------------------------------------------------
+ * Allocation
+ * ------------------------------------------------------------------------ */
+
+/* What the kubelet asks for one container: the chosen device IDs (all known
+ * and healthy: kdp checked them before calling you). */
+struct kdp_alloc_request {
+    const char *const *ids;
+    size_t n_ids;
+};
+
+/* The answer for one container (a kdp_alloc_response) is built with the
+ * kdp_response_* calls. Each copies its strings.
+ *
+ * Sets env var key=value in the container (a later add of the same key
+ * replaces the value). Returns 0, -EINVAL (key empty or with '='), -ENOMEM. */
+KDP_EXPORT int kdp_response_add_env(kdp_alloc_response *r, const char *key, const char *value);
+/* Bind-mounts host_path at container_path. One mount per container path:
+ * the same mount again is a no-op. Returns 0, -EINVAL (a path not
+ * absolute), -EEXIST (another mount at that container path), -ENOMEM. */
+KDP_EXPORT int kdp_response_add_mount(kdp_alloc_response *r, const char *container_path,
+                                      const char *host_path, bool read_only);
+/* Gives the container a device node. permissions: a non-empty combination
+ * of 'r', 'w', 'm' (each at most once); NULL = "rw". One device node per
+ * container path: the same node again is a no-op. Returns 0, -EINVAL (a
+ * path not absolute, bad permissions), -EEXIST (another node at that
+ * container path), -ENOMEM. */
+KDP_EXPORT int kdp_response_add_device(kdp_alloc_response *r, const char *container_path,
+                                       const char *host_path, const char *permissions);
+/* Adds a container annotation. Returns 0, -EINVAL (key empty), -ENOMEM. */
+KDP_EXPORT int kdp_response_add_annotation(kdp_alloc_response *r, const char *key,
+                                           const char *value);
+/* Adds a CDI device by fully qualified name "vendor.com/class=name".
+ * Returns 0, -EINVAL (malformed), -ENOMEM. */
+KDP_EXPORT int kdp_response_add_cdi_device(kdp_alloc_response *r, const char *name);
+/* What kdp answers when there is no allocate op: a device node for each
+ * requested device that has a host_path, and the env var named by
+ * kdp_config.env_name listing the IDs, comma-separated. Returns 0,
+ * -EEXIST (a node conflicts with one added before), -ENOMEM. */
+KDP_EXPORT int kdp_response_add_defaults(kdp_alloc_response *r);
+
+/* GetPreferredAllocation input (only called when the kubelet has a choice). */
+struct kdp_preferred_request {
+    const char *const *available; /* healthy candidates */
+    size_t n_available;
+    const char *const *must_include; /* already chosen (init containers) */
+    size_t n_must_include;
+    size_t size; /* how many to return */
+};
+
+/* Adds an ID to the answer being built (kdp_id_list: IDs in order of
+ * preference). Returns 0, -EINVAL (not a valid device ID), -ENOMEM. */
+KDP_EXPORT int kdp_id_list_add(kdp_id_list *l, const char *id);
+
+/* ------------------------------------------------------------------------
  * Discovery: device nodes on the host, their USB identity and NUMA node,
  * hot-plug, and CDI specs, for plugins that hand out existing device nodes
  * (tools/generic/ is built on these).
  *
  * Roots: root is where the host's "/" is seen (NULL = "/"; e.g. "/host" in
- * a container that mounts the host there, a temp dir in tests) and sysfs
+ * a container that mounts the host there, a fake tree) and sysfs
  * where the host's sysfs is (NULL = "/sys"). Paths passed in and handed
  * back are host paths ("/dev/ttyUSB0"), never prefixed with root: they are
  * what the kubelet and the container runtime see. These calls do blocking
@@ -487,8 +495,8 @@ KDP_EXPORT void kdp_usb_list_free(kdp_usb_device *devs, size_t n);
 
 /* The USB device that the device node at host path `path` (under root)
  * belongs to: its sysfs entry is found through <sysfs>/dev/{char,block}/
- * MAJOR:MINOR for a real node, else (regular files and fifos in a test
- * tree, or no such entry) through <sysfs>/class/{any}/<basename>, else, for
+ * MAJOR:MINOR for a real node, else (regular files and fifos standing for
+ * nodes, or no such entry) through <sysfs>/class/{any}/<basename>, else, for
  * /dev/bus/usb/BBB/DDD, through busnum and devnum; from there the nearest
  * ancestor with idVendor and idProduct is the USB device. A symlink (e.g.
  * in /dev/serial/by-id) is followed inside root first. Fills *ret (release

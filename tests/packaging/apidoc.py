@@ -61,6 +61,9 @@ def decl_names(decl):
         if m:
             return [m.group(1)]
         return [re.findall(r"(\w+)\s*;", flat)[-1]]
+    m = re.match(r"struct\s+(\w+)\s*\{", code)  # a struct typedef'd before
+    if m:
+        return [m.group(1)]
     m = re.search(r"(\w+)\s*\(", code)
     return [m.group(1)] if m else []
 
