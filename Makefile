@@ -10,7 +10,7 @@ CMAKE_GEN  := -G Ninja
 JOBS       ?= $(shell nproc)
 
 .PHONY: all deps build test test-unit test-asan test-tsan test-valgrind fuzz fuzz-build format \
-	clean demo bench
+	lint clean demo bench
 
 all: build
 
@@ -23,11 +23,13 @@ $(BUILD)/build.ninja: CMakeLists.txt
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Every test: the normal build (valgrind memcheck of an example plugin
-# included), a short run of every fuzz target (their corpora are also
-# replayed by ctest), the threaded tests under TSan, then every test again
-# under ASan+UBSan, whose ctest summary closes the output.
+# Every test: lint (clang-format and clang-tidy, zero findings), the normal
+# build (valgrind memcheck of an example plugin included), a short run of
+# every fuzz target (their corpora are also replayed by ctest), the threaded
+# tests under TSan, then every test again under ASan+UBSan, whose ctest
+# summary closes the output.
 test: build
+	@scripts/lint.sh $(BUILD)
 	cd $(BUILD) && ctest --output-on-failure -j 2
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
 	$(MAKE) --no-print-directory test-tsan
@@ -81,6 +83,10 @@ demo: build
 # kdp side by side with the Go way; writes build/bench/ and prints a table.
 bench: build
 	@bench/run.sh $(BUILD)
+
+# clang-format's check and clang-tidy (.clang-tidy) with zero findings.
+lint: build
+	@scripts/lint.sh $(BUILD)
 
 format:
 	clang-format -i include/*.h src/*/*.[ch] examples/*.[ch] tools/*/*.[ch] tests/unit/*.c \

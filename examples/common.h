@@ -11,13 +11,14 @@
 static inline const char *flag_value(int argc, char **argv, int *i, const char *name)
 {
     size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0) {
+    const char *arg = *i < argc ? argv[*i] : NULL;
+    if (!arg || strncmp(arg, name, n) != 0) {
         return NULL;
     }
-    if (argv[*i][n] == '=') {
-        return argv[*i] + n + 1;
+    if (arg[n] == '=') {
+        return arg + n + 1;
     }
-    if (argv[*i][n] == '\0' && *i + 1 < argc) {
+    if (arg[n] == '\0' && *i + 1 < argc) {
         return argv[++*i];
     }
     return NULL;

@@ -74,8 +74,14 @@ static int allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_respo
     if (!ids) {
         return -ENOMEM;
     }
+    size_t o = 0;
     for (size_t i = 0; i < req->n_ids; i++) {
-        strcat(i ? strcat(ids, ",") : ids, req->ids[i]);
+        size_t n = strlen(req->ids[i]);
+        if (i) {
+            ids[o++] = ',';
+        }
+        memcpy(ids + o, req->ids[i], n + 1);
+        o += n;
     }
     int r = kdp_response_add_env(resp, "GOPHER", ids);
     free(ids);

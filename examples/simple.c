@@ -34,7 +34,13 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *v;
         if ((v = flag_value(argc, argv, &i, "--count"))) {
-            count = atoi(v);
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*v == '\0' || *end != '\0' || n < 0 || n > 100000) {
+                fprintf(stderr, "--count: %s is not a number from 0 to 100000\n", v);
+                return 2;
+            }
+            count = (int)n;
         } else if ((v = flag_value(argc, argv, &i, "--resource"))) {
             resource = v;
         } else if ((v = flag_value(argc, argv, &i, "--device-plugin-dir"))) {

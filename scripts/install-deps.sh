@@ -13,6 +13,8 @@ packages=(
   libyaml-dev
   # tests, sanitizers, fuzzing
   libcmocka-dev clang libclang-rt-14-dev valgrind
+  # make lint: clang-tidy with the repo's .clang-tidy, clang-format's check
+  clang-tidy clang-format
   # real gRPC peers: grpc-go (built offline in GOPATH mode) and grpcio
   golang-go golang-google-grpc-dev golang-google-protobuf-dev
   protobuf-compiler protoc-gen-go protoc-gen-go-grpc

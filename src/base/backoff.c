@@ -10,9 +10,9 @@ static uint32_t clock_seed(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t v = (uint64_t)ts.tv_sec * 1000000007u + (uint64_t)ts.tv_nsec;
+    uint64_t v = (uint64_t)ts.tv_sec * 1000000007U + (uint64_t)ts.tv_nsec;
     uint32_t s = (uint32_t)(v ^ (v >> 32));
-    return s ? s : 0x9e3779b9u;
+    return s ? s : 0x9E3779B9U;
 }
 
 void kdp__backoff_init(kdp__backoff *b, uint64_t min_us, uint64_t max_us, uint32_t seed)

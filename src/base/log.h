@@ -12,12 +12,10 @@ bool kdp__log_enabled(kdp_log_level level);
 void kdp__log(kdp_log_level level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* An expression, not a statement: the arguments are evaluated only when the
+ * line is emitted, and a log line adds no branch to its function. */
 #define KDP__LOG(lvl, ...)                                                                         \
-    do {                                                                                           \
-        if (kdp__log_enabled(lvl)) {                                                               \
-            kdp__log(lvl, __FILE__, __LINE__, __VA_ARGS__);                                        \
-        }                                                                                          \
-    } while (0)
+    ((void)(kdp__log_enabled(lvl) && (kdp__log(lvl, __FILE__, __LINE__, __VA_ARGS__), true)))
 #define log_debug(...) KDP__LOG(KDP_LOG_DEBUG, __VA_ARGS__)
 #define log_info(...)  KDP__LOG(KDP_LOG_INFO, __VA_ARGS__)
 #define log_warn(...)  KDP__LOG(KDP_LOG_WARNING, __VA_ARGS__)

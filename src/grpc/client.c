@@ -14,7 +14,7 @@
 #include "grpc/wire.h"
 #include "runtime/sock.h"
 
-#define DEFAULT_MAX_RECV (16U * 1024U * 1024U)
+#define DEFAULT_MAX_RECV ((size_t)16 * 1024 * 1024)
 #define STREAM_WINDOW    (1U << 20)
 #define MESSAGE_MAX      256
 

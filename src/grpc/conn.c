@@ -13,7 +13,7 @@
 
 /* Gather at most this much before a send(): one syscall for many frames,
  * while a large message is still streamed rather than copied whole. */
-#define OUT_GATHER   (64U * 1024U)
+#define OUT_GATHER   ((size_t)64 * 1024)
 #define READ_CHUNK   (16U * 1024U)
 #define READS_PER_IO 16
 

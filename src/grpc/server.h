@@ -110,8 +110,8 @@ int kdp__call_send(kdp__call *call, const uint8_t *msg, size_t len);
  * before (ListAndWatch): queued messages not started yet are dropped first,
  * so the queue of a client that does not read stays bounded. */
 int kdp__call_send_latest(kdp__call *call, const uint8_t *msg, size_t len);
-/* Packs m straight into the send queue (no intermediate copy). */
-int kdp__call_send_pb(kdp__call *call, const ProtobufCMessage *m);
+/* Packs pb straight into the send queue (no intermediate copy). */
+int kdp__call_send_pb(kdp__call *call, const ProtobufCMessage *pb);
 /* Ends the call with status and message (may be NULL; percent-encoded here).
  * The handle is invalid after this. Returns 0 or -errno. */
 int kdp__call_finish(kdp__call *call, int status, const char *message);

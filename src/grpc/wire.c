@@ -350,6 +350,48 @@ static int deliver(kdp__deframer *d, const uint8_t *msg, size_t len, kdp__defram
     return cb(ud, len ? msg : empty, len);
 }
 
+static size_t min_size(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Takes header bytes from data[*off..len). Once the header is whole, a body
+ * that is all here (or empty) is handed over with no copy. */
+static int feed_header(kdp__deframer *d, const uint8_t *data, size_t len, size_t *off,
+                       kdp__deframer_cb cb, void *ud)
+{
+    size_t n = min_size(KDP__FRAME_HEADER_LEN - d->hdr_len, len - *off);
+    memcpy(d->hdr + d->hdr_len, data + *off, n);
+    d->hdr_len += n;
+    *off += n;
+    if (d->hdr_len < KDP__FRAME_HEADER_LEN) {
+        return 0; /* data ends inside the header */
+    }
+    int r = start_body(d);
+    if (r < 0 || len - *off < d->need) {
+        return r;
+    }
+    size_t need = d->need;
+    r = deliver(d, data + *off, need, cb, ud);
+    *off += need;
+    return r;
+}
+
+/* A body split across feeds: assembles it in buf. */
+static int feed_body(kdp__deframer *d, const uint8_t *data, size_t len, size_t *off,
+                     kdp__deframer_cb cb, void *ud)
+{
+    int r = reserve_body(d);
+    if (r < 0) {
+        return r;
+    }
+    size_t n = min_size(d->need - d->len, len - *off);
+    memcpy(d->buf + d->len, data + *off, n);
+    d->len += n;
+    *off += n;
+    return d->len == d->need ? deliver(d, d->buf, d->need, cb, ud) : 0;
+}
+
 int kdp__deframer_feed(kdp__deframer *d, const uint8_t *data, size_t len, kdp__deframer_cb cb,
                        void *ud)
 {
@@ -358,57 +400,15 @@ int kdp__deframer_feed(kdp__deframer *d, const uint8_t *data, size_t len, kdp__d
         return -EPROTO;
     }
     size_t off = 0;
-    int r = 0;
     while (off < len) {
-        if (d->hdr_len < KDP__FRAME_HEADER_LEN) {
-            size_t n = KDP__FRAME_HEADER_LEN - d->hdr_len;
-            if (n > len - off) {
-                n = len - off;
-            }
-            memcpy(d->hdr + d->hdr_len, data + off, n);
-            d->hdr_len += n;
-            off += n;
-            if (d->hdr_len < KDP__FRAME_HEADER_LEN) {
-                break;
-            }
-            r = start_body(d);
-            if (r < 0) {
-                goto fail;
-            }
-            if (len - off >= d->need) {
-                /* The whole body is here (or empty, even at the end of data): no copy. */
-                size_t need = d->need;
-                r = deliver(d, data + off, need, cb, ud);
-                off += need;
-                if (r < 0) {
-                    goto fail;
-                }
-            }
-            continue;
-        }
-        /* Body split across feeds: assemble it in buf. */
-        r = reserve_body(d);
+        int r = d->hdr_len < KDP__FRAME_HEADER_LEN ? feed_header(d, data, len, &off, cb, ud)
+                                                   : feed_body(d, data, len, &off, cb, ud);
         if (r < 0) {
-            goto fail;
-        }
-        size_t n = d->need - d->len;
-        if (n > len - off) {
-            n = len - off;
-        }
-        memcpy(d->buf + d->len, data + off, n);
-        d->len += n;
-        off += n;
-        if (d->len == d->need) {
-            r = deliver(d, d->buf, d->need, cb, ud);
-            if (r < 0) {
-                goto fail;
-            }
+            d->failed = true;
+            return r;
         }
     }
     return 0;
-fail:
-    d->failed = true;
-    return r;
 }
 
 bool kdp__deframer_partial(const kdp__deframer *d)

@@ -316,6 +316,7 @@ static void fn_allocate(kdp__pjob *j)
     V1beta1__AllocateRequest *req = c->req;
     size_t n = req->n_container_requests;
     V1beta1__ContainerAllocateResponse *outs = calloc(n, sizeof(*outs));
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     V1beta1__ContainerAllocateResponse **ptrs = calloc(n, sizeof(*ptrs));
     kdp_alloc_response *bs = calloc(n, sizeof(*bs));
     size_t done = 0;
@@ -396,6 +397,7 @@ static void fn_preferred(kdp__pjob *j)
     V1beta1__PreferredAllocationRequest *req = c->req;
     size_t n = req->n_container_requests;
     V1beta1__ContainerPreferredAllocationResponse *outs = calloc(n, sizeof(*outs));
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     V1beta1__ContainerPreferredAllocationResponse **ptrs = calloc(n, sizeof(*ptrs));
     kdp_id_list *lists = calloc(n, sizeof(*lists));
     size_t done = 0;

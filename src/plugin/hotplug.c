@@ -97,7 +97,9 @@ static bool is_dir_nofollow(const char *path)
     return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Watches dir and, within the depth, its subdirectories (links not followed). */
+/* Watches dir and, within the depth, its subdirectories (links not followed).
+ * Recursive, at most MAX_DEPTH deep. */
+// NOLINTNEXTLINE(misc-no-recursion): bounded by pw->depth <= MAX_DEPTH
 static int add_tree(kdp_path_watch *pw, const char *dir, unsigned level)
 {
     int r = add_node(pw, dir, level);
@@ -211,21 +213,50 @@ static void on_event(int what, const char *name, void *ud)
     kdp_plugin_rescan(pw->p);
 }
 
+/* What is wrong with kdp_plugin_watch_path's arguments, or NULL. */
+static const char *bad_watch_args(const kdp_plugin *p, const char *dir, unsigned depth)
+{
+    if (!p) {
+        return "the plugin is NULL";
+    }
+    if (!dir) {
+        return "dir is NULL";
+    }
+    if (dir[0] != '/') {
+        return "dir must be an absolute path";
+    }
+    if (depth > MAX_DEPTH) {
+        return "depth is over 4";
+    }
+    return strlen(dir) >= PATH_MAX ? "dir is too long" : NULL;
+}
+
+/* pw->dir, without its trailing slashes ("/" stays). */
+static int set_dir(kdp_path_watch *pw, const char *dir)
+{
+    pw->dir = strdup(dir);
+    if (!pw->dir) {
+        return -ENOMEM;
+    }
+    size_t n = strlen(pw->dir);
+    while (n > 1 && pw->dir[n - 1] == '/') {
+        pw->dir[--n] = '\0';
+    }
+    return 0;
+}
+
 KDP_EXPORT int kdp_plugin_watch_path(kdp_plugin *p, const char *dir, unsigned depth,
                                      kdp_path_watch **ret)
 {
-    if (!p || !dir || dir[0] != '/' || strlen(dir) >= PATH_MAX || depth > MAX_DEPTH) {
-        log_error("kdp_plugin_watch_path: %s", !p                  ? "the plugin is NULL"
-                                               : !dir              ? "dir is NULL"
-                                               : dir[0] != '/'     ? "dir must be an absolute path"
-                                               : depth > MAX_DEPTH ? "depth is over 4"
-                                                                   : "dir is too long");
+    const char *bad = bad_watch_args(p, dir, depth);
+    if (bad) {
+        log_error("kdp_plugin_watch_path: %s", bad);
         return -EINVAL;
     }
-    int cr = kdp__ctx_check_caller(kdp__plugin_ctx(p), "kdp_plugin_watch_path",
-                                   "set watches up before the context runs, or on its thread");
-    if (cr < 0) {
-        return cr;
+    int r = kdp__ctx_check_caller(kdp__plugin_ctx(p), "kdp_plugin_watch_path",
+                                  "set watches up before the context runs, or on its thread");
+    if (r < 0) {
+        return r;
     }
     kdp_path_watch *pw = calloc(1, sizeof(*pw));
     if (!pw) {
@@ -236,13 +267,8 @@ KDP_EXPORT int kdp_plugin_watch_path(kdp_plugin *p, const char *dir, unsigned de
     kdp__link_init(&pw->att.link);
     pw->att.free = free_attached;
     pw->depth = depth;
-    pw->dir = strdup(dir);
-    int r = pw->dir ? 0 : -ENOMEM;
+    r = set_dir(pw, dir);
     if (r == 0) {
-        size_t n = strlen(pw->dir);
-        while (n > 1 && pw->dir[n - 1] == '/') {
-            pw->dir[--n] = '\0';
-        }
         r = kdp__timer_new(pw->loop, on_rearm, pw, &pw->rearm);
     }
     if (r == 0) {

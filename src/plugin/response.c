@@ -418,6 +418,7 @@ static int cdi_to_pb(const kdp_alloc_response *r, V1beta1__ContainerAllocateResp
 static int specs_to_pb(const kdp_alloc_response *r, V1beta1__ContainerAllocateResponse *out)
 {
     if (r->n_mounts > 0) {
+        // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
         out->mounts = calloc(r->n_mounts, sizeof(*out->mounts));
         if (!out->mounts) {
             return -ENOMEM;
@@ -428,6 +429,7 @@ static int specs_to_pb(const kdp_alloc_response *r, V1beta1__ContainerAllocateRe
         out->n_mounts = r->n_mounts;
     }
     if (r->n_devices > 0) {
+        // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
         out->devices = calloc(r->n_devices, sizeof(*out->devices));
         if (!out->devices) {
             return -ENOMEM;

@@ -8,7 +8,7 @@
 #include "base/log.h"
 
 /* Over this, a warning: the message nears the kubelet's limit. */
-#define WARN_MESSAGE (3U * 1024U * 1024U)
+#define WARN_MESSAGE ((size_t)3 * 1024 * 1024)
 /* A refused table is said this often. */
 #define REJECT_LOG_US     (60ULL * 1000000ULL)
 #define LIST_RETRY_MIN_US (100ULL * 1000ULL)
@@ -207,11 +207,9 @@ static void arm_rescan(kdp__table *t)
     if (!t->list_fn) {
         return;
     }
-    if (!t->serving) {
-        kdp__timer_stop(t->rescan_timer);
-    } else if (t->list_error) {
+    if (t->serving && t->list_error) {
         kdp__timer_start(t->rescan_timer, t->list_retry_us);
-    } else if (t->rescan_ms) {
+    } else if (t->serving && t->rescan_ms) {
         kdp__timer_start(t->rescan_timer, (uint64_t)t->rescan_ms * 1000U);
     } else {
         kdp__timer_stop(t->rescan_timer);

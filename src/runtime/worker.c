@@ -170,7 +170,7 @@ static int spawn_locked(core *c)
     sigset_t old;
     sigfillset(&all);
     pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 256U * 1024U);
+    pthread_attr_setstacksize(&attr, (size_t)256 * 1024);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int r = pthread_create(&t->tid, &attr, thread_main, t);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -392,6 +392,7 @@ static int f_env(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
         return yw_fail(c, v, key, "must have at most %u variables", GEN_MAX_ENV);
     }
     r->env = calloc(n ? n : 1, sizeof(*r->env));
+    r->n_env = 0;
     if (!r->env) {
         return yw_oom(c, v, key);
     }
@@ -462,27 +463,37 @@ static const yw_field resource_fields[RES_FIELDS] = {
     [RES_CDI] = {"cdi", f_cdi},
 };
 
-/* "example.com/serial" -> "kdp-example-com-serial.sock". */
-static int default_socket(yw_ctx *c, rparse *rp, const char *key)
+/* A resource name's character in a default socket name: lower case letters
+ * and digits as they are, '-' for anything else. */
+static char socket_char(char ch)
 {
-    gen_resource *r = rp->r;
-    size_t len = strlen(r->name);
+    if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9')) {
+        return ch;
+    }
+    return (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : '-');
+}
+
+/* "example.com/serial" -> "kdp-example-com-serial.sock", or NULL (reported). */
+static char *default_socket(yw_ctx *c, const rparse *rp, const char *key)
+{
+    const char *name = rp->r->name;
+    size_t len = strlen(name);
     if (len + 9 > KDP_SOCKET_NAME_MAX) {
-        return yw_fail(c, rp->name_node, key,
-                       "the socket name made from it would be too long: set socket");
+        (void)yw_fail(c, rp->name_node, key,
+                      "the socket name made from it would be too long: set socket");
+        return NULL;
     }
-    r->socket = malloc(len + 10);
-    if (!r->socket) {
-        return yw_oom(c, rp->name_node, key);
+    char *sock = malloc(len + 10);
+    if (!sock) {
+        (void)yw_oom(c, rp->name_node, key);
+        return NULL;
     }
-    char *o = r->socket + sprintf(r->socket, "kdp-");
-    for (const char *p = r->name; *p; p++) {
-        *o++ = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ? *p
-               : (*p >= 'A' && *p <= 'Z')                           ? (char)(*p - 'A' + 'a')
-                                                                    : '-';
+    char *o = sock + sprintf(sock, "kdp-");
+    for (const char *p = name; *p; p++) {
+        *o++ = socket_char(*p);
     }
-    strcpy(o, ".sock");
-    return 0;
+    memcpy(o, ".sock", sizeof(".sock"));
+    return sock;
 }
 
 /* Defaults and the checks that need the whole resource. */
@@ -495,7 +506,7 @@ static int finish_resource(yw_ctx *c, yaml_node_t *n, const char *key, rparse *r
         return yw_fail(c, n, sub, "is required");
     }
     yw_subkey(sub, key, "name");
-    if (!r->socket && default_socket(c, rp, sub) < 0) {
+    if (!r->socket && !(r->socket = default_socket(c, rp, sub))) {
         return -1;
     }
     if (strlen(c->dp_dir) + 1 + strlen(r->socket) > KDP_SOCKET_PATH_MAX) {

@@ -120,6 +120,7 @@ static int list_devices(kdp_plugin *p, kdp_device_list *out, void *ud)
 static int add_devices(kdp_plugin *p, gres *g, const kdp_alloc_request *req,
                        kdp_alloc_response *resp)
 {
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     const gen_dev **seen = calloc(req->n_ids ? req->n_ids : 1, sizeof(*seen));
     if (!seen) {
         return -ENOMEM;
@@ -472,13 +473,14 @@ static int list_once(const gen_config *c)
 static const char *flag_value(int argc, char **argv, int *i, const char *name)
 {
     size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0) {
+    const char *arg = *i < argc ? argv[*i] : NULL;
+    if (!arg || strncmp(arg, name, n) != 0) {
         return NULL;
     }
-    if (argv[*i][n] == '=') {
-        return argv[*i] + n + 1;
+    if (arg[n] == '=') {
+        return arg + n + 1;
     }
-    return argv[*i][n] == '\0' && *i + 1 < argc ? argv[++*i] : NULL;
+    return arg[n] == '\0' && *i + 1 < argc ? argv[++*i] : NULL;
 }
 
 static int usage(const char *argv0)
@@ -494,30 +496,41 @@ static int usage(const char *argv0)
     return 2;
 }
 
+static bool is_flag(const char *arg, const char *name)
+{
+    return arg && strcmp(arg, name) == 0;
+}
+
+/* The command line into a, check and list; false if it is not valid. */
+static bool parse_args(int argc, char **argv, app *a, bool *check, bool *list)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        if ((v = flag_value(argc, argv, &i, "--config"))) {
+            a->file = v;
+        } else if ((v = flag_value(argc, argv, &i, "--device-plugin-dir"))) {
+            a->dp_dir = v;
+        } else if (is_flag(argv[i], "--check")) {
+            *check = true;
+        } else if (is_flag(argv[i], "--list")) {
+            *list = true;
+        } else if (is_flag(argv[i], "--watch-config")) {
+            a->watch_config = true;
+        } else if (is_flag(argv[i], "--quiet")) {
+            gen_verbose = false;
+        } else {
+            return false;
+        }
+    }
+    return a->file && !(*check && *list);
+}
+
 int main(int argc, char **argv)
 {
     app a = {0};
     bool check = false;
     bool list = false;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if ((v = flag_value(argc, argv, &i, "--config"))) {
-            a.file = v;
-        } else if ((v = flag_value(argc, argv, &i, "--device-plugin-dir"))) {
-            a.dp_dir = v;
-        } else if (strcmp(argv[i], "--check") == 0) {
-            check = true;
-        } else if (strcmp(argv[i], "--list") == 0) {
-            list = true;
-        } else if (strcmp(argv[i], "--watch-config") == 0) {
-            a.watch_config = true;
-        } else if (strcmp(argv[i], "--quiet") == 0) {
-            gen_verbose = false;
-        } else {
-            return usage(argv[0]);
-        }
-    }
-    if (!a.file || (check && list)) {
+    if (!parse_args(argc, argv, &a, &check, &list)) {
         return usage(argv[0]);
     }
     const char *env_dir = getenv(KDP_DEVICE_PLUGIN_DIR_ENV);

@@ -213,7 +213,7 @@ static int scan_group(builder *b, const gen_entry *e)
             return 0;
         }
     }
-    if (rc == 0) {
+    if (rc == 0 && all.n > 0) { /* none if the entry had no pattern */
         char id[256];
         if (e->id) {
             snprintf(id, sizeof(id), "%s", e->id);
@@ -293,6 +293,7 @@ static int finish_devs(builder *b, gen_scan *out)
         qsort_r(b->seq, b->n, sizeof(*b->seq), cmp_dev_seq, b);
     }
     out->devs = calloc(b->n ? b->n : 1, sizeof(*out->devs));
+    out->n = 0;
     if (!out->devs) {
         return -ENOMEM;
     }

@@ -42,7 +42,8 @@ void gen_sanitize_id(const char *s, char *out)
     size_t o = 0;
     for (; *s && o < ID_MAX; s++) {
         char ch = *s;
-        out[o++] = alnum(ch) || ch == '_' || ch == '-' || ch == '.' || ch == ':' ? ch : '_';
+        bool keep = alnum(ch) || ch == '_' || ch == '-' || ch == '.' || ch == ':';
+        out[o++] = (char)(keep ? ch : '_');
     }
     while (o > 0 && !alnum(out[o - 1])) {
         o--;

@@ -163,7 +163,7 @@ void yw_subkey(char *out, const char *key, const char *name)
 {
     int w = snprintf(out, YW_KEYLEN, "%s%s%s", key, *key ? "." : "", name);
     if (w < 0 || w >= YW_KEYLEN) {
-        strcpy(out + YW_KEYLEN - 4, "...");
+        memcpy(out + YW_KEYLEN - 4, "...", 4);
     }
 }
 
@@ -240,6 +240,6 @@ void yw_item_key(char *out, const char *key, size_t i)
 {
     int w = snprintf(out, YW_KEYLEN, "%s[%zu]", key, i);
     if (w < 0 || w >= YW_KEYLEN) {
-        strcpy(out + YW_KEYLEN - 4, "...");
+        memcpy(out + YW_KEYLEN - 4, "...", 4);
     }
 }

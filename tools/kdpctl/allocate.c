@@ -195,6 +195,7 @@ static int print_response(const kc_opts *o, const kc_strv *ctrs, size_t n_ctrs,
 static int allocate_call(const kc_opts *o, const char *path, kc_strv *ctrs, size_t n)
 {
     V1beta1__ContainerAllocateRequest *reqs = calloc(n, sizeof(*reqs));
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     V1beta1__ContainerAllocateRequest **ptrs = calloc(n, sizeof(*ptrs));
     if (!reqs || !ptrs) {
         free(reqs);

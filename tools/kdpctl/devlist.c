@@ -64,6 +64,7 @@ int kc_devtab_decode(const uint8_t *msg, size_t len, kdp__devtab *t, kc_buf *war
         return -EBADMSG;
     }
     /* Sorted first, so each add appends (kdp's table inserts in place). */
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     V1beta1__Device **devs = calloc(m->n_devices ? m->n_devices : 1, sizeof(*devs));
     int r = devs ? 0 : -ENOMEM;
     size_t n = 0;
@@ -73,6 +74,7 @@ int kc_devtab_decode(const uint8_t *msg, size_t len, kdp__devtab *t, kc_buf *war
         }
     }
     if (devs) {
+        // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
         qsort(devs, n, sizeof(*devs), by_id);
     }
     kdp__devtab nt;

@@ -21,7 +21,7 @@
 #define KC_EXIT_USAGE 2 /* bad command line */
 
 #define KC_DEFAULT_DIR     KDP_DEVICE_PLUGIN_DIR
-#define KC_DEFAULT_TIMEOUT (10U * 1000U * 1000U) /* us, for one call */
+#define KC_DEFAULT_TIMEOUT ((uint64_t)10 * 1000 * 1000) /* us, for one call */
 
 /* Flags, as bits: which ones a command accepts. */
 enum {

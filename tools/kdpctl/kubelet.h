@@ -18,8 +18,8 @@
 #include "print.h"
 #include "runtime/loop.h"
 
-#define KL_DIAL_TIMEOUT (10U * 1000U * 1000U) /* the kubelet's dial bound, us */
-#define KL_REPORT_DELAY (10U * 1000U * 1000U) /* restart: who is still missing, us */
+#define KL_DIAL_TIMEOUT ((uint64_t)10 * 1000 * 1000) /* the kubelet's dial bound, us */
+#define KL_REPORT_DELAY ((uint64_t)10 * 1000 * 1000) /* restart: who is still missing, us */
 #define KL_CHECKPOINT   "kubelet_internal_checkpoint"
 #define KL_SOCKET       KDP_KUBELET_SOCKET
 #define KL_API_VERSION  KDP_KUBELET_API_VERSION

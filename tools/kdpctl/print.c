@@ -84,7 +84,7 @@ void kc_buf_safe(kc_buf *b, const char *s)
         unsigned char c = (unsigned char)*s;
         unsigned char next = (unsigned char)s[1];
         bool c1 = c == 0xc2 && next >= 0x80 && next <= 0x9f; /* U+0080..U+009F */
-        char out = c < 0x20 || c == 0x7f || c1 ? '?' : (char)c;
+        char out = (char)(c < 0x20 || c == 0x7f || c1 ? '?' : c);
         kc_buf_add(b, &out, 1);
         s += c1;
     }
