@@ -109,4 +109,11 @@ int kdp__call_start_deadline(kdp__call *call);
  * 200 if need be (e.g. 415 for a content-type that is not gRPC). */
 int kdp__call_reject_http(kdp__call *call, int http_status, int status, const char *message);
 
+/* recv.c: takes call out of its connection's list, the buffered-bytes
+ * counts and the active calls. */
+void kdp__call_unlink(kdp__call *call);
+/* recv.c: s->cbs and s->opt, the session callbacks of every connection.
+ * Returns 0 or -ENOMEM. */
+int kdp__server_make_callbacks(kdp__server *s);
+
 #endif

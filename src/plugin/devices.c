@@ -211,7 +211,7 @@ static int cmp_dev_id(const void *a, const void *b)
 
 /* A lazy table is sorted when first read: logically const, so the readers
  * taking a const table sort it here. Loop thread (or the one builder). */
-static const kdp__devtab *sorted(const kdp__devtab *ct)
+const kdp__devtab *kdp__devtab_sorted(const kdp__devtab *ct)
 {
     if (ct && ct->unsorted) {
         kdp__devtab *t = (kdp__devtab *)ct;
@@ -277,7 +277,7 @@ static int ids_reserve(kdp__devtab *t, size_t want)
 static size_t devtab_slot(const kdp__devtab *t, const char *id, bool *found)
 {
     *found = false;
-    t = sorted(t);
+    t = kdp__devtab_sorted(t);
     /* Lists usually come in order: appending is the common case. */
     if (t->n > 0 && strcmp(id, t->devs[t->n - 1].id) > 0) {
         return t->n;
@@ -425,7 +425,7 @@ int kdp__devtab_copy(kdp__devtab *dst, const kdp__devtab *src)
     if (!dst || !src) {
         return -EINVAL;
     }
-    src = sorted(src);
+    src = kdp__devtab_sorted(src);
     kdp__devtab tmp;
     kdp__devtab_init(&tmp);
     int r = devtab_reserve(&tmp, src->n);
@@ -446,7 +446,7 @@ void kdp__devtab_move(kdp__devtab *dst, kdp__devtab *src)
     if (dst == src) {
         return;
     }
-    (void)sorted(src);
+    (void)kdp__devtab_sorted(src);
     free(src->ids); /* dst is a plain (sorted, not lazy) table */
     src->ids = NULL;
     src->ids_cap = 0;
@@ -465,8 +465,8 @@ static bool dev_same_state(const kdp__dev *a, const kdp__dev *b)
 
 bool kdp__devtab_same_for_kubelet(const kdp__devtab *a, const kdp__devtab *b)
 {
-    a = sorted(a);
-    b = sorted(b);
+    a = kdp__devtab_sorted(a);
+    b = kdp__devtab_sorted(b);
     if (a->n != b->n) {
         return false;
     }
@@ -517,8 +517,8 @@ size_t kdp__devtab_count_healthy(const kdp__devtab *t)
 
 void kdp__devtab_diff(const kdp__devtab *a, const kdp__devtab *b, kdp__devtab_diff_fn cb, void *ud)
 {
-    a = sorted(a);
-    b = sorted(b);
+    a = kdp__devtab_sorted(a);
+    b = kdp__devtab_sorted(b);
     size_t na = a ? a->n : 0;
     size_t nb = b ? b->n : 0;
     size_t i = 0;
@@ -537,164 +537,4 @@ void kdp__devtab_diff(const kdp__devtab *a, const kdp__devtab *b, kdp__devtab_di
             j++;
         }
     }
-}
-
-/* --- encoding --- */
-
-/* Where each array of the message lives in one allocation. */
-typedef struct enc_layout {
-    size_t n_topo;
-    size_t n_nodes;
-    size_t off_dev_ptrs;
-    size_t off_topo;
-    size_t off_nodes;
-    size_t off_node_ptrs;
-    size_t total;
-} enc_layout;
-
-/* Appends count elements of size elem to the layout, aligned. */
-static int layout_add(size_t *total, size_t count, size_t elem, size_t *ret_off)
-{
-    const size_t align = _Alignof(max_align_t);
-    size_t off = *total;
-    size_t bytes;
-    if (off > SIZE_MAX - align) {
-        return -ENOMEM;
-    }
-    off = (off + align - 1) & ~(align - 1);
-    if (__builtin_mul_overflow(count, elem, &bytes) || __builtin_add_overflow(off, bytes, total)) {
-        return -ENOMEM;
-    }
-    *ret_off = off;
-    return 0;
-}
-
-static int enc_plan(const kdp__devtab *t, enc_layout *l)
-{
-    memset(l, 0, sizeof(*l));
-    for (size_t i = 0; i < t->n; i++) {
-        if (t->devs[i].n_numa > 0) {
-            l->n_topo++;
-            if (__builtin_add_overflow(l->n_nodes, t->devs[i].n_numa, &l->n_nodes)) {
-                return -ENOMEM;
-            }
-        }
-    }
-    size_t off_devs;
-    if (layout_add(&l->total, t->n, sizeof(V1beta1__Device), &off_devs) < 0 ||
-        layout_add(&l->total, t->n, sizeof(V1beta1__Device *), &l->off_dev_ptrs) < 0 ||
-        layout_add(&l->total, l->n_topo, sizeof(V1beta1__TopologyInfo), &l->off_topo) < 0 ||
-        layout_add(&l->total, l->n_nodes, sizeof(V1beta1__NUMANode), &l->off_nodes) < 0 ||
-        layout_add(&l->total, l->n_nodes, sizeof(V1beta1__NUMANode *), &l->off_node_ptrs) < 0) {
-        return -ENOMEM;
-    }
-    assert(off_devs == 0);
-    return 0;
-}
-
-/* Fills the message's structs in arena (laid out by l); returns the device
- * pointer array. The strings point into t. */
-static V1beta1__Device **enc_fill(const kdp__devtab *t, const enc_layout *l, char *arena)
-{
-    static const V1beta1__Device dev_init = V1BETA1__DEVICE__INIT;
-    static const V1beta1__TopologyInfo topo_init = V1BETA1__TOPOLOGY_INFO__INIT;
-    static const V1beta1__NUMANode node_init = V1BETA1__NUMANODE__INIT;
-    V1beta1__Device *devs = (V1beta1__Device *)(void *)arena;
-    V1beta1__Device **dev_ptrs = (V1beta1__Device **)(void *)(arena + l->off_dev_ptrs);
-    V1beta1__TopologyInfo *topo = (V1beta1__TopologyInfo *)(void *)(arena + l->off_topo);
-    V1beta1__NUMANode *nodes = (V1beta1__NUMANode *)(void *)(arena + l->off_nodes);
-    V1beta1__NUMANode **node_ptrs = (V1beta1__NUMANode **)(void *)(arena + l->off_node_ptrs);
-
-    for (size_t i = 0; i < t->n; i++) {
-        const kdp__dev *d = &t->devs[i];
-        V1beta1__Device *pd = &devs[i];
-        *pd = dev_init;
-        pd->id = d->id;
-        pd->health = d->health == KDP_HEALTHY ? (char *)"Healthy" : (char *)"Unhealthy";
-        dev_ptrs[i] = pd;
-        if (d->n_numa == 0) {
-            continue;
-        }
-        *topo = topo_init;
-        topo->n_nodes = d->n_numa;
-        topo->nodes = node_ptrs;
-        for (size_t k = 0; k < d->n_numa; k++) {
-            *nodes = node_init;
-            nodes->id = d->numa[k];
-            *node_ptrs++ = nodes++;
-        }
-        pd->topology = topo++;
-    }
-    return dev_ptrs;
-}
-
-static size_t varint_size(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-/* A length-delimited field: tag, length, content. */
-static size_t field_size(size_t len)
-{
-    return 1 + varint_size(len) + len;
-}
-
-size_t kdp__devtab_encoded_size(const kdp__devtab *t)
-{
-    size_t total = 0;
-    for (size_t i = 0; i < t->n; i++) {
-        const kdp__dev *d = &t->devs[i];
-        size_t dev =
-            field_size(strlen(d->id)) +
-            field_size(d->health == KDP_HEALTHY ? sizeof("Healthy") - 1 : sizeof("Unhealthy") - 1);
-        if (d->n_numa > 0) {
-            size_t topo = 0;
-            for (size_t k = 0; k < d->n_numa; k++) {
-                /* proto3: a zero ID is left out, leaving an empty NUMANode */
-                size_t node = d->numa[k] ? 1 + varint_size((uint64_t)d->numa[k]) : 0;
-                topo += field_size(node);
-            }
-            dev += field_size(topo);
-        }
-        total += field_size(dev);
-    }
-    return total;
-}
-
-int kdp__devtab_encode(const kdp__devtab *t, uint8_t **ret_buf, size_t *ret_len)
-{
-    if (!t || !ret_buf || !ret_len) {
-        return -EINVAL;
-    }
-    t = sorted(t);
-    enc_layout l;
-    int r = enc_plan(t, &l);
-    if (r < 0) {
-        return r;
-    }
-    char *arena = malloc(l.total ? l.total : 1);
-    if (!arena) {
-        return -ENOMEM;
-    }
-    V1beta1__ListAndWatchResponse resp = V1BETA1__LIST_AND_WATCH_RESPONSE__INIT;
-    resp.n_devices = t->n;
-    resp.devices = t->n ? enc_fill(t, &l, arena) : NULL;
-    size_t len = v1beta1__list_and_watch_response__get_packed_size(&resp);
-    uint8_t *buf = malloc(len ? len : 1);
-    if (!buf) {
-        free(arena);
-        return -ENOMEM;
-    }
-    size_t packed = v1beta1__list_and_watch_response__pack(&resp, buf);
-    assert(packed == len);
-    (void)packed;
-    free(arena);
-    *ret_buf = buf;
-    *ret_len = len;
-    return 0;
 }

@@ -73,7 +73,11 @@ const kdp__dev *kdp__devtab_find(const kdp__devtab *t, const char *id);
 int kdp__devtab_set_health(kdp__devtab *t, const char *id, kdp_health health);
 size_t kdp__devtab_count_healthy(const kdp__devtab *t);
 
-/* Packs the table as a v1beta1 ListAndWatchResponse ("Healthy"/"Unhealthy";
+/* t, sorted by ID if it was a lazy table not read yet (the readers below do
+ * it themselves). Loop thread, or the table's one builder. */
+const kdp__devtab *kdp__devtab_sorted(const kdp__devtab *t);
+
+/* devices_encode.c: packs the table as a v1beta1 ListAndWatchResponse ("Healthy"/"Unhealthy";
  * a device without NUMA nodes gets no topology). *ret_buf is malloc'ed.
  * Returns 0 or -ENOMEM. */
 int kdp__devtab_encode(const kdp__devtab *t, uint8_t **ret_buf, size_t *ret_len);

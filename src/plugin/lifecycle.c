@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "plugin/endpoint.h"
 #include "runtime/watch.h"
 
 #define DRAIN_LINGER_US (1000000ULL) /* bound on GOAWAY delivery at stop */
@@ -168,9 +169,9 @@ static void complete_refresh(kdp__pjob *j, bool timed_out)
     after_refresh(lc);
 }
 
-void kdp__lifecycle_on_start_listed(void *lc_)
+void kdp__lifecycle_on_start_listed(void *ud)
 {
-    kdp__lifecycle *lc = lc_;
+    kdp__lifecycle *lc = ud;
     lc->job = KDP__LC_JOB_NONE;
     if (lc->pending != KDP__LC_PENDING_NONE) {
         after_job(lc);
@@ -228,66 +229,14 @@ void kdp__lifecycle_start(kdp__lifecycle *lc)
 
 /* ---- serving ---- */
 
-/* A stale socket from a crashed run of ours (we hold the lock) is removed;
- * anything else in its place (a file, a symlink) is refused. */
-static int clear_socket_path(kdp__lifecycle *lc)
-{
-    struct stat st;
-    if (lstat(lc->cfg.socket_path, &st) < 0) {
-        return errno == ENOENT ? 0 : -errno;
-    }
-    if (!S_ISSOCK(st.st_mode)) {
-        log_error("%s: %s exists and is not a socket: refusing to replace it", lc->cfg.resource,
-                  lc->cfg.socket_path);
-        return -EEXIST;
-    }
-    /* ENOENT: a restarting kubelet removed it meanwhile, which is as good */
-    return unlink(lc->cfg.socket_path) < 0 && errno != ENOENT ? -errno : 0;
-}
-
-#define MAX_METHODS 16
-
-static int start_server(kdp__lifecycle *lc)
-{
-    kdp__method methods[MAX_METHODS];
-    size_t n = 0;
-    for (size_t i = 0; i < lc->cfg.n_svcs; i++) {
-        kdp__svc *s = lc->cfg.svcs[i];
-        n += s->ops->methods(s, methods + n, MAX_METHODS - n);
-    }
-    kdp__server_config cfg = {.max_recv_message = KDP_MAX_LIST_MESSAGE};
-    int r = kdp__server_new(lc->cfg.loop, methods, n, &cfg, &lc->server);
-    if (r < 0) {
-        return r;
-    }
-    r = kdp__server_listen(lc->server, lc->cfg.socket_path);
-    if (r < 0) {
-        kdp__server_free(lc->server);
-        lc->server = NULL;
-    }
-    return r;
-}
-
 static void serve(kdp__lifecycle *lc)
 {
     kdp__lifecycle_cfg *c = &lc->cfg;
     /* The watch first: a deletion of our socket right after we create it
      * (a starting kubelet cleaning the directory) must not go unseen. */
     kdp__pdir_watch(c->dir);
-    int r = 0;
-    for (int attempt = 0; attempt < 3; attempt++) {
-        r = clear_socket_path(lc);
-        if (r == 0) {
-            r = start_server(lc);
-        }
-        /* -ENOENT: the socket file went away between bind() and stat(): a
-         * restarting kubelet cleaning the directory. Bind again at once (a
-         * few times: it may also be the directory missing) rather than after
-         * the backoff, 50 ms and more. */
-        if (r != -ENOENT) {
-            break;
-        }
-    }
+    int r =
+        kdp__endpoint_open(c->loop, c->resource, c->socket_path, c->svcs, c->n_svcs, &lc->server);
     if (r < 0) {
         uint64_t delay = kdp__backoff_next(&lc->backoff);
         if (!kdp__pdir_report(c->dir, r)) {
@@ -312,9 +261,7 @@ static void serve(kdp__lifecycle *lc)
 /* Our socket file is still there and still the one we listen on. */
 static bool own_socket_intact(const kdp__lifecycle *lc)
 {
-    struct stat st;
-    ino_t ours = lc->server ? kdp__server_socket_ino(lc->server) : 0;
-    return lstat(lc->cfg.socket_path, &st) == 0 && st.st_ino == ours;
+    return kdp__endpoint_intact(lc->server, lc->cfg.socket_path);
 }
 
 /* Closes what serving opened; leaves the lock held. */

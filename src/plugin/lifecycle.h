@@ -128,6 +128,6 @@ kdp__reg_up kdp__lifecycle_reg_up(kdp__lifecycle *lc);
 kdp__svc_up kdp__lifecycle_svc_up(kdp__lifecycle *lc);
 kdp__pdir_cbs kdp__lifecycle_dir_cbs(kdp__lifecycle *lc);
 /* The table's start_listed callback (ud = lc). */
-void kdp__lifecycle_on_start_listed(void *lc_);
+void kdp__lifecycle_on_start_listed(void *ud);
 
 #endif
