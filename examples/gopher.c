@@ -159,7 +159,7 @@ int main(int argc, char **argv)
     kdp_log_set(KDP_LOG_INFO, NULL, NULL);
     kdp_ops ops = {.list = list_gophers, .allocate = allocate};
     kdp_plugin *p;
-    if (kdp_plugin_new(&p, NULL, &cfg, &ops, NULL) < 0) {
+    if (kdp_plugin_new(NULL, &cfg, &ops, NULL, &p) < 0) {
         return 1;
     }
     pthread_t tid;

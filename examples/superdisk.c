@@ -169,7 +169,7 @@ int main(int argc, char **argv)
                    .refresh = refresh,
                    .destroy = destroy};
     kdp_plugin *p;
-    if (kdp_plugin_new(&p, NULL, &cfg, &ops, NULL) < 0) {
+    if (kdp_plugin_new(NULL, &cfg, &ops, NULL, &p) < 0) {
         return 1;
     }
     int r = kdp_plugin_run(p);

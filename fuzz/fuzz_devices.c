@@ -74,7 +74,7 @@ static void init(void)
     kdp_config cfg = {.resource_name = "fuzz.test/devices",
                       .socket_name = "devices.sock",
                       .device_plugin_dir = "/nonexistent-kdp-fuzz"};
-    CHECK(kdp_plugin_new(&plugin, ctx, &cfg, NULL, NULL) == 0);
+    CHECK(kdp_plugin_new(ctx, &cfg, NULL, NULL, &plugin) == 0);
 }
 
 static const char *take_str(const uint8_t **p, const uint8_t *end)

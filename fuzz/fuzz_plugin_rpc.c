@@ -428,7 +428,7 @@ static void init(void)
                           .socket_name = socks[i],
                           .device_plugin_dir = dir,
                           .callback_timeout_ms = i == 2 ? 5 : 2000};
-        CHECK(kdp_plugin_new(&plugins[i], ctx, &cfg, &ops[i], NULL) == 0);
+        CHECK(kdp_plugin_new(ctx, &cfg, &ops[i], NULL, &plugins[i]) == 0);
         CHECK(kdp_plugin_set_devices(plugins[i], devs, n) == 0);
     }
     atexit(cleanup);

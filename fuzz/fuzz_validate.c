@@ -395,7 +395,7 @@ static void check_plugin_new(char **s, size_t n)
         ref_abs_path(dir) && (!cfg.env_name || ref_env_key(cfg.env_name)) &&
         strlen(dir) + (dir[strlen(dir) - 1] == '/' ? 0 : 1) + strlen(cfg.socket_name) <= 107;
     kdp_plugin *p = NULL;
-    int r = kdp_plugin_new(&p, ctx, &cfg, NULL, NULL);
+    int r = kdp_plugin_new(ctx, &cfg, NULL, NULL, &p);
     CHECK(r == 0 || r == -EINVAL || r == -ENAMETOOLONG || r == -EADDRINUSE);
     CHECK((r == 0) == want || r == -EADDRINUSE);
     if (r == 0) {

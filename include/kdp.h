@@ -270,8 +270,8 @@ KDP_EXPORT int kdp_ctx_stop(kdp_ctx *ctx);
  * socket address: logged), -EADDRINUSE (another plugin of ctx has that
  * socket), -EBUSY (ctx runs on another thread), -EPERM (from a callback),
  * -ENOMEM. */
-KDP_EXPORT int kdp_plugin_new(kdp_plugin **ret, kdp_ctx *ctx, const kdp_config *cfg,
-                              const kdp_ops *ops, void *ud);
+KDP_EXPORT int kdp_plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops *ops, void *ud,
+                              kdp_plugin **ret);
 /* Stops the plugin if running (socket removed, destroy called: on the
  * calling thread, if the plugin had not been stopped through its context
  * first) and frees it. NULL ok. Not from a callback, and not while its

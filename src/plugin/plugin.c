@@ -232,8 +232,8 @@ static int attach(kdp_plugin *p, kdp_ctx *ctx)
     return kdp__ctx_attach(ctx, &p->member);
 }
 
-KDP_EXPORT int kdp_plugin_new(kdp_plugin **ret, kdp_ctx *ctx, const kdp_config *cfg,
-                              const kdp_ops *ops, void *ud)
+KDP_EXPORT int kdp_plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops *ops, void *ud,
+                              kdp_plugin **ret)
 {
     if (!ret || !cfg) {
         log_error("kdp_plugin_new: %s is NULL", !ret ? "ret" : "the config (cfg)");
@@ -480,7 +480,7 @@ KDP_EXPORT int kdp_run_simple(const char *resource_name, const char *socket_name
     kdp_config cfg = {.resource_name = resource_name, .socket_name = socket_name};
     kdp_ops ops = {.list = list};
     kdp_plugin *p;
-    int r = kdp_plugin_new(&p, NULL, &cfg, &ops, ud);
+    int r = kdp_plugin_new(NULL, &cfg, &ops, ud, &p);
     if (r < 0) {
         return r;
     }

@@ -510,7 +510,7 @@ int main(int argc, char **argv)
         char *sock = i == 0 && socket ? strdup(socket) : socket_for(resources[i]);
         cfg.resource_name = resources[i];
         cfg.socket_name = sock;
-        int r = kdp_plugin_new(&plugins[n_plugins], ctx, &cfg, &ops, NULL);
+        int r = kdp_plugin_new(ctx, &cfg, &ops, NULL, &plugins[n_plugins]);
         free(sock);
         if (r < 0) {
             fprintf(stderr, "kdp-test-plugin: resource %d: %s\n", i + 1, strerror(-r));

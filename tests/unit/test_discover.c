@@ -488,7 +488,7 @@ static kdp_plugin *start_plugin(kdp_ctx **ctx)
     kdp_ops ops = {.list = count_list};
     kdp_plugin *p = NULL;
     assert_int_equal(kdp_ctx_new(ctx), 0);
-    assert_int_equal(kdp_plugin_new(&p, *ctx, &cfg, &ops, NULL), 0);
+    assert_int_equal(kdp_plugin_new(*ctx, &cfg, &ops, NULL, &p), 0);
     atomic_store(&lists, 0);
     assert_true(wait_lists(*ctx, 0, 5000)); /* the start's list: serving (waiting) */
     settle(*ctx, 50);

@@ -266,7 +266,7 @@ static int setup(void **state)
                       .device_plugin_dir = dir,
                       .callback_timeout_ms = 5000};
     kdp_ops ops = {.refresh = op_refresh, .destroy = op_destroy, .list = op_list};
-    assert_int_equal(kdp_plugin_new(&plugin, ctx, &cfg, &ops, NULL), 0);
+    assert_int_equal(kdp_plugin_new(ctx, &cfg, &ops, NULL, &plugin), 0);
     return 0;
 }
 

@@ -67,7 +67,7 @@ static kdp_plugin *new_plugin(kdp_ctx *ctx, const char *res, const char *sock, c
                       .device_plugin_dir = dir,
                       .callback_timeout_ms = 100};
     kdp_plugin *p = NULL;
-    assert_int_equal(kdp_plugin_new(&p, ctx, &cfg, ops, NULL), 0);
+    assert_int_equal(kdp_plugin_new(ctx, &cfg, ops, NULL, &p), 0);
     return p;
 }
 
@@ -211,7 +211,7 @@ static void test_one_thread_runs_it(void **state)
     assert_int_equal(kdp_ctx_dispatch(ctx), -EBUSY);
     kdp_plugin *q = NULL;
     kdp_config cfg = {.resource_name = "kdp.test/g", .socket_name = "g.sock"};
-    assert_int_equal(kdp_plugin_new(&q, ctx, &cfg, NULL, NULL), -EBUSY);
+    assert_int_equal(kdp_plugin_new(ctx, &cfg, NULL, NULL, &q), -EBUSY);
     assert_null(q);
     assert_int_equal(kdp_plugin_watch_path(p, "/tmp", 0, NULL), -EBUSY);
     logged_clear();

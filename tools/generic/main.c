@@ -226,7 +226,7 @@ static int start_resource(app *a, gen_resource *r)
         .device_plugin_dir = a->dp_dir,
     };
     kdp_ops ops = {.list = list_devices, .allocate = allocate};
-    int rc = kdp_plugin_new(&g->p, a->ctx, &cfg, &ops, g);
+    int rc = kdp_plugin_new(a->ctx, &cfg, &ops, g, &g->p);
     if (rc < 0) {
         log_e("%s: cannot start: %s", g->cfg.name, strerror(-rc));
         g->p = NULL;

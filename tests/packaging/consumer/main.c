@@ -75,7 +75,7 @@ int main(int argc, char **argv)
                       .socket_name = "consumer.sock",
                       .device_plugin_dir = argv[1]};
     kdp_plugin *p = NULL;
-    if ((r = kdp_plugin_new(&p, ctx, &cfg, NULL, NULL)) < 0) {
+    if ((r = kdp_plugin_new(ctx, &cfg, NULL, NULL, &p)) < 0) {
         kdp_ctx_free(ctx);
         return fail("kdp_plugin_new", r);
     }
