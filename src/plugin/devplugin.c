@@ -58,7 +58,7 @@ static void on_stream_cancel(kdp__call *call, int status, void *ud)
     }
 }
 
-static void h_law(kdp__call *call, const uint8_t *req, size_t len, void *ud)
+static void h_list_and_watch(kdp__call *call, const uint8_t *req, size_t len, void *ud)
 {
     (void)req;
     (void)len;
@@ -503,7 +503,7 @@ static size_t op_methods(kdp__svc *svc, kdp__method *out, size_t cap)
     kdp__devplugin *d = OF(svc);
     const kdp__method m[] = {
         {"/v1beta1.DevicePlugin/GetDevicePluginOptions", KDP__UNARY, h_options, d},
-        {"/v1beta1.DevicePlugin/ListAndWatch", KDP__SERVER_STREAMING, h_law, d},
+        {"/v1beta1.DevicePlugin/ListAndWatch", KDP__SERVER_STREAMING, h_list_and_watch, d},
         {"/v1beta1.DevicePlugin/GetPreferredAllocation", KDP__UNARY, h_preferred, d},
         {"/v1beta1.DevicePlugin/Allocate", KDP__UNARY, h_allocate, d},
         {"/v1beta1.DevicePlugin/PreStartContainer", KDP__UNARY, h_prestart, d},

@@ -121,7 +121,7 @@ static void watch_stop(watch *w, int exit_status)
     kdp__loop_quit(w->loop);
 }
 
-static void on_law_msg(const uint8_t *msg, size_t len, void *ud)
+static void on_list_msg(const uint8_t *msg, size_t len, void *ud)
 {
     watch *w = ud;
     kdp__devtab old;
@@ -149,7 +149,7 @@ static void on_law_msg(const uint8_t *msg, size_t len, void *ud)
     }
 }
 
-static void on_law_done(int status, const char *message, const uint8_t *resp, size_t len, void *ud)
+static void on_list_done(int status, const char *message, const uint8_t *resp, size_t len, void *ud)
 {
     (void)resp;
     (void)len;
@@ -238,8 +238,8 @@ static int watch_start(watch *w)
     uint8_t buf[8];
     size_t len = protobuf_c_message_pack(&req.base, buf);
     kc_call_begin(&w->call_info, w->path, 0);
-    return kdp__client_stream(w->loop, w->path, KC_METHOD_LAW, buf, len, &opts, on_law_msg,
-                              on_law_done, w, &w->call);
+    return kdp__client_stream(w->loop, w->path, KC_METHOD_LIST_AND_WATCH, buf, len, &opts,
+                              on_list_msg, on_list_done, w, &w->call);
 }
 
 static int run_stream(const kc_opts *o, bool list)

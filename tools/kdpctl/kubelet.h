@@ -46,9 +46,9 @@ typedef struct kl_plugin {
     bool req_preferred;
     bool pre_start;
     bool preferred;
-    kdp__call *reg;         /* the held Register call, until answered */
-    kdp__client_call *dial; /* GetDevicePluginOptions */
-    kdp__client_call *law;  /* ListAndWatch */
+    kdp__call *reg;                /* the held Register call, until answered */
+    kdp__client_call *dial;        /* GetDevicePluginOptions */
+    kdp__client_call *list_stream; /* ListAndWatch */
     kdp__devtab tab;
     long seq;
     uint64_t arrived_us; /* Register arrived (kdp__now_us) */

@@ -65,7 +65,7 @@ void kl_plugin_free(kl_plugin *p)
         (void)kdp__call_finish(p->reg, KDP__ST_UNAVAILABLE, "kubelet is stopping");
     }
     kdp__client_call_cancel(p->dial);
-    kdp__client_call_cancel(p->law);
+    kdp__client_call_cancel(p->list_stream);
     kdp__devtab_clear(&p->tab);
     free(p->resource);
     free(p->endpoint);
@@ -152,7 +152,7 @@ static void say_devices(kl_plugin *p, const kdp__devtab *old, size_t len)
     kc_buf_free(&lines);
 }
 
-static void on_law_msg(const uint8_t *msg, size_t len, void *ud)
+static void on_list_msg(const uint8_t *msg, size_t len, void *ud)
 {
     kl_plugin *p = ud;
     if (p->state != KL_ACTIVE) {
@@ -214,12 +214,12 @@ static void say_stream_end(kl_plugin *p, int status, const char *message)
     kc_buf_free(&b);
 }
 
-static void on_law_done(int status, const char *message, const uint8_t *resp, size_t len, void *ud)
+static void on_list_done(int status, const char *message, const uint8_t *resp, size_t len, void *ud)
 {
     (void)resp;
     (void)len;
     kl_plugin *p = ud;
-    p->law = NULL; /* freed by the client when this returns */
+    p->list_stream = NULL; /* freed by the client when this returns */
     say_stream_end(p, status, message);
     if (p->state == KL_REPLACED) {
         kl_plugin_free(p);
@@ -300,8 +300,8 @@ static void take_resource(kl_plugin *p)
 static void open_stream(kl_plugin *p)
 {
     kdp__unary_opts opts = {.max_recv = KC_KUBELET_MAX_RECV}; /* no deadline, like the kubelet */
-    int r = kdp__client_stream(p->k->loop, p->socket, KC_METHOD_LAW, NULL, 0, &opts, on_law_msg,
-                               on_law_done, p, &p->law);
+    int r = kdp__client_stream(p->k->loop, p->socket, KC_METHOD_LIST_AND_WATCH, NULL, 0, &opts,
+                               on_list_msg, on_list_done, p, &p->list_stream);
     if (r < 0) {
         say_stream_end(p, KDP__ST_INTERNAL, strerror(-r));
         p->state = KL_ENDED;

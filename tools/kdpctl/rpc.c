@@ -479,7 +479,7 @@ static const char *status_hint(const kc_opts *o, const kc_call *c, int status, c
 {
     bool ids = strcmp(o->cmd, "allocate") == 0 || strcmp(o->cmd, "prestart") == 0 ||
                strcmp(o->cmd, "preferred") == 0;
-    bool law = strcmp(o->cmd, "list") == 0 || strcmp(o->cmd, "watch") == 0;
+    bool list_and_watch = strcmp(o->cmd, "list") == 0 || strcmp(o->cmd, "watch") == 0;
     origin from = origin_of(status, message);
     switch (status) {
     case KDP__ST_UNAVAILABLE:
@@ -499,7 +499,7 @@ static const char *status_hint(const kc_opts *o, const kc_call *c, int status, c
     case KDP__ST_DEADLINE_EXCEEDED:
         return deadline_hint(o, c, message, buf, cap);
     case KDP__ST_RESOURCE_EXHAUSTED:
-        if (from == OWN_LIMIT && law) {
+        if (from == OWN_LIMIT && list_and_watch) {
             return "the device list is over the kubelet's 4 MiB message limit: the kubelet "
                    "rejects it too (\"received message larger than max\"); fewer devices or "
                    "shorter IDs";

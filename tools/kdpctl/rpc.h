@@ -17,12 +17,12 @@
 #include "kdpctl.h"
 #include "runtime/loop.h"
 
-#define KC_METHOD_OPTIONS   "/v1beta1.DevicePlugin/GetDevicePluginOptions"
-#define KC_METHOD_LAW       "/v1beta1.DevicePlugin/ListAndWatch"
-#define KC_METHOD_PREFERRED "/v1beta1.DevicePlugin/GetPreferredAllocation"
-#define KC_METHOD_ALLOCATE  "/v1beta1.DevicePlugin/Allocate"
-#define KC_METHOD_PRESTART  "/v1beta1.DevicePlugin/PreStartContainer"
-#define KC_METHOD_REGISTER  "/v1beta1.Registration/Register"
+#define KC_METHOD_OPTIONS        "/v1beta1.DevicePlugin/GetDevicePluginOptions"
+#define KC_METHOD_LIST_AND_WATCH "/v1beta1.DevicePlugin/ListAndWatch"
+#define KC_METHOD_PREFERRED      "/v1beta1.DevicePlugin/GetPreferredAllocation"
+#define KC_METHOD_ALLOCATE       "/v1beta1.DevicePlugin/Allocate"
+#define KC_METHOD_PRESTART       "/v1beta1.DevicePlugin/PreStartContainer"
+#define KC_METHOD_REGISTER       "/v1beta1.Registration/Register"
 
 /* The kubelet's grpc-go receive limit on one message. */
 #define KC_KUBELET_MAX_RECV KDP_MAX_LIST_MESSAGE
