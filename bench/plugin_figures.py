@@ -22,8 +22,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "kubelet"))
-import kubelet as K  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "pylib"))
+from kdptest import kubelet as K  # noqa: E402
 
 RES = "example.com/gopher"
 

@@ -21,9 +21,9 @@ import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
-import harness  # noqa: E402
-from harness import T, IntegrationTest, binary, figure  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "pylib"))
+from kdptest import integration as harness  # noqa: E402
+from kdptest.integration import T, IntegrationTest, binary, figure  # noqa: E402
 
 SERIAL = "example.com/serial"
 SERIAL_SOCK = "kdp-example-com-serial.sock"

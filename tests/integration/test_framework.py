@@ -16,9 +16,9 @@ import time
 import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import T, IntegrationTest, env_name_for, figure, percentile  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from kdptest import integration as harness  # noqa: E402
+from kdptest.integration import T, IntegrationTest, env_name_for, figure, percentile  # noqa: E402
 
 RES = "kdp.test/dev"
 BOTH = {"pre_start_required": True, "get_preferred_allocation_available": True}

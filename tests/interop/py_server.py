@@ -24,8 +24,8 @@ import time
 from concurrent import futures
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import kdp_interop  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from kdptest import interop as kdp_interop  # noqa: E402
 
 import grpc  # noqa: E402
 

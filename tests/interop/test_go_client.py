@@ -15,8 +15,8 @@ import sys
 import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import kdp_interop as K  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from kdptest import interop as K  # noqa: E402
 
 SCENARIO_TIMEOUT = 30.0
 

@@ -18,9 +18,9 @@ import time
 import unittest
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
-from harness import T  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from kdptest import kdpctl as harness  # noqa: E402
+from kdptest.kdpctl import T  # noqa: E402
 
 
 class Gopher(harness.Base):

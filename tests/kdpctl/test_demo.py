@@ -18,8 +18,8 @@ import time
 import unittest
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import harness  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from kdptest import kdpctl as harness  # noqa: E402
 
 DEMO = os.path.join(harness.REPO, "scripts", "demo.sh")
 BOUND = 30.0

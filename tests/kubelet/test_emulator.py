@@ -17,8 +17,9 @@ import threading
 import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kubelet import JsonProc, Kubelet, binary, log  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from kdptest.kubelet import Kubelet  # noqa: E402
+from kdptest.proc import JsonProc, binary, log  # noqa: E402
 
 RES = "example.com/dev"
 T = 10.0  # bound of every single wait

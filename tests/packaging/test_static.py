@@ -35,8 +35,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(SRC, "tests", "kubelet"))
-import kubelet as K  # noqa: E402
+sys.path.insert(0, os.path.join(SRC, "tests", "pylib"))
+from kdptest import kubelet as K  # noqa: E402
 
 BUILD = os.path.abspath(os.environ.get("KDP_BUILD_DIR") or os.path.join(SRC, "build"))
 MAX_BYTES = 2 * 1000 * 1000

@@ -33,12 +33,11 @@ import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
-sys.path.insert(0, HERE)
-import harness  # noqa: E402
-import rawh2  # noqa: E402
-from harness import T, IntegrationTest, PluginProc, figure  # noqa: E402
-from kubelet import binary  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "pylib"))
+from kdptest import integration as harness  # noqa: E402
+from kdptest import rawh2  # noqa: E402
+from kdptest.integration import T, IntegrationTest, PluginProc, figure  # noqa: E402
+from kdptest.proc import binary  # noqa: E402
 
 harness.TEST_BOUND = 900.0  # the 500 restarts and the Allocate load take a while under ASan
 

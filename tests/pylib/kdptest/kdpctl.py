@@ -25,41 +25,16 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 import unittest
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
+# REPO and bin_dir are re-exported for the tests.
+from kdptest.proc import REPO, bin_dir, binary, log, sanitizer_report  # noqa: F401
 
 T = 10.0            # bound of one wait
 TEST_BOUND = 90.0   # bound of one test
-SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
-                   "WARNING: ThreadSanitizer")
-
-
-def log(*args):
-    print(*args, file=sys.stderr, flush=True)
-
-
-def bin_dir():
-    return os.environ.get("KDP_BIN_DIR") or os.path.join(REPO, "build", "bin")
-
-
-def binary(name):
-    """Absolute path of a binary; AssertionError (never a skip) if missing."""
-    path = os.path.abspath(os.path.join(bin_dir(), name))
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        raise AssertionError("required binary %r not found in %s (set KDP_BIN_DIR)"
-                             % (name, bin_dir()))
-    return path
-
-
-def sanitizer_report(text):
-    return any(m in text for m in SANITIZER_MARKS)
 
 
 class Proc:

@@ -1,6 +1,6 @@
 """Shared helpers for kdp's integration tests: real plugin processes (the
 examples and kdp-test-plugin) against the kubelet emulator (kdp-test-kubelet,
-driven through tests/kubelet/kubelet.py). Python 3 stdlib only.
+driven through kdptest.kubelet). Python 3 stdlib only.
 
     class MyTest(harness.IntegrationTest):
         def test_x(self):
@@ -23,27 +23,18 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 import unittest
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "tests", "kubelet"))
-from kubelet import JsonProc, Kubelet, binary, default_bin_dir, log  # noqa: E402,F401
+from kdptest.kubelet import Kubelet
+from kdptest.proc import SANITIZER_MARKS, JsonProc, binary, log
 
 T = 10.0            # bound of one wait
 TEST_BOUND = 120.0  # bound of one test: past it, every process is killed
 
 _FIGURES = []
-
-# What ASan/LSan/UBSan print when they find something.
-SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
-                   "WARNING: ThreadSanitizer")
-
 
 def figure(name, value):
     """Records a measured figure (printed at once and in the final summary)."""

@@ -22,8 +22,9 @@ import threading
 import time
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
+from kdptest.proc import REPO, binary, log
+
+HERE = os.path.join(REPO, "tests", "interop")  # echo.proto and py_server.py
 PYTHON = "/usr/bin/python3"
 PROTO = os.path.join(HERE, "echo.proto")
 PY_SERVER = os.path.join(HERE, "py_server.py")
@@ -37,26 +38,6 @@ TRICKY = 'bad thing: \u00fc 100% "quoted"\nline2'
 
 SERVER_START_TIMEOUT = 10.0
 SERVER_STOP_TIMEOUT = 10.0
-
-
-def log(*args):
-    print(*args, file=sys.stderr, flush=True)
-
-
-# --------------------------------------------------------------------------
-# binaries
-
-def bin_dir():
-    return os.environ.get("KDP_BIN_DIR") or os.path.join(REPO, "build", "bin")
-
-
-def binary(name):
-    """Absolute path of a binary under test; AssertionError if it is missing."""
-    path = os.path.join(bin_dir(), name)
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        raise AssertionError("required binary %r not found in KDP_BIN_DIR=%s"
-                             % (name, bin_dir()))
-    return path
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,146 @@
+"""Harness for kdp-test-kubelet, the kubelet emulator (tests/kubelet/main.go).
+Python 3 stdlib only; run tests with /usr/bin/python3.
+
+    from kdptest.kubelet import Kubelet, JsonProc, binary
+
+    with Kubelet(None, tmpdir) as kl:            # bin dir: None = $KDP_BIN_DIR
+        ... start the plugin under test on tmpdir ...
+        reg = kl.wait_event("registered", resource="example.com/dev")
+        r = kl.command("allocate example.com/dev dev0,dev1")
+        assert r["ok"], r
+        kl.command("restart")
+        kl.wait_event("stream_end", timeout=5)
+
+Every wait is bounded; a failed wait raises AssertionError listing the recent
+events and the emulator's stderr. The process always gets SIGTERM on exit of
+the context (then SIGKILL of its process group if it does not exit in time).
+
+Emulator CLI:
+    kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy]
+                     [-rpc-timeout 60s] [-dial-timeout 10s]
+  -legacy       kubelet <= 1.24: answers Register first, then dials and uses
+                the options of the RegisterRequest (never calls
+                GetDevicePluginOptions by itself). Default: kubelet >= 1.25,
+                dials and calls GetDevicePluginOptions BEFORE answering.
+  -dial unix    target unix://PATH, :authority "localhost" (default);
+  -dial legacy  target PATH + custom dialer, :authority = the socket path.
+
+Events (one JSON object per stdout line; all have "event" and "t_ns" =
+time.Now().UnixNano(), comparable with time.time_ns()):
+  ready          socket, dir, legacy, dial, pid, removed (stale sockets)
+  registered     resource, endpoint, version, options{pre_start_required,
+                 get_preferred_allocation_available}, options_source
+                 ("rpc"|"request"), request_options (null if absent),
+                 register_ns (Register arrived), dial_us, legacy
+  rejected       resource, endpoint, version, error, register_ns  (Register
+                 answered with that error: bad version, bad name, dial or
+                 GetDevicePluginOptions failure)
+  connect_failed (-legacy only: Register was accepted, the dial failed later)
+  replaced       resource, old_endpoint, endpoint (the old connection is kept,
+                 as the kubelet does)
+  devices        resource, endpoint, current, devices[{id, health, numa[]}],
+                 healthy, unhealthy, n, bytes, seq (per resource, 1-based)
+  stream_end     resource, endpoint, error, code, current, marked_unhealthy,
+                 reason ("stream": the stream ended by itself; "restart",
+                 "stop-server", "exit": the emulator dropped the connection)
+  restart        phase "begin" | "done" (done: removed[] socket names)
+  state          resources[...] (the "list" command)
+  reply          cmd, id, ok, elapsed_us, and response{...} (protobuf JSON,
+                 proto field names, unpopulated fields included) or
+                 code/message; RPC commands also carry resource, endpoint
+  exit           reason
+
+Commands (stdin lines; an optional last word "#ID" is echoed as "id"):
+  allocate RES ids[;ids...]   one AllocateRequest, one container per group
+  prestart RES id,id
+  preferred RES available=a,b [must=c] size=N
+  options RES                 a fresh GetDevicePluginOptions
+  restart | stop-server | start-server | list | quit
+Reply codes besides gRPC's: NotRegistered, EndpointStopped, Usage, Internal.
+"""
+
+import itertools
+import os
+import time
+
+from kdptest.proc import START_TIMEOUT, JsonProc, _matcher, binary
+
+class Kubelet(JsonProc):
+    """kdp-test-kubelet on `dir`: Kubelet(bin_dir, dir, legacy=False,
+    dial=None, rpc_timeout=None, args=()); bin_dir None = $KDP_BIN_DIR.
+    Started by `with` (or start()), which waits for "ready"."""
+
+    name = "kubelet"
+    _ids = itertools.count(1)
+
+    def __init__(self, bin_dir=None, dir=None, legacy=False, dial=None,
+                 rpc_timeout=None, args=(), env=None):
+        if dir is None:
+            raise TypeError("Kubelet: dir is required")
+        argv = [binary("kdp-test-kubelet", bin_dir), "-dir", dir]
+        if legacy:
+            argv.append("-legacy")
+        if dial:
+            argv += ["-dial", dial]
+        if rpc_timeout is not None:
+            argv += ["-rpc-timeout", "%gs" % rpc_timeout]
+        argv += list(args)
+        super().__init__(argv, env=env)
+        self.dir = dir
+        self.socket = os.path.join(dir, "kubelet.sock")
+        self.ready = None
+
+    def start(self, timeout=START_TIMEOUT):
+        super().start()
+        try:
+            self.ready = self.wait_event("ready", timeout)
+        except AssertionError:
+            self.stop()
+            raise
+        # A plugin already waiting registers the moment kubelet.sock exists,
+        # possibly before "ready" is printed: later waits must still see it.
+        with self._cond:
+            self._cursor = 0
+        return self
+
+    def command_async(self, line):
+        """Send a command tagged with a fresh #ID; returns (id, mark)."""
+        cid = "h%d" % next(self._ids)
+        mark = self.mark()
+        self.send("%s #%s" % (line, cid))
+        return cid, mark
+
+    def wait_reply(self, cid, mark=0, timeout=10.0):
+        return self.wait_event("reply", timeout, since=mark, id=cid)
+
+    def command(self, line, timeout=10.0):
+        """Run one command; returns its reply dict (check r["ok"])."""
+        cid, mark = self.command_async(line)
+        m = _matcher("reply", {"id": cid})
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            i = mark
+            while True:
+                while i < len(self._events):
+                    ev = self._events[i]
+                    i += 1
+                    if m(ev):
+                        return ev
+                left = deadline - time.monotonic()
+                if self._eof or left <= 0:
+                    break
+                self._cond.wait(min(left, 0.5))
+        raise AssertionError("kubelet: no reply to %r within %.1f s%s"
+                             % (line, timeout, self.diagnostics()))
+
+    def ok(self, line, timeout=10.0):
+        """command() that asserts ok:true; returns the reply."""
+        r = self.command(line, timeout)
+        if not r.get("ok"):
+            raise AssertionError("kubelet: %r failed: %s" % (line, r))
+        return r
+
+    def state(self, timeout=10.0):
+        """{resource name: state dict} from the "list" command."""
+        r = self.ok("list", timeout)
+        return {x["resource"]: x for x in r["resources"]}
