@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * failmalloc.h: a failing allocator for the unit tests' ENOMEM paths, shared
- * by test_devices.c and test_response.c. Include it from exactly one file of
+ * by test_devices.c, test_response.c and test_discover.c. Include it from exactly one file of
  * a test executable (it defines malloc and friends), after cmocka.
  */
 #ifndef KDP_TEST_FAILMALLOC_H
@@ -12,13 +12,14 @@
 #include <stdlib.h>
 
 /* --- a failing allocator for the ENOMEM paths: glibc lets a program replace
- * malloc. Not under ASan, whose allocator must stay. valgrind replaces ours
+ * malloc. Not under ASan or TSan, whose allocators must stay (the OOM tests
+ * skip there, the others run). valgrind replaces ours
  * unless run with --soname-synonyms=somalloc=nouserintercepts (it then still
  * checks every block through __libc_malloc); otherwise the OOM test skips. */
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define NO_OOM_INJECTION 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define NO_OOM_INJECTION 1
 #endif
 #endif

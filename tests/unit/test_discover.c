@@ -25,6 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "discovery/discover.h"
+#include "failmalloc.h"
+
 /* Every test that could block forever on a bug is killed by SIGALRM. */
 #define WATCHDOG_S 20
 
@@ -581,6 +584,35 @@ static void test_hotplug_invalid(void **state)
     kdp_ctx_free(ctx);
 }
 
+/* A string array stays NULL-terminated when the copy of a string fails
+ * after the array grew (kdp_strv_free walks it to its NULL). */
+static void test_strv_add_oom(void **state)
+{
+    (void)state;
+    if (!oom_works()) {
+        skip();
+    }
+    /* A freed block of the array's size for the growth to reuse: glibc's
+     * tcache leaves a (mangled, non-NULL) pointer in its first word. */
+    void *prev = malloc(8 * sizeof(char *));
+    assert_non_null(prev);
+    memset(prev, 0xA5, 8 * sizeof(char *));
+    free(prev);
+    kdp__strv s = {0};
+    oom_countdown = 1; /* the array grows, then strdup fails */
+    int r = kdp__strv_add(&s, "x", 10);
+    oom_countdown = -1;
+    assert_int_equal(r, -ENOMEM);
+    assert_non_null(s.v);
+    assert_int_equal(s.n, 0);
+    assert_null(s.v[0]);
+    assert_int_equal(kdp__strv_add(&s, "y", 10), 0);
+    char **v = kdp__strv_take(&s);
+    assert_string_equal(v[0], "y");
+    assert_null(v[1]);
+    kdp_strv_free(v);
+}
+
 int main(void)
 {
     kdp_log_set(KDP_LOG_ERROR, NULL, NULL);
@@ -598,6 +630,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hotplug_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hotplug_missing_dir_and_depth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hotplug_invalid, setup, teardown),
+        cmocka_unit_test(test_strv_add_oom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
