@@ -31,10 +31,10 @@ import time
 PLUGINS = ("kdp", "go")
 
 FULL = dict(starts=20, warmup=500, alloc_lat=10000, alloc_total=100000, rounds=5,
-            updates=200, restarts=20, idle_s=30.0, law_sizes=(10000, 100000), law_rounds=2,
+            updates=200, restarts=20, idle_s=30.0, list_sizes=(10000, 100000), list_rounds=2,
             floor_n=20000)
 QUICK = dict(starts=2, warmup=20, alloc_lat=200, alloc_total=400, rounds=2,
-             updates=4, restarts=2, idle_s=1.0, law_sizes=(100, 1000), law_rounds=1,
+             updates=4, restarts=2, idle_s=1.0, list_sizes=(100, 1000), list_rounds=1,
              floor_n=1000)
 
 KUBELET_MAX = 4 * 1024 * 1024
@@ -394,18 +394,18 @@ def run(args):
             ds[k].close()
 
         # --- large device lists ---
-        for size in cfg["law_sizes"]:
+        for size in cfg["list_sizes"]:
             log("ListAndWatch with %d devices (files created in random order)" % size)
             big = os.path.join(tmp, "devices-%d" % size)
             make_devices(big, ("gopher-%06d" % i for i in range(size)), shuffle=True)
             got = {k: [] for k in PLUGINS}
-            for _ in range(cfg["law_rounds"]):
+            for _ in range(cfg["list_rounds"]):
                 for k in PLUGINS:
-                    d = Driver(k, args.tools, os.path.join(tmp, "%s-law%d" % (k, size)), argv[k],
+                    d = Driver(k, args.tools, os.path.join(tmp, "%s-list%d" % (k, size)), argv[k],
                                big, max_msg=64 << 20)
                     try:
                         s = d.cmd("start", 600)
-                        r = d.cmd("law", 600)
+                        r = d.cmd("list-large", 600)
                         r["exec_to_first_list_ms"] = s["exec_to_first_list_us"] / 1000.0
                         got[k].append(r)
                         d.cmd("stop")
@@ -413,7 +413,7 @@ def run(args):
                         d.close()
             for k in PLUGINS:
                 rs = got[k]
-                R[k]["law_%d" % size] = {
+                R[k]["list_and_watch_%d" % size] = {
                     "devices": rs[0]["devices"], "bytes": rs[0]["bytes"],
                     "over_kubelet_limit": rs[0]["bytes"] > KUBELET_MAX,
                     "update_ms": min(r["ms"] for r in rs),
@@ -522,8 +522,8 @@ def render(res):
     row("re-registration p50 (kubelet.sock back -> Register, %d restarts)" %
         K["reregister"]["n"], *both_of("reregister", "p50_ms"), "ms", "rereg", digits=2)
     row("re-registration max", *both_of("reregister", "max_ms"), "ms", digits=2)
-    for key in sorted(k for k in K if k.startswith("law_")):
-        n = int(key[4:])
+    for key in sorted(k for k in K if k.startswith("list_and_watch_")):
+        n = int(key[len("list_and_watch_"):])
         row("ListAndWatch, %s devices: one file added -> list received" % fmt(n),
             *both_of(key, "update_ms"), "ms")
         row("ListAndWatch, %s devices: message size (kubelet limit 4 MiB)" % fmt(n),

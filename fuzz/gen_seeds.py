@@ -58,10 +58,10 @@ def write(target, name, data):
 
 
 def plugin_rpc():
-    OPT, LAW, PREF, ALLOC, PRE, UNK = 0, 1, 2, 3, 4, 5
+    OPT, LIST_AND_WATCH, PREF, ALLOC, PRE, UNK = 0, 1, 2, 3, 4, 5
     msgs = {
         OPT: [("empty", b""), ("junk", b"\x0a\x03abc")],
-        LAW: [("empty", b"")],
+        LIST_AND_WATCH: [("empty", b"")],
         PREF: [("ab_d", preferred(["a", "b", "d"], ["a"], 2)),
                ("odd", preferred(["x\ny", "a"], ["\x01", "b"], 7)),
                ("neg", preferred(["a"], [], -1)),
@@ -80,16 +80,16 @@ def plugin_rpc():
                 flags = method | plugin << 3
                 write("plugin_rpc", "m%d_p%d_%s" % (method, plugin, name), bytes([flags]) + m)
     # a few with a timeout, with churn, and raw framings
-    write("plugin_rpc", "law_churn", bytes([LAW | 1 << 3 | 128]))
+    write("plugin_rpc", "law_churn", bytes([LIST_AND_WATCH | 1 << 3 | 128]))
     write("plugin_rpc", "alloc_churn", bytes([ALLOC | 128]) + allocate(["b"]))
     write("plugin_rpc", "alloc_timeout", bytes([ALLOC | 2 << 3 | 64]) + allocate(["sleep"]))
-    write("plugin_rpc", "law_timeout", bytes([LAW | 64]))
+    write("plugin_rpc", "law_timeout", bytes([LIST_AND_WATCH | 64]))
     # the churn swaps "a" for "f": a request naming both never reaches an op
     write("plugin_rpc", "pre_churn_af", bytes([PRE | 1 << 3 | 128]) + prestart("a", "f"))
     for framing, name in ((0x06, "whole"), (0x00, "bytewise"), (0x08, "halfopen"),
                           (0x16, "rst"), (0x46, "two_streams"), (0x86, "hangup"),
                           (0x26, "own_prefix")):
-        for method, m in ((ALLOC, allocate(["a", "b"])), (LAW, b""),
+        for method, m in ((ALLOC, allocate(["a", "b"])), (LIST_AND_WATCH, b""),
                           (PREF, preferred(["a", "b"], [], 1))):
             body = m if not framing & 0x20 else struct.pack(">BI", 0, len(m)) + m
             write("plugin_rpc", "raw_%s_m%d" % (name, method),

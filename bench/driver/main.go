@@ -25,7 +25,7 @@
 //	restart N           N simulated kubelet restarts (Registration server
 //	                    stopped, connections closed, sockets removed,
 //	                    kubelet.sock back): time to the next Register
-//	law                 one device file more in a large devices dir: time to
+//	list-large          one device file more in a large devices dir: time to
 //	                    the ListAndWatch message with it, and its size
 //	execreg CMD ARGS    exec CMD (not the plugin: e.g. kdp-bench-floor
 //	                    -register {dir}/kubelet.sock) and time exec -> the
@@ -225,7 +225,7 @@ type regEvent struct {
 	err error
 }
 
-type lawMsg struct {
+type listMsg struct {
 	t     time.Time
 	devs  []*pb.Device
 	bytes int
@@ -246,7 +246,7 @@ type driver struct {
 	gen    int
 	regs   []regEvent
 	arrive []time.Time // every Register at its arrival, whatever its outcome
-	msgs   []lawMsg
+	msgs   []listMsg
 	notify chan struct{}
 
 	cmd    *exec.Cmd
@@ -312,8 +312,8 @@ func (d *driver) waitReg(since int, timeout time.Duration) (regEvent, int, error
 }
 
 // waitMsg returns the first list at index >= since for which pred holds.
-func (d *driver) waitMsg(since int, timeout time.Duration, pred func(*lawMsg) bool) (lawMsg, error) {
-	var m lawMsg
+func (d *driver) waitMsg(since int, timeout time.Duration, pred func(*listMsg) bool) (listMsg, error) {
+	var m listMsg
 	var streamErr error
 	if !d.wait(timeout, func() bool {
 		for i := since; i < len(d.msgs); i++ {
@@ -399,14 +399,14 @@ func (d *driver) listAndWatch(api pb.DevicePluginClient, gen int) {
 		if err != nil {
 			break
 		}
-		m := lawMsg{t: t, devs: resp.Devices, bytes: proto.Size(resp), gen: gen}
+		m := listMsg{t: t, devs: resp.Devices, bytes: proto.Size(resp), gen: gen}
 		d.mu.Lock()
 		d.msgs = append(d.msgs, m)
 		d.mu.Unlock()
 		d.kick()
 	}
 	d.mu.Lock()
-	d.msgs = append(d.msgs, lawMsg{t: time.Now(), gen: gen, err: err})
+	d.msgs = append(d.msgs, listMsg{t: time.Now(), gen: gen, err: err})
 	d.mu.Unlock()
 	d.kick()
 }
@@ -497,7 +497,7 @@ func (d *driver) startPlugin() (M, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := d.waitMsg(m0, 120*time.Second, func(*lawMsg) bool { return true })
+	m, err := d.waitMsg(m0, 120*time.Second, func(*listMsg) bool { return true })
 	if err != nil {
 		return nil, err
 	}
@@ -562,7 +562,7 @@ func (d *driver) stopPlugin() (M, error) {
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 
-func hasDevice(m *lawMsg, id string) bool {
+func hasDevice(m *listMsg, id string) bool {
 	for _, d := range m.devs {
 		if d.ID == id {
 			return true
@@ -647,7 +647,7 @@ func (d *driver) cmdUpdate(args []string) (M, error) {
 		if err := ioutil.WriteFile(path, []byte("gopher\n"), 0o644); err != nil {
 			return nil, err
 		}
-		m, err := d.waitMsg(m0, 10*time.Second, func(m *lawMsg) bool { return hasDevice(m, name) })
+		m, err := d.waitMsg(m0, 10*time.Second, func(m *listMsg) bool { return hasDevice(m, name) })
 		if err != nil {
 			os.Remove(path)
 			return nil, fmt.Errorf("trial %d (create): %v", i, err)
@@ -657,7 +657,7 @@ func (d *driver) cmdUpdate(args []string) (M, error) {
 		_, m0 = d.marks()
 		t0 = time.Now()
 		os.Remove(path)
-		m, err = d.waitMsg(m0, 10*time.Second, func(m *lawMsg) bool { return !hasDevice(m, name) })
+		m, err = d.waitMsg(m0, 10*time.Second, func(m *listMsg) bool { return !hasDevice(m, name) })
 		if err != nil {
 			return nil, fmt.Errorf("trial %d (delete): %v", i, err)
 		}
@@ -697,7 +697,7 @@ func (d *driver) cmdRestart(args []string) (M, error) {
 		d.mu.Lock()
 		gen := d.gen
 		d.mu.Unlock()
-		m, err := d.waitMsg(0, 30*time.Second, func(m *lawMsg) bool { return m.gen >= gen })
+		m, err := d.waitMsg(0, 30*time.Second, func(m *listMsg) bool { return m.gen >= gen })
 		if err != nil {
 			return nil, fmt.Errorf("restart %d: %v", i, err)
 		}
@@ -719,9 +719,9 @@ func (d *driver) cmdRestart(args []string) (M, error) {
 
 func (d *driver) cmdLaw() (M, error) {
 	if d.devices == "" {
-		return nil, errors.New("law needs -devices")
+		return nil, errors.New("list-large needs -devices")
 	}
-	name := fmt.Sprintf("zz-law-%d", os.Getpid())
+	name := fmt.Sprintf("zz-list-%d", os.Getpid())
 	path := filepath.Join(d.devices, name)
 	_, m0 := d.marks()
 	t0 := time.Now()
@@ -729,7 +729,7 @@ func (d *driver) cmdLaw() (M, error) {
 		return nil, err
 	}
 	defer os.Remove(path)
-	m, err := d.waitMsg(m0, 300*time.Second, func(m *lawMsg) bool { return hasDevice(m, name) })
+	m, err := d.waitMsg(m0, 300*time.Second, func(m *listMsg) bool { return hasDevice(m, name) })
 	if err != nil {
 		return nil, err
 	}
@@ -782,7 +782,7 @@ func (d *driver) run(name string, args []string) (M, error) {
 		return d.cmdUpdate(args)
 	case "restart":
 		return d.cmdRestart(args)
-	case "law":
+	case "list-large":
 		return d.cmdLaw()
 	}
 	return nil, fmt.Errorf("unknown command %q", name)

@@ -28,7 +28,7 @@ FIGURES = [
     ("reregister", "p50_ms"), ("reregister", "max_ms"),
     ("binary", "stripped"), ("binary", "shared_libs"),
 ]
-LAW = ("update_ms", "bytes", "exec_to_first_list_ms", "rss_kb")
+LIST_AND_WATCH = ("update_ms", "bytes", "exec_to_first_list_ms", "rss_kb")
 FLOOR = [("exec_to_register_ms", "p50"), ("same_core", "p50"), ("cross_core", "p50"),
          ("echo_pinned_p50_us",), ("sleep_rss_kb",)]
 
@@ -52,8 +52,8 @@ def main():
         res = json.load(f)
     missing = []
     for who in ("kdp", "go"):
-        paths = FIGURES + [(k, f) for k in res[who] if k.startswith("law_") for f in LAW]
-        if not any(k.startswith("law_") for k in res[who]):
+        paths = FIGURES + [(k, f) for k in res[who] if k.startswith("list_and_watch_") for f in LIST_AND_WATCH]
+        if not any(k.startswith("list_and_watch_") for k in res[who]):
             missing.append("%s: no ListAndWatch-size figures" % who)
         for p in paths:
             v = get(res[who], p)

@@ -122,8 +122,8 @@ class Registration(Base):
         self.assertEqual(opts["authority"], "localhost")
         # since=0: ListAndWatch may open before the plugin's Register returns
         # (the kubelet starts it in a goroutine as it answers).
-        law = pl.wait_event("list_and_watch", T, since=0, phase="open")
-        self.assertEqual(law["authority"], "localhost")
+        opened = pl.wait_event("list_and_watch", T, since=0, phase="open")
+        self.assertEqual(opened["authority"], "localhost")
         self.assertClean(kl)
         pl.wait_event("list_and_watch", T, phase="closed")
 
@@ -135,8 +135,8 @@ class Registration(Base):
         opts = {"pre_start_required": True, "get_preferred_allocation_available": False}
         self.assertEqual(reg["options"], opts)
         self.assertEqual(reg["request_options"], opts)
-        law = pl.wait_event("list_and_watch", T, phase="open")
-        self.assertEqual(law["authority"], pl.socket)  # -dial legacy: path as :authority
+        opened = pl.wait_event("list_and_watch", T, phase="open")
+        self.assertEqual(opened["authority"], pl.socket)  # -dial legacy: path as :authority
         pl.assert_no_event("get_options", within=0.5, since=0)
         # A fresh GetDevicePluginOptions on demand agrees with the request.
         r = kl.ok("options %s" % RES)

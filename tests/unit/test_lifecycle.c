@@ -49,16 +49,16 @@ typedef struct fake_kubelet {
     kdp__loop *loop;
     kdp__server *server;
     char sock[256];
-    int refuse;             /* Register calls still to refuse */
-    int registers;          /* Register calls seen */
-    int registered;         /* answered OK */
-    int options_calls;      /* GetDevicePluginOptions before answering */
-    int lists;              /* ListAndWatch messages received */
-    size_t last_n;          /* devices in the last one */
-    int streams_ended;      /* by the plugin */
-    kdp__call *pending;     /* the Register being answered */
-    kdp__client_call *dial; /* GetDevicePluginOptions in flight */
-    kdp__client_call *law;  /* the open ListAndWatch */
+    int refuse;               /* Register calls still to refuse */
+    int registers;            /* Register calls seen */
+    int registered;           /* answered OK */
+    int options_calls;        /* GetDevicePluginOptions before answering */
+    int lists;                /* ListAndWatch messages received */
+    size_t last_n;            /* devices in the last one */
+    int streams_ended;        /* by the plugin */
+    kdp__call *pending;       /* the Register being answered */
+    kdp__client_call *dial;   /* GetDevicePluginOptions in flight */
+    kdp__client_call *stream; /* the open ListAndWatch */
     char endpoint[128];
     bool end_at_first_list; /* a kubelet that fails every stream */
 } fake_kubelet;
@@ -74,8 +74,8 @@ static void on_law_msg(const uint8_t *msg, size_t len, void *ud)
     k->last_n = r->n_devices;
     v1beta1__list_and_watch_response__free_unpacked(r, NULL);
     if (k->end_at_first_list) {
-        kdp__client_call_cancel(k->law); /* allowed from on_msg */
-        k->law = NULL;
+        kdp__client_call_cancel(k->stream); /* allowed from on_msg */
+        k->stream = NULL;
     }
 }
 
@@ -86,7 +86,7 @@ static void on_law_done(int status, const char *message, const uint8_t *resp, si
     (void)resp;
     (void)len;
     fake_kubelet *k = ud;
-    k->law = NULL;
+    k->stream = NULL;
     k->streams_ended++;
 }
 
@@ -115,7 +115,7 @@ static void on_options(int status, const char *message, const uint8_t *resp, siz
     snprintf(path, sizeof(path), "%s/%s", dir, k->endpoint);
     assert_int_equal(kdp__client_stream(k->loop, path, "/v1beta1.DevicePlugin/ListAndWatch",
                                         (const uint8_t *)"", 0, NULL, on_law_msg, on_law_done, k,
-                                        &k->law),
+                                        &k->stream),
                      0);
 }
 
@@ -168,8 +168,8 @@ static void fk_stop(fake_kubelet *k)
 {
     kdp__client_call_cancel(k->dial);
     k->dial = NULL;
-    kdp__client_call_cancel(k->law);
-    k->law = NULL;
+    kdp__client_call_cancel(k->stream);
+    k->stream = NULL;
     kdp__server_free(k->server); /* ends a pending Register */
     k->server = NULL;
     k->pending = NULL;
@@ -329,7 +329,7 @@ static kdp_plugin_state state_of(void)
 
 static bool registered_with_list(int n_registered)
 {
-    return fk.registered >= n_registered && fk.lists >= n_registered && fk.law &&
+    return fk.registered >= n_registered && fk.lists >= n_registered && fk.stream &&
            state_of() == KDP_PLUGIN_REGISTERED;
 }
 
@@ -385,8 +385,8 @@ static void test_stream_ended(void **state)
     (void)state;
     fk_serve(&fk);
     RUN_UNTIL(registered_with_list(1));
-    kdp__client_call_cancel(fk.law); /* the kubelet's stream ends */
-    fk.law = NULL;
+    kdp__client_call_cancel(fk.stream); /* the kubelet's stream ends */
+    fk.stream = NULL;
     RUN_UNTIL(registered_with_list(2));
     assert_int_equal(atomic_load(&destroys), 1);
     assert_int_equal(fk.registers, 2);
@@ -475,7 +475,7 @@ static void test_kubelet_that_fails_every_stream(void **state)
     fk.end_at_first_list = false;
     fk_restart(&fk); /* a new kubelet: no wait */
     uint64_t t0 = kdp__now_us();
-    RUN_UNTIL(registered_with_list(fk.registered > 0 ? fk.registered : 1) && fk.law);
+    RUN_UNTIL(registered_with_list(fk.registered > 0 ? fk.registered : 1) && fk.stream);
     assert_true(kdp__now_us() - t0 < 5000000U);
 }
 
