@@ -20,7 +20,7 @@ static nghttp2_session *session_of(const kdp__call *call)
     return kdp__conn_session(call->sc->conn);
 }
 
-kdp__call *kdp__call_new(sconn *sc, int32_t stream_id, size_t max_recv)
+kdp__call *kdp__call_new(kdp__sconn *sc, int32_t stream_id, size_t max_recv)
 {
     kdp__call *call = calloc(1, sizeof(*call));
     if (!call) {
@@ -42,7 +42,7 @@ void kdp__call_free(kdp__call *call)
     kdp__timer_free(call->deadline_timer);
     kdp__deframer_done(&call->df);
     free(call->req);
-    for (outmsg *m = call->q_head, *next; m; m = next) {
+    for (kdp__outmsg *m = call->q_head, *next; m; m = next) {
         next = m->next;
         free(m);
     }
@@ -96,7 +96,7 @@ static ssize_t read_body(nghttp2_session *session, int32_t stream_id, uint8_t *b
     kdp__call *call = source->ptr;
     size_t copied = 0;
     while (call->q_head && copied < length) {
-        outmsg *m = call->q_head;
+        kdp__outmsg *m = call->q_head;
         size_t take = m->len - m->off;
         if (take > length - copied) {
             take = length - copied;
@@ -173,7 +173,7 @@ static void resume(kdp__call *call)
     kdp__conn_flush(call->sc->conn);
 }
 
-static int enqueue(kdp__call *call, outmsg *m)
+static int enqueue(kdp__call *call, kdp__outmsg *m)
 {
     if (!call->responded) {
         int r = submit_headers(call);
@@ -193,13 +193,13 @@ static int enqueue(kdp__call *call, outmsg *m)
     return 0;
 }
 
-static outmsg *outmsg_new(size_t body_len)
+static kdp__outmsg *outmsg_new(size_t body_len)
 {
     if (body_len > UINT32_MAX) {
         errno = EMSGSIZE;
         return NULL;
     }
-    outmsg *m = malloc(sizeof(*m) + KDP__FRAME_HEADER_LEN + body_len);
+    kdp__outmsg *m = malloc(sizeof(*m) + KDP__FRAME_HEADER_LEN + body_len);
     if (!m) {
         errno = ENOMEM;
         return NULL;
@@ -216,7 +216,7 @@ int kdp__call_send(kdp__call *call, const uint8_t *msg, size_t len)
     if (call->finished) {
         return -EALREADY;
     }
-    outmsg *m = outmsg_new(len);
+    kdp__outmsg *m = outmsg_new(len);
     if (!m) {
         return -errno;
     }
@@ -236,8 +236,8 @@ int kdp__call_send_latest(kdp__call *call, const uint8_t *msg, size_t len)
         return -EALREADY;
     }
     /* Only the head can have been started (off > 0): the queue is FIFO. */
-    outmsg *keep = call->q_head && call->q_head->off > 0 ? call->q_head : NULL;
-    for (outmsg *m = keep ? keep->next : call->q_head, *next; m; m = next) {
+    kdp__outmsg *keep = call->q_head && call->q_head->off > 0 ? call->q_head : NULL;
+    for (kdp__outmsg *m = keep ? keep->next : call->q_head, *next; m; m = next) {
         next = m->next;
         call->q_bytes -= m->len;
         free(m);
@@ -255,7 +255,7 @@ int kdp__call_send_pb(kdp__call *call, const ProtobufCMessage *pb)
         return -EALREADY;
     }
     size_t len = protobuf_c_message_get_packed_size(pb);
-    outmsg *m = outmsg_new(len);
+    kdp__outmsg *m = outmsg_new(len);
     if (!m) {
         return -errno;
     }

@@ -81,7 +81,7 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
 
 static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame, void *ud)
 {
-    sconn *sc = ud;
+    kdp__sconn *sc = ud;
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
         return 0;
     }
@@ -112,7 +112,7 @@ static const kdp__method *find_method(const kdp__server *s, const char *path)
 /* The request headers are complete: decide whether this call may go on. */
 static void validate(kdp__call *call)
 {
-    char msg[CALL_PATH_MAX + 64];
+    char msg[KDP__CALL_PATH_MAX + 64];
     if (!call->is_post) {
         (void)kdp__call_reject_http(call, 405, KDP__ST_INTERNAL, "gRPC requires :method POST");
         return;
@@ -151,7 +151,7 @@ static void validate(kdp__call *call)
  * connection's and server's totals: the caps on what peers make us buffer. */
 static void set_held(kdp__call *call, size_t now)
 {
-    sconn *sc = call->sc;
+    kdp__sconn *sc = call->sc;
     sc->held = sc->held - call->held + now;
     sc->srv->held = sc->srv->held - call->held + now;
     call->held = now;
@@ -233,7 +233,7 @@ static void enforce_max_buffered(kdp__server *s)
         const kdp__link *ls;
         kdp__list_for_each(ls, &s->conns)
         {
-            const sconn *sc = KDP__CONTAINER_OF(ls, sconn, link);
+            const kdp__sconn *sc = KDP__CONTAINER_OF(ls, kdp__sconn, link);
             kdp__link *lc;
             kdp__list_for_each(lc, &sc->calls)
             {
@@ -332,7 +332,7 @@ static int on_frame_send(nghttp2_session *session, const nghttp2_frame *frame, v
 
 void kdp__call_unlink(kdp__call *call)
 {
-    sconn *sc = call->sc;
+    kdp__sconn *sc = call->sc;
     kdp__link_remove(&call->link);
     set_held(call, 0);
     sc->srv->stats.active_calls--;

@@ -29,7 +29,7 @@ static void maybe_done(kdp__server *s)
     }
 }
 
-static void sconn_free(sconn *sc)
+static void sconn_free(kdp__sconn *sc)
 {
     kdp__server *s = sc->srv;
     kdp__link *first;
@@ -48,7 +48,7 @@ static void sconn_free(sconn *sc)
 static void on_conn_closed(kdp__conn *c, int err, void *ud)
 {
     (void)c;
-    sconn *sc = ud;
+    kdp__sconn *sc = ud;
     kdp__server *s = sc->srv;
     if (err < 0 && err != -ECONNRESET) {
         log_debug("connection closed: %s", strerror(-err));
@@ -57,7 +57,7 @@ static void on_conn_closed(kdp__conn *c, int err, void *ud)
     maybe_done(s);
 }
 
-static int session_new(kdp__server *s, sconn *sc, nghttp2_session **ret)
+static int session_new(kdp__server *s, kdp__sconn *sc, nghttp2_session **ret)
 {
     nghttp2_session *session;
     if (nghttp2_session_server_new2(&session, s->cbs, sc, s->opt) != 0) {
@@ -90,7 +90,7 @@ int kdp__server_adopt(kdp__server *s, int fd)
         close(fd);
         return -EMFILE;
     }
-    sconn *sc = calloc(1, sizeof(*sc));
+    kdp__sconn *sc = calloc(1, sizeof(*sc));
     nghttp2_session *session = NULL;
     if (sc) {
         kdp__link_init(&sc->link);
@@ -284,7 +284,7 @@ void kdp__server_shutdown(kdp__server *s, uint64_t linger_us, kdp__server_done_f
     kdp__link *next;
     kdp__list_for_each_safe(ls, next, &s->conns)
     {
-        sconn *sc = KDP__CONTAINER_OF(ls, sconn, link);
+        kdp__sconn *sc = KDP__CONTAINER_OF(ls, kdp__sconn, link);
         kdp__conn_hold(sc->conn); /* no stream may close while we walk them */
         kdp__link *lc;
         kdp__list_for_each(lc, &sc->calls)
@@ -310,7 +310,7 @@ void kdp__server_free(kdp__server *s)
     kdp__link *next;
     kdp__list_for_each_safe(c, next, &s->conns)
     {
-        sconn_free(KDP__CONTAINER_OF(c, sconn, link)); /* unlinks itself only */
+        sconn_free(KDP__CONTAINER_OF(c, kdp__sconn, link)); /* unlinks itself only */
     }
     stop_listening(s);
     kdp__timer_free(s->done_timer);

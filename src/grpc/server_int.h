@@ -10,27 +10,27 @@
 #include "grpc/server.h"
 #include "grpc/wire.h"
 
-#define CALL_PATH_MAX      256
-#define CALL_AUTHORITY_MAX 256
+#define KDP__CALL_PATH_MAX      256
+#define KDP__CALL_AUTHORITY_MAX 256
 
-typedef struct outmsg {
-    struct outmsg *next;
+typedef struct kdp__outmsg {
+    struct kdp__outmsg *next;
     size_t len; /* framed length: 5-byte prefix + body */
     size_t off; /* bytes already handed to nghttp2 */
     uint8_t data[];
-} outmsg;
+} kdp__outmsg;
 
-typedef struct sconn sconn;
+typedef struct kdp__sconn kdp__sconn;
 
 struct kdp__call {
-    sconn *sc;
+    kdp__sconn *sc;
     kdp__link link; /* in sc->calls */
     int32_t stream_id;
     const kdp__method *method; /* set once the headers validated */
 
     /* request headers */
-    char path[CALL_PATH_MAX];
-    char authority[CALL_AUTHORITY_MAX];
+    char path[KDP__CALL_PATH_MAX];
+    char authority[KDP__CALL_AUTHORITY_MAX];
     bool path_too_long;
     bool is_post;
     bool content_type_ok;
@@ -49,7 +49,7 @@ struct kdp__call {
     /* response */
     uint64_t deadline;
     kdp__timer *deadline_timer;
-    outmsg *q_head, *q_tail;
+    kdp__outmsg *q_head, *q_tail;
     size_t q_bytes;
     bool responded;  /* response HEADERS submitted with a data provider */
     bool finished;   /* final status decided; trailers queued or sent */
@@ -62,7 +62,7 @@ struct kdp__call {
     void *cancel_ud;
 };
 
-struct sconn {
+struct kdp__sconn {
     kdp__server *srv;
     kdp__link link; /* in srv->conns */
     kdp__conn *conn;
@@ -95,7 +95,7 @@ struct kdp__server {
 };
 
 /* call.c */
-kdp__call *kdp__call_new(sconn *sc, int32_t stream_id, size_t max_recv);
+kdp__call *kdp__call_new(kdp__sconn *sc, int32_t stream_id, size_t max_recv);
 void kdp__call_free(kdp__call *call);
 /* Ends the call from the server's side (deadline, bad request, shutdown):
  * the final status goes out, and the handler, if it holds the handle, gets

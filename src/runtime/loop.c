@@ -22,6 +22,8 @@
 #include "base/list.h"
 #include "runtime/loop_int.h"
 
+#define MAX_EVENTS 64
+
 uint64_t kdp__now_us(void)
 {
     struct timespec ts;
@@ -31,25 +33,25 @@ uint64_t kdp__now_us(void)
 
 /* --- objects and deferred removal --- */
 
-void kdp__loop_obj_link(kdp__loop *l, struct obj *o, enum obj_kind kind)
+void kdp__loop_obj_link(kdp__loop *l, struct kdp__obj *o, enum kdp__obj_kind kind)
 {
     o->kind = (uint8_t)kind;
     o->loop = l;
     kdp__list_append(&l->objs[kind], &o->link);
 }
 
-static void obj_destroy(struct obj *o)
+static void obj_destroy(struct kdp__obj *o)
 {
     kdp__loop *l = o->loop;
     kdp__link_remove(&o->link);
-    if (o->kind == OBJ_TIMER) {
+    if (o->kind == KDP__OBJ_TIMER) {
         l->ntimers--;
     }
     free(o); /* the header is the first member of every object */
 }
 
 /* Frees at once, or after the current batch if a dispatch is running. */
-void kdp__loop_obj_release(struct obj *o)
+void kdp__loop_obj_release(struct kdp__obj *o)
 {
     kdp__loop *l = o->loop;
     assert(!o->dead);
@@ -65,13 +67,13 @@ void kdp__loop_obj_release(struct obj *o)
 static void reap_dead(kdp__loop *l)
 {
     while (l->dead) {
-        struct obj *o = l->dead;
+        struct kdp__obj *o = l->dead;
         l->dead = o->next_dead;
         obj_destroy(o);
     }
 }
 
-int kdp__loop_add_src(kdp__loop *l, int fd, struct obj *src, enum obj_kind kind)
+int kdp__loop_add_src(kdp__loop *l, int fd, struct kdp__obj *src, enum kdp__obj_kind kind)
 {
     src->kind = (uint8_t)kind;
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = src};
@@ -89,7 +91,7 @@ int kdp__loop_new(kdp__loop **ret)
     if (!l) {
         return -ENOMEM;
     }
-    for (int k = 0; k < OBJ_KINDS; k++) {
+    for (int k = 0; k < KDP__OBJ_KINDS; k++) {
         kdp__link_init(&l->objs[k]);
     }
     l->tfd = l->efd = l->sfd = -1;
@@ -108,9 +110,9 @@ int kdp__loop_new(kdp__loop **ret)
     if (l->efd < 0) {
         goto fail_errno;
     }
-    r = kdp__loop_add_src(l, l->tfd, &l->tfd_src, SRC_TIMERFD);
+    r = kdp__loop_add_src(l, l->tfd, &l->tfd_src, KDP__SRC_TIMERFD);
     if (r == 0) {
-        r = kdp__loop_add_src(l, l->efd, &l->efd_src, SRC_EVENTFD);
+        r = kdp__loop_add_src(l, l->efd, &l->efd_src, KDP__SRC_EVENTFD);
     }
     if (r < 0) {
         goto fail;
@@ -130,12 +132,12 @@ void kdp__loop_free(kdp__loop *l)
         return;
     }
     assert(l->depth == 0);
-    for (int k = 0; k < OBJ_KINDS; k++) {
+    for (int k = 0; k < KDP__OBJ_KINDS; k++) {
         kdp__link *o;
         kdp__link *next;
         kdp__list_for_each_safe(o, next, &l->objs[k])
         {
-            obj_destroy(OBJ_OF(o));
+            obj_destroy(KDP__OBJ_OF(o));
         }
     }
     kdp__loop_restore_sigmask(l);
@@ -158,9 +160,9 @@ static int run_wakeups(kdp__loop *l);
 
 static int dispatch_one(kdp__loop *l, const struct epoll_event *ev)
 {
-    struct obj *o = ev->data.ptr;
+    struct kdp__obj *o = ev->data.ptr;
     switch (o->kind) {
-    case OBJ_IO: {
+    case KDP__OBJ_IO: {
         kdp__io *io = (kdp__io *)o;
         if (o->dead) {
             return 0; /* deleted earlier in this batch */
@@ -168,11 +170,11 @@ static int dispatch_one(kdp__loop *l, const struct epoll_event *ev)
         io->cb(io, ev->events, io->ud);
         return 1;
     }
-    case SRC_TIMERFD:
+    case KDP__SRC_TIMERFD:
         return kdp__loop_run_timers(l);
-    case SRC_EVENTFD:
+    case KDP__SRC_EVENTFD:
         return run_wakeups(l);
-    case SRC_SIGNALFD:
+    case KDP__SRC_SIGNALFD:
         return kdp__loop_run_signals(l);
     default:
         assert(0);
@@ -262,7 +264,7 @@ int kdp__io_add(kdp__loop *l, int fd, uint32_t events, kdp__io_cb cb, void *ud, 
     if (!io) {
         return -ENOMEM;
     }
-    io->o.kind = OBJ_IO;
+    io->o.kind = KDP__OBJ_IO;
     struct epoll_event ev = {.events = events, .data.ptr = &io->o};
     if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         int r = -errno;
@@ -272,7 +274,7 @@ int kdp__io_add(kdp__loop *l, int fd, uint32_t events, kdp__io_cb cb, void *ud, 
     io->fd = fd;
     io->cb = cb;
     io->ud = ud;
-    kdp__loop_obj_link(l, &io->o, OBJ_IO);
+    kdp__loop_obj_link(l, &io->o, KDP__OBJ_IO);
     *ret = io;
     return 0;
 }
@@ -315,7 +317,7 @@ int kdp__wakeup_new(kdp__loop *l, kdp__wakeup_cb cb, void *ud, kdp__wakeup **ret
     atomic_init(&w->pending, false);
     w->cb = cb;
     w->ud = ud;
-    kdp__loop_obj_link(l, &w->o, OBJ_WAKEUP);
+    kdp__loop_obj_link(l, &w->o, KDP__OBJ_WAKEUP);
     *ret = w;
     return 0;
 }
@@ -340,9 +342,9 @@ static int run_wakeups(kdp__loop *l)
     int calls = 0;
     /* Freed wakeups stay linked (dead) until the batch ends, so the next link is safe. */
     kdp__link *it;
-    kdp__list_for_each(it, &l->objs[OBJ_WAKEUP])
+    kdp__list_for_each(it, &l->objs[KDP__OBJ_WAKEUP])
     {
-        struct obj *o = OBJ_OF(it);
+        struct kdp__obj *o = KDP__OBJ_OF(it);
         kdp__wakeup *w = (kdp__wakeup *)o;
         if (!o->dead && atomic_exchange(&w->pending, false)) {
             w->cb(w, w->ud);

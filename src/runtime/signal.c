@@ -15,14 +15,16 @@
 #include "runtime/loop.h"
 #include "runtime/loop_int.h"
 
+#define MAX_SIGINFO 8
+
 /* --- signals --- */
 
 static bool signo_in_use(const kdp__loop *l, int signo)
 {
     const kdp__link *it;
-    kdp__list_for_each(it, &l->objs[OBJ_SIGNAL])
+    kdp__list_for_each(it, &l->objs[KDP__OBJ_SIGNAL])
     {
-        const struct obj *o = OBJ_OF(it);
+        const struct kdp__obj *o = KDP__OBJ_OF(it);
         if (!o->dead && ((const kdp__signal *)o)->signo == signo) {
             return true;
         }
@@ -69,7 +71,7 @@ static int signalfd_set(kdp__loop *l, const sigset_t *mask)
     if (fd < 0) {
         return -errno;
     }
-    int r = kdp__loop_add_src(l, fd, &l->sfd_src, SRC_SIGNALFD);
+    int r = kdp__loop_add_src(l, fd, &l->sfd_src, KDP__SRC_SIGNALFD);
     if (r < 0) {
         close(fd);
         return r;
@@ -125,7 +127,7 @@ int kdp__signal_add(kdp__loop *l, int signo, kdp__signal_cb cb, void *ud, kdp__s
     s->signo = signo;
     s->cb = cb;
     s->ud = ud;
-    kdp__loop_obj_link(l, &s->o, OBJ_SIGNAL);
+    kdp__loop_obj_link(l, &s->o, KDP__OBJ_SIGNAL);
     *ret = s;
     return 0;
 }
@@ -148,11 +150,11 @@ void kdp__signal_free(kdp__signal *s)
 
 static void call_handlers(kdp__loop *l, int signo, int *calls)
 {
-    kdp__link *last = l->objs[OBJ_SIGNAL].prev; /* not handlers added meanwhile */
+    kdp__link *last = l->objs[KDP__OBJ_SIGNAL].prev; /* not handlers added meanwhile */
     kdp__link *it;
-    kdp__list_for_each(it, &l->objs[OBJ_SIGNAL])
+    kdp__list_for_each(it, &l->objs[KDP__OBJ_SIGNAL])
     {
-        struct obj *o = OBJ_OF(it);
+        struct kdp__obj *o = KDP__OBJ_OF(it);
         kdp__signal *s = (kdp__signal *)o;
         if (!o->dead && s->signo == signo) {
             s->cb(s, signo, s->ud);

@@ -14,6 +14,8 @@
 #include "runtime/loop.h"
 #include "runtime/loop_int.h"
 
+#define NOT_ARMED SIZE_MAX /* kdp__timer.idx of a timer not in the heap */
+
 /* --- timers: a binary min-heap ordered by (deadline, seq) --- */
 
 static bool timer_before(const kdp__timer *a, const kdp__timer *b)
@@ -148,7 +150,7 @@ int kdp__timer_new(kdp__loop *l, kdp__timer_cb cb, void *ud, kdp__timer **ret)
     t->idx = NOT_ARMED;
     t->cb = cb;
     t->ud = ud;
-    kdp__loop_obj_link(l, &t->o, OBJ_TIMER);
+    kdp__loop_obj_link(l, &t->o, KDP__OBJ_TIMER);
     l->ntimers++;
     *ret = t;
     return 0;
