@@ -294,7 +294,12 @@ class BadClients(Base):
             with self.subTest(what):
                 c = rawh2.RawH2(pl.socket, preface=False)
                 try:
-                    c.send(data)
+                    try:
+                        c.send(data)
+                    except rawh2.Closed:
+                        # The server hung up before it had read everything:
+                        # the outcome expected, only sooner.
+                        self.assertNotEqual(what, "a truncated preface")
                     if what != "a truncated preface":
                         self.assertTrue(c.wait_closed(T), "%s: connection not closed" % what)
                 finally:
