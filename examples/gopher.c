@@ -5,7 +5,8 @@
  * the word "unhealthy" is an Unhealthy device, and Healthy again once it no
  * longer does. Allocate hands the container GOPHER=<comma-separated IDs>.
  *
- *   kdp-example-gopher [--devices-dir DIR] [--resource NAME] [--device-plugin-dir DIR]
+ *   kdp-example-gopher [--devices-dir DIR] [--resource NAME]
+ *       [--device-plugin-dir DIR | --kubelet-root ROOT]
  */
 #include <dirent.h>
 #include <errno.h>
@@ -148,10 +149,12 @@ int main(int argc, char **argv)
             cfg.resource_name = v;
         } else if ((v = flag_value(argc, argv, &i, "--device-plugin-dir"))) {
             cfg.device_plugin_dir = v;
+        } else if ((v = flag_value(argc, argv, &i, "--kubelet-root"))) {
+            cfg.kubelet_root = v;
         } else {
             fprintf(stderr,
                     "usage: %s [--devices-dir DIR] [--resource NAME] "
-                    "[--device-plugin-dir DIR]\n",
+                    "[--device-plugin-dir DIR | --kubelet-root ROOT]\n",
                     argv[0]);
             return 2;
         }

@@ -3,7 +3,8 @@
  * kdp-example-simple: the simple mode. One function lists the devices; kdp
  * does the rest (serve, register, stream, allocate, restarts, SIGTERM).
  *
- *   kdp-example-simple [--count N] [--resource NAME] [--device-plugin-dir DIR]
+ *   kdp-example-simple [--count N] [--resource NAME]
+ *       [--device-plugin-dir DIR | --kubelet-root ROOT]
  */
 #include <kdp.h>
 #include <stdio.h>
@@ -44,9 +45,13 @@ int main(int argc, char **argv)
         } else if ((v = flag_value(argc, argv, &i, "--resource"))) {
             resource = v;
         } else if ((v = flag_value(argc, argv, &i, "--device-plugin-dir"))) {
-            setenv("KDP_DEVICE_PLUGIN_DIR", v, 1);
+            setenv(KDP_DEVICE_PLUGIN_DIR_ENV, v, 1); /* kdp_run_simple() takes no config */
+        } else if ((v = flag_value(argc, argv, &i, "--kubelet-root"))) {
+            setenv(KDP_KUBELET_ROOT_ENV, v, 1);
         } else {
-            fprintf(stderr, "usage: %s [--count N] [--resource NAME] [--device-plugin-dir DIR]\n",
+            fprintf(stderr,
+                    "usage: %s [--count N] [--resource NAME] "
+                    "[--device-plugin-dir DIR | --kubelet-root ROOT]\n",
                     argv[0]);
             return 2;
         }

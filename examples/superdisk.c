@@ -6,7 +6,8 @@
  * image into the container; the preferred allocation keeps images in name
  * order; refresh and destroy log each server (re)start and stop.
  *
- *   kdp-example-superdisk [--devices-dir DIR] [--resource NAME] [--device-plugin-dir DIR]
+ *   kdp-example-superdisk [--devices-dir DIR] [--resource NAME]
+ *       [--device-plugin-dir DIR | --kubelet-root ROOT]
  */
 #include <dirent.h>
 #include <errno.h>
@@ -153,10 +154,12 @@ int main(int argc, char **argv)
             cfg.resource_name = v;
         } else if ((v = flag_value(argc, argv, &i, "--device-plugin-dir"))) {
             cfg.device_plugin_dir = v;
+        } else if ((v = flag_value(argc, argv, &i, "--kubelet-root"))) {
+            cfg.kubelet_root = v;
         } else {
             fprintf(stderr,
                     "usage: %s [--devices-dir DIR] [--resource NAME] "
-                    "[--device-plugin-dir DIR]\n",
+                    "[--device-plugin-dir DIR | --kubelet-root ROOT]\n",
                     argv[0]);
             return 2;
         }

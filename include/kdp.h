@@ -66,10 +66,20 @@ KDP_EXPORT const char *kdp_version(void);
  * device-plugin directory. */
 #define KDP_KUBELET_API_VERSION "v1beta1"
 #define KDP_KUBELET_SOCKET      "kubelet.sock"
-/* The kubelet's device-plugin directory, and the environment variable that
- * overrides it (k3s, microk8s, tests). */
+/* The kubelet's device-plugin directory (kubelet.sock and the plugins'
+ * sockets), and the environment variable that sets it (tests, old k3s). It
+ * is a constant of the kubelet's API: the kubelet's --root-dir does not move
+ * it (microk8s too serves /var/lib/kubelet/device-plugins/kubelet.sock). */
 #define KDP_DEVICE_PLUGIN_DIR     "/var/lib/kubelet/device-plugins"
 #define KDP_DEVICE_PLUGIN_DIR_ENV "KDP_DEVICE_PLUGIN_DIR"
+/* The kubelet's root directory (its --root-dir), and the environment
+ * variable that sets it (microk8s: /var/snap/microk8s/common/var/lib/kubelet).
+ * The plugin-watcher registration directory and the PodResources socket are
+ * below it; see kdp_kubelet_paths_get(). */
+#define KDP_KUBELET_ROOT            "/var/lib/kubelet"
+#define KDP_KUBELET_ROOT_ENV        "KDP_KUBELET_ROOT"
+#define KDP_PLUGINS_REGISTRY_SUBDIR "plugins_registry"
+#define KDP_POD_RESOURCES_SUBPATH   "pod-resources/kubelet.sock"
 /* The largest ListAndWatch message the kubelet accepts (grpc-go's default
  * receive limit, 4 MiB). A device table whose message would be larger is
  * never sent: see kdp_plugin_set_devices() and kdp_plugin_get_status(). */
@@ -87,6 +97,33 @@ KDP_EXPORT int kdp_validate_resource_name(const char *name, const char **why);
  * or -EINVAL and, if why is not NULL, a static string saying what is wrong
  * ("must not be ..."). */
 KDP_EXPORT int kdp_validate_socket_name(const char *name, const char **why);
+
+/* The kubelet's directories as kdp uses them. */
+typedef struct kdp_kubelet_paths {
+    char root[4096];                 /* the kubelet's root directory */
+    char device_plugin_dir[4096];    /* kubelet.sock and the plugins' sockets */
+    char plugins_registry_dir[4096]; /* plugin-watcher registration sockets */
+    char pod_resources_socket[4096]; /* the PodResources API */
+    /* Where root and device_plugin_dir came from, for a log line (static
+     * strings): "kdp_config.kubelet_root", "$KDP_KUBELET_ROOT", "the
+     * default"; "kdp_config.device_plugin_dir", "$KDP_DEVICE_PLUGIN_DIR",
+     * "the kubelet's constant". */
+    const char *root_from;
+    const char *device_plugin_dir_from;
+} kdp_kubelet_paths;
+
+/* Resolves the kubelet's directories, as kdp_plugin_new() does with its
+ * config's two fields (kdpctl and kdp-generic use it too, so all agree):
+ * root = kubelet_root, else $KDP_KUBELET_ROOT, else KDP_KUBELET_ROOT, with
+ * plugins_registry_dir and pod_resources_socket below it;
+ * device_plugin_dir = device_plugin_dir, else $KDP_DEVICE_PLUGIN_DIR, else
+ * KDP_DEVICE_PLUGIN_DIR whatever the root (the kubelet's own rule). NULL or
+ * "" means "not set". Trailing slashes are dropped. Returns 0, -EINVAL
+ * (ret NULL, or a root or directory that is not an absolute path; which one
+ * is logged), -ENAMETOOLONG (a path over 4095 bytes). Thread-safe (reads the
+ * environment). */
+KDP_EXPORT int kdp_kubelet_paths_get(const char *kubelet_root, const char *device_plugin_dir,
+                                     kdp_kubelet_paths *ret);
 
 /* ------------------------------------------------------------------------
  * Logging
@@ -218,6 +255,11 @@ typedef struct kdp_config {
      * resource name upper-cased with every other character as '_'
      * ("example.com/gopher" -> "KDP_DEVICES_EXAMPLE_COM_GOPHER"). */
     const char *env_name;
+    /* The kubelet's root directory (its --root-dir); NULL =
+     * $KDP_KUBELET_ROOT, else /var/lib/kubelet. It places what kdp finds
+     * below it (kdp_kubelet_paths_get()); it does not move the device-plugin
+     * directory, as it does not for the kubelet. Must be absolute. */
+    const char *kubelet_root;
 } kdp_config;
 
 /* A context: one event loop that can run several plugins.

@@ -23,16 +23,7 @@ static char *join(const char *dir, const char *name)
     return asprintf(&s, "%s%s%s", dir, slash ? "" : "/", name) < 0 ? NULL : s;
 }
 
-static const char *plugin_dir(const kdp_config *cfg)
-{
-    if (cfg->device_plugin_dir && *cfg->device_plugin_dir) {
-        return cfg->device_plugin_dir;
-    }
-    const char *env = getenv(KDP_DEVICE_PLUGIN_DIR_ENV);
-    return env && *env ? env : KDP_DEVICE_PLUGIN_DIR;
-}
-
-static int check_config(const kdp_config *cfg)
+static int check_config(const kdp_config *cfg, const char *dir)
 {
     const char *why = NULL;
     if (!cfg->resource_name || kdp__validate_resource_name(cfg->resource_name, &why) < 0) {
@@ -49,7 +40,6 @@ static int check_config(const kdp_config *cfg)
         log_error("invalid env_name \"%s\": %s", cfg->env_name, why);
         return -EINVAL;
     }
-    const char *dir = plugin_dir(cfg);
     if (kdp__validate_abs_path(dir, &why) < 0) {
         log_error("invalid device-plugin directory \"%s\": %s", dir, why);
         return -EINVAL;
@@ -57,9 +47,8 @@ static int check_config(const kdp_config *cfg)
     return 0;
 }
 
-static int fill_strings(kdp_plugin *p, const kdp_config *cfg)
+static int fill_strings(kdp_plugin *p, const kdp_config *cfg, const char *dir)
 {
-    const char *dir = plugin_dir(cfg);
     p->resource = strdup(cfg->resource_name);
     p->socket_name = strdup(cfg->socket_name);
     p->dir = strdup(dir);
@@ -244,14 +233,23 @@ KDP_EXPORT int kdp_plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops
     if (r < 0) {
         return r;
     }
-    r = check_config(cfg);
-    if (r < 0) {
-        return r;
-    }
-    kdp_plugin *p = calloc(1, sizeof(*p));
-    if (!p) {
+    /* On the heap: 16 KiB is a lot for the stack of a caller's thread. */
+    kdp_kubelet_paths *paths = malloc(sizeof(*paths));
+    if (!paths) {
         return -ENOMEM;
     }
+    r = kdp_kubelet_paths_get(cfg->kubelet_root, cfg->device_plugin_dir, paths);
+    if (r == 0) {
+        r = check_config(cfg, paths->device_plugin_dir);
+    }
+    kdp_plugin *p = r == 0 ? calloc(1, sizeof(*p)) : NULL;
+    if (!p) {
+        free(paths);
+        return r < 0 ? r : -ENOMEM;
+    }
+    log_debug("%s: device-plugin directory %s (from %s; kubelet root %s, from %s)",
+              cfg->resource_name, paths->device_plugin_dir, paths->device_plugin_dir_from,
+              paths->root, paths->root_from);
     kdp__status_init(&p->status);
     kdp__link_init(&p->attached);
     kdp__link_init(&p->member.link);
@@ -259,7 +257,8 @@ KDP_EXPORT int kdp_plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops
     if (ops) {
         p->ops = *ops;
     }
-    r = fill_strings(p, cfg);
+    r = fill_strings(p, cfg, paths->device_plugin_dir);
+    free(paths);
     if (r == 0) {
         r = attach(p, ctx);
     }

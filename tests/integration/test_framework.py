@@ -10,6 +10,7 @@ threshold. Every wait is bounded (harness.T), every test too (harness.TEST_BOUND
 """
 
 import os
+import subprocess
 import signal
 import sys
 import time
@@ -19,6 +20,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from kdptest import integration as harness  # noqa: E402
 from kdptest.integration import T, IntegrationTest, env_name_for, figure, percentile  # noqa: E402
+from kdptest.proc import binary  # noqa: E402
 
 RES = "kdp.test/dev"
 BOTH = {"pre_start_required": True, "get_preferred_allocation_available": True}
@@ -699,6 +701,73 @@ class Embedding(IntegrationTest):
         kl.wait_event("registered", T, since=mark, resource=RES)
         self.assertStopsCleanly(pl)
         self.assertFalse(os.path.exists(pl.socket))
+
+
+class KubeletRoot(IntegrationTest):
+    """The kubelet's root directory (kdp_config.kubelet_root, --kubelet-root,
+    $KDP_KUBELET_ROOT): checked, taken by the library and both tools, and, as
+    for the kubelet, not a move of the device-plugin directory."""
+
+    RES = "example.com/simple"
+
+    def env(self, **set_vars):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("KDP_KUBELET_ROOT", "KDP_DEVICE_PLUGIN_DIR")}
+        env.update(set_vars)
+        return env
+
+    def simple(self, dp, env, args=()):
+        return self.plugin("kdp-example-simple", ["--count", "2", "--resource", self.RES] +
+                           list(args), "simple.sock", [self.RES], dir=dp, env=env)
+
+    def kdpctl(self, *args, env=None):
+        return subprocess.run([binary("kdpctl", self.bin_dir)] + list(args), env=env or self.env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=T, text=True)
+
+    def test_a_root_leaves_the_device_plugin_dir_alone(self):
+        root = self.subdir("root")
+        kl = self.kubelet()
+        pl = self.simple(self.dir, self.env(KDP_DEVICE_PLUGIN_DIR=self.dir),
+                         ["--kubelet-root", root])
+        kl.wait_event("registered", T, resource=self.RES)
+        kl.wait_event("devices", T, resource=self.RES, n=2)
+        self.assertOk(kl.command("allocate %s dev-0" % self.RES))
+        self.assertEqual(os.listdir(root), [], "nothing is made below the kubelet root")
+        self.assertTrue(pl.alive(), pl.diagnostics())
+
+    def test_relative_root_refused_with_its_name(self):
+        pl = self.start_test_plugin("--kubelet-root", "var/lib/kubelet")  # kdp_config's
+        self.assertNotEqual(pl.wait_exit(T), 0)
+        self.assertRegex(pl.log_text(), r'kdp_config\.kubelet_root: "var/lib/kubelet" is not an '
+                         r"absolute path")
+        pl = self.simple(self.dir, self.env(), ["--kubelet-root", "lib/kubelet"])  # the env's
+        self.assertNotEqual(pl.wait_exit(T), 0)
+        self.assertRegex(pl.log_text(), r'\$KDP_KUBELET_ROOT: "lib/kubelet" is not an absolute')
+        r = self.kdpctl("--kubelet-root", "lib/kubelet", "list", "x.sock")
+        self.assertEqual(r.returncode, 2, r)
+        self.assertIn('--kubelet-root wants an absolute path, not "lib/kubelet"', r.stderr)
+        r = self.kdpctl("list", "x.sock", env=self.env(KDP_KUBELET_ROOT="lib/kubelet"))
+        self.assertEqual(r.returncode, 2, r)
+        self.assertIn("$KDP_KUBELET_ROOT must be an absolute path", r.stderr)
+
+    def test_kdpctl_and_generic_take_a_root(self):
+        root = self.subdir("root")
+        kl = self.kubelet()
+        cfg = self.file("generic.yaml")
+        with open(cfg, "w") as f:
+            f.write("resources:\n  - name: example.com/null\n    devices:\n"
+                    "      - path: /dev/null\n")
+        pl = self.plugin("kdp-generic", ["--config", cfg, "--kubelet-root", root,
+                                         "--device-plugin-dir", self.dir],
+                         "kdp-example-com-null.sock", ["example.com/null"], name="kdp-generic",
+                         env=self.env())
+        kl.wait_event("registered", T, resource="example.com/null")
+        kl.wait_event("devices", T, resource="example.com/null", n=1)
+        r = self.kdpctl("--kubelet-root", root, "list", "kdp-example-com-null.sock",
+                        env=self.env(KDP_DEVICE_PLUGIN_DIR=self.dir))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"\bnull\b")
+        self.assertTrue(pl.alive(), pl.diagnostics())
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
  * thread-safe kdp_plugin_set_devices / kdp_plugin_set_health calls.
  *
  *   --device-plugin-dir DIR
+ *   --kubelet-root ROOT     the device-plugin dir is ROOT/device-plugins
  *   --resource NAME         repeatable: several resources on one context;
  *                           socket = NAME with every non-alphanumeric as '-' + ".sock"
  *   --socket NAME           socket of the first resource
@@ -451,6 +452,8 @@ int main(int argc, char **argv)
         i++;
         if (strcmp(a, "--device-plugin-dir") == 0) {
             cfg.device_plugin_dir = v;
+        } else if (strcmp(a, "--kubelet-root") == 0) {
+            cfg.kubelet_root = v;
         } else if (strcmp(a, "--resource") == 0 && n_res < MAX_RES) {
             resources[n_res++] = v;
         } else if (strcmp(a, "--socket") == 0) {

@@ -13,7 +13,8 @@
  * ConfigMap update) does the same without a signal: inotify on its
  * directory.
  *
- *   kdp-generic --config FILE [--device-plugin-dir DIR] [--watch-config]
+ *   kdp-generic --config FILE [--device-plugin-dir DIR | --kubelet-root ROOT]
+ *               [--watch-config]
  *               [--check | --list] [--quiet]
  */
 #include <errno.h>
@@ -48,7 +49,8 @@ typedef struct gres {
 
 typedef struct app {
     const char *file;
-    const char *dp_dir; /* --device-plugin-dir, $KDP_DEVICE_PLUGIN_DIR or the kubelet's */
+    const char *dp_dir; /* --device-plugin-dir, $KDP_DEVICE_PLUGIN_DIR or the root's */
+    const char *root;   /* --kubelet-root; NULL = $KDP_KUBELET_ROOT, else the default */
     kdp_ctx *ctx;
     gres *running;
     bool stopping;
@@ -486,8 +488,10 @@ static const char *flag_value(int argc, char **argv, int *i, const char *name)
 static int usage(const char *argv0)
 {
     fprintf(stderr,
-            "usage: %s --config FILE [--device-plugin-dir DIR] [--watch-config]\n"
-            "                   [--check | --list] [--quiet]\n"
+            "usage: %s --config FILE [--device-plugin-dir DIR | --kubelet-root ROOT]\n"
+            "                   [--watch-config] [--check | --list] [--quiet]\n"
+            "  --device-plugin-dir DIR  default: $KDP_DEVICE_PLUGIN_DIR, else ROOT/device-plugins\n"
+            "  --kubelet-root ROOT      default: $KDP_KUBELET_ROOT, else " KDP_KUBELET_ROOT "\n"
             "  --watch-config  re-read FILE when its content changes (as on SIGHUP)\n"
             "  --check         validate FILE and exit\n"
             "  --list          print the devices each resource would expose now, and exit\n"
@@ -510,6 +514,8 @@ static bool parse_args(int argc, char **argv, app *a, bool *check, bool *list)
             a->file = v;
         } else if ((v = flag_value(argc, argv, &i, "--device-plugin-dir"))) {
             a->dp_dir = v;
+        } else if ((v = flag_value(argc, argv, &i, "--kubelet-root"))) {
+            a->root = v;
         } else if (is_flag(argv[i], "--check")) {
             *check = true;
         } else if (is_flag(argv[i], "--list")) {
@@ -533,8 +539,17 @@ int main(int argc, char **argv)
     if (!parse_args(argc, argv, &a, &check, &list)) {
         return usage(argv[0]);
     }
-    const char *env_dir = getenv(KDP_DEVICE_PLUGIN_DIR_ENV);
-    a.dp_dir = a.dp_dir ? a.dp_dir : env_dir && *env_dir ? env_dir : KDP_DEVICE_PLUGIN_DIR;
+    /* The directory as the library finds it, for the checks of the config
+     * (socket path lengths) and for every plugin. */
+    static kdp_kubelet_paths paths;
+    if (a.root && a.root[0] != '/') {
+        fprintf(stderr, "kdp-generic: --kubelet-root wants an absolute path, not \"%s\"\n", a.root);
+        return 2;
+    }
+    if (kdp_kubelet_paths_get(a.root, a.dp_dir, &paths) < 0) {
+        return usage(argv[0]); /* the line above it says which setting */
+    }
+    a.dp_dir = paths.device_plugin_dir;
     gen_config c;
     char *err = NULL;
     a.config_hash = file_hash(a.file);

@@ -92,10 +92,10 @@ int kc_split_ids(const char *list, kc_strv *ret)
     return 0;
 }
 
-const char *kc_default_dir(void)
+const char *kc_default_dir(const char *kubelet_root)
 {
-    const char *env = getenv(KDP_DEVICE_PLUGIN_DIR_ENV);
-    return env && *env ? env : KC_DEFAULT_DIR;
+    static kdp_kubelet_paths paths; /* one per process: the options' lifetime */
+    return kdp_kubelet_paths_get(kubelet_root, NULL, &paths) == 0 ? paths.device_plugin_dir : NULL;
 }
 
 char *kc_socket_path(const kc_opts *o, const char *sock)

@@ -20,7 +20,6 @@
 #define KC_EXIT_FAIL  1 /* the call failed, or the plugin misbehaved */
 #define KC_EXIT_USAGE 2 /* bad command line */
 
-#define KC_DEFAULT_DIR     KDP_DEVICE_PLUGIN_DIR
 #define KC_DEFAULT_TIMEOUT ((uint64_t)10 * 1000 * 1000) /* us, for one call */
 
 /* Flags, as bits: which ones a command accepts. */
@@ -33,8 +32,9 @@ enum {
     KC_F_AVAILABLE = 1U << 5,
     KC_F_MUST = 1U << 6,
     KC_F_SIZE = 1U << 7,
+    KC_F_ROOT = 1U << 8,
 };
-#define KC_F_COMMON (KC_F_DIR | KC_F_JSON | KC_F_TIMEOUT)
+#define KC_F_COMMON (KC_F_DIR | KC_F_ROOT | KC_F_JSON | KC_F_TIMEOUT)
 
 /* A list of strings (borrowed from argv, or split copies: see owned). */
 typedef struct kc_strv {
@@ -44,7 +44,8 @@ typedef struct kc_strv {
 
 typedef struct kc_opts {
     const char *cmd;     /* the command's name, for messages */
-    const char *dir;     /* device-plugin dir: flag, $KDP_DEVICE_PLUGIN_DIR, default */
+    const char *dir;     /* device-plugin dir: flag, $KDP_DEVICE_PLUGIN_DIR, the root's */
+    const char *root;    /* --kubelet-root; NULL = $KDP_KUBELET_ROOT, else the default */
     bool json;           /* one JSON object per line on stdout */
     uint64_t timeout_us; /* 0 = not given */
     long count;          /* watch --count; 0 = not given */
@@ -71,7 +72,9 @@ void kc_strv_free(kc_strv *v);
  * DIR/SOCK. Returns a malloc'ed string or NULL. */
 char *kc_socket_path(const kc_opts *o, const char *sock);
 /* The device-plugin dir from the environment or the default. */
-const char *kc_default_dir(void);
+/* The device-plugin directory as the library finds it with this kubelet root
+ * (NULL = not given), or NULL if the root is not an absolute path. */
+const char *kc_default_dir(const char *kubelet_root);
 
 /* commands.c: one plugin socket. Each returns an exit status. */
 int kc_cmd_options(const kc_opts *o);

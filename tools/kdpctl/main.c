@@ -22,7 +22,9 @@ typedef struct kc_command {
 
 #define COMMON_HELP                                                                                \
     "  --device-plugin-dir DIR  where sockets without a '/' are looked up (default:\n"             \
-    "                           $KDP_DEVICE_PLUGIN_DIR, else " KC_DEFAULT_DIR ")\n"                \
+    "                           $KDP_DEVICE_PLUGIN_DIR, else ROOT/device-plugins)\n"               \
+    "  --kubelet-root ROOT      the kubelet's root directory (default: $KDP_KUBELET_ROOT,\n"       \
+    "                           else " KDP_KUBELET_ROOT ")\n"                                      \
     "  --json                   one JSON object per line on stdout, for scripts\n"
 
 static const kc_command commands[] = {
@@ -97,7 +99,8 @@ static void main_help(FILE *f)
     fprintf(f,
             "kdpctl: a kubelet emulator and inspector for device-plugin authors (kdp %s)\n"
             "\n"
-            "usage: kdpctl [--device-plugin-dir DIR] [--json] [--timeout D] COMMAND [ARGS]\n"
+            "usage: kdpctl [--device-plugin-dir DIR | --kubelet-root ROOT] [--json] [--timeout D]\n"
+            "              COMMAND [ARGS]\n"
             "\n"
             "commands:\n",
             kdp_version());
@@ -144,10 +147,15 @@ static const struct {
     const char *name;
     unsigned bit;
 } flag_table[] = {
-    {"--device-plugin-dir", KC_F_DIR}, {"--json", KC_F_JSON},
-    {"--timeout", KC_F_TIMEOUT},       {"--count", KC_F_COUNT},
-    {"--container", KC_F_CONTAINER},   {"--available", KC_F_AVAILABLE},
-    {"--must-include", KC_F_MUST},     {"--size", KC_F_SIZE},
+    {"--device-plugin-dir", KC_F_DIR},
+    {"--kubelet-root", KC_F_ROOT},
+    {"--json", KC_F_JSON},
+    {"--timeout", KC_F_TIMEOUT},
+    {"--count", KC_F_COUNT},
+    {"--container", KC_F_CONTAINER},
+    {"--available", KC_F_AVAILABLE},
+    {"--must-include", KC_F_MUST},
+    {"--size", KC_F_SIZE},
 };
 
 static int parse_number(const char *cmd, const char *flag, const char *v, long min, long *ret)
@@ -169,6 +177,10 @@ static int set_flag(kc_opts *o, const char *cmd, unsigned bit, const char *v)
     case KC_F_DIR:
         o->dir = v;
         return *v ? 0 : usage_error(cmd, "--device-plugin-dir wants a directory");
+    case KC_F_ROOT:
+        o->root = v;
+        return *v == '/' ? 0
+                         : usage_error(cmd, "--kubelet-root wants an absolute path, not \"%s\"", v);
     case KC_F_TIMEOUT:
         return kc_parse_duration(v, &o->timeout_us) == 0
                    ? 0
@@ -238,7 +250,10 @@ static int check_args(const kc_command *c, kc_opts *o)
         }
     }
     if (!o->dir) {
-        o->dir = kc_default_dir();
+        o->dir = kc_default_dir(o->root);
+        if (!o->dir) {
+            return usage_error(c->name, "$%s must be an absolute path", KDP_KUBELET_ROOT_ENV);
+        }
     }
     return 0;
 }
