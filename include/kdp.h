@@ -337,6 +337,18 @@ KDP_EXPORT int kdp_plugin_set_devices(kdp_plugin *p, const kdp_device *devs, siz
 /* Sets one device's health. Thread-safe. Returns 0, -ENOENT (no such ID),
  * -EINVAL. */
 KDP_EXPORT int kdp_plugin_set_health(kdp_plugin *p, const char *id, kdp_health health);
+/* Reading the table back. Both read the plugin's latest table: the one last
+ * set through kdp_plugin_set_devices(), kdp_plugin_set_health() or the list
+ * op, which the kubelet is being sent (not if it is over the message limit:
+ * see kdp_plugin_get_status()). Thread-safe, from callbacks too.
+ *
+ * One device's health. Returns 0, -ENOENT (no such ID), -EINVAL. */
+KDP_EXPORT int kdp_plugin_get_health(kdp_plugin *p, const char *id, kdp_health *ret);
+/* A copy of the whole table, sorted by ID, taken at one instant: *ret is
+ * ONE allocation holding the devices with their strings and NUMA nodes, so
+ * free(*ret) frees it all; NULL with *ret_n 0 when the table is empty.
+ * Returns 0, -EINVAL, -ENOMEM. O(n). */
+KDP_EXPORT int kdp_plugin_get_devices(kdp_plugin *p, kdp_device **ret, size_t *ret_n);
 /* Asks for a fresh call of the list op. Thread-safe. */
 KDP_EXPORT int kdp_plugin_rescan(kdp_plugin *p);
 /* Stops the plugin (and its private context's run). Thread-safe and

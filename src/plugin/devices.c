@@ -538,3 +538,66 @@ void kdp__devtab_diff(const kdp__devtab *a, const kdp__devtab *b, kdp__devtab_di
         }
     }
 }
+
+static size_t str_size(const char *s)
+{
+    return s ? strlen(s) + 1 : 0;
+}
+
+/* Copies s to *pos (advanced), or NULL for NULL. */
+static const char *put_str(char **pos, const char *s)
+{
+    if (!s) {
+        return NULL;
+    }
+    size_t n = strlen(s) + 1;
+    char *out = memcpy(*pos, s, n);
+    *pos += n;
+    return out;
+}
+
+int kdp__devtab_export(const kdp__devtab *ct, kdp_device **ret, size_t *ret_n)
+{
+    const kdp__devtab *t = kdp__devtab_sorted(ct);
+    *ret = NULL;
+    *ret_n = 0;
+    if (t->n == 0) {
+        return 0;
+    }
+    size_t n_numa = 0;
+    size_t strings = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const kdp__dev *d = &t->devs[i];
+        n_numa += d->n_numa;
+        strings += str_size(d->id) + str_size(d->host_path) + str_size(d->container_path) +
+                   str_size(d->permissions);
+    }
+    _Static_assert(sizeof(kdp_device) % _Alignof(int64_t) == 0, "the NUMA nodes follow aligned");
+    size_t numa_off = t->n * sizeof(kdp_device);
+    size_t str_off = numa_off + n_numa * sizeof(int64_t);
+    char *block = malloc(str_off + strings);
+    if (!block) {
+        return -ENOMEM;
+    }
+    kdp_device *out = (kdp_device *)(void *)block;
+    int64_t *numa = (int64_t *)(void *)(block + numa_off);
+    char *pos = block + str_off;
+    for (size_t i = 0; i < t->n; i++) {
+        const kdp__dev *d = &t->devs[i];
+        kdp_device *o = &out[i];
+        o->id = put_str(&pos, d->id);
+        o->health = d->health;
+        o->numa_nodes = d->n_numa ? numa : NULL;
+        o->n_numa_nodes = d->n_numa;
+        if (d->n_numa) {
+            memcpy(numa, d->numa, d->n_numa * sizeof(int64_t));
+            numa += d->n_numa;
+        }
+        o->host_path = put_str(&pos, d->host_path);
+        o->container_path = put_str(&pos, d->container_path);
+        o->permissions = put_str(&pos, d->permissions);
+    }
+    *ret = out;
+    *ret_n = t->n;
+    return 0;
+}

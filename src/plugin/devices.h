@@ -72,6 +72,10 @@ const kdp__dev *kdp__devtab_find(const kdp__devtab *t, const char *id);
 /* Returns 1 if the health changed, 0 if it was already so, -ENOENT. */
 int kdp__devtab_set_health(kdp__devtab *t, const char *id, kdp_health health);
 size_t kdp__devtab_count_healthy(const kdp__devtab *t);
+/* A copy of t in the public form, sorted by ID, in ONE allocation (the
+ * devices, then their NUMA nodes, then their strings): *ret is freed with
+ * free(); NULL with *ret_n 0 for an empty table. Returns 0 or -ENOMEM. */
+int kdp__devtab_export(const kdp__devtab *t, kdp_device **ret, size_t *ret_n);
 
 /* t, sorted by ID if it was a lazy table not read yet (the readers below do
  * it themselves). Loop thread, or the table's one builder. */

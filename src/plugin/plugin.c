@@ -382,6 +382,22 @@ KDP_EXPORT int kdp_plugin_set_health(kdp_plugin *p, const char *id, kdp_health h
     return kdp__table_set_health(&p->table, id, health);
 }
 
+KDP_EXPORT int kdp_plugin_get_health(kdp_plugin *p, const char *id, kdp_health *ret)
+{
+    if (!p || !id || !ret) {
+        return -EINVAL;
+    }
+    return kdp__table_get_health(&p->table, id, ret);
+}
+
+KDP_EXPORT int kdp_plugin_get_devices(kdp_plugin *p, kdp_device **ret, size_t *ret_n)
+{
+    if (!p || !ret || !ret_n) {
+        return -EINVAL;
+    }
+    return kdp__table_get_devices(&p->table, ret, ret_n);
+}
+
 KDP_EXPORT int kdp_plugin_rescan(kdp_plugin *p)
 {
     if (!p) {

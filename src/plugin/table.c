@@ -409,6 +409,25 @@ int kdp__table_set_health(kdp__table *t, const char *id, kdp_health health)
     return r < 0 ? r : 0;
 }
 
+int kdp__table_get_health(kdp__table *t, const char *id, kdp_health *ret)
+{
+    pthread_mutex_lock(&t->mu);
+    const kdp__dev *d = kdp__devtab_find(&t->shared, id);
+    if (d) {
+        *ret = d->health;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return d ? 0 : -ENOENT;
+}
+
+int kdp__table_get_devices(kdp__table *t, kdp_device **ret, size_t *ret_n)
+{
+    pthread_mutex_lock(&t->mu);
+    int r = kdp__devtab_export(&t->shared, ret, ret_n);
+    pthread_mutex_unlock(&t->mu);
+    return r;
+}
+
 void kdp__table_rescan(kdp__table *t)
 {
     atomic_store(&t->rescan_wanted, true);

@@ -301,6 +301,127 @@ static void test_positive_return_fails(void **state)
     kdp_ctx_free(ctx);
 }
 
+/* Reading the table back: one device's health, a snapshot in one block. */
+static void test_read_back(void **state)
+{
+    (void)state;
+    kdp_ctx *ctx;
+    assert_int_equal(kdp_ctx_new(&ctx), 0);
+    kdp_plugin *p = new_plugin(ctx, "example.com/rb", "rb.sock", NULL);
+    kdp_health h;
+    kdp_device *devs = (kdp_device *)&h; /* must be reset */
+    size_t n = 7;
+    assert_int_equal(kdp_plugin_get_devices(p, &devs, &n), 0);
+    assert_null(devs);
+    assert_int_equal(n, 0);
+    assert_int_equal(kdp_plugin_get_health(p, "a", &h), -ENOENT);
+    int64_t numa_b[] = {1, 0, -1};
+    kdp_device in[] = {
+        {.id = "b", .health = KDP_UNHEALTHY, .numa_nodes = numa_b, .n_numa_nodes = 3},
+        {.id = "a", .health = KDP_HEALTHY, .host_path = "/dev/a", .permissions = "r"},
+    };
+    assert_int_equal(kdp_plugin_set_devices(p, in, 2), 0);
+    assert_int_equal(kdp_plugin_get_health(p, "b", &h), 0);
+    assert_int_equal(h, KDP_UNHEALTHY);
+    assert_int_equal(kdp_plugin_set_health(p, "b", KDP_HEALTHY), 0);
+    assert_int_equal(kdp_plugin_get_health(p, "b", &h), 0);
+    assert_int_equal(h, KDP_HEALTHY);
+    assert_int_equal(kdp_plugin_get_devices(p, &devs, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(devs[0].id, "a"); /* sorted */
+    assert_int_equal(devs[0].health, KDP_HEALTHY);
+    assert_string_equal(devs[0].host_path, "/dev/a");
+    assert_null(devs[0].container_path);
+    assert_string_equal(devs[0].permissions, "r");
+    assert_null(devs[0].numa_nodes);
+    assert_string_equal(devs[1].id, "b");
+    assert_int_equal(devs[1].health, KDP_HEALTHY);
+    assert_int_equal(devs[1].n_numa_nodes, 2); /* sorted, -1 dropped */
+    assert_int_equal(devs[1].numa_nodes[0], 0);
+    assert_int_equal(devs[1].numa_nodes[1], 1);
+    assert_null(devs[1].host_path);
+    /* The copy is the caller's: a later change does not show in it. */
+    assert_int_equal(kdp_plugin_set_devices(p, NULL, 0), 0);
+    assert_string_equal(devs[1].id, "b");
+    free(devs);
+    assert_int_equal(kdp_plugin_get_health(p, "b", &h), -ENOENT);
+    assert_int_equal(kdp_plugin_get_health(NULL, "b", &h), -EINVAL);
+    assert_int_equal(kdp_plugin_get_health(p, NULL, &h), -EINVAL);
+    assert_int_equal(kdp_plugin_get_devices(p, NULL, &n), -EINVAL);
+    kdp_ctx_free(ctx);
+}
+
+struct reader {
+    kdp_plugin *p;
+    atomic_bool stop;
+    atomic_int snapshots;
+    int bad;
+};
+
+static long elapsed_ms(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* Snapshots taken while another thread flips health: each one whole. */
+static void *read_loop(void *arg)
+{
+    struct reader *r = arg;
+    while (!atomic_load(&r->stop)) {
+        kdp_device *devs;
+        size_t n;
+        if (kdp_plugin_get_devices(r->p, &devs, &n) != 0 || n != 64) {
+            r->bad++;
+        }
+        for (size_t i = 0; i < n; i++) {
+            char want[24];
+            snprintf(want, sizeof(want), "d%02zu", i);
+            r->bad += strcmp(devs[i].id, want) != 0;
+        }
+        free(devs);
+        kdp_health h;
+        r->bad += kdp_plugin_get_health(r->p, "d07", &h) != 0;
+        atomic_fetch_add(&r->snapshots, 1);
+    }
+    return NULL;
+}
+
+static void test_read_back_threads(void **state)
+{
+    (void)state;
+    kdp_ctx *ctx;
+    assert_int_equal(kdp_ctx_new(&ctx), 0);
+    kdp_plugin *p = new_plugin(ctx, "example.com/rbt", "rbt.sock", NULL);
+    char ids[64][8];
+    kdp_device in[64];
+    for (int i = 0; i < 64; i++) {
+        snprintf(ids[i], sizeof(ids[i]), "d%02d", i);
+        in[i] = (kdp_device){.id = ids[i], .health = KDP_HEALTHY};
+    }
+    assert_int_equal(kdp_plugin_set_devices(p, in, 64), 0);
+    struct reader r = {.p = p};
+    pthread_t tid;
+    assert_int_equal(pthread_create(&tid, NULL, read_loop, &r), 0);
+    /* 2000 changes at least, and until the reader took 20 snapshots (5 s at
+     * most: a machine too busy to run the reader fails the count below). */
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 2000 || (atomic_load(&r.snapshots) < 20 && elapsed_ms(&t0) < 5000); i++) {
+        assert_int_equal(kdp_plugin_set_health(p, ids[i % 64], i % 3 ? KDP_HEALTHY : KDP_UNHEALTHY),
+                         0);
+        if (i % 500 == 0) {
+            assert_int_equal(kdp_plugin_set_devices(p, in, 64), 0);
+        }
+    }
+    atomic_store(&r.stop, true);
+    assert_int_equal(pthread_join(tid, NULL), 0);
+    assert_int_equal(r.bad, 0);
+    assert_true(atomic_load(&r.snapshots) >= 20);
+    kdp_ctx_free(ctx);
+}
+
 int main(void)
 {
     kdp_log_set(KDP_LOG_ERROR, NULL, NULL);
@@ -317,6 +438,8 @@ int main(void)
         cmocka_unit_test(test_one_thread_runs_it),
         cmocka_unit_test(test_dispatch_owner),
         cmocka_unit_test(test_positive_return_fails),
+        cmocka_unit_test(test_read_back),
+        cmocka_unit_test(test_read_back_threads),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];
