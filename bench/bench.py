@@ -313,7 +313,6 @@ def run(args):
             R[k]["allocates_done"] = cfg["alloc_total"]
 
         log("update latency: %d trials each" % cfg["updates"])
-        upd = {k: [] for k in PLUGINS}
         per = max(1, cfg["updates"] // cfg["rounds"])
         for _ in range(cfg["rounds"]):
             for k in PLUGINS:

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Measures kdp-example-gopher against the grpc-go kubelet emulator.
 
-    bench/plugin_figures.py [BIN_DIR]        (default: build/bin)
+    bench/plugin_figures.py [BIN_DIR]        (default: $KDP_BIN_DIR, else build/bin)
 
 Figures (printed as a markdown table; not a test: they depend on the machine):
 - exec -> Register: from just before the plugin is exec'd to the Register call
@@ -16,21 +16,17 @@ Figures (printed as a markdown table; not a test: they depend on the machine):
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "pylib"))
-from kdptest import kubelet as K  # noqa: E402
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "pylib"))
+import kdptest  # noqa: E402
+from kdptest import percentile  # noqa: E402
+from kdptest.kubelet import Kubelet  # noqa: E402
 
 RES = "example.com/gopher"
-
-
-def pct(values, p):
-    v = sorted(values)
-    return v[min(len(v) - 1, int(round(p / 100.0 * (len(v) - 1))))]
 
 
 def status_field(pid, key):
@@ -47,34 +43,25 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
-class Gopher:
-    def __init__(self, bin_dir, root):
+class Gopher(kdptest.Proc):
+    def __init__(self, root):
         self.devices = os.path.join(root, "gophers")
         os.makedirs(self.devices, exist_ok=True)
-        self.t_exec = time.time_ns()
-        self.proc = subprocess.Popen(
-            [os.path.join(bin_dir, "kdp-example-gopher"), "--device-plugin-dir", root,
-             "--devices-dir", self.devices],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        super().__init__([kdptest.binary("kdp-example-gopher"), "--device-plugin-dir", root,
+                          "--devices-dir", self.devices], "gopher", stdin=False)
+        self.start()
+        self.t_exec = self.start_ns
 
 
-def run(bin_dir):
+def run():
     figures = []
     # exec -> Register
     samples = []
     for _ in range(20):
         root = tempfile.mkdtemp(prefix="kdp-bench-")
         try:
-            with K.Kubelet(bin_dir, root) as kl:
-                g = Gopher(bin_dir, root)
+            with Kubelet(root) as kl:
+                g = Gopher(root)
                 try:
                     ev = kl.wait_event("registered", 10, resource=RES)
                     samples.append((ev["register_ns"] - g.t_exec) / 1e6)
@@ -87,12 +74,12 @@ def run(bin_dir):
 
     root = tempfile.mkdtemp(prefix="kdp-bench-")
     try:
-        with K.Kubelet(bin_dir, root) as kl:
-            g = Gopher(bin_dir, root)
+        with Kubelet(root) as kl:
+            g = Gopher(root)
             try:
                 kl.wait_event("registered", 10, resource=RES)
                 time.sleep(1.0)
-                pid = g.proc.pid
+                pid = g.pid
                 figures.append(("idle RSS", "%d kB" % status_field(pid, "VmRSS")))
                 figures.append(("threads (main, inotify watcher, kdp worker)",
                                 "%d" % status_field(pid, "Threads")))
@@ -115,7 +102,7 @@ def run(bin_dir):
                     lat.append((ev["t_ns"] - t0) / 1e3)
                 figures.append(("update latency p50 / p99 (file created or deleted -> "
                                 "ListAndWatch message, 200 trials)",
-                                "%.0f / %.0f us" % (pct(lat, 50), pct(lat, 99))))
+                                "%.0f / %.0f us" % (percentile(lat, 50), percentile(lat, 99))))
 
                 rereg = []
                 for _ in range(50):
@@ -139,4 +126,6 @@ def run(bin_dir):
 
 
 if __name__ == "__main__":
-    run(os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/bin"))
+    if len(sys.argv) > 1:
+        os.environ["KDP_BIN_DIR"] = os.path.abspath(sys.argv[1])
+    run()

@@ -7,23 +7,22 @@ hot-plug, CDI, mounts/env, config errors (file:line:key), reload (SIGHUP,
 
 usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_generic.py [-v] [Test.name ...]
 
-Python 3 stdlib only. Every wait is bounded (harness.T), every process
-stopped at the end of its test (harness.IntegrationTest).
+Python 3 stdlib only. Every wait is bounded (kdptest.T), every process
+stopped at the end of its test (kdptest.plugin.PluginTest).
 """
 
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "pylib"))
-from kdptest import integration as harness  # noqa: E402
-from kdptest.integration import T, IntegrationTest, binary, figure  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import kdptest  # noqa: E402
+from kdptest import T, binary, figure  # noqa: E402
+from kdptest.plugin import PluginTest  # noqa: E402
 
 SERIAL = "example.com/serial"
 SERIAL_SOCK = "kdp-example-com-serial.sock"
@@ -132,7 +131,7 @@ class FakeHost:
         return self
 
 
-class GenericTest(IntegrationTest):
+class GenericTest(PluginTest):
     def setUp(self):
         super().setUp()
         self.host = FakeHost(self.subdir("host")).standard()
@@ -278,8 +277,7 @@ class Discovery(GenericTest):
                           "  - name: example.com/serial\n"
                           "    count: 2\n"
                           "    devices: [/dev/ttyUSB*, /dev/nvme0]\n")
-        out = subprocess.run([binary("kdp-generic"), "--config", cfg, "--list"],
-                             capture_output=True, text=True, timeout=T)
+        out = kdptest.run([binary("kdp-generic"), "--config", cfg, "--list"], T)
         self.assertEqual(out.returncode, 0, out.stderr)
         got = json.loads(out.stdout)
         self.assertEqual(got["resource"], SERIAL)
@@ -462,9 +460,8 @@ BAD = [
 class ConfigErrors(GenericTest):
     def check(self, text):
         cfg = self.raw_config(text, "bad.yaml")
-        out = subprocess.run([binary("kdp-generic"), "--config", cfg, "--check",
-                              "--device-plugin-dir", self.dir],
-                             capture_output=True, text=True, timeout=T)
+        out = kdptest.run([binary("kdp-generic"), "--config", cfg, "--check",
+                           "--device-plugin-dir", self.dir], T)
         return out, cfg
 
     def test_bad_configs_name_file_line_key(self):
@@ -487,14 +484,16 @@ class ConfigErrors(GenericTest):
         big = "resources:\n" + "".join("  - name: example.com/r%d\n    devices: [/dev/x]\n" % i
                                         for i in range(65))
         out, cfg = self.check(big)
+        self.assertEqual(out.returncode, 1, out)
         self.assertIn("%s:2: resources: must list at most 64 items" % cfg, out.stderr)
         out, cfg = self.check("# " + "x" * (1 << 20) + "\n")
+        self.assertEqual(out.returncode, 1, out)
         self.assertIn("must be a regular file of at most 1048576 bytes", out.stderr)
         long_dir = "/tmp/" + "d" * 90
         cfg = self.raw_config("resources:\n  - name: example.com/serial\n    devices: [/dev/x]\n")
-        out = subprocess.run([binary("kdp-generic"), "--config", cfg, "--check",
-                              "--device-plugin-dir", long_dir], capture_output=True, text=True,
-                             timeout=T)
+        out = kdptest.run([binary("kdp-generic"), "--config", cfg, "--check",
+                           "--device-plugin-dir", long_dir], T)
+        self.assertEqual(out.returncode, 1, out)
         self.assertIn("%s:2: resources[0].socket: the socket path" % cfg, out.stderr)
 
     def test_invalid_config_at_start_exits(self):
@@ -567,6 +566,8 @@ class Reload(GenericTest):
         self.config(self.AFTER)
         pl.signal(signal.SIGHUP)
         kl.wait_event("registered", T, since=mark, resource="example.com/d")
+        ev = kl.wait_event("devices", T, since=mark, resource="example.com/d")
+        self.assertEqual(ids_of(ev), ["fuse"])
         self.assertTrue(pl.alive())
         self.assertStopsCleanly(pl)
 

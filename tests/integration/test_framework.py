@@ -6,7 +6,7 @@ usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_framework.py [-v] [Test.nam
 
 Assertions are about order and outcomes; measured times are printed
 ("FIGURE ..." lines, and a summary at the end), never asserted against a
-threshold. Every wait is bounded (harness.T), every test too (harness.TEST_BOUND).
+threshold. Every wait is bounded (kdptest.T), every test too (PluginTest.TEST_BOUND).
 """
 
 import os
@@ -18,9 +18,9 @@ import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from kdptest import integration as harness  # noqa: E402
-from kdptest.integration import T, IntegrationTest, env_name_for, figure, percentile  # noqa: E402
-from kdptest.proc import binary  # noqa: E402
+import kdptest  # noqa: E402
+from kdptest import T, binary, figure, percentile  # noqa: E402
+from kdptest.plugin import PluginTest, env_name_for  # noqa: E402
 
 RES = "kdp.test/dev"
 BOTH = {"pre_start_required": True, "get_preferred_allocation_available": True}
@@ -80,12 +80,12 @@ def tearDownModule():
         figure("exec -> registered (ms, %d plugin starts)" % len(EXEC_TO_REGISTERED_MS),
                "p50 %.1f, max %.1f" % (percentile(EXEC_TO_REGISTERED_MS, 50),
                                        max(EXEC_TO_REGISTERED_MS)))
-    harness.print_figures()
+    kdptest.print_figures()
 
 
 # ---------------------------------------------------------------------------
 
-class Registration(IntegrationTest):
+class Registration(PluginTest):
     def _check(self, legacy, with_ops, dial=None):
         kl = self.kubelet(legacy=legacy, dial=dial)
         args = ["--devices", "a,b"]
@@ -129,7 +129,7 @@ class Registration(IntegrationTest):
         self._check(legacy=True, with_ops=True, dial="legacy")
 
 
-class Devices(IntegrationTest):
+class Devices(PluginTest):
     def test_event_content(self):
         kl = self.kubelet()
         pl = self.start_test_plugin("--devices", "a@0,b:unhealthy,c@1,d,e@-1,f:unhealthy@1")
@@ -219,7 +219,7 @@ class Devices(IntegrationTest):
         self.assertEqual(devices_of(ev)["b"], ("Healthy", [1]))
 
 
-class Allocate(IntegrationTest):
+class Allocate(PluginTest):
     def _start(self, *args, devices="a,b,c:unhealthy,d"):
         self.hp = self.subdir("hp")
         kl = self.kubelet()
@@ -312,7 +312,7 @@ class Allocate(IntegrationTest):
         self.assertStopsCleanly(pl)
 
 
-class PreStartAndPreferred(IntegrationTest):
+class PreStartAndPreferred(PluginTest):
     def _disks(self, names):
         ddir = self.subdir("disks")
         for n in names:
@@ -357,7 +357,7 @@ class PreStartAndPreferred(IntegrationTest):
         self.assertEqual(r["container_responses"][0]["deviceIDs"], ["c", "b", "a"])
 
 
-class KubeletRestarts(IntegrationTest):
+class KubeletRestarts(PluginTest):
     N = 50
 
     def test_restart_50_times(self):
@@ -506,7 +506,7 @@ class KubeletRestarts(IntegrationTest):
         self.assertTrue(os.path.exists(pl.socket))
 
 
-class Shutdown(IntegrationTest):
+class Shutdown(PluginTest):
     def test_sigterm_superdisk(self):
         kl = self.kubelet()
         ddir = self.subdir("disks")
@@ -582,7 +582,7 @@ class Shutdown(IntegrationTest):
         self.assertStopsCleanly(first)
 
 
-class Config(IntegrationTest):
+class Config(PluginTest):
     def test_two_resources_one_process(self):
         kl = self.kubelet()
         pl = self.start_test_plugin("--devices", "a,b", resources=("a.test/x", "b.test/y"))
@@ -619,7 +619,7 @@ class Config(IntegrationTest):
                 self.assertEqual(self.dir_entries(), ["kubelet.sock"])
 
 
-class SimpleMode(IntegrationTest):
+class SimpleMode(PluginTest):
     def test_example_simple(self):
         kl = self.kubelet()
         pl = self.simple(3)
@@ -682,7 +682,7 @@ class SimpleMode(IntegrationTest):
         self.assertStopsCleanly(pl)
 
 
-class Embedding(IntegrationTest):
+class Embedding(PluginTest):
     def test_embedded_in_own_poll_loop(self):
         # kdp_ctx_get_fd + kdp_ctx_dispatch in the application's poll() loop,
         # with the application's own SIGTERM handler calling kdp_ctx_stop.
@@ -703,7 +703,7 @@ class Embedding(IntegrationTest):
         self.assertFalse(os.path.exists(pl.socket))
 
 
-class KubeletRoot(IntegrationTest):
+class KubeletRoot(PluginTest):
     """The kubelet's root directory (kdp_config.kubelet_root, --kubelet-root,
     $KDP_KUBELET_ROOT): checked, taken by the library and both tools, and, as
     for the kubelet, not a move of the device-plugin directory."""
@@ -721,7 +721,7 @@ class KubeletRoot(IntegrationTest):
                            list(args), "simple.sock", [self.RES], dir=dp, env=env)
 
     def kdpctl(self, *args, env=None):
-        return subprocess.run([binary("kdpctl", self.bin_dir)] + list(args), env=env or self.env(),
+        return subprocess.run([binary("kdpctl")] + list(args), env=env or self.env(),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=T, text=True)
 
     def test_a_root_leaves_the_device_plugin_dir_alone(self):

@@ -14,16 +14,15 @@ import json
 import os
 import pwd
 import shutil
-import signal
-import subprocess
 import sys
 import time
 import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from kdptest import integration as harness  # noqa: E402
-from kdptest.integration import T, IntegrationTest, figure  # noqa: E402
+import kdptest  # noqa: E402
+from kdptest import T, figure, wait_for  # noqa: E402
+from kdptest.plugin import PluginProc, PluginTest, socket_for  # noqa: E402
 
 RES = "kdp.test/dev"
 KUBELET_LIMIT = 4 * 1024 * 1024
@@ -33,17 +32,6 @@ def ids_of(ev):
     return sorted(d["id"] for d in ev["devices"])
 
 
-def wait_for(pred, timeout, what):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out after %.1f s waiting for %s" % (timeout, what))
-        time.sleep(0.02)
-
-
 def threads_of(pid):
     try:
         return len(os.listdir("/proc/%d/task" % pid))
@@ -51,7 +39,7 @@ def threads_of(pid):
         return 0
 
 
-class Base(IntegrationTest):
+class Base(PluginTest):
     def status(self, pl, res=RES):
         """kdp_plugin_get_status() of the plugin, through its "status" command."""
         mark = pl.mark()
@@ -168,10 +156,13 @@ class RestartBackoff(Base):
                     T)
         st = self.status(pl)
         self.assertGreaterEqual(st["restarts"], 2)
-        # The cause fixed (a list that fits), the next start registers for good.
+        # The cause fixed (a list that fits), the next start registers for good:
+        # the list reaches the kubelet and its stream stays open.
         self.assertEqual(pl.command("set a"), {RES: 0})
         mark = kl.mark()
-        kl.wait_event("devices", T, since=mark, resource=RES)
+        ev = kl.wait_event("devices", T, since=mark, resource=RES)
+        self.assertEqual(ids_of(ev), ["a"])
+        kl.assert_no_event("stream_end", within=0.5)
         self.assertTrue(pl.alive())
 
     def test_new_kubelet_cuts_the_wait(self):
@@ -187,7 +178,8 @@ class RestartBackoff(Base):
         reg = kl.wait_event("registered", T, since=mark, resource=RES)
         figure("backing off, then a new kubelet.sock -> registered",
                "%.1f ms" % ((reg["t_ns"] - t0) / 1e6))
-        kl.wait_event("devices", T, since=mark, resource=RES)
+        ev = kl.wait_event("devices", T, since=mark, resource=RES)
+        self.assertEqual(ids_of(ev), ["a"])
 
 
 # ---------------------------------------------------------------------------
@@ -357,7 +349,7 @@ class DeviceDir(Base):
         d = os.path.join(self.dir, "dp")
         os.mkdir(d, 0o755)
         argv_prefix = []
-        exe = harness.binary("kdp-test-plugin")
+        exe = kdptest.binary("kdp-test-plugin")
         if os.geteuid() == 0:
             # root writes anywhere: run the plugin as nobody, from a copy
             # nobody can execute (the build tree may be under a 0700 dir).
@@ -374,9 +366,7 @@ class DeviceDir(Base):
             self.addCleanup(os.chmod, d, 0o755)
         argv = argv_prefix + [exe, "--device-plugin-dir", d, "--resource", RES,
                               "--devices", "a"]
-        pl = harness.PluginProc(argv, "test-plugin", d, harness.socket_for(RES), [RES])
-        self.procs.append(pl)
-        pl.start()
+        pl = self.start_proc(PluginProc(argv, "test-plugin", d, socket_for(RES), [RES]))
         line = pl.wait_log(r"cannot create files in the device-plugin directory %s" % d, T)
         self.assertIn("Permission denied", line)
         self.assertIn("run the plugin as root", line)
@@ -411,7 +401,13 @@ class Oddities(Base):
         self.assertFailed(kl.command("prestart %s b,b" % RES), "InvalidArgument",
                           'device ID "b" is listed twice')
         self.assertOk(kl.command("allocate %s a,b" % RES))
-        self.assertOk(kl.command("allocate %s a;b" % RES))  # two containers
+        r = self.assertOk(kl.command("allocate %s a;b" % RES))  # two containers
+        self.assertEqual([c["envs"]["KDP_DEVICES_KDP_TEST_DEV"] for c in r["container_responses"]],
+                         ["a", "b"])
+        # the check is per container: one ID in two containers is no mistake
+        r = self.assertOk(kl.command("allocate %s a;a" % RES))
+        self.assertEqual([c["envs"]["KDP_DEVICES_KDP_TEST_DEV"] for c in r["container_responses"]],
+                         ["a", "a"])
         self.assertTrue(pl.alive())
 
 

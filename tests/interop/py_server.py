@@ -25,11 +25,11 @@ from concurrent import futures
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from kdptest import interop as kdp_interop  # noqa: E402
+from kdptest import interop  # noqa: E402
 
 import grpc  # noqa: E402
 
-pb = kdp_interop.echo_pb2()
+pb = interop.echo_pb2()
 
 _CODES = {c.value[0]: c for c in grpc.StatusCode}
 

@@ -16,7 +16,8 @@ import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from kdptest import interop as K  # noqa: E402
+import kdptest  # noqa: E402
+from kdptest import interop  # noqa: E402
 
 CLIENT_TIMEOUT = 15.0
 
@@ -47,21 +48,21 @@ class Result:
 
 
 def echo_client(sock, *args, timeout=CLIENT_TIMEOUT):
-    r = K.run([K.binary("kdp-echo-client"), "--socket", sock] + list(args), timeout)
+    r = kdptest.run([kdptest.binary("kdp-echo-client"), "--socket", sock] + list(args), timeout)
     return Result(r)
 
 
 class CClientCases:
     """The cases, run against each real server (see subclasses)."""
 
-    TEST_TIMEOUT = 60.0
+    TEST_BOUND = 60.0
 
     def make_server(self):
         raise NotImplementedError
 
     def setUp(self):
         super().setUp()
-        K.binary("kdp-echo-client")
+        kdptest.binary("kdp-echo-client")
         self.srv = self.start_server(self.make_server())
 
     def finish(self):
@@ -73,15 +74,15 @@ class CClientCases:
         self.assertEqual((r.status, r.code, r.payload), ("OK", 0, "hello from kdp"), r.raw)
         self.assertEqual(r.rc, 0)
         # explicit method path too
-        r = echo_client(self.srv.socket, "--method", K.UNARY, "--payload", "again")
+        r = echo_client(self.srv.socket, "--method", interop.UNARY, "--payload", "again")
         self.assertEqual((r.status, r.code, r.payload, r.rc), ("OK", 0, "again", 0), r.raw)
         self.finish()
 
     def test_error_status_with_message(self):
         r = echo_client(self.srv.socket, "--payload", "p", "--status-code", "9",
-                        "--status-message", K.TRICKY)
+                        "--status-message", interop.TRICKY)
         self.assertEqual((r.status, r.code), ("FAILED_PRECONDITION", 9), r.raw)
-        self.assertEqual(r.message, K.TRICKY)
+        self.assertEqual(r.message, interop.TRICKY)
         self.assertEqual(r.rc, 1)
         self.finish()
 
@@ -124,7 +125,7 @@ class CClientCases:
 
 
 def stats(sock):
-    r = K.run([K.binary("kdp-go-client"), "-socket", sock, "-scenario", "stats",
+    r = kdptest.run([kdptest.binary("kdp-go-client"), "-socket", sock, "-scenario", "stats",
                "-timeout", "5s"], 15.0)
     if r.returncode != 0:
         raise AssertionError("stats failed: %s %s" % (r.stdout, r.stderr))
@@ -132,27 +133,27 @@ def stats(sock):
 
 
 def wait_idle(sock, min_cancelled):
-    r = K.run([K.binary("kdp-go-client"), "-socket", sock, "-scenario", "wait-idle",
+    r = kdptest.run([kdptest.binary("kdp-go-client"), "-socket", sock, "-scenario", "wait-idle",
                "-min-cancelled", str(min_cancelled), "-timeout", "5s"], 15.0)
     if r.returncode != 0:
         raise AssertionError("the server never saw the cancel: %s %s" % (r.stdout, r.stderr))
 
 
-class CClientAgainstGoServer(CClientCases, K.InteropTestCase):
+class CClientAgainstGoServer(CClientCases, interop.InteropTest):
     def make_server(self):
-        return K.go_server(self.tmp)
+        return interop.go_server(self.dir)
 
 
-class CClientAgainstPyServer(CClientCases, K.InteropTestCase):
+class CClientAgainstPyServer(CClientCases, interop.InteropTest):
     def make_server(self):
-        return K.py_server(self.tmp)
+        return interop.py_server(self.dir)
 
 
-class CClientNoServer(K.InteropTestCase):
-    TEST_TIMEOUT = 30.0
+class CClientNoServer(interop.InteropTest):
+    TEST_BOUND = 30.0
 
     def test_no_server_unavailable(self):
-        sock = os.path.join(self.tmp, "nobody-home.sock")
+        sock = os.path.join(self.dir, "nobody-home.sock")
         r = echo_client(sock, "--payload", "x", "--timeout-ms", "5000", timeout=10.0)
         self.assertEqual((r.status, r.code), ("UNAVAILABLE", 14), r.raw)
         self.assertEqual(r.rc, 1)

@@ -17,11 +17,12 @@ import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from kdptest import interop as K  # noqa: E402
+import kdptest  # noqa: E402
+from kdptest import interop, wait_for  # noqa: E402
 
 import grpc  # noqa: E402
 
-pb = K.echo_pb2()
+pb = interop.echo_pb2()
 MiB = 1024 * 1024
 RPC_TIMEOUT = 10.0
 
@@ -40,20 +41,20 @@ for r in st(pb.EchoRequest(count=0, interval_ms=50), timeout=60):
 '''
 
 
-class PyClientAgainstCServer(K.InteropTestCase):
-    TEST_TIMEOUT = 90.0
+class PyClientAgainstCServer(interop.InteropTest):
+    TEST_BOUND = 90.0
 
     def setUp(self):
         super().setUp()
-        K.binary("kdp-echo-server")
+        kdptest.binary("kdp-echo-server")
 
     # -- helpers ---------------------------------------------------------
 
     def server(self, max_recv=None):
-        return self.start_server(K.c_server(self.tmp, max_recv=max_recv))
+        return self.start_server(interop.c_server(self.dir, max_recv=max_recv))
 
     def channel(self, srv, options=()):
-        ch = K.channel(srv.socket, options)
+        ch = interop.channel(srv.socket, options)
         self.addCleanup(ch.close)
         return ch
 
@@ -62,10 +63,12 @@ class PyClientAgainstCServer(K.InteropTestCase):
         last = [None]
 
         def check():
-            last[0] = K.get_stats(srv.socket)
+            last[0] = interop.get_stats(srv.socket)
             return pred(last[0])
 
-        if not K.wait_until(check, timeout, interval=0.05):
+        try:
+            wait_for(check, timeout, what, interval=0.05)
+        except AssertionError:
             self.fail("server never reached %s within %.0f s; last Stats: {%s}"
                       % (what, timeout, str(last[0]).replace("\n", " ")))
         return last[0]
@@ -89,7 +92,7 @@ class PyClientAgainstCServer(K.InteropTestCase):
 
     def test_unary(self):
         srv = self.server()
-        unary, _, _ = K.stubs(self.channel(srv))
+        unary, _, _ = interop.stubs(self.channel(srv))
         r = unary(pb.EchoRequest(payload=b"hello kdp"), timeout=RPC_TIMEOUT)
         self.assertEqual(r.payload, b"hello kdp")
         self.assertEqual(r.request_bytes, 9)
@@ -103,11 +106,11 @@ class PyClientAgainstCServer(K.InteropTestCase):
 
     def test_status(self):
         srv = self.server()
-        unary, _, _ = K.stubs(self.channel(srv))
+        unary, _, _ = interop.stubs(self.channel(srv))
         self.assertRpcError(
-            lambda: unary(pb.EchoRequest(status_code=9, status_message=K.TRICKY),
+            lambda: unary(pb.EchoRequest(status_code=9, status_message=interop.TRICKY),
                           timeout=RPC_TIMEOUT),
-            grpc.StatusCode.FAILED_PRECONDITION, K.TRICKY)
+            grpc.StatusCode.FAILED_PRECONDITION, interop.TRICKY)
         self.assertRpcError(
             lambda: unary(pb.EchoRequest(status_code=5, status_message="nope"),
                           timeout=RPC_TIMEOUT),
@@ -117,7 +120,7 @@ class PyClientAgainstCServer(K.InteropTestCase):
 
     def test_deadline(self):
         srv = self.server()
-        unary, _, _ = K.stubs(self.channel(srv))
+        unary, _, _ = interop.stubs(self.channel(srv))
         t0 = time.monotonic()
         self.assertRpcError(lambda: unary(pb.EchoRequest(delay_ms=3000), timeout=0.2),
                             grpc.StatusCode.DEADLINE_EXCEEDED)
@@ -135,7 +138,7 @@ class PyClientAgainstCServer(K.InteropTestCase):
                                  response_deserializer=pb.EchoReply.FromString)
             self.assertRpcError(lambda: bad(pb.EchoRequest(payload=b"x"), timeout=RPC_TIMEOUT),
                                 grpc.StatusCode.UNIMPLEMENTED)
-        unary, _, _ = K.stubs(ch)
+        unary, _, _ = interop.stubs(ch)
         self.assertEqual(unary(pb.EchoRequest(payload=b"ok"), timeout=RPC_TIMEOUT).payload, b"ok")
         self.finish(srv)
 
@@ -143,7 +146,7 @@ class PyClientAgainstCServer(K.InteropTestCase):
         srv = self.server(max_recv=1048576)
         ch = self.channel(srv, [("grpc.max_send_message_length", 8 * MiB),
                                 ("grpc.max_receive_message_length", 8 * MiB)])
-        unary, _, _ = K.stubs(ch)
+        unary, _, _ = interop.stubs(ch)
         self.assertRpcError(lambda: unary(pb.EchoRequest(payload=b"o" * (2 * MiB)),
                                           timeout=RPC_TIMEOUT),
                             grpc.StatusCode.RESOURCE_EXHAUSTED)
@@ -157,7 +160,7 @@ class PyClientAgainstCServer(K.InteropTestCase):
         srv = self.server()
         ch = self.channel(srv, [("grpc.max_send_message_length", 8 * MiB),
                                 ("grpc.max_receive_message_length", 8 * MiB)])
-        unary, _, _ = K.stubs(ch)
+        unary, _, _ = interop.stubs(ch)
         payload = os.urandom(4 * MiB)
         r = unary(pb.EchoRequest(payload=payload), timeout=30.0)
         self.assertEqual(r.request_bytes, len(payload))
@@ -168,7 +171,7 @@ class PyClientAgainstCServer(K.InteropTestCase):
 
     def test_stream_prompt_delivery(self):
         srv = self.server()
-        _, stream, _ = K.stubs(self.channel(srv))
+        _, stream, _ = interop.stubs(self.channel(srv))
         got = []
         for r in stream(pb.EchoRequest(count=5, interval_ms=200), timeout=RPC_TIMEOUT):
             got.append((r.seq, r.sent_unix_nanos, time.time_ns()))
@@ -185,7 +188,7 @@ class PyClientAgainstCServer(K.InteropTestCase):
 
     def test_client_cancel_stream(self):
         srv = self.server()
-        _, stream, stats = K.stubs(self.channel(srv))
+        _, stream, stats = interop.stubs(self.channel(srv))
         call = stream(pb.EchoRequest(count=0, interval_ms=20), timeout=30.0)
         self.assertEqual(next(call).seq, 0)
         self.assertEqual(next(call).seq, 1)
@@ -199,12 +202,13 @@ class PyClientAgainstCServer(K.InteropTestCase):
 
     def test_client_killed_mid_stream(self):
         srv = self.server()
-        before = K.get_stats(srv.socket)
-        with K.LineProc([K.PYTHON, "-c", CHILD, K.pb2_dir(), srv.socket]) as child:
-            self.assertEqual(child.readline(10.0), "0")
-            mid = K.get_stats(srv.socket)
-            self.assertEqual(mid.active_streams, 1, str(mid))
-            child.kill()
+        before = interop.get_stats(srv.socket)
+        child = self.start_proc(kdptest.Proc([interop.PYTHON, "-c", CHILD, interop.pb2_dir(),
+                                              srv.socket], "stream-client", stdin=False))
+        self.assertEqual(child.readline(10.0), "0")
+        mid = interop.get_stats(srv.socket)
+        self.assertEqual(mid.active_streams, 1, str(mid))
+        child.kill()
         self.poll_stats(srv, lambda s: s.active_streams == 0
                         and s.streams_cancelled > before.streams_cancelled
                         and s.connections <= mid.connections - 1,
@@ -215,7 +219,7 @@ class PyClientAgainstCServer(K.InteropTestCase):
     def test_stream_plus_1000_unary_on_one_channel(self):
         srv = self.server()
         ch = self.channel(srv)
-        unary, stream, stats = K.stubs(ch)
+        unary, stream, stats = interop.stubs(ch)
         call = stream(pb.EchoRequest(count=0, interval_ms=10), timeout=60.0)
         received = []
         errors = []
@@ -229,7 +233,7 @@ class PyClientAgainstCServer(K.InteropTestCase):
 
         t = threading.Thread(target=consume, daemon=True)
         t.start()
-        self.assertTrue(K.wait_until(lambda: received, 5.0), "stream delivered nothing")
+        wait_for(lambda: received, 5.0, "the stream's first message")
         n_before = len(received)
         futs = [unary.future(pb.EchoRequest(payload=b"u%d" % i), timeout=30.0)
                 for i in range(1000)]
@@ -239,8 +243,8 @@ class PyClientAgainstCServer(K.InteropTestCase):
         self.assertEqual(s.active_streams, 1, str(s))
         self.assertEqual(s.connections, 1, "grpcio channel should use one connection: %s" % s)
         self.assertGreaterEqual(s.streams_total, 1001, str(s))
-        self.assertTrue(K.wait_until(lambda: len(received) > n_before + 2, 5.0),
-                        "stream stalled after the unary burst")
+        wait_for(lambda: len(received) > n_before + 2, 5.0,
+                 "the stream to go on after the unary burst (it stalled)")
         self.assertEqual(received, list(range(len(received))))
         call.cancel()
         t.join(10.0)
@@ -251,14 +255,14 @@ class PyClientAgainstCServer(K.InteropTestCase):
     def test_authority_override(self):
         srv = self.server()
         ch = self.channel(srv, [("grpc.default_authority", srv.socket)])
-        unary, _, _ = K.stubs(ch)
+        unary, _, _ = interop.stubs(ch)
         r = unary(pb.EchoRequest(payload=b"a"), timeout=RPC_TIMEOUT)
         self.assertEqual(r.authority, srv.socket)
         self.finish(srv)
 
     def test_sigterm_with_open_stream(self):
         srv = self.server()
-        _, stream, _ = K.stubs(self.channel(srv))
+        _, stream, _ = interop.stubs(self.channel(srv))
         call = stream(pb.EchoRequest(count=0, interval_ms=50), timeout=30.0)
         q = queue.Queue()
 
@@ -284,7 +288,7 @@ class PyClientAgainstCServer(K.InteropTestCase):
                 self.fail("open stream did not end within 10 s of the server's SIGTERM")
             if kind == "end":
                 end = v
-        K.log("  open stream ended with %s after SIGTERM" % end)
+        kdptest.log("  open stream ended with %s after SIGTERM" % end)
         self.assertIn(end, (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.OK))
         t.join(5.0)
         srv.assert_clean_exit(self)

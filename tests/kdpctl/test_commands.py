@@ -17,13 +17,13 @@ import sys
 import time
 import unittest
 
-sys.dont_write_bytecode = True
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from kdptest import kdpctl as harness  # noqa: E402
-from kdptest.kdpctl import T  # noqa: E402
+from kdptest import T, binary  # noqa: E402
+from kdptest.kdpctl import KdpctlTest  # noqa: E402
 
 
-class Gopher(harness.Base):
+class Gopher(KdpctlTest):
     """kdp-example-gopher: simple list + allocate op, no preferred/prestart."""
 
     def setUp(self):
@@ -56,14 +56,17 @@ class Gopher(harness.Base):
         """A name is looked up in --device-plugin-dir, else $KDP_DEVICE_PLUGIN_DIR;
         anything with a '/' is a path."""
         path = os.path.join(self.dp, "gopher.sock")
-        self.ok("list", path, env=self.env(KDP_DEVICE_PLUGIN_DIR="/nonexistent"))
-        self.ok("list", "gopher.sock", "--device-plugin-dir", self.dp,
-                env=self.env(KDP_DEVICE_PLUGIN_DIR="/nonexistent"))
-        self.ok("list", "gopher.sock")  # from the environment
-        self.ok("list", "./gopher.sock", cwd=self.dp)
+        for r in (self.ok("list", path, env=self.env(KDP_DEVICE_PLUGIN_DIR="/nonexistent")),
+                  self.ok("list", "gopher.sock", "--device-plugin-dir", self.dp,
+                          env=self.env(KDP_DEVICE_PLUGIN_DIR="/nonexistent")),
+                  self.ok("list", "gopher.sock"),  # from the environment
+                  self.ok("list", "./gopher.sock", cwd=self.dp)):
+            # each one reached the gopher: its two devices
+            self.assertRegex(r.stdout, r"\ng1\s+Healthy\s+-\ng2\s+Healthy\s+-\n")
+            self.assertIn("2 devices: 2 healthy, 0 unhealthy", r.stdout)
 
     def test_watch_hotplug_and_health(self):
-        w = self.start([harness.binary("kdpctl"), "watch", "gopher.sock", "--json",
+        w = self.start([binary("kdpctl"), "watch", "gopher.sock", "--json",
                         "--count", "4", "--timeout", "20s"], "watch")
         first = w.wait_event("devices", seq=1)
         self.assertEqual([c["change"] for c in first["changes"]], ["added", "added"])
@@ -86,7 +89,7 @@ class Gopher(harness.Base):
         self.assertEqual(w.wait_exit(T), 0, w.diagnostics())
 
     def test_watch_human(self):
-        w = self.start([harness.binary("kdpctl"), "watch", "gopher.sock", "--count", "2"],
+        w = self.start([binary("kdpctl"), "watch", "gopher.sock", "--count", "2"],
                        "watch")
         w.wait_line(r"#1 2 devices: 2 healthy, 0 unhealthy")
         w.wait_line(r"^\s+added\s+g1\s+Healthy$")
@@ -113,9 +116,9 @@ class Gopher(harness.Base):
                       "when its devices change", r.stderr)
 
     def test_watch_sigint_exits_0(self):
-        w = self.start([harness.binary("kdpctl"), "watch", "gopher.sock"], "watch")
-        w.wait_line(r"#1 ")
-        w.signal(2)
+        w = self.start([binary("kdpctl"), "watch", "gopher.sock"], "watch")
+        w.wait_line(r"#1 2 devices: 2 healthy, 0 unhealthy")
+        w.signal(signal.SIGINT)
         self.assertEqual(w.wait_exit(T), 0, w.diagnostics())
 
     def test_allocate_one_container(self):
@@ -154,7 +157,7 @@ class Gopher(harness.Base):
     def test_allocate_unhealthy_id(self):
         with open(os.path.join(self.g.devices_dir, "g2"), "w") as f:
             f.write("unhealthy\n")
-        w = self.start([harness.binary("kdpctl"), "watch", "gopher.sock", "--json"], "watch")
+        w = self.start([binary("kdpctl"), "watch", "gopher.sock", "--json"], "watch")
         deadline = time.monotonic() + T
         while time.monotonic() < deadline:
             if any(e.get("unhealthy") == 1 for e in w.events()):
@@ -188,7 +191,7 @@ class Gopher(harness.Base):
         self.assertIn("INVALID_ARGUMENT", r.stderr)
 
 
-class Superdisk(harness.Base):
+class Superdisk(KdpctlTest):
     """kdp-example-superdisk: flexible mode with prestart and preferred."""
 
     def setUp(self):
@@ -229,7 +232,7 @@ class Superdisk(harness.Base):
         self.assertEqual(len(c["mounts"]), 2)
 
 
-class Simple(harness.Base):
+class Simple(KdpctlTest):
     """kdp-example-simple: simple mode, the default allocation."""
 
     def test_list_and_default_allocate(self):
@@ -243,7 +246,7 @@ class Simple(harness.Base):
                          {"KDP_DEVICES_EXAMPLE_COM_SIMPLE": "dev-0,dev-2"})
 
 
-class GoPlugin(harness.Base):
+class GoPlugin(KdpctlTest):
     """kdp-go-testplugin (grpc-go): every field of a response, and IDs that
     need escaping."""
 
@@ -296,7 +299,7 @@ class GoPlugin(harness.Base):
         self.p.wait_event("prestart", ids=["d0"])
 
 
-class Errors(harness.Base):
+class Errors(KdpctlTest):
     def test_no_such_socket(self):
         r = self.kdpctl("list", "nope.sock")
         self.assertEqual(r.returncode, 1, r)
@@ -336,7 +339,7 @@ class Errors(harness.Base):
         # A copy nobody can execute: the build tree may sit under a 0700
         # directory (a clone in `mktemp -d`).
         exe = os.path.join(self.dir, "kdpctl")
-        shutil.copy(harness.binary("kdpctl"), exe)
+        shutil.copy(binary("kdpctl"), exe)
         os.chmod(exe, 0o755)
 
         def drop():
@@ -369,13 +372,23 @@ class Errors(harness.Base):
                       r.stderr)
 
     def test_usage(self):
-        for args in ([], ["frob"], ["list"], ["list", "a", "b"], ["list", "x", "--timeout", "5"],
-                     ["options", "x", "--count", "2"], ["preferred", "x", "--available", "a"],
-                     ["preferred", "x", "--size", "1"], ["watch", "x", "--count", "0"],
-                     ["allocate", "x"], ["list", "x", "--bogus"], ["help", "frob"]):
+        """Exit 2 and a line saying what is wrong with the command line."""
+        for args, says in (
+                ([], "usage: kdpctl "),
+                (["frob"], 'kdpctl: unknown command "frob"'),
+                (["list"], "kdpctl list: missing arguments"),
+                (["list", "a", "b"], 'kdpctl list: unexpected argument "b"'),
+                (["list", "x", "--timeout", "5"], "kdpctl list: --timeout wants a duration"),
+                (["options", "x", "--count", "2"], "--count is not an option of this command"),
+                (["preferred", "x", "--available", "a"], "kdpctl preferred: --size N is required"),
+                (["preferred", "x", "--size", "1"], "--available ID,ID... is required"),
+                (["watch", "x", "--count", "0"], '--count wants a number >= 1, not "0"'),
+                (["allocate", "x"], "kdpctl allocate: no device IDs"),
+                (["list", "x", "--bogus"], "kdpctl list: unknown option --bogus"),
+                (["help", "frob"], "kdpctl: no such command: frob")):
             r = self.kdpctl(*args)
             self.assertEqual(r.returncode, 2, "%s: %r" % (args, r))
-            self.assertTrue(r.stderr, args)
+            self.assertIn(says, r.stderr, args)
 
     def test_help(self):
         r = self.ok("--help")
@@ -389,7 +402,7 @@ class Errors(harness.Base):
         self.assertRegex(self.ok("--version").stdout, r"^kdpctl \(kdp\) \d+\.\d+\.\d+\n$")
 
 
-class Hints(harness.Base):
+class Hints(KdpctlTest):
     """Each failure's hint says what really happened, against real plugin
     processes: whose deadline fired, a plugin that died or was stopped in the
     middle of a call, a directory or socket that is not there, a socket that
@@ -402,9 +415,9 @@ class Hints(harness.Base):
 
     def wait_stderr(self, proc, text):
         deadline = time.monotonic() + T
-        while text not in proc.stderr_text() and time.monotonic() < deadline:
+        while text not in proc.log_text() and time.monotonic() < deadline:
             time.sleep(0.02)
-        return proc.stderr_text()
+        return proc.log_text()
 
     def test_plugin_callback_deadline_is_not_kdpctl_timeout(self):
         """The plugin's own callback deadline (200 ms) fired, well before
@@ -464,7 +477,7 @@ class Hints(harness.Base):
         connection was lost, not a socket stale from the start."""
         p = self.knob_plugin("--devices", "a,b")
         path = os.path.join(self.dp, "kt.sock")
-        w = self.start([harness.binary("kdpctl"), "watch", "kt.sock", "--json"], "watch")
+        w = self.start([binary("kdpctl"), "watch", "kt.sock", "--json"], "watch")
         w.wait_event("devices", seq=1)
         p.signal(signal.SIGKILL)
         self.assertEqual(w.wait_exit(T), 1, w.diagnostics())
@@ -533,7 +546,7 @@ class Hints(harness.Base):
         """RESOURCE_EXHAUSTED from the plugin itself (kdp's cap of 64
         ListAndWatch streams) is not the kubelet's 4 MiB message limit."""
         self.knob_plugin("--devices", "a")
-        watches = [self.start([harness.binary("kdpctl"), "watch", "kt.sock", "--json"],
+        watches = [self.start([binary("kdpctl"), "watch", "kt.sock", "--json"],
                               "watch%d" % i) for i in range(64)]
         for w in watches:
             w.wait_event("devices", seq=1)
@@ -547,4 +560,4 @@ class Hints(harness.Base):
 
 
 if __name__ == "__main__":
-    harness.main()
+    unittest.main(verbosity=2)

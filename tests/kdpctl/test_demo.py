@@ -10,18 +10,14 @@ usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_demo.py [-v]
 import os
 import pwd
 import re
-import subprocess
 import sys
-import shutil
-import tempfile
-import time
 import unittest
 
-sys.dont_write_bytecode = True
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from kdptest import kdpctl as harness  # noqa: E402
+import kdptest  # noqa: E402
 
-DEMO = os.path.join(harness.REPO, "scripts", "demo.sh")
+DEMO = os.path.join(kdptest.REPO, "scripts", "demo.sh")
 BOUND = 30.0
 
 
@@ -40,21 +36,16 @@ def leftovers(work):
     return found
 
 
-class Demo(unittest.TestCase):
+class Demo(kdptest.ProcTest):
+    TEST_BOUND = 2 * BOUND + 30
+
     def run_demo(self, bin_dir, **kw):
         env = dict(os.environ, CI="true")
         env.pop("KDP_DEVICE_PLUGIN_DIR", None)
-        t0 = time.monotonic()
-        try:
-            r = subprocess.run(["/bin/sh", DEMO, bin_dir], stdin=subprocess.DEVNULL,
-                               capture_output=True, text=True, timeout=BOUND + 30, env=env,
-                               **kw)
-        except subprocess.TimeoutExpired as e:
-            self.fail("demo.sh did not finish: %r %r" % (e.stdout, e.stderr))
-        elapsed = time.monotonic() - t0
-        harness.log(r.stdout + r.stderr)
-        self.assertLess(elapsed, BOUND, "demo.sh took %.1f s" % elapsed)
-        self.assertFalse(harness.sanitizer_report(r.stdout + r.stderr))
+        r = kdptest.run(["/bin/sh", DEMO, bin_dir], BOUND + 30, echo=False, env=env, **kw)
+        kdptest.log(r.stdout + r.stderr)
+        self.assertLess(r.elapsed, BOUND, "demo.sh took %.1f s" % r.elapsed)
+        self.assertFalse(kdptest.sanitizer_report(r.stdout + r.stderr))
         work = re.search(r"(/tmp/kdp-demo\.\w+)", r.stdout)
         self.assertIsNotNone(work, r.stdout)
         self.assertFalse(os.path.exists(work.group(1)), "demo.sh left %s" % work.group(1))
@@ -80,29 +71,27 @@ class Demo(unittest.TestCase):
         self.assertNotIn("\033[", out)  # no colours under CI=true
 
     def test_demo(self):
-        self.check_story(self.run_demo(harness.bin_dir()))
+        self.check_story(self.run_demo(kdptest.bin_dir()))
 
     @unittest.skipUnless(os.geteuid() == 0, "already not root")
     def test_demo_not_root(self):
         nobody = pwd.getpwnam("nobody")
-        bin_dir = os.path.abspath(harness.bin_dir())
-        probe = subprocess.run(["/bin/sh", "-c", "test -x %s/kdpctl" % bin_dir],
-                               preexec_fn=lambda: (os.setgid(nobody.pw_gid),
-                                                   os.setuid(nobody.pw_uid)))
-        if probe.returncode != 0:
-            self.skipTest("the build directory is not readable by nobody")
+        bin_dir = kdptest.bin_dir()
 
         def drop():
             os.setgid(nobody.pw_gid)
             os.setuid(nobody.pw_uid)
+        probe = kdptest.run(["/bin/sh", "-c", "test -x %s/kdpctl" % bin_dir], preexec_fn=drop)
+        if probe.returncode != 0:
+            self.skipTest("the build directory is not readable by nobody")
         self.check_story(self.run_demo(bin_dir, preexec_fn=drop, cwd="/"))
 
     def test_failing_step_is_bounded(self):
         """A plugin that never comes up: the demo names the step, exits 1 in
         time and cleans up."""
-        fake = tempfile.mkdtemp(prefix="kc-bin-", dir="/tmp")
-        self.addCleanup(shutil.rmtree, fake, True)
-        os.symlink(harness.binary("kdpctl"), os.path.join(fake, "kdpctl"))
+        fake = self.path("bin")
+        os.mkdir(fake)
+        os.symlink(kdptest.binary("kdpctl"), os.path.join(fake, "kdpctl"))
         gopher = os.path.join(fake, "kdp-example-gopher")
         with open(gopher, "w") as f:
             f.write("#!/bin/sh\nexec sleep 60\n")
@@ -113,11 +102,10 @@ class Demo(unittest.TestCase):
         self.assertIn("devices #1", r.stderr)
 
     def test_usage(self):
-        r = subprocess.run(["/bin/sh", DEMO], stdin=subprocess.DEVNULL, capture_output=True,
-                           text=True, timeout=10)
+        r = kdptest.run(["/bin/sh", DEMO], 10)
         self.assertEqual(r.returncode, 2)
         self.assertIn("usage:", r.stderr)
 
 
 if __name__ == "__main__":
-    harness.main()
+    unittest.main(verbosity=2)

@@ -12,18 +12,21 @@ import os
 import re
 import signal
 import socket
+import stat
 import sys
 import time
+import unittest
 
-sys.dont_write_bytecode = True
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from kdptest import kdpctl as harness  # noqa: E402
-from kdptest.kdpctl import T  # noqa: E402
+import kdptest  # noqa: E402
+from kdptest import T  # noqa: E402
+from kdptest.kdpctl import KdpctlTest  # noqa: E402
 
 RES = "example.com/dev"
 
 
-class GoPeer(harness.Base):
+class GoPeer(KdpctlTest):
     def test_registration_and_changes(self):
         kl = self.kubelet()
         p = self.goplugin("-devices", "a,b", "-unhealthy", "c", "-numa", "0", "-preferred")
@@ -34,8 +37,8 @@ class GoPeer(harness.Base):
                                           "get_preferred_allocation_available": True})
         self.assertFalse(reg["options_differ"])
         # The kubelet's order: GetDevicePluginOptions BEFORE Register is answered.
-        opts = p.wait_event("get_options")
-        done = p.wait_event("registered")
+        opts = p.wait_event("get_options", since=0)
+        done = p.wait_event("registered", since=0)
         self.assertLess(opts["t_ns"], done["t_ns"])
         self.assertEqual(opts["authority"], "localhost")
         ev = kl.wait_event("devices", resource=RES, seq=1)
@@ -43,14 +46,14 @@ class GoPeer(harness.Base):
         self.assertEqual([(c["id"], c["change"], c["health"], c["numa"]) for c in ev["changes"]],
                          [("a", "added", "Healthy", [0]), ("b", "added", "Healthy", [0]),
                           ("c", "added", "Unhealthy", [0])])
-        p.write("set a Unhealthy")
+        p.send("set a Unhealthy")
         ev = kl.wait_event("devices", resource=RES, seq=2)
         self.assertEqual([(c["id"], c["change"], c["old_health"], c["health"])
                           for c in ev["changes"]], [("a", "changed", "Healthy", "Unhealthy")])
-        p.write("set d Healthy")
+        p.send("set d Healthy")
         ev = kl.wait_event("devices", resource=RES, seq=3)
         self.assertEqual([(c["id"], c["change"]) for c in ev["changes"]], [("d", "added")])
-        p.write("set c Healthy")
+        p.send("set c Healthy")
         ev = kl.wait_event("devices", resource=RES, seq=4)
         self.assertEqual([(c["id"], c["health"]) for c in ev["changes"]], [("c", "Healthy")])
         self.assertEqual((ev["healthy"], ev["unhealthy"]), (3, 1))
@@ -92,8 +95,10 @@ class GoPeer(harness.Base):
         self.assertEqual(failed["code"], "Unknown")
         self.assertIn('the ResourceName "bad" is invalid', failed["error"])
         p2 = self.goplugin(socket="k.sock", resource="kubernetes.io/x")
-        kl.wait_event("rejected", resource="kubernetes.io/x")
-        p2.wait_event("register_failed")
+        ev = kl.wait_event("rejected", resource="kubernetes.io/x")
+        self.assertEqual(ev["error"], 'the ResourceName "kubernetes.io/x" is invalid')
+        self.assertIn('the ResourceName "kubernetes.io/x" is invalid',
+                      p2.wait_event("register_failed")["error"])
 
     def test_unsupported_version(self):
         kl = self.kubelet()
@@ -110,7 +115,7 @@ class GoPeer(harness.Base):
         ev = kl.wait_event("rejected", resource=RES)
         self.assertTrue(ev["error"].startswith("failed to dial device plugin: "), ev)
         self.assertIn("missing.sock", ev["error"])
-        p.wait_event("register_failed")
+        self.assertIn("failed to dial device plugin", p.wait_event("register_failed")["error"])
 
     def test_replaced(self):
         kl = self.kubelet()
@@ -141,7 +146,7 @@ class GoPeer(harness.Base):
                      r"pre_start_required=false get_preferred_allocation_available=false")
         kl.wait_line(r"example.com/dev: devices #1: 1 device: 1 healthy, 0 unhealthy")
         kl.wait_line(r"^\s+added\s+a\s+Healthy$")
-        p.write("set a Unhealthy")
+        p.send("set a Unhealthy")
         kl.wait_line(r"^\s+health\s+a\s+Healthy -> Unhealthy$")
         kl.signal(signal.SIGHUP)
         line = kl.wait_line(r"example.com/dev: came back in [0-9.]+ ms")
@@ -151,7 +156,7 @@ class GoPeer(harness.Base):
         kl.wait_line(r'bad: Register rejected \(UNKNOWN\): the ResourceName "bad" is invalid')
 
 
-class Startup(harness.Base):
+class Startup(KdpctlTest):
     def test_removes_only_sockets(self):
         stale = os.path.join(self.dp, "stale.sock")
         s = socket.socket(socket.AF_UNIX)
@@ -178,7 +183,9 @@ class Startup(harness.Base):
     def test_creates_missing_dir(self):
         self.dp = os.path.join(self.dir, "a", "b")
         kl = self.kubelet()
-        self.assertTrue(os.path.exists(os.path.join(self.dp, "kubelet.sock")))
+        sock = os.path.join(self.dp, "kubelet.sock")
+        self.assertEqual(kl.wait_event("ready", since=0)["socket"], sock)
+        self.assertTrue(stat.S_ISSOCK(os.stat(sock).st_mode))
         self.assertEqual(kl.stop(), 0)
 
     def test_timeout_and_signals(self):
@@ -201,7 +208,7 @@ class Startup(harness.Base):
         self.assertRegex(r.stderr, r"kdpctl kubelet: cannot (create|serve) .*: Not a directory")
 
 
-class Examples(harness.Base):
+class Examples(KdpctlTest):
     def test_gopher_hotplug_and_restart(self):
         kl = self.kubelet()
         g = self.gopher("g1")
@@ -220,7 +227,7 @@ class Examples(harness.Base):
         self.assertLess(back["ms"], 2000)
         ev = kl.wait_event("devices", since=mark, resource="example.com/gopher", seq=1)
         self.assertEqual(ev["n"], 2)
-        harness.log("FIGURE gopher came back in %.3f ms" % back["ms"])
+        kdptest.log("FIGURE gopher came back in %.3f ms" % back["ms"])
 
     def test_gopher_human(self):
         kl = self.kubelet(json_out=False)
@@ -241,13 +248,14 @@ class Examples(harness.Base):
         kl = self.kubelet()
         self.superdisk("a.img")
         self.simple(2)
-        reg = kl.wait_event("registered", resource="example.com/superdisk")
+        # since=0: the two register in either order
+        reg = kl.wait_event("registered", since=0, resource="example.com/superdisk")
         self.assertEqual(reg["options"], {"pre_start_required": True,
                                           "get_preferred_allocation_available": True})
         self.assertFalse(reg["options_differ"])
-        reg = kl.wait_event("registered", resource="example.com/simple")
+        reg = kl.wait_event("registered", since=0, resource="example.com/simple")
         self.assertEqual(reg["endpoint"], "simple.sock")
-        ev = kl.wait_event("devices", resource="example.com/simple", seq=1)
+        ev = kl.wait_event("devices", since=0, resource="example.com/simple", seq=1)
         self.assertEqual([d["id"] for d in ev["devices"]], ["dev-0", "dev-1"])
         mark = kl.mark()
         kl.signal(signal.SIGHUP)
@@ -281,4 +289,4 @@ class Examples(harness.Base):
 
 
 if __name__ == "__main__":
-    harness.main()
+    unittest.main(verbosity=2)

@@ -21,7 +21,7 @@
 // Events go to stdout, one JSON object per line, each with "event" and
 // "t_ns". Commands are read from stdin, one per line; each RPC runs in its
 // own goroutine and its reply echoes an optional trailing "#ID" word. The
-// events and commands are listed in tests/kubelet/kubelet.py.
+// events and commands are listed in tests/pylib/kdptest/kubelet.py, its driver.
 package main
 
 import (

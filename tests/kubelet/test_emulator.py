@@ -7,26 +7,20 @@ usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_emulator.py [-v] [Test.name
 
 import json
 import os
-import shutil
-import signal
 import socket
 import stat
 import sys
-import tempfile
-import threading
 import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from kdptest import T, Proc, ProcTest, binary  # noqa: E402
 from kdptest.kubelet import Kubelet  # noqa: E402
-from kdptest.proc import JsonProc, binary, log  # noqa: E402
 
 RES = "example.com/dev"
-T = 10.0  # bound of every single wait
-TEST_BOUND = 60.0
 
 
-class Plugin(JsonProc):
+class Plugin(Proc):
     """kdp-go-testplugin serving DIR/socket."""
 
     def __init__(self, dir, socket="tp.sock", resource=RES, args=()):
@@ -37,37 +31,16 @@ class Plugin(JsonProc):
         self.endpoint = socket
 
 
-class Base(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="kdp-kubelet-")
-        self.addCleanup(shutil.rmtree, self.dir, True)
-        self.procs = []
-        # Watchdog: past the bound, SIGKILL every child: every pending wait
-        # then fails at once (the readers see EOF).
-        self.watchdog = threading.Timer(TEST_BOUND, self._overrun)
-        self.watchdog.daemon = True
-        self.watchdog.start()
-        self.addCleanup(self.watchdog.cancel)
+class Base(ProcTest):
+    TEST_BOUND = 60.0
 
-    def _overrun(self):
-        log("*** WATCHDOG: %s exceeded %.0f s: killing its processes" % (self.id(), TEST_BOUND))
-        for p in self.procs:
-            p.signal(signal.SIGKILL)
+    def kubelet(self, dir=None, **kw):
+        return self.start_proc(Kubelet(dir or self.dir, **kw))
 
-    def _started(self, p, ready):
-        self.procs.append(p)
-        self.addCleanup(p.stop)
-        if ready:
-            p.start(ready=ready, timeout=T)
-        else:
-            p.start()
+    def plugin(self, *args, socket="tp.sock", resource=RES, dir=None):
+        p = self.start_proc(Plugin(dir or self.dir, socket, resource, args))
+        p.wait_event("serving", T)
         return p
-
-    def kubelet(self, **kw):
-        return self._started(Kubelet(None, self.dir, **kw), None)
-
-    def plugin(self, *args, socket="tp.sock", resource=RES):
-        return self._started(Plugin(self.dir, socket, resource, args), "serving")
 
     def assertClean(self, proc):
         rc = proc.stop()
@@ -97,7 +70,7 @@ class Startup(Base):
         kl.send("quit")
         kl.wait_event("exit", T, reason="quit")
         self.assertClean(kl)
-        kl2 = self._started(Kubelet(None, self.dir), None)
+        kl2 = self.kubelet()
         kl2.proc.stdin.close()
         kl2.wait_event("exit", T, reason="stdin closed")
         self.assertClean(kl2)
@@ -151,7 +124,7 @@ class Registration(Base):
         self.assertEqual(reg["options"], {"pre_start_required": False,
                                           "get_preferred_allocation_available": False})
         kl.stop()
-        kl2 = self._started(Kubelet(None, self.dir), None)
+        kl2 = self.kubelet()
         # the plugin's socket was deleted by kl2's start: it serves again and registers
         reg = kl2.wait_event("registered", T)
         self.assertIsNone(reg["request_options"])
@@ -294,9 +267,8 @@ class Devices(Base):
         # 30000 of them (about 3.4 MB) pass.
         kl2_dir = os.path.join(self.dir, "small")
         os.mkdir(kl2_dir)
-        kl2 = self._started(Kubelet(None, kl2_dir), None)
-        self._started(Plugin(kl2_dir, "tp.sock", RES,
-                             ["-devices", "", "-count", "30000", "-id-len", "100"]), "serving")
+        kl2 = self.kubelet(dir=kl2_dir)
+        self.plugin("-devices", "", "-count", "30000", "-id-len", "100", dir=kl2_dir)
         ev = kl2.wait_event("devices", T)
         self.assertEqual(ev["n"], 30000)
         self.assertGreater(ev["bytes"], 3 << 20)

@@ -28,26 +28,23 @@ builds it (container builds cannot run here).
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(SRC, "tests", "pylib"))
-from kdptest import kubelet as K  # noqa: E402
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import kdptest  # noqa: E402
+from kdptest import log  # noqa: E402
+from kdptest.kubelet import Kubelet  # noqa: E402
 
+SRC = kdptest.REPO
 BUILD = os.path.abspath(os.environ.get("KDP_BUILD_DIR") or os.path.join(SRC, "build"))
 MAX_BYTES = 2 * 1000 * 1000
 GOPHER = "kdp-example-gopher"
 RES = "example.com/gopher"
 
 failures = []
-
-
-def log(*a):
-    print(*a, flush=True)
 
 
 def check(cond, what):
@@ -57,9 +54,8 @@ def check(cond, what):
 
 
 def run(argv, check_rc=True, **kw):
-    log("+ " + " ".join(argv))
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       universal_newlines=True, timeout=280, **kw)
+    """kdptest.run (bounded) with stderr in stdout, which is logged."""
+    p = kdptest.run(argv, 280, echo=False, stderr=subprocess.STDOUT, **kw)
     if p.stdout.strip():
         log(p.stdout.rstrip())
     if check_rc and p.returncode != 0:
@@ -158,9 +154,8 @@ exec setpriv --no-new-privs --inh-caps=-all --ambient-caps=-all --bounding-set=-
 def sandbox_works():
     if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("setpriv"):
         return False
-    p = subprocess.run(["unshare", "-m", "-n", "--propagation", "private", "sh", "-c",
-                        "mount -o remount,bind,ro / && ! touch /.kdp-ro-probe 2>/dev/null"],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = kdptest.run(["unshare", "-m", "-n", "--propagation", "private", "sh", "-c",
+                     "mount -o remount,bind,ro / && ! touch /.kdp-ro-probe 2>/dev/null"], 30)
     return p.returncode == 0
 
 
@@ -174,7 +169,7 @@ def proc_status(pid):
 
 
 def gopher_against_emulator(gopher, sandboxed=False):
-    bin_dir = os.environ.get("KDP_BIN_DIR") or os.path.join(BUILD, "bin")
+    bin_dir = kdptest.bin_dir()
     if not os.path.exists(os.path.join(bin_dir, "kdp-test-kubelet")):
         log("skip: registration with the kubelet emulator (no %s/kdp-test-kubelet: "
             "KDP_INTEROP=OFF)" % bin_dir)
@@ -196,10 +191,7 @@ def gopher_against_emulator(gopher, sandboxed=False):
     if sandboxed:
         argv = ["unshare", "-m", "-n", "--propagation", "private", "sh", "-c", SANDBOX, "sh",
                 dp] + argv
-    with K.Kubelet(bin_dir, dp) as kl:
-        log("+ " + " ".join(argv))
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, universal_newlines=True)
+    with Kubelet(dp) as kl, kdptest.Proc(argv, "static gopher", stdin=False) as proc:
         try:
             kl.wait_event("registered", 10, resource=RES)
             check(True, "the static gopher (%s) registered with the kubelet emulator" % how)
@@ -225,14 +217,9 @@ def gopher_against_emulator(gopher, sandboxed=False):
                 time.sleep(1)
                 log("idle RSS of the static gopher: %d KiB" % rss_kib(proc.pid))
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                _, err = proc.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                _, err = proc.communicate()
-            log(err.rstrip())
-        check(proc.returncode == 0, "SIGTERM: exit status 0 (got %s)" % proc.returncode)
+            rc = proc.stop()  # SIGTERM
+            log(proc.log_text())
+        check(rc == 0, "SIGTERM: exit status 0 (got %s)" % rc)
         check(not os.path.exists(os.path.join(dp, "gopher.sock")), "its socket was removed")
 
 

@@ -1,24 +1,33 @@
-"""kdptest: the helpers of kdp's process-level tests, one package.
+"""kdptest: the helpers of kdp's process-level Python tests (Python 3
+stdlib only; the interop helpers also use grpcio; run with /usr/bin/python3).
 
-    proc         binaries ($KDP_BIN_DIR), JsonProc (a process whose stdout is
-                 JSON events, bounded start/stop), sanitizer reports, log
-    kubelet      Kubelet: the grpc-go kubelet emulator (tests/kubelet/main.go)
-    integration  IntegrationTest, PluginProc: plugin processes against the
-                 emulator, figures and percentiles
-    kdpctl       Base, Proc: kdpctl against real plugins
-    interop      the gRPC interop peers (grpc-go, grpcio), echo_pb2, watchdog
-    rawh2        a raw HTTP/2 client for the robustness tests
+Every test file (tests/<area>/*.py) finds it the same way, with these two
+lines before its imports of kdptest (so a test runs by hand as under ctest:
+`KDP_BIN_DIR=build/bin /usr/bin/python3 tests/<area>/test_x.py [-v] [Class.test]`):
 
-A test file finds it with one line, then imports what it uses:
-
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-    from kdptest.integration import T, IntegrationTest
+    import kdptest  # noqa: E402
+    from kdptest.plugin import PluginTest  # noqa: E402
 
-Python 3 stdlib only (grpcio for interop); run the tests with /usr/bin/python3.
-Every process a test starts is stopped when the test ends, every wait is
-bounded, every test works in its own temporary directory.
+Modules:
+  proc      where binaries are (binary(): $KDP_BIN_DIR, default build/bin),
+            log(), run() (a command to completion, bounded), Proc (a process:
+            start, stdout lines and JSON events, stderr, bounded waits, stop),
+            ProcTest (a TestCase: a temp dir, its processes stopped, sanitizer
+            reports, a watchdog), wait_for(), T (the bound of one wait)
+  figures   figure(), print_figures(), percentile(): measured, never asserted
+  kubelet   Kubelet, the driver of kdp-test-kubelet (the kubelet emulator)
+  plugin    PluginTest, PluginProc: plugins against the kubelet emulator
+            (tests/integration, tests/robustness, tests/generic)
+  kdpctl    KdpctlTest: kdpctl against real plugins (tests/kdpctl)
+  interop   InteropTest, Server, echo_pb2: gRPC peers (tests/interop)
+  rawh2     a raw HTTP/2 + gRPC client (tests/robustness)
 """
 
-import sys
+from .figures import figure, percentile, print_figures
+from .proc import (REPO, T, Proc, ProcTest, Watchdog, bin_dir, binary, log, run,
+                   sanitizer_report, wait_for)
 
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+__all__ = ["REPO", "T", "Proc", "ProcTest", "Watchdog", "bin_dir", "binary", "figure", "log",
+           "percentile", "print_figures", "run", "sanitizer_report", "wait_for"]

@@ -1,8 +1,7 @@
-"""Helpers for kdpctl's tests: kdpctl against real plugins (kdp's examples,
-kdp-test-plugin, and kdp-go-testplugin, a grpc-go peer). Python 3 stdlib
-only; run with /usr/bin/python3.
+"""kdpctl against real plugins (kdp's examples, kdp-test-plugin, and
+kdp-go-testplugin, a grpc-go peer): the base of tests/kdpctl.
 
-    class T(harness.Base):
+    class T(KdpctlTest):
         def test_x(self):
             kl = self.kubelet()                     # kdpctl kubelet --json on self.dp
             self.gopher("g1", "g2")                 # kdp-example-gopher
@@ -10,193 +9,40 @@ only; run with /usr/bin/python3.
             r = self.kdpctl("list", "gopher.sock")  # CompletedProcess, bounded
             self.assertEqual(r.returncode, 0, r)
 
-Each test gets a fresh directory (mkdtemp under /tmp with a short name: unix
-socket paths must stay under 107 bytes) holding the device-plugin dir
-(self.dp). Every process a test starts is stopped when it ends, pass or fail
-(SIGTERM, then SIGKILL of its process group), and its stderr is checked for
-sanitizer reports. Every wait is bounded, and a per-test watchdog kills every
-process past TEST_BOUND so that no wait can hang.
+self.dp is the device-plugin dir (self.dir/dp; $KDP_DEVICE_PLUGIN_DIR of
+every process the test starts); the test's own files go in self.dir.
 """
 
 import json
 import os
-import re
-import shutil
-import signal
 import socket
-import subprocess
-import tempfile
-import threading
 import time
-import unittest
 
-# REPO and bin_dir are re-exported for the tests.
-from kdptest.proc import REPO, bin_dir, binary, log, sanitizer_report  # noqa: F401
-
-T = 10.0            # bound of one wait
-TEST_BOUND = 90.0   # bound of one test
+from .proc import T, Proc, ProcTest, binary, run, sanitizer_report
 
 
-class Proc:
-    """A background process in its own process group. Stdout lines are kept
-    (and parsed as JSON objects when they are), stderr too; both are read by
-    threads, so waits never block on a full pipe."""
-
-    def __init__(self, argv, name, env=None, stdin=False):
-        self.argv = [str(a) for a in argv]
-        self.name = name
-        self.env = env
-        self.want_stdin = stdin
-        self.proc = None
-        self.out = []
-        self.err = []
-        self.cond = threading.Condition()
-        self.eof = False
-
-    def start(self):
-        log("+ " + " ".join(self.argv))
-        self.proc = subprocess.Popen(
-            self.argv, stdin=subprocess.PIPE if self.want_stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-            env=self.env)
-        for stream, sink in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
-            t = threading.Thread(target=self._read, args=(stream, sink), daemon=True)
-            t.start()
-        return self
-
-    def _read(self, stream, sink):
-        for raw in stream:
-            with self.cond:
-                sink.append(raw.decode("utf-8", errors="replace").rstrip("\n"))
-                self.cond.notify_all()
-        with self.cond:
-            if sink is self.out:
-                self.eof = True
-            self.cond.notify_all()
-
-    def write(self, line):
-        self.proc.stdin.write((line + "\n").encode())
-        self.proc.stdin.flush()
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def signal(self, sig):
-        if self.alive():
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                pass
-
-    def stop(self, timeout=T):
-        """SIGTERM, a bounded wait, then SIGKILL of the group. Returns the
-        exit code (negative: killed by that signal). Idempotent."""
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                log("%s: no exit %.0f s after SIGTERM: SIGKILL" % (self.name, timeout))
-                self.signal(signal.SIGKILL)
-                self.proc.wait(timeout)
-        self.wait_eof(2.0)
-        return self.proc.returncode
-
-    def wait_exit(self, timeout=T):
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise AssertionError("%s did not exit within %.1f s%s"
-                                 % (self.name, timeout, self.diagnostics()))
-
-    def wait_eof(self, timeout):
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while not self.eof and time.monotonic() < deadline:
-                self.cond.wait(0.05)
-
-    def mark(self):
-        with self.cond:
-            return len(self.out)
-
-    def events(self, since=0):
-        evs = []
-        with self.cond:
-            lines = list(self.out[since:])
-        for line in lines:
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(ev, dict):
-                evs.append(ev)
-        return evs
-
-    def _wait(self, match, timeout, since, what):
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            i = since
-            while True:
-                while i < len(self.out):
-                    found = match(self.out[i])
-                    i += 1
-                    if found is not None:
-                        return found
-                left = deadline - time.monotonic()
-                if left <= 0 or (self.eof and i >= len(self.out)):
-                    break
-                self.cond.wait(min(left, 0.1))
-        raise AssertionError("%s: no %s within %.1f s%s"
-                             % (self.name, what, timeout, self.diagnostics()))
-
-    def wait_line(self, pattern, timeout=T, since=0):
-        rx = re.compile(pattern)
-        return self._wait(lambda line: line if rx.search(line) else None, timeout, since,
-                          "line matching %r" % pattern)
-
-    def wait_event(self, name, timeout=T, since=0, **fields):
-        def match(line):
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                return None
-            if not isinstance(ev, dict) or ev.get("event") != name:
-                return None
-            return ev if all(ev.get(k) == v for k, v in fields.items()) else None
-        return self._wait(match, timeout, since, "event %s %s" % (name, fields or ""))
-
-    def stderr_text(self):
-        with self.cond:
-            return "\n".join(self.err)
-
-    def diagnostics(self):
-        with self.cond:
-            out = self.out[-25:]
-            err = self.err[-25:]
-        return ("\n--- %s stdout (last lines) ---\n%s\n--- %s stderr (last lines) ---\n%s"
-                % (self.name, "\n".join(out), self.name, "\n".join(err)))
+def socket_accepts(path):
+    """The unix socket at path is listening (its file appears at bind(),
+    before listen())."""
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
 
 
-class Base(unittest.TestCase):
-    """A test with its own directory, processes and watchdog."""
+class KdpctlTest(ProcTest):
+    """ProcTest with kdpctl, its kubelet and plugins on self.dp."""
+
+    TEST_BOUND = 90.0
 
     def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="kc-", dir="/tmp")
-        self.addCleanup(shutil.rmtree, self.dir, True)
+        super().setUp()
         self.dp = os.path.join(self.dir, "dp")
         os.mkdir(self.dp)
-        self.procs = []
-        self.watchdog = threading.Timer(TEST_BOUND, self._overrun)
-        self.watchdog.daemon = True
-        self.watchdog.start()
-        self.addCleanup(self.watchdog.cancel)
-
-    def _overrun(self):
-        log("*** WATCHDOG: %s exceeded %.0f s: killing its processes" % (self.id(), TEST_BOUND))
-        for p in self.procs:
-            p.signal(signal.SIGKILL)
 
     def env(self, **extra):
         env = dict(os.environ)
@@ -205,34 +51,21 @@ class Base(unittest.TestCase):
         return env
 
     def start(self, argv, name, stdin=False, env=None):
-        p = Proc(argv, name, env=env or self.env(), stdin=stdin)
-        self.procs.append(p)
-        self.addCleanup(self._finish, p)
-        return p.start()
-
-    def _finish(self, p):
-        p.stop()
-        if sanitizer_report(p.stderr_text()):
-            self.fail("sanitizer report from %s:\n%s" % (p.name, p.stderr_text()))
+        """Starts argv (no wait), to be stopped when the test ends."""
+        return self.start_proc(Proc(argv, name, env=env or self.env(), stdin=stdin))
 
     # -- kdpctl --------------------------------------------------------------
 
     def kdpctl(self, *args, timeout=T, env=None, exe=None, **kw):
         """Runs kdpctl (or the copy exe) to completion (bounded); returns the
         CompletedProcess (text). Fails the test on a sanitizer report or a hang."""
-        argv = [exe or binary("kdpctl")] + [str(a) for a in args]
-        log("+ " + " ".join(argv))
-        try:
-            r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                               timeout=timeout, env=env or self.env(), **kw)
-        except subprocess.TimeoutExpired as e:
-            raise AssertionError("kdpctl %s: no exit within %.0f s (stdout %r, stderr %r)"
-                                 % (" ".join(args), timeout, e.stdout, e.stderr))
+        r = run([exe or binary("kdpctl")] + list(args), timeout, env=env or self.env(), **kw)
         if sanitizer_report(r.stderr):
             self.fail("sanitizer report from kdpctl %s:\n%s" % (" ".join(args), r.stderr))
         return r
 
     def ok(self, *args, **kw):
+        """kdpctl() that must exit 0."""
         r = self.kdpctl(*args, **kw)
         self.assertEqual(r.returncode, 0, "kdpctl %s: %r" % (" ".join(args), r))
         return r
@@ -241,24 +74,28 @@ class Base(unittest.TestCase):
         return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
 
     def kubelet(self, *args, json_out=True, wait=True):
+        """`kdpctl kubelet` on self.dp; waits until it listens (wait)."""
         argv = [binary("kdpctl"), "kubelet", "--device-plugin-dir", self.dp] + list(args)
         if json_out:
             argv.append("--json")
-        p = self.start(argv, "kdpctl-kubelet")
+        p = Proc(argv, "kdpctl-kubelet", env=self.env(), stdin=False)
+        p.stop_last = True
+        self.start_proc(p)
         if wait:
             if json_out:
-                p.wait_event("ready")
+                p.wait_event("ready", since=0)
             else:
-                p.wait_line(r"kubelet: listening on")
+                p.wait_line(r"kubelet: listening on", since=0)
         return p
 
     # -- plugins ---------------------------------------------------------------
 
     def wait_socket(self, name, proc=None, timeout=T):
+        """self.dp/name once it listens (AssertionError if proc exits first)."""
         path = os.path.join(self.dp, name)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if os.path.exists(path) and self._accepts(path):
+            if os.path.exists(path) and socket_accepts(path):
                 return path
             if proc is not None and not proc.alive():
                 break
@@ -266,19 +103,8 @@ class Base(unittest.TestCase):
         raise AssertionError("no socket %s within %.0f s%s"
                              % (path, timeout, proc.diagnostics() if proc else ""))
 
-    @staticmethod
-    def _accepts(path):
-        """The socket is listening (the file appears at bind(), before listen())."""
-        s = socket.socket(socket.AF_UNIX)
-        try:
-            s.connect(path)
-            return True
-        except OSError:
-            return False
-        finally:
-            s.close()
-
     def gopher(self, *devices):
+        """kdp-example-gopher with a device file per name, in self.dir/gophers."""
         gdir = os.path.join(self.dir, "gophers")
         os.makedirs(gdir, exist_ok=True)
         for d in devices:
@@ -291,6 +117,7 @@ class Base(unittest.TestCase):
         return p
 
     def superdisk(self, *images):
+        """kdp-example-superdisk with a 512-byte image per name, in self.dir/disks."""
         ddir = os.path.join(self.dir, "disks")
         os.makedirs(ddir, exist_ok=True)
         for d in images:
@@ -325,7 +152,3 @@ class Base(unittest.TestCase):
                         "-resource", resource] + list(args), "go-plugin:" + socket, stdin=True)
         p.wait_event("serving")
         return p
-
-
-def main():
-    unittest.main(verbosity=2)

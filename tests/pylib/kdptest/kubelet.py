@@ -1,9 +1,8 @@
-"""Harness for kdp-test-kubelet, the kubelet emulator (tests/kubelet/main.go).
-Python 3 stdlib only; run tests with /usr/bin/python3.
+"""The driver of kdp-test-kubelet, the kubelet emulator (tests/kubelet/main.go).
 
-    from kdptest.kubelet import Kubelet, JsonProc, binary
+    from kdptest.kubelet import Kubelet
 
-    with Kubelet(None, tmpdir) as kl:            # bin dir: None = $KDP_BIN_DIR
+    with Kubelet(tmpdir) as kl:                  # $KDP_BIN_DIR/kdp-test-kubelet
         ... start the plugin under test on tmpdir ...
         reg = kl.wait_event("registered", resource="example.com/dev")
         r = kl.command("allocate example.com/dev dev0,dev1")
@@ -11,9 +10,11 @@ Python 3 stdlib only; run tests with /usr/bin/python3.
         kl.command("restart")
         kl.wait_event("stream_end", timeout=5)
 
-Every wait is bounded; a failed wait raises AssertionError listing the recent
-events and the emulator's stderr. The process always gets SIGTERM on exit of
-the context (then SIGKILL of its process group if it does not exit in time).
+A Kubelet is a kdptest.Proc: every wait is bounded; a failed wait raises
+AssertionError listing the recent events and the emulator's stderr. The
+process always gets SIGTERM on exit of the context (then SIGKILL of its
+process group if it does not exit in time). In a test, PluginTest.kubelet()
+starts one that is stopped when the test ends.
 
 Emulator CLI:
     kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy]
@@ -61,23 +62,22 @@ Reply codes besides gRPC's: NotRegistered, EndpointStopped, Usage, Internal.
 
 import itertools
 import os
-import time
 
-from kdptest.proc import START_TIMEOUT, JsonProc, _matcher, binary
+from .proc import T, Proc, _matcher, binary
 
-class Kubelet(JsonProc):
-    """kdp-test-kubelet on `dir`: Kubelet(bin_dir, dir, legacy=False,
-    dial=None, rpc_timeout=None, args=()); bin_dir None = $KDP_BIN_DIR.
-    Started by `with` (or start()), which waits for "ready"."""
+
+class Kubelet(Proc):
+    """kdp-test-kubelet on `dir`: Kubelet(dir, legacy=False, dial=None,
+    rpc_timeout=None, args=()). start() (or `with`) waits for "ready"
+    (self.ready); a plugin may register before "ready" is printed, so the
+    cursor of the waits starts before it."""
 
     name = "kubelet"
+    stop_last = True  # plugins stop first, so that their exit is seen by a live kubelet
     _ids = itertools.count(1)
 
-    def __init__(self, bin_dir=None, dir=None, legacy=False, dial=None,
-                 rpc_timeout=None, args=(), env=None):
-        if dir is None:
-            raise TypeError("Kubelet: dir is required")
-        argv = [binary("kdp-test-kubelet", bin_dir), "-dir", dir]
+    def __init__(self, dir, legacy=False, dial=None, rpc_timeout=None, args=(), env=None):
+        argv = [binary("kdp-test-kubelet"), "-dir", dir]
         if legacy:
             argv.append("-legacy")
         if dial:
@@ -90,7 +90,7 @@ class Kubelet(JsonProc):
         self.socket = os.path.join(dir, "kubelet.sock")
         self.ready = None
 
-    def start(self, timeout=START_TIMEOUT):
+    def start(self, timeout=T):
         super().start()
         try:
             self.ready = self.wait_event("ready", timeout)
@@ -104,43 +104,31 @@ class Kubelet(JsonProc):
         return self
 
     def command_async(self, line):
-        """Send a command tagged with a fresh #ID; returns (id, mark)."""
+        """Sends a command tagged with a fresh #ID; returns (id, mark)."""
         cid = "h%d" % next(self._ids)
         mark = self.mark()
         self.send("%s #%s" % (line, cid))
         return cid, mark
 
-    def wait_reply(self, cid, mark=0, timeout=10.0):
+    def wait_reply(self, cid, mark=0, timeout=T):
         return self.wait_event("reply", timeout, since=mark, id=cid)
 
-    def command(self, line, timeout=10.0):
-        """Run one command; returns its reply dict (check r["ok"])."""
+    def command(self, line, timeout=T):
+        """Runs one command; returns its reply (check r["ok"]). Leaves the
+        cursor of the waits where it was."""
         cid, mark = self.command_async(line)
         m = _matcher("reply", {"id": cid})
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            i = mark
-            while True:
-                while i < len(self._events):
-                    ev = self._events[i]
-                    i += 1
-                    if m(ev):
-                        return ev
-                left = deadline - time.monotonic()
-                if self._eof or left <= 0:
-                    break
-                self._cond.wait(min(left, 0.5))
-        raise AssertionError("kubelet: no reply to %r within %.1f s%s"
-                             % (line, timeout, self.diagnostics()))
+        return self._wait(lambda i: self._events[i] if m(self._events[i]) else None,
+                          timeout, mark, "reply to %r" % line, advance=False)
 
-    def ok(self, line, timeout=10.0):
+    def ok(self, line, timeout=T):
         """command() that asserts ok:true; returns the reply."""
         r = self.command(line, timeout)
         if not r.get("ok"):
             raise AssertionError("kubelet: %r failed: %s" % (line, r))
         return r
 
-    def state(self, timeout=10.0):
+    def state(self, timeout=T):
         """{resource name: state dict} from the "list" command."""
         r = self.ok("list", timeout)
         return {x["resource"]: x for x in r["resources"]}

@@ -4,9 +4,10 @@ half-finished or wrong), and reads the server's frames without decoding
 their header blocks (HPACK with Huffman is not needed for what the tests
 check: which streams got DATA, END_STREAM, RST_STREAM or GOAWAY).
 
-    c = RawH2(path)              # connects, sends the preface + SETTINGS
-    c.request(1, "/v1beta1.DevicePlugin/Allocate", allocate(["a"]))
-    frames = c.read_until(lambda f: f.type == HEADERS and f.end_stream, 5)
+    from kdptest import rawh2
+    c = rawh2.RawH2(path)        # connects, sends the preface + SETTINGS
+    c.send(c.request(1, rawh2.ALLOCATE, rawh2.allocate(["a"])))
+    frames = c.read_until(lambda f: f.type == rawh2.HEADERS and f.end_stream, 5)
 """
 
 import select
