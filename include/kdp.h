@@ -344,6 +344,9 @@ KDP_EXPORT int kdp_plugin_set_health(kdp_plugin *p, const char *id, kdp_health h
  *
  * One device's health. Returns 0, -ENOENT (no such ID), -EINVAL. */
 KDP_EXPORT int kdp_plugin_get_health(kdp_plugin *p, const char *id, kdp_health *ret);
+/* The data set with a device (kdp_device.data; NULL if none was). Returns
+ * 0, -ENOENT (no such ID), -EINVAL. */
+KDP_EXPORT int kdp_plugin_get_device_data(kdp_plugin *p, const char *id, void **ret);
 /* A copy of the whole table, sorted by ID, taken at one instant: *ret is
  * ONE allocation holding the devices with their strings and NUMA nodes, so
  * free(*ret) frees it all; NULL with *ret_n 0 when the table is empty.
@@ -432,6 +435,13 @@ struct kdp_device {
     const char *host_path;
     const char *container_path;
     const char *permissions;
+    /* Yours: kept with the device and handed back by
+     * kdp_plugin_get_device_data() (in any callback, or any thread) and in
+     * kdp_plugin_get_devices()'s copy. kdp never reads or frees what it
+     * points to: keep it valid while the device is in the table and while a
+     * callback of yours may still use it (free it after the table that
+     * dropped the device was set, outside your callbacks). */
+    void *data;
 };
 
 /* Adds a copy of d. Returns 0, -EINVAL (bad id, permissions or path),

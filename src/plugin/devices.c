@@ -148,6 +148,7 @@ static int dev_from_public(kdp__dev *dst, const kdp_device *d)
 {
     kdp__dev n = {0};
     n.health = d->health;
+    n.data = d->data;
     int r = strdup_opt(d->id, &n.id);
     if (r == 0) {
         r = numa_copy(&n, d->numa_nodes, d->n_numa_nodes);
@@ -179,6 +180,7 @@ static int dev_dup(kdp__dev *dst, const kdp__dev *s)
         .host_path = s->host_path,
         .container_path = s->container_path,
         .permissions = s->permissions,
+        .data = s->data,
     };
     return dev_from_public(dst, &d);
 }
@@ -596,6 +598,7 @@ int kdp__devtab_export(const kdp__devtab *ct, kdp_device **ret, size_t *ret_n)
         o->host_path = put_str(&pos, d->host_path);
         o->container_path = put_str(&pos, d->container_path);
         o->permissions = put_str(&pos, d->permissions);
+        o->data = d->data;
     }
     *ret = out;
     *ret_n = t->n;

@@ -22,6 +22,7 @@ typedef struct kdp__dev {
     char *host_path;      /* NULL if none */
     char *container_path; /* NULL = same as host_path */
     char *permissions;    /* NULL = "rw" */
+    void *data;           /* the author's (kdp_device.data): never read here */
 } kdp__dev;
 
 typedef struct kdp__devtab {

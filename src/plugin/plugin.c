@@ -390,6 +390,14 @@ KDP_EXPORT int kdp_plugin_get_health(kdp_plugin *p, const char *id, kdp_health *
     return kdp__table_get_health(&p->table, id, ret);
 }
 
+KDP_EXPORT int kdp_plugin_get_device_data(kdp_plugin *p, const char *id, void **ret)
+{
+    if (!p || !id || !ret) {
+        return -EINVAL;
+    }
+    return kdp__table_get_data(&p->table, id, ret);
+}
+
 KDP_EXPORT int kdp_plugin_get_devices(kdp_plugin *p, kdp_device **ret, size_t *ret_n)
 {
     if (!p || !ret || !ret_n) {

@@ -420,6 +420,17 @@ int kdp__table_get_health(kdp__table *t, const char *id, kdp_health *ret)
     return d ? 0 : -ENOENT;
 }
 
+int kdp__table_get_data(kdp__table *t, const char *id, void **ret)
+{
+    pthread_mutex_lock(&t->mu);
+    const kdp__dev *d = kdp__devtab_find(&t->shared, id);
+    if (d) {
+        *ret = d->data;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return d ? 0 : -ENOENT;
+}
+
 int kdp__table_get_devices(kdp__table *t, kdp_device **ret, size_t *ret_n)
 {
     pthread_mutex_lock(&t->mu);

@@ -89,6 +89,7 @@ void kdp__table_rescan(kdp__table *t);
 /* kdp_plugin_get_health, kdp_plugin_get_devices: any thread, same returns
  * (the latest table set, under the mutex). */
 int kdp__table_get_health(kdp__table *t, const char *id, kdp_health *ret);
+int kdp__table_get_data(kdp__table *t, const char *id, void **ret);
 int kdp__table_get_devices(kdp__table *t, kdp_device **ret, size_t *ret_n);
 
 /* Loop thread. The start's list: 1 if there is no list op (the table is

@@ -177,6 +177,48 @@ static void test_public_list_add(void **state)
     kdp__devtab_clear(&list.tab);
 }
 
+/* The author's data goes with the device through every path: the list op's
+ * lazy table, an array, a copy, the export; it never makes a change the
+ * kubelet sees. */
+static void test_author_data(void **state)
+{
+    (void)state;
+    int x = 1;
+    int y = 2;
+    kdp_device_list list;
+    kdp__devtab_init_lazy(&list.tab);
+    kdp_device d = dev("b");
+    d.data = &y;
+    assert_int_equal(kdp_device_list_add(&list, &d), 0);
+    d.id = "a";
+    d.data = &x;
+    assert_int_equal(kdp_device_list_add(&list, &d), 0);
+    assert_ptr_equal(kdp__devtab_find(&list.tab, "a")->data, &x);
+    assert_ptr_equal(kdp__devtab_find(&list.tab, "b")->data, &y);
+    kdp__devtab copy;
+    kdp__devtab_init(&copy);
+    assert_int_equal(kdp__devtab_copy(&copy, &list.tab), 0);
+    assert_ptr_equal(kdp__devtab_find(&copy, "b")->data, &y);
+    kdp_device *out;
+    size_t n;
+    assert_int_equal(kdp__devtab_export(&copy, &out, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(out[0].id, "a");
+    assert_ptr_equal(out[0].data, &x);
+    assert_ptr_equal(out[1].data, &y);
+    /* the same devices with other data: nothing for the kubelet */
+    out[0].data = NULL;
+    kdp__devtab other;
+    kdp__devtab_init(&other);
+    assert_int_equal(kdp__devtab_from_array(&other, out, n, NULL), 0);
+    assert_null(kdp__devtab_find(&other, "a")->data);
+    assert_true(kdp__devtab_same_for_kubelet(&other, &copy));
+    free(out);
+    kdp__devtab_clear(&other);
+    kdp__devtab_clear(&copy);
+    kdp__devtab_clear(&list.tab);
+}
+
 static void test_from_array(void **state)
 {
     (void)state;
@@ -660,6 +702,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_encode_decode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_encode_100k, setup, teardown),
         cmocka_unit_test_setup_teardown(test_encoded_size, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_author_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oom, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

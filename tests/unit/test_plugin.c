@@ -316,13 +316,25 @@ static void test_read_back(void **state)
     assert_int_equal(n, 0);
     assert_int_equal(kdp_plugin_get_health(p, "a", &h), -ENOENT);
     int64_t numa_b[] = {1, 0, -1};
+    int mine = 7;
     kdp_device in[] = {
         {.id = "b", .health = KDP_UNHEALTHY, .numa_nodes = numa_b, .n_numa_nodes = 3},
-        {.id = "a", .health = KDP_HEALTHY, .host_path = "/dev/a", .permissions = "r"},
+        {.id = "a",
+         .health = KDP_HEALTHY,
+         .host_path = "/dev/a",
+         .permissions = "r",
+         .data = &mine},
     };
     assert_int_equal(kdp_plugin_set_devices(p, in, 2), 0);
     assert_int_equal(kdp_plugin_get_health(p, "b", &h), 0);
     assert_int_equal(h, KDP_UNHEALTHY);
+    void *data = &h;
+    assert_int_equal(kdp_plugin_get_device_data(p, "a", &data), 0);
+    assert_ptr_equal(data, &mine);
+    assert_int_equal(kdp_plugin_get_device_data(p, "b", &data), 0);
+    assert_null(data);
+    assert_int_equal(kdp_plugin_get_device_data(p, "c", &data), -ENOENT);
+    assert_int_equal(kdp_plugin_get_device_data(p, NULL, &data), -EINVAL);
     assert_int_equal(kdp_plugin_set_health(p, "b", KDP_HEALTHY), 0);
     assert_int_equal(kdp_plugin_get_health(p, "b", &h), 0);
     assert_int_equal(h, KDP_HEALTHY);
@@ -333,6 +345,7 @@ static void test_read_back(void **state)
     assert_string_equal(devs[0].host_path, "/dev/a");
     assert_null(devs[0].container_path);
     assert_string_equal(devs[0].permissions, "r");
+    assert_ptr_equal(devs[0].data, &mine);
     assert_null(devs[0].numa_nodes);
     assert_string_equal(devs[1].id, "b");
     assert_int_equal(devs[1].health, KDP_HEALTHY);
