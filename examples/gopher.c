@@ -66,27 +66,9 @@ static int list_gophers(kdp_plugin *p, kdp_device_list *out, void *ud)
 static int allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_response *resp, void *ud)
 {
     (void)p;
+    (void)req;
     (void)ud;
-    size_t len = 1;
-    for (size_t i = 0; i < req->n_ids; i++) {
-        len += strlen(req->ids[i]) + 1;
-    }
-    char *ids = calloc(1, len);
-    if (!ids) {
-        return -ENOMEM;
-    }
-    size_t o = 0;
-    for (size_t i = 0; i < req->n_ids; i++) {
-        size_t n = strlen(req->ids[i]);
-        if (i) {
-            ids[o++] = ',';
-        }
-        memcpy(ids + o, req->ids[i], n + 1);
-        o += n;
-    }
-    int r = kdp_response_add_env(resp, "GOPHER", ids);
-    free(ids);
-    return r;
+    return kdp_response_add_env_ids(resp, "GOPHER", ","); /* GOPHER=gopher-a,gopher-b */
 }
 
 static int stop_fd = -1; /* written by main to end the watcher thread */

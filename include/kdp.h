@@ -483,6 +483,12 @@ KDP_EXPORT int kdp_response_add_annotation(kdp_alloc_response *r, const char *ke
 /* Adds a CDI device by fully qualified name "vendor.com/class=name".
  * Returns 0, -EINVAL (malformed), -ENOMEM. */
 KDP_EXPORT int kdp_response_add_cdi_device(kdp_alloc_response *r, const char *name);
+/* Sets env var key to this container's device IDs joined by sep (NULL =
+ * ","), e.g. GPUS=gpu0,gpu3. Same returns as kdp_response_add_env(). */
+KDP_EXPORT int kdp_response_add_env_ids(kdp_alloc_response *r, const char *key, const char *sep);
+/* ids[0..n) joined by sep (NULL = ","): a string to free(), "" for n = 0;
+ * NULL when out of memory or an ID is NULL. */
+KDP_EXPORT char *kdp_ids_join(const char *const *ids, size_t n, const char *sep);
 /* What kdp answers when there is no allocate op: a device node for each
  * requested device that has a host_path, and the env var named by
  * kdp_config.env_name listing the IDs, comma-separated. Returns 0,

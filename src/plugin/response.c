@@ -275,12 +275,19 @@ KDP_EXPORT int kdp_response_add_cdi_device(kdp_alloc_response *r, const char *na
     return 0;
 }
 
-/* The IDs joined by ','. malloc'ed; NULL on ENOMEM. */
-static char *join_ids(const char *const *ids, size_t n)
+KDP_EXPORT char *kdp_ids_join(const char *const *ids, size_t n, const char *sep)
 {
+    if (n > 0 && !ids) {
+        return NULL;
+    }
+    sep = sep ? sep : ",";
+    size_t sl = strlen(sep);
     size_t len = 1;
     for (size_t i = 0; i < n; i++) {
-        size_t l = strlen(ids[i]) + 1;
+        if (!ids[i]) {
+            return NULL;
+        }
+        size_t l = strlen(ids[i]) + sl;
         if (len > SIZE_MAX - l) {
             return NULL;
         }
@@ -292,15 +299,30 @@ static char *join_ids(const char *const *ids, size_t n)
     }
     char *p = s;
     for (size_t i = 0; i < n; i++) {
-        size_t l = strlen(ids[i]);
         if (i > 0) {
-            *p++ = ',';
+            memcpy(p, sep, sl);
+            p += sl;
         }
+        size_t l = strlen(ids[i]);
         memcpy(p, ids[i], l);
         p += l;
     }
     *p = '\0';
     return s;
+}
+
+KDP_EXPORT int kdp_response_add_env_ids(kdp_alloc_response *r, const char *key, const char *sep)
+{
+    if (!r || (r->n_ids > 0 && !r->ids)) {
+        return bad_arg(__func__, "response is NULL");
+    }
+    char *joined = kdp_ids_join(r->ids, r->n_ids, sep);
+    if (!joined) {
+        return -ENOMEM;
+    }
+    int ret = kdp_response_add_env(r, key, joined);
+    free(joined);
+    return ret;
 }
 
 KDP_EXPORT int kdp_response_add_defaults(kdp_alloc_response *r)
@@ -319,16 +341,7 @@ KDP_EXPORT int kdp_response_add_defaults(kdp_alloc_response *r)
             return ret;
         }
     }
-    if (!r->env_name) {
-        return 0;
-    }
-    char *joined = join_ids(r->ids, r->n_ids);
-    if (!joined) {
-        return -ENOMEM;
-    }
-    int ret = kdp_response_add_env(r, r->env_name, joined);
-    free(joined);
-    return ret;
+    return r->env_name ? kdp_response_add_env_ids(r, r->env_name, ",") : 0;
 }
 
 /* --- protobuf-c conversion --- */

@@ -251,6 +251,35 @@ static void test_defaults_without_host_paths(void **state)
     kdp__devtab_clear(&t);
 }
 
+static void test_ids_join(void **state)
+{
+    (void)state;
+    const char *ids[] = {"gpu0", "gpu3", "x"};
+    char *s = kdp_ids_join(ids, 3, NULL);
+    assert_string_equal(s, "gpu0,gpu3,x");
+    free(s);
+    s = kdp_ids_join(ids, 2, ", ");
+    assert_string_equal(s, "gpu0, gpu3");
+    free(s);
+    s = kdp_ids_join(ids, 1, ":");
+    assert_string_equal(s, "gpu0");
+    free(s);
+    s = kdp_ids_join(NULL, 0, NULL);
+    assert_string_equal(s, "");
+    free(s);
+    assert_null(kdp_ids_join(NULL, 2, NULL));
+    const char *with_null[] = {"a", NULL};
+    assert_null(kdp_ids_join(with_null, 2, NULL));
+
+    kdp_alloc_response r;
+    kdp__response_init(&r, NULL, ids, 3, NULL);
+    assert_int_equal(kdp_response_add_env_ids(&r, "GPUS", ";"), 0);
+    assert_string_equal(env_of(&r, "GPUS"), "gpu0;gpu3;x");
+    assert_int_equal(kdp_response_add_env_ids(&r, "bad=key", NULL), -EINVAL);
+    assert_int_equal(kdp_response_add_env_ids(NULL, "K", NULL), -EINVAL);
+    kdp__response_done(&r);
+}
+
 static V1beta1__ContainerAllocateResponse *round_trip(const kdp_alloc_response *r)
 {
     V1beta1__ContainerAllocateResponse pb = V1BETA1__CONTAINER_ALLOCATE_RESPONSE__INIT;
@@ -455,6 +484,7 @@ int main(void)
         cmocka_unit_test(test_to_pb_round_trip),
         cmocka_unit_test(test_defaults_round_trip),
         cmocka_unit_test(test_id_list),
+        cmocka_unit_test(test_ids_join),
         cmocka_unit_test(test_default_env_name),
         cmocka_unit_test(test_oom),
     };
