@@ -235,6 +235,19 @@ typedef struct kdp_ops {
     void (*destroy)(kdp_plugin *p, void *ud);
 } kdp_ops;
 
+/* What kdp answers GetPreferredAllocation with when the plugin has no
+ * preferred op (an op, when set, wins). */
+typedef enum kdp_preferred_strategy {
+    /* No preference: the kubelet is told there is none to ask for. */
+    KDP_PREFERRED_NONE = 0,
+    /* As few NUMA nodes as the devices allow: the must-include IDs, then
+     * devices on the nodes in use, then (once a node is in use) devices
+     * with no NUMA node, then one more node, the one that fits the rest
+     * most tightly (best fit; the largest if none fits), and so on; IDs in
+     * order within each step. Answered on the loop thread, no callback. */
+    KDP_PREFERRED_PACKED,
+} kdp_preferred_strategy;
+
 typedef struct kdp_config {
     /* Required: the extended resource name, e.g. "example.com/gopher",
      * checked with the kubelet's own rule. */
@@ -260,6 +273,9 @@ typedef struct kdp_config {
      * below it (kdp_kubelet_paths_get()); it does not move the device-plugin
      * directory, as it does not for the kubelet. Must be absolute. */
     const char *kubelet_root;
+    /* GetPreferredAllocation without a preferred op: see
+     * kdp_preferred_strategy (0 = none). */
+    kdp_preferred_strategy preferred;
 } kdp_config;
 
 /* A context: one event loop that can run several plugins.

@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "grpc/wire.h"
+#include "plugin/prefer.h"
 #include "plugin/response.h"
 #include "plugin/table.h"
 
@@ -28,7 +29,8 @@ typedef struct stream {
 void kdp__devplugin_options(const kdp__devplugin *d, V1beta1__DevicePluginOptions *out)
 {
     out->pre_start_required = d->ops->prestart != NULL;
-    out->get_preferred_allocation_available = d->ops->preferred != NULL;
+    out->get_preferred_allocation_available =
+        d->ops->preferred != NULL || d->preferred != KDP_PREFERRED_NONE;
 }
 
 static void h_options(kdp__call *call, const uint8_t *req, size_t len, void *ud)
@@ -429,9 +431,66 @@ static void free_pref_req(void *m)
     v1beta1__preferred_allocation_request__free_unpacked(m, NULL);
 }
 
+/* kdp's own answer (a strategy, no op): inline, on the loop thread. */
+static void prefer_inline(kdp__devplugin *p, kdp__call *call,
+                          const V1beta1__PreferredAllocationRequest *req)
+{
+    size_t n = req->n_container_requests;
+    V1beta1__ContainerPreferredAllocationResponse *outs = calloc(n ? n : 1, sizeof(*outs));
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
+    V1beta1__ContainerPreferredAllocationResponse **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+    kdp_id_list *lists = calloc(n ? n : 1, sizeof(*lists));
+    int r = outs && ptrs && lists ? 0 : -ENOMEM;
+    size_t done = 0;
+    for (; r == 0 && done < n; done++) {
+        const V1beta1__ContainerPreferredAllocationRequest *cr = req->container_requests[done];
+        kdp_preferred_request one = {
+            .available = (const char *const *)cr->available_deviceids,
+            .n_available = cr->n_available_deviceids,
+            .must_include = (const char *const *)cr->must_include_deviceids,
+            .n_must_include = cr->n_must_include_deviceids,
+            .size = cr->allocation_size > 0 ? (size_t)cr->allocation_size : 0,
+        };
+        v1beta1__container_preferred_allocation_response__init(&outs[done]);
+        kdp__id_list_init(&lists[done]);
+        ptrs[done] = &outs[done];
+        r = kdp__prefer(p->preferred, kdp__table_told(p->table), &one, &lists[done]);
+        outs[done].n_deviceids = lists[done].n;
+        outs[done].deviceids = lists[done].ids;
+    }
+    if (r == 0) {
+        V1beta1__PreferredAllocationResponse resp = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
+        resp.n_container_responses = n;
+        resp.container_responses = ptrs;
+        (void)kdp__call_reply_pb(call, &resp.base);
+    } else if (r == -EINVAL) {
+        fail(call, KDP__ST_INVALID_ARGUMENT, "%s: an ID in the request is not a valid device ID",
+             p->resource);
+    } else {
+        fail(call, KDP__ST_RESOURCE_EXHAUSTED, "%s: out of memory", p->resource);
+    }
+    for (size_t i = 0; i < done; i++) {
+        kdp__id_list_done(&lists[i]);
+    }
+    free(outs);
+    free(ptrs);
+    free(lists);
+}
+
 static void h_preferred(kdp__call *call, const uint8_t *msg, size_t len, void *ud)
 {
     kdp__devplugin *p = ud;
+    if (!p->ops->preferred && p->preferred != KDP_PREFERRED_NONE) {
+        V1beta1__PreferredAllocationRequest *req =
+            v1beta1__preferred_allocation_request__unpack(NULL, len, msg);
+        if (!req) {
+            fail(call, KDP__ST_INVALID_ARGUMENT, "cannot decode PreferredAllocationRequest");
+            return;
+        }
+        prefer_inline(p, call, req);
+        v1beta1__preferred_allocation_request__free_unpacked(req, NULL);
+        return;
+    }
     if (!p->ops->preferred) {
         fail(call, KDP__ST_UNIMPLEMENTED,
              "%s: this plugin has no preferred-allocation callback "

@@ -25,14 +25,15 @@
 
 typedef struct kdp__devplugin {
     kdp__svc base;
-    kdp_plugin *owner;    /* handed to the callbacks */
-    const kdp_ops *ops;   /* borrowed */
-    void *ud;             /* the author's */
-    const char *resource; /* borrowed */
-    const char *env_name; /* the default allocation's env var, borrowed */
-    kdp__table *table;    /* borrowed */
-    kdp__jobs *jobs;      /* borrowed */
-    kdp__link streams;    /* open ListAndWatch streams */
+    kdp_plugin *owner;                /* handed to the callbacks */
+    const kdp_ops *ops;               /* borrowed */
+    void *ud;                         /* the author's */
+    const char *resource;             /* borrowed */
+    const char *env_name;             /* the default allocation's env var, borrowed */
+    kdp_preferred_strategy preferred; /* without ops->preferred */
+    kdp__table *table;                /* borrowed */
+    kdp__jobs *jobs;                  /* borrowed */
+    kdp__link streams;                /* open ListAndWatch streams */
     unsigned n_streams;
     void *peer_stream; /* the kubelet's, once it opened it after a Register */
     bool expect_peer;

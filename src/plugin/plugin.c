@@ -40,6 +40,11 @@ static int check_config(const kdp_config *cfg, const char *dir)
         log_error("invalid env_name \"%s\": %s", cfg->env_name, why);
         return -EINVAL;
     }
+    if (cfg->preferred != KDP_PREFERRED_NONE && cfg->preferred != KDP_PREFERRED_PACKED) {
+        log_error("invalid kdp_config.preferred %d: KDP_PREFERRED_NONE or KDP_PREFERRED_PACKED",
+                  (int)cfg->preferred);
+        return -EINVAL;
+    }
     if (kdp__validate_abs_path(dir, &why) < 0) {
         log_error("invalid device-plugin directory \"%s\": %s", dir, why);
         return -EINVAL;
@@ -169,6 +174,7 @@ static int make_parts(kdp_plugin *p, const kdp_config *cfg)
     kdp__svc_up sup = kdp__lifecycle_svc_up(&p->lc);
     kdp__devplugin_init(&p->devplugin, p, &p->ops, p->ud, p->resource, p->env_name, &p->table,
                         &p->jobs, &sup);
+    p->devplugin.preferred = cfg->preferred;
     kdp__reg_up rup = kdp__lifecycle_reg_up(&p->lc);
     p->made = MADE_REG;
     r = kdp__reg_kubelet_init(&p->reg, l, p->dir, p->socket_name, p->resource, reg_options, p,

@@ -196,6 +196,19 @@ class Discovery(GenericTest):
         self.assertStopsCleanly(pl)
         self.assertEqual(self.dir_entries(), ["kubelet.sock"])
 
+    def test_preferred_packed(self):
+        kl, pl, evs = self.start("resources:\n"
+                                 "  - name: example.com/serial\n"
+                                 "    count: 2\n"
+                                 "    preferred: packed\n"
+                                 "    devices:\n"
+                                 "      - path: /dev/ttyUSB*\n", [SERIAL])
+        reg = kl.events_since(0, "registered", resource=SERIAL)[0]
+        self.assertTrue(reg["options"]["get_preferred_allocation_available"], reg)
+        r = self.assertOk(kl.command("preferred %s available=ttyUSB1-1,ttyUSB0-0,ttyUSB1-0 "
+                                     "must=ttyUSB1-1 size=2" % SERIAL))
+        self.assertEqual(r["container_responses"][0]["deviceIDs"], ["ttyUSB1-1", "ttyUSB0-0"])
+
     def test_usb_matching(self):
         body = """resources:
   - name: example.com/ftdi
@@ -413,6 +426,8 @@ class Cdi(GenericTest):
 
 # A dozen bad configs: (text, the line, the key, a phrase of the message).
 BAD = [
+    ("resources:\n  - name: example.com/x\n    devices: [/dev/x]\n    preferred: tight\n",
+     4, "resources[0].preferred", 'must be "packed" or "none", not "tight"'),
     ("resources:\n  - name: example.com/x\n    count: 0\n    devices: [/dev/x]\n",
      3, "resources[0].count", "must be a positive integer"),
     ("resources:\n  - name: example.com/x\n    devices: [/dev/x]\n    count: many\n",

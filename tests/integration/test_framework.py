@@ -357,6 +357,29 @@ class PreStartAndPreferred(PluginTest):
         self.assertEqual(r["container_responses"][0]["deviceIDs"], ["c", "b", "a"])
 
 
+class PreferredStrategy(PluginTest):
+    """kdp_config.preferred: kdp answers GetPreferredAllocation itself."""
+
+    def test_packed(self):
+        kl = self.kubelet()
+        self.start_test_plugin("--devices", "a0@0,a1@0,b0@1,b1@1,b2@1,z",
+                               "--preferred-strategy", "packed")
+        reg = kl.wait_event("registered", T, resource=RES)
+        self.assertTrue(reg["options"]["get_preferred_allocation_available"], reg)
+        kl.wait_event("devices", T, resource=RES, n=6)
+        avail = "available=b2,a1,z,b0,a0,b1"
+        for size, must, want in ((2, "", ["a0", "a1"]), (3, "", ["b0", "b1", "b2"]),
+                                 (2, " must=b1", ["b1", "b0"]),
+                                 (4, " must=b1", ["b1", "b0", "b2", "z"])):
+            r = self.assertOk(kl.command("preferred %s %s%s size=%d" % (RES, avail, must, size)))
+            self.assertEqual(r["container_responses"][0]["deviceIDs"], want, (size, must))
+
+    def test_invalid_strategy_refused(self):
+        pl = self.start_test_plugin("--devices", "a", "--preferred-strategy", "bogus")
+        self.assertNotEqual(pl.wait_exit(T), 0)
+        self.assertIn("invalid kdp_config.preferred 99", pl.log_text())
+
+
 class KubeletRestarts(PluginTest):
     N = 50
 

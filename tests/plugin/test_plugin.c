@@ -22,6 +22,8 @@
  *                           plugin shut down mid-call
  *   --prestart FILE         enable PreStartContainer: append "prestart ids" to FILE
  *   --preferred             enable GetPreferredAllocation: available reversed
+ *   --preferred-strategy packed
+ *                           kdp's own answer instead (kdp_config.preferred)
  *   --lifecycle FILE        append "refresh" / "destroy" to FILE
  *   --list-file FILE        simple mode: the list op reads SPEC lines from FILE
  *   --default-alloc         no allocate op: kdp's default response
@@ -454,6 +456,9 @@ int main(int argc, char **argv)
             cfg.device_plugin_dir = v;
         } else if (strcmp(a, "--kubelet-root") == 0) {
             cfg.kubelet_root = v;
+        } else if (strcmp(a, "--preferred-strategy") == 0) {
+            cfg.preferred =
+                strcmp(v, "packed") == 0 ? KDP_PREFERRED_PACKED : (kdp_preferred_strategy)99;
         } else if (strcmp(a, "--resource") == 0 && n_res < MAX_RES) {
             resources[n_res++] = v;
         } else if (strcmp(a, "--socket") == 0) {

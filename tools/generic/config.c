@@ -288,6 +288,20 @@ static int f_count(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
     return yw_get_count(c, v, key, GEN_MAX_COUNT, &((rparse *)obj)->r->count);
 }
 
+static int f_preferred(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
+{
+    gen_resource *r = ((rparse *)obj)->r;
+    const char *s = yw_text(c, v, key, 16, false);
+    if (!s) {
+        return -1;
+    }
+    if (strcmp(s, "packed") != 0 && strcmp(s, "none") != 0) {
+        return yw_fail(c, v, key, "must be \"packed\" or \"none\", not \"%s\"", s);
+    }
+    r->packed = strcmp(s, "packed") == 0;
+    return 0;
+}
+
 static int f_permissions(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     gen_resource *r = ((rparse *)obj)->r;
@@ -450,6 +464,7 @@ enum {
     RES_MOUNTS,
     RES_ENV,
     RES_CDI,
+    RES_PREFERRED,
     RES_FIELDS
 };
 static const yw_field resource_fields[RES_FIELDS] = {
@@ -461,6 +476,7 @@ static const yw_field resource_fields[RES_FIELDS] = {
     [RES_MOUNTS] = {"mounts", f_mounts},
     [RES_ENV] = {"env", f_env},
     [RES_CDI] = {"cdi", f_cdi},
+    [RES_PREFERRED] = {"preferred", f_preferred},
 };
 
 /* A resource name's character in a default socket name: lower case letters
@@ -677,7 +693,7 @@ static char *fingerprint(const gen_resource *r)
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         put_field(f, strs[i]);
     }
-    fprintf(f, "%u\x1f%d\x1f%d\x1f", r->count, r->cdi, r->cdi_device_specs);
+    fprintf(f, "%u\x1f%d\x1f%d\x1f%d\x1f", r->count, r->cdi, r->cdi_device_specs, r->packed);
     for (size_t i = 0; i < r->n_entries; i++) {
         put_entry(f, &r->entries[i]);
     }

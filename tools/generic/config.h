@@ -59,6 +59,7 @@ typedef struct gen_resource {
     bool cdi;
     char *cdi_kind;
     bool cdi_device_specs; /* also hand out the nodes as DeviceSpecs */
+    bool packed;           /* preferred: packed (kdp's NUMA-packed answers) */
     /* The global settings too */
     char *root;
     char *sysfs;

@@ -226,6 +226,7 @@ static int start_resource(app *a, gen_resource *r)
         .resource_name = g->cfg.name,
         .socket_name = g->cfg.socket,
         .device_plugin_dir = a->dp_dir,
+        .preferred = g->cfg.packed ? KDP_PREFERRED_PACKED : KDP_PREFERRED_NONE,
     };
     kdp_ops ops = {.list = list_devices, .allocate = allocate};
     int rc = kdp_plugin_new(a->ctx, &cfg, &ops, g, &g->p);
