@@ -55,14 +55,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
         }                                                                                          \
     } while (0)
 
-#define MAX_RECV      (64U << 10)
-#define FILLER_LEN    20000U /* more than one DATA frame (16 KiB) */
-#define MAX_STALLS    2000   /* loop turns without the server reading: a hang */
-#define MAX_QUIET     200    /* loop turns to settle after the client's EOF */
-#define MAX_CLOSING   500    /* 10 ms loop turns for the connection to go */
-#define IDLE_MS       2
-#define LINGER_US     1000U           /* kdp__server_shutdown's bound */
-#define MAX_LINGER_US (1000U * 1000U) /* for it to be over, loaded machine */
+#define MAX_RECV    (64U << 10)
+#define FILLER_LEN  20000U /* more than one DATA frame (16 KiB) */
+#define MAX_STALLS  2000   /* loop turns without the server reading: a hang */
+#define MAX_QUIET   200    /* loop turns to settle after the client's EOF */
+#define MAX_CLOSING 500    /* 10 ms loop turns for the connection to go */
+#define IDLE_MS     2
+#define LINGER_US   1000U /* kdp__server_shutdown's bound */
+/* For it to be over: 5 s of wall time, a bound for a loaded machine (a 1 s
+ * bound failed once while a fuzzer at nice 15 shared 2 cores with a build and
+ * three other fuzzers; the input ran in 13 ms alone). A real hang is caught
+ * all the same, here or by libFuzzer's -timeout. */
+#define MAX_LINGER_US (5000U * 1000U)
 
 static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
