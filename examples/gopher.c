@@ -5,6 +5,11 @@
  * the word "unhealthy" is an Unhealthy device, and Healthy again once it no
  * longer does. Allocate hands the container GOPHER=<comma-separated IDs>.
  *
+ * The list op reads the whole directory at every (re)start; after that,
+ * each inotify event changes just its file's device (kdp_plugin_set_device,
+ * kdp_plugin_remove_device): one file among 100,000 costs one device, not a
+ * relist.
+ *
  *   kdp-example-gopher [--devices-dir DIR] [--resource NAME]
  *       [--device-plugin-dir DIR | --kubelet-root ROOT]
  */
@@ -80,7 +85,25 @@ static bool wait_for(int fd, int timeout_ms)
     return poll(fds, 2, timeout_ms) >= 0 && !(fds[1].revents & POLLIN);
 }
 
-/* Hot-plug: any change in the directory asks kdp for a fresh list. */
+/* One event: the file's device as it is now (added, replaced: its health
+ * may have changed), or gone. */
+static void file_changed(kdp_plugin *p, int dirfd, const struct inotify_event *ev)
+{
+    struct stat st;
+    bool is_file = !(ev->mask & (IN_DELETE | IN_MOVED_FROM)) &&
+                   fstatat(dirfd, ev->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+    if (!is_file) {
+        (void)kdp_plugin_remove_device(p, ev->name); /* -ENOENT: it was no device */
+        return;
+    }
+    kdp_device dev = {.id = ev->name, .health = file_health(dirfd, ev->name)};
+    if (kdp_plugin_set_device(p, &dev) < 0) {
+        fprintf(stderr, "gopher: skipping %s: not a valid device ID\n", ev->name);
+    }
+}
+
+/* Hot-plug: each event in the directory changes its file's device; a lost
+ * event (queue overflow) or a re-created directory asks for a fresh list. */
 static void *watch_devices(void *arg)
 {
     kdp_plugin *p = arg;
@@ -92,6 +115,7 @@ static void *watch_devices(void *arg)
     uint32_t mask =
         IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB;
     bool watching = false;
+    int dirfd = -1;
     for (;;) {
         while (!watching && inotify_add_watch(fd, devices_dir, mask) < 0) {
             if (!wait_for(fd, 2000)) { /* the directory does not exist (yet, again) */
@@ -99,8 +123,11 @@ static void *watch_devices(void *arg)
                 return NULL;
             }
         }
+        if (dirfd < 0) {
+            dirfd = open(devices_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            kdp_plugin_rescan(p); /* what happened before the watch */
+        }
         watching = true;
-        kdp_plugin_rescan(p);
         if (!wait_for(fd, -1)) {
             break;
         }
@@ -109,12 +136,21 @@ static void *watch_devices(void *arg)
         while ((n = read(fd, buf, sizeof(buf))) > 0) {
             for (char *e = buf; e < buf + n;) {
                 const struct inotify_event *ev = (const struct inotify_event *)e;
-                if (ev->mask & IN_IGNORED) {
+                if (ev->mask & IN_Q_OVERFLOW) {
+                    kdp_plugin_rescan(p);
+                } else if (ev->mask & IN_IGNORED) {
                     watching = false; /* the directory went away: watch it again once back */
+                    close(dirfd);
+                    dirfd = -1;
+                } else if (ev->len > 0 && dirfd >= 0) {
+                    file_changed(p, dirfd, ev);
                 }
                 e += sizeof(*ev) + ev->len;
             }
         }
+    }
+    if (dirfd >= 0) {
+        close(dirfd);
     }
     close(fd);
     return NULL;

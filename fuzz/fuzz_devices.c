@@ -182,9 +182,12 @@ static const kdp_device *find_dev(const rec *recs, size_t n, const char *id)
 
 static void check_table(const kdp__devtab *t)
 {
+    const kdp__dev **sorted = NULL;
+    CHECK(kdp__devtab_sorted(t, &sorted) == 0);
     for (size_t i = 1; i < t->n; i++) {
-        CHECK(strcmp(t->devs[i - 1].id, t->devs[i].id) < 0);
+        CHECK(strcmp(sorted[i - 1]->id, sorted[i]->id) < 0); /* no ID twice */
     }
+    free(sorted);
     for (size_t i = 0; i < t->n; i++) {
         CHECK(kdp__devtab_find(t, t->devs[i].id) == &t->devs[i]);
     }
@@ -226,6 +229,62 @@ static void on_diff(const kdp__dev *a, const kdp__dev *b, void *ud)
     size_t *count = ud;
     CHECK(a || b);
     (*count)++;
+}
+
+/* The records once more as single changes (a valid device is put, flag 128
+ * on an ID in the table removes it instead), through the plugin's calls and
+ * as one batch applied to a copy of base: the plugin's table and the batch's
+ * agree, the tracked message size is exact, and undoing the batch gives base
+ * back. */
+static void check_single_changes(const kdp__devtab *base, const rec *recs, size_t n)
+{
+    CHECK(kdp__table_set(&plugin->table, NULL, 0) == 0);
+    kdp__devtab t;
+    kdp__devtab_init(&t);
+    CHECK(kdp__devtab_copy(&t, base) == 0);
+    for (size_t i = 0; i < base->n; i++) {
+        const kdp__dev *d = &base->devs[i];
+        kdp_device pd = {.id = d->id,
+                         .health = d->health,
+                         .numa_nodes = d->numa,
+                         .n_numa_nodes = d->n_numa,
+                         .host_path = d->host_path,
+                         .container_path = d->container_path,
+                         .permissions = d->permissions};
+        CHECK(kdp_plugin_set_device(plugin, &pd) == 0);
+    }
+    static kdp__tabop ops[MAX_DEVS];
+    static kdp__tabundo undo[MAX_DEVS];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const kdp_device *d = &recs[i].d;
+        if (recs[i].set_health && d->id) {
+            pthread_mutex_lock(&plugin->table.mu);
+            bool known = kdp__devtab_find(&plugin->table.shared, d->id) != NULL;
+            pthread_mutex_unlock(&plugin->table.mu);
+            CHECK(kdp_plugin_remove_device(plugin, d->id) == (known ? 0 : -ENOENT));
+            ops[k] = (kdp__tabop){.kind = KDP__TABOP_REMOVE, .id = strdup(d->id)};
+            CHECK(ops[k++].id);
+            continue;
+        }
+        int r = kdp_plugin_set_device(plugin, d);
+        CHECK(r == (device_ok(d) ? 0 : -EINVAL));
+        if (r == 0) {
+            ops[k] = (kdp__tabop){.kind = KDP__TABOP_PUT};
+            CHECK(kdp__dev_from_public(&ops[k++].dev, d, NULL) == 0);
+        }
+    }
+    CHECK(kdp__tabops_apply(&t, ops, k, undo) == 0);
+    pthread_mutex_lock(&plugin->table.mu);
+    CHECK(kdp__devtab_same_for_kubelet(&plugin->table.shared, &t));
+    CHECK(plugin->table.shared_bytes == kdp__devtab_encoded_size(&plugin->table.shared));
+    pthread_mutex_unlock(&plugin->table.mu);
+    check_table(&t);
+    kdp__tabops_undo(&t, undo, k);
+    kdp__tabundo_free(undo, k);
+    CHECK(kdp__devtab_same_for_kubelet(&t, base));
+    check_table(&t);
+    kdp__devtab_clear(&t);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -306,12 +365,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(kdp__devtab_copy(&copy, &list.tab) == 0);
     CHECK(kdp__devtab_same_for_kubelet(&copy, &list.tab));
     size_t diffs = 0;
-    kdp__devtab_diff(&copy, &list.tab, on_diff, &diffs);
+    (void)kdp__devtab_diff(&copy, &list.tab, on_diff, &diffs);
     CHECK(diffs == 0);
     diffs = 0;
-    kdp__devtab_diff(&arr, &list.tab, on_diff, &diffs);
+    (void)kdp__devtab_diff(&arr, &list.tab, on_diff, &diffs);
     CHECK((diffs == 0) == kdp__devtab_same_for_kubelet(&arr, &list.tab));
     CHECK(kdp__devtab_count_healthy(&list.tab) <= list.tab.n);
+
+    check_single_changes(&list.tab, recs, n);
 
     kdp__devtab_clear(&copy);
     kdp__devtab_clear(&arr);

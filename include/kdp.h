@@ -350,11 +350,31 @@ KDP_EXPORT int kdp_plugin_run(kdp_plugin *p);
  * kubelet rejects: nothing changed, the kubelet keeps the current list; an
  * error line says so at most once a minute), -ENOMEM. */
 KDP_EXPORT int kdp_plugin_set_devices(kdp_plugin *p, const kdp_device *devs, size_t n);
-/* Sets one device's health. Thread-safe. Returns 0, -ENOENT (no such ID),
- * -EINVAL. */
+/* Single changes, for plugins that learn of devices one at a time (hot-plug
+ * events, a health check). Thread-safe, from callbacks too; each costs O(1)
+ * however large the table (no relist, no copy of the table), returns at
+ * once, and the changes made before the loop's next turn reach every open
+ * ListAndWatch stream as ONE message. Nothing is sent when what the kubelet
+ * sees (IDs, health, NUMA nodes) did not change. With a list op, the next
+ * list's result replaces the table, except for the changes made while that
+ * list ran, which are newer than what it read: they are applied on top of
+ * its result (a removal or health change too when it returned -ENOENT
+ * because the table did not have the device yet; up to 4096 changes, past
+ * that the list op is called once more).
+ *
+ * Adds d (copied), or replaces the device with d's ID. Returns 0, -EINVAL
+ * (a bad device: logged, naming the field), -EMSGSIZE (the table's
+ * ListAndWatch message would be over KDP_MAX_LIST_MESSAGE: nothing changed),
+ * -ENOMEM. */
+KDP_EXPORT int kdp_plugin_set_device(kdp_plugin *p, const kdp_device *d);
+/* Removes the device with this ID. Returns 0, -ENOENT (no such ID),
+ * -EINVAL, -ENOMEM. */
+KDP_EXPORT int kdp_plugin_remove_device(kdp_plugin *p, const char *id);
+/* Sets one device's health (a single change, as above). Returns 0, -ENOENT
+ * (no such ID), -EINVAL, -ENOMEM. */
 KDP_EXPORT int kdp_plugin_set_health(kdp_plugin *p, const char *id, kdp_health health);
 /* Reading the table back. Both read the plugin's latest table: the one last
- * set through kdp_plugin_set_devices(), kdp_plugin_set_health() or the list
+ * set through kdp_plugin_set_devices(), the single changes above or the list
  * op, which the kubelet is being sent (not if it is over the message limit:
  * see kdp_plugin_get_status()). Thread-safe, from callbacks too.
  *

@@ -35,16 +35,8 @@ void kdp__devtab_init(kdp__devtab *t)
     t->devs = NULL;
     t->n = 0;
     t->cap = 0;
-    t->lazy = false;
-    t->unsorted = false;
-    t->ids = NULL;
-    t->ids_cap = 0;
-}
-
-void kdp__devtab_init_lazy(kdp__devtab *t)
-{
-    kdp__devtab_init(t);
-    t->lazy = true;
+    t->idx = NULL;
+    t->idx_cap = 0;
 }
 
 void kdp__devtab_clear(kdp__devtab *t)
@@ -56,7 +48,7 @@ void kdp__devtab_clear(kdp__devtab *t)
         dev_free(&t->devs[i]);
     }
     free(t->devs);
-    free(t->ids);
+    free(t->idx);
     kdp__devtab_init(t);
 }
 
@@ -170,7 +162,7 @@ static int dev_from_public(kdp__dev *dst, const kdp_device *d)
     return 0;
 }
 
-static int dev_dup(kdp__dev *dst, const kdp__dev *s)
+int kdp__dev_dup(kdp__dev *dst, const kdp__dev *s)
 {
     kdp_device d = {
         .id = s->id,
@@ -190,11 +182,11 @@ static int devtab_reserve(kdp__devtab *t, size_t want)
     if (want <= t->cap) {
         return 0;
     }
+    if (want > KDP__DEVTAB_MAX) {
+        return -ENOMEM;
+    }
     size_t cap = t->cap ? t->cap : DEVTAB_MIN_CAP;
     while (cap < want) {
-        if (cap > SIZE_MAX / 2 / sizeof(kdp__dev)) {
-            return -ENOMEM;
-        }
         cap *= 2;
     }
     kdp__dev *v = realloc(t->devs, cap * sizeof(*v));
@@ -206,24 +198,7 @@ static int devtab_reserve(kdp__devtab *t, size_t want)
     return 0;
 }
 
-static int cmp_dev_id(const void *a, const void *b)
-{
-    return strcmp(((const kdp__dev *)a)->id, ((const kdp__dev *)b)->id);
-}
-
-/* A lazy table is sorted when first read: logically const, so the readers
- * taking a const table sort it here. Loop thread (or the one builder). */
-const kdp__devtab *kdp__devtab_sorted(const kdp__devtab *ct)
-{
-    if (ct && ct->unsorted) {
-        kdp__devtab *t = (kdp__devtab *)ct;
-        qsort(t->devs, t->n, sizeof(kdp__dev), cmp_dev_id);
-        t->unsorted = false;
-    }
-    return ct;
-}
-
-/* --- the ID set of lazy tables: open addressing over the IDs' strings --- */
+/* --- the index: open addressing (linear probing) over the IDs' strings --- */
 
 static size_t id_hash(const char *s)
 {
@@ -234,103 +209,103 @@ static size_t id_hash(const char *s)
     return (size_t)(h ^ (h >> 29));
 }
 
-/* Where id is in the set, or the empty slot where it belongs. */
-static size_t ids_slot(const kdp__devtab *t, const char *id)
+/* Where id is in the index, or the empty slot where it belongs. */
+static size_t idx_slot(const kdp__devtab *t, const char *id)
 {
-    size_t mask = t->ids_cap - 1;
+    size_t mask = t->idx_cap - 1;
     size_t i = id_hash(id) & mask;
-    while (t->ids[i] && strcmp(t->ids[i], id) != 0) {
+    while (t->idx[i] && strcmp(t->devs[t->idx[i] - 1].id, id) != 0) {
         i = (i + 1) & mask;
     }
     return i;
 }
 
-/* Room for want IDs at a load of at most 1/2. */
-static int ids_reserve(kdp__devtab *t, size_t want)
+/* Room for want devices at a load of at most 1/2. */
+static int idx_reserve(kdp__devtab *t, size_t want)
 {
-    if (want <= t->ids_cap / 2) {
+    if (want <= t->idx_cap / 2) {
         return 0;
     }
-    size_t cap = t->ids_cap ? t->ids_cap : 64;
+    if (want > KDP__DEVTAB_MAX) {
+        return -ENOMEM;
+    }
+    size_t cap = t->idx_cap ? t->idx_cap : 64;
     while (cap / 2 < want) {
-        if (cap > SIZE_MAX / 2 / sizeof(char *)) {
-            return -ENOMEM;
-        }
         cap *= 2;
     }
-    const char **v = calloc(cap, sizeof(*v));
+    uint32_t *v = calloc(cap, sizeof(*v));
     if (!v) {
         return -ENOMEM;
     }
-    const char **old = t->ids;
-    size_t old_cap = t->ids_cap;
-    t->ids = v;
-    t->ids_cap = cap;
-    for (size_t i = 0; i < old_cap; i++) {
-        if (old[i]) {
-            t->ids[ids_slot(t, old[i])] = old[i];
-        }
+    free(t->idx);
+    t->idx = v;
+    t->idx_cap = cap;
+    for (size_t k = 0; k < t->n; k++) {
+        t->idx[idx_slot(t, t->devs[k].id)] = (uint32_t)(k + 1);
     }
-    free(old);
     return 0;
 }
 
-/* The index of id in t, or the index where it belongs (*found false). */
-static size_t devtab_slot(const kdp__devtab *t, const char *id, bool *found)
+/* Empties slot i, moving later entries of its probe run back (no
+ * tombstones: lookups stay short however many removals there were). */
+static void idx_delete(kdp__devtab *t, size_t i)
 {
-    *found = false;
-    t = kdp__devtab_sorted(t);
-    /* Lists usually come in order: appending is the common case. */
-    if (t->n > 0 && strcmp(id, t->devs[t->n - 1].id) > 0) {
-        return t->n;
-    }
-    size_t lo = 0;
-    size_t hi = t->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(id, t->devs[mid].id);
-        if (c == 0) {
-            *found = true;
-            return mid;
+    size_t mask = t->idx_cap - 1;
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!t->idx[j]) {
+            break;
         }
-        if (c < 0) {
-            hi = mid;
-        } else {
-            lo = mid + 1;
+        size_t home = id_hash(t->devs[t->idx[j] - 1].id) & mask;
+        /* j's entry may move to i unless its home lies cyclically in (i, j] */
+        bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+        if (!stays) {
+            t->idx[i] = t->idx[j];
+            i = j;
         }
     }
-    return lo;
+    t->idx[i] = 0;
 }
 
-/* A lazy table's add: O(1) (amortised), whatever the order of the IDs. */
-static int lazy_add(kdp__devtab *t, const kdp_device *d, const char **why)
+/* Where id is in devs, or -1. */
+static ptrdiff_t devtab_pos(const kdp__devtab *t, const char *id)
 {
-    int r = ids_reserve(t, t->n + 1);
+    if (t->n == 0 || !t->idx) {
+        return -1;
+    }
+    uint32_t v = t->idx[idx_slot(t, id)];
+    return v ? (ptrdiff_t)v - 1 : -1;
+}
+
+/* Appends nd (taken) to t: the caller checked its ID is not there. */
+static int devtab_append(kdp__devtab *t, kdp__dev *nd)
+{
+    int r = devtab_reserve(t, t->n + 1);
+    if (r == 0) {
+        r = idx_reserve(t, t->n + 1);
+    }
     if (r < 0) {
         return r;
     }
-    size_t slot = ids_slot(t, d->id);
-    if (t->ids[slot]) {
-        if (why) {
-            *why = "duplicate device ID";
-        }
-        return -EEXIST;
-    }
-    r = devtab_reserve(t, t->n + 1);
-    if (r < 0) {
-        return r;
-    }
-    kdp__dev nd;
-    r = dev_from_public(&nd, d);
-    if (r < 0) {
-        return r;
-    }
-    if (t->n > 0 && !t->unsorted && strcmp(nd.id, t->devs[t->n - 1].id) < 0) {
-        t->unsorted = true;
-    }
-    t->devs[t->n++] = nd;
-    t->ids[slot] = nd.id;
+    t->devs[t->n] = *nd;
+    t->idx[idx_slot(t, nd->id)] = (uint32_t)(t->n + 1);
+    t->n++;
+    memset(nd, 0, sizeof(*nd));
     return 0;
+}
+
+int kdp__dev_from_public(kdp__dev *dst, const kdp_device *d, const char **why)
+{
+    int r = dev_check(d, why);
+    return r < 0 ? r : dev_from_public(dst, d);
+}
+
+void kdp__dev_free(kdp__dev *d)
+{
+    if (d) {
+        dev_free(d);
+    }
 }
 
 int kdp__devtab_add(kdp__devtab *t, const kdp_device *d, const char **why)
@@ -342,30 +317,61 @@ int kdp__devtab_add(kdp__devtab *t, const kdp_device *d, const char **why)
     if (r < 0) {
         return r;
     }
-    if (t->lazy) {
-        return lazy_add(t, d, why);
-    }
-    bool found;
-    size_t i = devtab_slot(t, d->id, &found);
-    if (found) {
+    if (devtab_pos(t, d->id) >= 0) {
         if (why) {
             *why = "duplicate device ID";
         }
         return -EEXIST;
     }
-    r = devtab_reserve(t, t->n + 1);
-    if (r < 0) {
-        return r;
-    }
     kdp__dev nd;
     r = dev_from_public(&nd, d);
-    if (r < 0) {
-        return r;
+    if (r == 0) {
+        r = devtab_append(t, &nd);
+        dev_free(&nd); /* nothing left after a successful append */
     }
-    memmove(&t->devs[i + 1], &t->devs[i], (t->n - i) * sizeof(kdp__dev));
-    t->devs[i] = nd;
-    t->n++;
+    return r;
+}
+
+int kdp__devtab_put(kdp__devtab *t, kdp__dev *nd, kdp__dev *old)
+{
+    ptrdiff_t at = devtab_pos(t, nd->id);
+    if (at < 0) {
+        memset(old, 0, sizeof(*old));
+        return devtab_append(t, nd);
+    }
+    /* the index keeps pointing at the position: the ID is the same */
+    *old = t->devs[at];
+    t->devs[at] = *nd;
+    memset(nd, 0, sizeof(*nd));
+    return 1;
+}
+
+int kdp__devtab_take(kdp__devtab *t, const char *id, kdp__dev *out)
+{
+    ptrdiff_t at = id ? devtab_pos(t, id) : -1;
+    if (at < 0) {
+        return -ENOENT;
+    }
+    idx_delete(t, idx_slot(t, id));
+    *out = t->devs[at];
+    size_t last = t->n - 1;
+    if ((size_t)at != last) {
+        /* the last device fills the hole; its index entry follows it */
+        t->devs[at] = t->devs[last];
+        t->idx[idx_slot(t, t->devs[at].id)] = (uint32_t)(at + 1);
+    }
+    t->n--;
     return 0;
+}
+
+int kdp__devtab_remove(kdp__devtab *t, const char *id)
+{
+    kdp__dev gone;
+    int r = kdp__devtab_take(t, id, &gone);
+    if (r == 0) {
+        dev_free(&gone);
+    }
+    return r;
 }
 
 KDP_EXPORT int kdp_device_list_add(kdp_device_list *list, const kdp_device *d)
@@ -386,7 +392,7 @@ int kdp__devtab_from_array(kdp__devtab *t, const kdp_device *devs, size_t n, con
     if (!t || (n > 0 && !devs)) {
         return fail(why, "device array is NULL");
     }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) { /* a bad device is the answer, before a duplicate */
         int r = dev_check(&devs[i], why);
         if (r < 0) {
             return r;
@@ -395,31 +401,18 @@ int kdp__devtab_from_array(kdp__devtab *t, const kdp_device *devs, size_t n, con
     kdp__devtab tmp;
     kdp__devtab_init(&tmp);
     int r = devtab_reserve(&tmp, n);
+    if (r == 0) {
+        r = idx_reserve(&tmp, n);
+    }
     for (size_t i = 0; r == 0 && i < n; i++) {
-        r = dev_from_public(&tmp.devs[i], &devs[i]);
-        tmp.n += r == 0;
+        r = kdp__devtab_add(&tmp, &devs[i], why);
     }
     if (r < 0) {
-        goto fail;
-    }
-    /* Sorting once keeps a large array O(n log n), not one insertion each. */
-    if (tmp.n > 1) {
-        qsort(tmp.devs, tmp.n, sizeof(kdp__dev), cmp_dev_id);
-    }
-    for (size_t i = 1; i < tmp.n; i++) {
-        if (strcmp(tmp.devs[i - 1].id, tmp.devs[i].id) == 0) {
-            if (why) {
-                *why = "duplicate device ID";
-            }
-            r = -EEXIST;
-            goto fail;
-        }
+        kdp__devtab_clear(&tmp);
+        return r;
     }
     kdp__devtab_move(t, &tmp);
     return 0;
-fail:
-    kdp__devtab_clear(&tmp);
-    return r;
 }
 
 int kdp__devtab_copy(kdp__devtab *dst, const kdp__devtab *src)
@@ -427,12 +420,20 @@ int kdp__devtab_copy(kdp__devtab *dst, const kdp__devtab *src)
     if (!dst || !src) {
         return -EINVAL;
     }
-    src = kdp__devtab_sorted(src);
     kdp__devtab tmp;
     kdp__devtab_init(&tmp);
     int r = devtab_reserve(&tmp, src->n);
+    if (r == 0 && src->idx_cap) {
+        /* same positions: the index is copied as it is */
+        tmp.idx = malloc(src->idx_cap * sizeof(*tmp.idx));
+        r = tmp.idx ? 0 : -ENOMEM;
+        if (r == 0) {
+            memcpy(tmp.idx, src->idx, src->idx_cap * sizeof(*tmp.idx));
+            tmp.idx_cap = src->idx_cap;
+        }
+    }
     for (size_t i = 0; r == 0 && i < src->n; i++) {
-        r = dev_dup(&tmp.devs[i], &src->devs[i]);
+        r = kdp__dev_dup(&tmp.devs[i], &src->devs[i]);
         tmp.n += r == 0;
     }
     if (r < 0) {
@@ -448,18 +449,13 @@ void kdp__devtab_move(kdp__devtab *dst, kdp__devtab *src)
     if (dst == src) {
         return;
     }
-    (void)kdp__devtab_sorted(src);
-    free(src->ids); /* dst is a plain (sorted, not lazy) table */
-    src->ids = NULL;
-    src->ids_cap = 0;
-    src->lazy = false;
     kdp__devtab_clear(dst);
     *dst = *src;
     kdp__devtab_init(src);
 }
 
 /* Same health and NUMA nodes (the id is compared by the callers). */
-static bool dev_same_state(const kdp__dev *a, const kdp__dev *b)
+bool kdp__dev_same_for_kubelet(const kdp__dev *a, const kdp__dev *b)
 {
     return a->health == b->health && a->n_numa == b->n_numa &&
            (a->n_numa == 0 || memcmp(a->numa, b->numa, a->n_numa * sizeof(*a->numa)) == 0);
@@ -467,14 +463,12 @@ static bool dev_same_state(const kdp__dev *a, const kdp__dev *b)
 
 bool kdp__devtab_same_for_kubelet(const kdp__devtab *a, const kdp__devtab *b)
 {
-    a = kdp__devtab_sorted(a);
-    b = kdp__devtab_sorted(b);
     if (a->n != b->n) {
         return false;
     }
     for (size_t i = 0; i < a->n; i++) {
-        if (strcmp(a->devs[i].id, b->devs[i].id) != 0 ||
-            !dev_same_state(&a->devs[i], &b->devs[i])) {
+        const kdp__dev *o = kdp__devtab_find(b, a->devs[i].id);
+        if (!o || !kdp__dev_same_for_kubelet(&a->devs[i], o)) {
             return false;
         }
     }
@@ -486,9 +480,8 @@ const kdp__dev *kdp__devtab_find(const kdp__devtab *t, const char *id)
     if (!t || !id) {
         return NULL;
     }
-    bool found;
-    size_t i = devtab_slot(t, id, &found);
-    return found ? &t->devs[i] : NULL;
+    ptrdiff_t at = devtab_pos(t, id);
+    return at >= 0 ? &t->devs[at] : NULL;
 }
 
 int kdp__devtab_set_health(kdp__devtab *t, const char *id, kdp_health health)
@@ -496,15 +489,14 @@ int kdp__devtab_set_health(kdp__devtab *t, const char *id, kdp_health health)
     if (!t || !id || (health != KDP_HEALTHY && health != KDP_UNHEALTHY)) {
         return -EINVAL;
     }
-    bool found;
-    size_t i = devtab_slot(t, id, &found);
-    if (!found) {
+    ptrdiff_t at = devtab_pos(t, id);
+    if (at < 0) {
         return -ENOENT;
     }
-    if (t->devs[i].health == health) {
+    if (t->devs[at].health == health) {
         return 0;
     }
-    t->devs[i].health = health;
+    t->devs[at].health = health;
     return 1;
 }
 
@@ -517,28 +509,76 @@ size_t kdp__devtab_count_healthy(const kdp__devtab *t)
     return n;
 }
 
-void kdp__devtab_diff(const kdp__devtab *a, const kdp__devtab *b, kdp__devtab_diff_fn cb, void *ud)
+static int cmp_dev_ptr(const void *a, const void *b)
 {
-    a = kdp__devtab_sorted(a);
-    b = kdp__devtab_sorted(b);
-    size_t na = a ? a->n : 0;
-    size_t nb = b ? b->n : 0;
-    size_t i = 0;
-    size_t j = 0;
-    while (cb && (i < na || j < nb)) {
-        int c = i == na ? 1 : j == nb ? -1 : strcmp(a->devs[i].id, b->devs[j].id);
-        if (c < 0) {
-            cb(&a->devs[i++], NULL, ud);
-        } else if (c > 0) {
-            cb(NULL, &b->devs[j++], ud);
-        } else {
-            if (!dev_same_state(&a->devs[i], &b->devs[j])) {
-                cb(&a->devs[i], &b->devs[j], ud);
-            }
-            i++;
-            j++;
+    return strcmp((*(const kdp__dev *const *)a)->id, (*(const kdp__dev *const *)b)->id);
+}
+
+int kdp__devtab_sorted(const kdp__devtab *t, const kdp__dev ***ret)
+{
+    *ret = NULL;
+    if (!t || t->n == 0) {
+        return 0;
+    }
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
+    const kdp__dev **v = malloc(t->n * sizeof(*v));
+    if (!v) {
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        v[i] = &t->devs[i];
+    }
+    qsort(v, t->n, sizeof(*v), cmp_dev_ptr); // NOLINT(bugprone-sizeof-expression): pointers
+    *ret = v;
+    return 0;
+}
+
+typedef struct diff_pair {
+    const kdp__dev *old_dev;
+    const kdp__dev *new_dev;
+} diff_pair;
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const diff_pair *x = a;
+    const diff_pair *y = b;
+    return strcmp(x->old_dev ? x->old_dev->id : x->new_dev->id,
+                  y->old_dev ? y->old_dev->id : y->new_dev->id);
+}
+
+int kdp__devtab_diff(const kdp__devtab *a, const kdp__devtab *b, kdp__devtab_diff_fn cb, void *ud)
+{
+    static const kdp__devtab empty;
+    a = a ? a : &empty;
+    b = b ? b : &empty;
+    size_t na = a->n;
+    size_t nb = b->n;
+    if (!cb || na + nb == 0) {
+        return 0;
+    }
+    diff_pair *v = malloc((na + nb) * sizeof(*v));
+    if (!v) {
+        return -ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < na; i++) {
+        const kdp__dev *o = kdp__devtab_find(b, a->devs[i].id);
+        if (!o || !kdp__dev_same_for_kubelet(&a->devs[i], o)) {
+            v[k++] = (diff_pair){&a->devs[i], o};
         }
     }
+    for (size_t i = 0; i < nb; i++) {
+        // NOLINTNEXTLINE(clang-analyzer-core.NullDereference): nb > 0 means b->devs is set
+        if (!kdp__devtab_find(a, b->devs[i].id)) {
+            v[k++] = (diff_pair){NULL, &b->devs[i]};
+        }
+    }
+    qsort(v, k, sizeof(*v), cmp_pair);
+    for (size_t i = 0; i < k; i++) {
+        cb(v[i].old_dev, v[i].new_dev, ud);
+    }
+    free(v);
+    return 0;
 }
 
 static size_t str_size(const char *s)
@@ -558,13 +598,16 @@ static const char *put_str(char **pos, const char *s)
     return out;
 }
 
-int kdp__devtab_export(const kdp__devtab *ct, kdp_device **ret, size_t *ret_n)
+int kdp__devtab_export(const kdp__devtab *t, kdp_device **ret, size_t *ret_n)
 {
-    const kdp__devtab *t = kdp__devtab_sorted(ct);
     *ret = NULL;
     *ret_n = 0;
     if (t->n == 0) {
         return 0;
+    }
+    const kdp__dev **sorted;
+    if (kdp__devtab_sorted(t, &sorted) < 0) {
+        return -ENOMEM;
     }
     size_t n_numa = 0;
     size_t strings = 0;
@@ -579,13 +622,14 @@ int kdp__devtab_export(const kdp__devtab *ct, kdp_device **ret, size_t *ret_n)
     size_t str_off = numa_off + n_numa * sizeof(int64_t);
     char *block = malloc(str_off + strings);
     if (!block) {
+        free(sorted);
         return -ENOMEM;
     }
     kdp_device *out = (kdp_device *)(void *)block;
     int64_t *numa = (int64_t *)(void *)(block + numa_off);
     char *pos = block + str_off;
     for (size_t i = 0; i < t->n; i++) {
-        const kdp__dev *d = &t->devs[i];
+        const kdp__dev *d = sorted[i];
         kdp_device *o = &out[i];
         o->id = put_str(&pos, d->id);
         o->health = d->health;
@@ -600,6 +644,7 @@ int kdp__devtab_export(const kdp__devtab *ct, kdp_device **ret, size_t *ret_n)
         o->permissions = put_str(&pos, d->permissions);
         o->data = d->data;
     }
+    free(sorted);
     *ret = out;
     *ret_n = t->n;
     return 0;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * devices: kdp's device table. A table is a set of devices kept sorted by ID,
- * so that comparing two tables ignores the order they were given in, lookups
- * are binary searches, and a ListAndWatch message is encoded once per change
- * and shared by every open stream.
+ * devices: kdp's device table. A table is a set of devices found by ID in
+ * O(1), so that comparing two tables ignores the order they were given in,
+ * one device changes at the cost of one device, and a ListAndWatch message
+ * is encoded once per change and shared by every open stream.
  */
 #ifndef KDP_DEVICES_H
 #define KDP_DEVICES_H
@@ -25,19 +25,19 @@ typedef struct kdp__dev {
     void *data;           /* the author's (kdp_device.data): never read here */
 } kdp__dev;
 
+/* At most this many devices in one table (positions are kept as 32 bits). */
+#define KDP__DEVTAB_MAX ((size_t)UINT32_MAX / 4)
+
+/* A table: the devices in an array in no particular order, found by ID
+ * through a hash index (open addressing over the array's positions), so that
+ * a lookup, an add, a replacement and a removal cost O(1) however large the
+ * table. Readers that show a table sort a view of it (kdp__devtab_sorted). */
 typedef struct kdp__devtab {
-    kdp__dev *devs; /* sorted by id (strcmp); see kdp__devtab_init_lazy */
+    kdp__dev *devs;
     size_t n;
     size_t cap;
-    /* Lazy tables only (the list handed to a kdp_list_fn): adds append and
-     * duplicates are found through a hash set of the IDs (ids, ids_cap);
-     * unsorted says the array is out of order until the table is sorted,
-     * which every other call does first (move and copy hand out sorted,
-     * non-lazy tables). */
-    bool lazy;
-    bool unsorted;
-    const char **ids;
-    size_t ids_cap;
+    uint32_t *idx;  /* position + 1 of each device; 0 = empty slot */
+    size_t idx_cap; /* a power of two, at most half full */
 } kdp__devtab;
 
 /* The public builder handed to kdp_list_fn is a table. */
@@ -45,19 +45,31 @@ struct kdp_device_list {
     kdp__devtab tab;
 };
 
+/* One device: validated (*why names a bad field, as kdp__devtab_add) deep
+ * copy of d into dst. Returns 0, -EINVAL, -ENOMEM. */
+int kdp__dev_from_public(kdp__dev *dst, const kdp_device *d, const char **why);
+/* A deep copy of s (already valid). Returns 0 or -ENOMEM. */
+int kdp__dev_dup(kdp__dev *dst, const kdp__dev *s);
+/* Frees what d holds (d itself is the caller's); NULL ok. */
+void kdp__dev_free(kdp__dev *d);
+/* Same health and NUMA nodes: what the kubelet sees of one device. */
+bool kdp__dev_same_for_kubelet(const kdp__dev *a, const kdp__dev *b);
+
 void kdp__devtab_init(kdp__devtab *t);
-/* Like init, for a table built by many adds in any order (a device list):
- * each add is O(1) instead of an insertion in place, the table is sorted
- * once, when first read or moved. */
-void kdp__devtab_init_lazy(kdp__devtab *t);
 /* Frees every device; the table is empty and reusable afterwards. */
 void kdp__devtab_clear(kdp__devtab *t);
-/* Validates d (id, permissions, paths) and adds a deep copy. Keeps the table
- * sorted (insertion in place), so a table is always ready for lookups; a
- * lazy table appends instead.
+/* Validates d (id, permissions, paths) and adds a deep copy. O(1) amortised.
  * Returns 0, -EINVAL (bad field; *why names it if why != NULL), -EEXIST
  * (duplicate id), -ENOMEM. */
 int kdp__devtab_add(kdp__devtab *t, const kdp_device *d, const char **why);
+/* Adds *nd (taken: zeroed on success), or replaces the device with its ID,
+ * which is moved to *old (zeroed if there was none). Returns 0 (added), 1
+ * (replaced) or -ENOMEM (nothing changed, *nd still the caller's). */
+int kdp__devtab_put(kdp__devtab *t, kdp__dev *nd, kdp__dev *old);
+/* Moves the device with this ID out of t into *out. Returns 0 or -ENOENT. */
+int kdp__devtab_take(kdp__devtab *t, const char *id, kdp__dev *out);
+/* Removes (and frees) the device with this ID. Returns 0 or -ENOENT. */
+int kdp__devtab_remove(kdp__devtab *t, const char *id);
 /* Builds a table from an array (all or nothing): on success t's old content
  * (t initialised) is replaced, on failure t is unchanged. Same returns as
  * kdp__devtab_add. */
@@ -67,7 +79,7 @@ int kdp__devtab_copy(kdp__devtab *dst, const kdp__devtab *src);
 /* Moves src's content into dst (dst's old content freed; src left empty). */
 void kdp__devtab_move(kdp__devtab *dst, kdp__devtab *src);
 /* Same devices with the same health and NUMA nodes (what the kubelet sees;
- * host paths are not compared). Order-insensitive by construction. */
+ * host paths are not compared). Order-insensitive. O(n). */
 bool kdp__devtab_same_for_kubelet(const kdp__devtab *a, const kdp__devtab *b);
 const kdp__dev *kdp__devtab_find(const kdp__devtab *t, const char *id);
 /* Returns 1 if the health changed, 0 if it was already so, -ENOENT. */
@@ -77,10 +89,10 @@ size_t kdp__devtab_count_healthy(const kdp__devtab *t);
  * devices, then their NUMA nodes, then their strings): *ret is freed with
  * free(); NULL with *ret_n 0 for an empty table. Returns 0 or -ENOMEM. */
 int kdp__devtab_export(const kdp__devtab *t, kdp_device **ret, size_t *ret_n);
-
-/* t, sorted by ID if it was a lazy table not read yet (the readers below do
- * it themselves). Loop thread, or the table's one builder. */
-const kdp__devtab *kdp__devtab_sorted(const kdp__devtab *t);
+/* The devices of t sorted by ID, as pointers into t (valid until t
+ * changes), in an array freed with free(); NULL for an empty table. Returns
+ * 0 or -ENOMEM. O(n log n). */
+int kdp__devtab_sorted(const kdp__devtab *t, const kdp__dev ***ret);
 
 /* devices_encode.c: packs the table as a v1beta1 ListAndWatchResponse ("Healthy"/"Unhealthy";
  * a device without NUMA nodes gets no topology). *ret_buf is malloc'ed.
@@ -90,11 +102,14 @@ int kdp__devtab_encode(const kdp__devtab *t, uint8_t **ret_buf, size_t *ret_len)
 /* The size kdp__devtab_encode() would give, without encoding: O(n), no
  * allocation. */
 size_t kdp__devtab_encoded_size(const kdp__devtab *t);
+/* One device's share of that size (the message is their sum). */
+size_t kdp__dev_encoded_size(const kdp__dev *d);
 
 /* What changed between two tables, for log lines and kdpctl: cb gets each
  * device that was added (old NULL), removed (new NULL) or whose health or
- * NUMA nodes changed (both set), in ID order. */
+ * NUMA nodes changed (both set), in ID order. Returns 0 or -ENOMEM (no
+ * call made). */
 typedef void (*kdp__devtab_diff_fn)(const kdp__dev *old_dev, const kdp__dev *new_dev, void *ud);
-void kdp__devtab_diff(const kdp__devtab *a, const kdp__devtab *b, kdp__devtab_diff_fn cb, void *ud);
+int kdp__devtab_diff(const kdp__devtab *a, const kdp__devtab *b, kdp__devtab_diff_fn cb, void *ud);
 
 #endif

@@ -112,24 +112,28 @@ static size_t field_size(size_t len)
     return 1 + varint_size(len) + len;
 }
 
+size_t kdp__dev_encoded_size(const kdp__dev *d)
+{
+    size_t dev =
+        field_size(strlen(d->id)) +
+        field_size(d->health == KDP_HEALTHY ? sizeof("Healthy") - 1 : sizeof("Unhealthy") - 1);
+    if (d->n_numa > 0) {
+        size_t topo = 0;
+        for (size_t k = 0; k < d->n_numa; k++) {
+            /* proto3: a zero ID is left out, leaving an empty NUMANode */
+            size_t node = d->numa[k] ? 1 + varint_size((uint64_t)d->numa[k]) : 0;
+            topo += field_size(node);
+        }
+        dev += field_size(topo);
+    }
+    return field_size(dev);
+}
+
 size_t kdp__devtab_encoded_size(const kdp__devtab *t)
 {
     size_t total = 0;
     for (size_t i = 0; i < t->n; i++) {
-        const kdp__dev *d = &t->devs[i];
-        size_t dev =
-            field_size(strlen(d->id)) +
-            field_size(d->health == KDP_HEALTHY ? sizeof("Healthy") - 1 : sizeof("Unhealthy") - 1);
-        if (d->n_numa > 0) {
-            size_t topo = 0;
-            for (size_t k = 0; k < d->n_numa; k++) {
-                /* proto3: a zero ID is left out, leaving an empty NUMANode */
-                size_t node = d->numa[k] ? 1 + varint_size((uint64_t)d->numa[k]) : 0;
-                topo += field_size(node);
-            }
-            dev += field_size(topo);
-        }
-        total += field_size(dev);
+        total += kdp__dev_encoded_size(&t->devs[i]);
     }
     return total;
 }
@@ -139,7 +143,6 @@ int kdp__devtab_encode(const kdp__devtab *t, uint8_t **ret_buf, size_t *ret_len)
     if (!t || !ret_buf || !ret_len) {
         return -EINVAL;
     }
-    t = kdp__devtab_sorted(t);
     enc_layout l;
     int r = enc_plan(t, &l);
     if (r < 0) {

@@ -295,45 +295,47 @@ static bool check_unique(kdp__devplugin *p, kdp__call *call, char **ids, size_t 
 
 /* ---- Allocate ---- */
 
-static int allocate_one(kdp__pjob *j, const kdp__devtab *devs,
+/* One container's response: the author's op on the worker (j set), or
+ * kdp's default (j NULL: on the loop thread, no callback to wait for). */
+static int allocate_one(kdp__devplugin *p, kdp__pjob *j, const kdp__devtab *devs,
                         V1beta1__ContainerAllocateRequest *cr,
                         V1beta1__ContainerAllocateResponse *out, kdp_alloc_response *b)
 {
-    kdp__devplugin *p = j->owner;
     kdp__response_init(b, devs, (const char *const *)cr->devices_ids, cr->n_devices_ids,
                        p->env_name);
     kdp_alloc_request req = {.ids = (const char *const *)cr->devices_ids,
                              .n_ids = cr->n_devices_ids};
-    int r = p->ops->allocate ? kdp__pjob_checked(j, p->ops->allocate(p->owner, &req, b, p->ud))
-                             : kdp_response_add_defaults(b);
+    int r = j ? kdp__pjob_checked(j, p->ops->allocate(p->owner, &req, b, p->ud))
+              : kdp_response_add_defaults(b);
     if (r < 0) {
         return r;
     }
     return kdp__response_to_pb(b, out);
 }
 
-static void fn_allocate(kdp__pjob *j)
+/* Every container's response, then fin(resp, fin_ud) with the whole
+ * AllocateResponse (before it is freed). Returns 0 or the first -errno. */
+static int allocate_all(kdp__devplugin *p, kdp__pjob *j, const kdp__devtab *devs,
+                        const V1beta1__AllocateRequest *req,
+                        int (*fin)(const ProtobufCMessage *resp, void *fin_ud), void *fin_ud)
 {
-    rpc *c = j->data;
-    V1beta1__AllocateRequest *req = c->req;
     size_t n = req->n_container_requests;
     V1beta1__ContainerAllocateResponse *outs = calloc(n, sizeof(*outs));
     // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     V1beta1__ContainerAllocateResponse **ptrs = calloc(n, sizeof(*ptrs));
     kdp_alloc_response *bs = calloc(n, sizeof(*bs));
     size_t done = 0;
-    j->result = outs && ptrs && bs ? 0 : -ENOMEM;
-    for (; j->result == 0 && done < n; done++) {
+    int r = outs && ptrs && bs ? 0 : -ENOMEM;
+    for (; r == 0 && done < n; done++) {
         v1beta1__container_allocate_response__init(&outs[done]);
         ptrs[done] = &outs[done];
-        j->result =
-            allocate_one(j, &c->devs, req->container_requests[done], &outs[done], &bs[done]);
+        r = allocate_one(p, j, devs, req->container_requests[done], &outs[done], &bs[done]);
     }
-    if (j->result == 0) {
+    if (r == 0) {
         V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
         resp.n_container_responses = n;
         resp.container_responses = ptrs;
-        j->result = rpc_pack(c, &resp.base);
+        r = fin(&resp.base, fin_ud);
     }
     for (size_t i = 0; i < done; i++) {
         kdp__response_pb_done(&outs[i]);
@@ -342,6 +344,37 @@ static void fn_allocate(kdp__pjob *j)
     free(outs);
     free(ptrs);
     free(bs);
+    return r;
+}
+
+static int pack_for_rpc(const ProtobufCMessage *resp, void *ud)
+{
+    return rpc_pack(ud, resp);
+}
+
+static void fn_allocate(kdp__pjob *j)
+{
+    rpc *c = j->data;
+    j->result = allocate_all(j->owner, j, &c->devs, c->req, pack_for_rpc, c);
+}
+
+static int reply_now(const ProtobufCMessage *resp, void *ud)
+{
+    return kdp__call_reply_pb(ud, resp) < 0 ? -EIO : 0;
+}
+
+/* No allocate op: kdp's default answer, built and sent on the loop thread
+ * (nothing of the author's runs, so no worker hop and no deadline). */
+static void allocate_inline(kdp__devplugin *p, kdp__call *call, const kdp__devtab *devs,
+                            const V1beta1__AllocateRequest *req)
+{
+    int r = allocate_all(p, NULL, devs, req, reply_now, call);
+    if (r == -EIO) {
+        return; /* the reply could not be queued: the call is gone */
+    }
+    if (r < 0) {
+        fail(call, kdp__status_from_errno(r), "%s: allocate: %s", p->resource, strerror(-r));
+    }
 }
 
 static void free_alloc_req(void *m)
@@ -373,6 +406,12 @@ static void h_allocate(kdp__call *call, const uint8_t *msg, size_t len, void *ud
             free_alloc_req(req);
             return;
         }
+    }
+    if (!p->ops->allocate) {
+        allocate_inline(p, call, &devs, req);
+        kdp__devtab_clear(&devs);
+        free_alloc_req(req);
+        return;
     }
     rpc_start(p, call, "allocate", req, free_alloc_req, &devs, fn_allocate);
 }

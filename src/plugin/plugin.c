@@ -380,6 +380,22 @@ KDP_EXPORT int kdp_plugin_set_devices(kdp_plugin *p, const kdp_device *devs, siz
     return kdp__table_set(&p->table, devs, n);
 }
 
+KDP_EXPORT int kdp_plugin_set_device(kdp_plugin *p, const kdp_device *d)
+{
+    if (!p || !d) {
+        return -EINVAL;
+    }
+    return kdp__table_put(&p->table, d);
+}
+
+KDP_EXPORT int kdp_plugin_remove_device(kdp_plugin *p, const char *id)
+{
+    if (!p || !id) {
+        return -EINVAL;
+    }
+    return kdp__table_remove(&p->table, id);
+}
+
 KDP_EXPORT int kdp_plugin_set_health(kdp_plugin *p, const char *id, kdp_health health)
 {
     if (!p || !id || (health != KDP_HEALTHY && health != KDP_UNHEALTHY)) {

@@ -65,7 +65,7 @@ static void log_changes(kdp__table *t, const kdp__devtab *fresh)
         return;
     }
     change_log c = {.resource = t->resource};
-    kdp__devtab_diff(&t->tab, fresh, log_change, &c);
+    (void)kdp__devtab_diff(&t->tab, fresh, log_change, &c);
     if (c.n > LOG_CHANGES_MAX) {
         log_info("%s: ... and %zu more: %zu added, %zu removed, %zu health (%zu devices now)",
                  t->resource, c.n - LOG_CHANGES_MAX, c.added, c.removed, c.health, fresh->n);
@@ -116,51 +116,31 @@ static void clear_rejected(kdp__table *t)
     }
 }
 
-/* Takes the table other threads published, if newer, and pushes it to the
- * kubelet when what the kubelet sees has changed and its message fits. */
-static void take_shared(kdp__table *t)
+/* A new message for the kubelet: encoded, checked against the limit. 0 (buf
+ * and len set), or -errno: -EMSGSIZE (rejected, said), -ENOMEM (logged). */
+static int new_message(kdp__table *t, const kdp__devtab *tab, bool changed, uint8_t **buf,
+                       size_t *len)
 {
-    kdp__devtab fresh;
-    kdp__devtab_init(&fresh);
-    pthread_mutex_lock(&t->mu);
-    bool newer = t->shared_ver != t->tab_ver;
-    int r = newer ? kdp__devtab_copy(&fresh, &t->shared) : 0;
-    uint64_t ver = t->shared_ver;
-    pthread_mutex_unlock(&t->mu);
-    if (!newer) {
-        return;
-    }
+    int r = encode(t, tab, buf, len);
     if (r < 0) {
-        log_error("%s: out of memory copying the device table", t->resource);
-        kdp__devtab_clear(&fresh);
-        kdp__wakeup_signal(t->wake); /* try again */
-        return;
+        return r;
     }
-    t->tab_ver = ver;
-    bool changed = !kdp__devtab_same_for_kubelet(&t->tab, &fresh);
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    if (changed || !t->msg) {
-        if (encode(t, &fresh, &buf, &len) < 0) {
-            kdp__devtab_clear(&fresh);
-            return;
-        }
-        if (len > KDP_MAX_LIST_MESSAGE) {
-            free(buf);
-            reject(t, fresh.n, len);
-            kdp__devtab_clear(&fresh);
-            return;
-        }
-        if (len > WARN_MESSAGE && changed) {
-            log_warn("%s: the device list is %zu bytes, close to the kubelet's message limit of "
-                     "%u bytes (4 MiB)",
-                     t->resource, len, KDP_MAX_LIST_MESSAGE);
-        }
+    if (*len > KDP_MAX_LIST_MESSAGE) {
+        free(*buf);
+        *buf = NULL;
+        reject(t, tab->n, *len);
+        return -EMSGSIZE;
     }
-    if (changed) {
-        log_changes(t, &fresh);
+    if (*len > WARN_MESSAGE && changed) {
+        log_warn("%s: the device list is %zu bytes, close to the kubelet's message limit of "
+                 "%u bytes (4 MiB)",
+                 t->resource, *len, KDP_MAX_LIST_MESSAGE);
     }
-    kdp__devtab_move(&t->tab, &fresh);
+    return 0;
+}
+
+static void use_message(kdp__table *t, uint8_t *buf, size_t len, bool changed)
+{
     if (buf) {
         free(t->msg);
         t->msg = buf;
@@ -172,11 +152,146 @@ static void take_shared(kdp__table *t)
     }
 }
 
+/* The whole table: fresh (taken) replaces tab if its message fits. */
+static void take_whole(kdp__table *t, kdp__devtab *fresh)
+{
+    bool changed = !kdp__devtab_same_for_kubelet(&t->tab, fresh);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (changed || !t->msg) {
+        int r = new_message(t, fresh, changed, &buf, &len);
+        if (r < 0) {
+            /* tab is no longer shared's base: the next change takes all */
+            t->tab_stale = true;
+            kdp__devtab_clear(fresh);
+            return;
+        }
+    }
+    if (changed) {
+        log_changes(t, fresh);
+    }
+    kdp__devtab_move(&t->tab, fresh);
+    t->tab_stale = false;
+    use_message(t, buf, len, changed);
+}
+
+static void log_op(kdp__table *t, const kdp__tabundo *u, change_log *c)
+{
+    kdp__dev old_dev = {.id = (char *)u->id, .health = u->old_health};
+    kdp__dev new_dev = {.id = (char *)u->id, .health = u->new_health};
+    if (u->kind == KDP__TABOP_PUT) {
+        old_dev.health = u->old.health;
+        log_change(u->had ? &old_dev : NULL, &new_dev, c);
+    } else if (u->kind == KDP__TABOP_REMOVE) {
+        log_change(&u->old, NULL, c);
+    } else {
+        log_change(&old_dev, &new_dev, c);
+    }
+    (void)t;
+}
+
+/* Single changes: applied to tab, and taken back if the message would not
+ * fit (or cannot be made). O(changes) plus one message. */
+static void take_ops(kdp__table *t, kdp__tabops *q)
+{
+    kdp__tabundo *undo = calloc(q->n, sizeof(*undo));
+    if (!undo || kdp__tabops_apply(&t->tab, q->v, q->n, undo) < 0) {
+        log_error("%s: out of memory applying %zu device changes; taking the whole table",
+                  t->resource, q->n);
+        free(undo);
+        kdp__tabops_clear(q);
+        t->tab_stale = true;
+        kdp__wakeup_signal(t->wake);
+        return;
+    }
+    size_t n = q->n;
+    free(q->v); /* the ops were consumed */
+    memset(q, 0, sizeof(*q));
+    bool changed = false;
+    for (size_t i = 0; i < n; i++) {
+        changed |= undo[i].visible;
+    }
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (changed || !t->msg) {
+        int r = new_message(t, &t->tab, changed, &buf, &len);
+        if (r < 0) {
+            kdp__tabops_undo(&t->tab, undo, n);
+            kdp__tabundo_free(undo, n);
+            free(undo);
+            t->tab_stale = true;
+            if (r == -ENOMEM) {
+                kdp__wakeup_signal(t->wake); /* try again */
+            }
+            return;
+        }
+        if (changed && t->msg && len == t->msg_len && memcmp(buf, t->msg, len) == 0) {
+            changed = false; /* the batch undid itself (a device added, then removed) */
+        }
+    }
+    if (changed && kdp__log_enabled(KDP_LOG_INFO)) {
+        change_log c = {.resource = t->resource};
+        for (size_t i = 0; i < n; i++) {
+            if (undo[i].visible) {
+                log_op(t, &undo[i], &c);
+            }
+        }
+        if (c.n > LOG_CHANGES_MAX) {
+            log_info("%s: ... and %zu more: %zu added, %zu removed, %zu health (%zu devices now)",
+                     t->resource, c.n - LOG_CHANGES_MAX, c.added, c.removed, c.health, t->tab.n);
+        }
+    }
+    kdp__tabundo_free(undo, n);
+    free(undo);
+    use_message(t, buf, len, changed);
+}
+
+/* Brings tab up to the table other threads published, if newer, and pushes
+ * it to the kubelet when what the kubelet sees has changed and its message
+ * fits: through the queued changes, or, when there is no usable queue, a
+ * copy of the whole table. */
+static void take_shared(kdp__table *t)
+{
+    kdp__devtab fresh;
+    kdp__devtab_init(&fresh);
+    kdp__tabops q = {0};
+    pthread_mutex_lock(&t->mu);
+    bool newer = t->shared_ver != t->tab_ver;
+    bool whole = newer && (t->tab_stale || t->pending.lost);
+    int r = whole ? kdp__devtab_copy(&fresh, &t->shared) : 0;
+    if (newer && r == 0) {
+        if (!whole) {
+            q = t->pending; /* O(1): the queue changes hands */
+            memset(&t->pending, 0, sizeof(t->pending));
+        }
+        kdp__tabops_clear(&t->pending);
+        t->tab_ver = t->shared_ver;
+    }
+    pthread_mutex_unlock(&t->mu);
+    if (!newer) {
+        return;
+    }
+    if (r < 0) {
+        log_error("%s: out of memory copying the device table", t->resource);
+        kdp__devtab_clear(&fresh);
+        kdp__wakeup_signal(t->wake); /* try again */
+        return;
+    }
+    if (whole) {
+        take_whole(t, &fresh);
+    } else {
+        take_ops(t, &q);
+    }
+}
+
 /* Hands a new table to the loop thread (takes d's content). Any thread. */
-static void publish(kdp__table *t, kdp__devtab *d)
+static void publish(kdp__table *t, kdp__devtab *d, size_t bytes)
 {
     pthread_mutex_lock(&t->mu);
     kdp__devtab_move(&t->shared, d);
+    t->shared_bytes = bytes;
+    kdp__tabops_clear(&t->pending);
+    t->pending.lost = true; /* the loop takes the whole table */
     t->shared_ver++;
     pthread_mutex_unlock(&t->mu);
     kdp__wakeup_signal(t->wake);
@@ -234,6 +349,42 @@ static void list_failed(kdp__table *t, int err)
     }
 }
 
+/* While a list runs, the single changes made meanwhile are kept for its
+ * result (see publish_list). */
+static void listing(kdp__table *t, bool on)
+{
+    pthread_mutex_lock(&t->mu);
+    t->listing = on;
+    kdp__tabops_clear(&t->since_list);
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* A list's result, with the single changes made while it ran applied on top
+ * (they are newer than what it read: a device removed after the list saw
+ * it stays removed). Too many of them to keep: one more list. */
+static void publish_list(kdp__table *t, kdp__devtab *d)
+{
+    pthread_mutex_lock(&t->mu);
+    bool lost = t->since_list.lost;
+    int r = kdp__tabops_replay(d, &t->since_list);
+    t->listing = false;
+    kdp__devtab_move(&t->shared, d);
+    /* under the lock with the replay: a change made in between would be
+     * in neither */
+    t->shared_bytes = kdp__devtab_encoded_size(&t->shared);
+    kdp__tabops_clear(&t->pending);
+    t->pending.lost = true; /* the loop takes the whole table */
+    t->shared_ver++;
+    pthread_mutex_unlock(&t->mu);
+    kdp__wakeup_signal(t->wake);
+    if (lost || r < 0) {
+        log_info("%s: more device changes than kdp keeps (%d) were made while the list "
+                 "callback ran: listing again",
+                 t->resource, KDP__TABOPS_MAX);
+        atomic_store(&t->rescan_wanted, true);
+    }
+}
+
 static void fn_list(kdp__pjob *j)
 {
     kdp__table *t = j->owner;
@@ -261,13 +412,14 @@ static void complete_list(kdp__pjob *j, bool timed_out)
             log_error("%s: list callback failed: %s%s%s", t->resource, strerror(-j->result),
                       j->has_msg ? ": " : "", j->has_msg ? j->msg : "");
         }
+        listing(t, false);
         list_failed(t, timed_out ? -ETIMEDOUT : j->result);
     } else {
         bool was_failing = t->list_error != 0;
         t->list_error = 0;
         kdp__backoff_reset(&t->list_backoff);
         kdp_device_list *list = j->data;
-        publish(t, &list->tab);
+        publish_list(t, &list->tab);
         take_shared(t);
         publish_status(t);
         if (was_failing) {
@@ -293,12 +445,13 @@ static int run_list(kdp__table *t, bool for_start)
         free(list);
         return -ENOMEM;
     }
-    kdp__devtab_init_lazy(&list->tab); /* any order, sorted once */
+    kdp__devtab_init(&list->tab);
     j->data = list;
     j->fn = fn_list;
     j->cleanup = cleanup_list;
     j->complete = complete_list;
     t->list_running = true;
+    listing(t, true);
     if (for_start) {
         t->start_list = j;
         atomic_store(&t->rescan_wanted, false); /* this list is a fresh one */
@@ -307,6 +460,7 @@ static int run_list(kdp__table *t, bool for_start)
     if (r < 0) {
         t->list_running = false;
         t->start_list = NULL;
+        listing(t, false);
     }
     return r;
 }
@@ -364,6 +518,22 @@ static void on_wake(kdp__wakeup *w, void *ud)
 
 /* ---- any thread ---- */
 
+/* An over-the-limit refusal by a set call, said at most once a minute. */
+static void say_too_big(kdp__table *t, const char *call, size_t n, size_t len)
+{
+    uint64_t now = kdp__now_us();
+    uint64_t last = atomic_load(&t->set_rejected_logged_us);
+    if (last && now - last < REJECT_LOG_US) {
+        return;
+    }
+    atomic_store(&t->set_rejected_logged_us, now);
+    log_error("%s: %s: %zu devices make a %zu-byte ListAndWatch message, over the "
+              "kubelet's limit of %u bytes (4 MiB): refused, the kubelet keeps the current "
+              "list. Use fewer devices or shorter IDs, or split them over several resources "
+              "(said at most once a minute)",
+              t->resource, call, n, len, KDP_MAX_LIST_MESSAGE);
+}
+
 int kdp__table_set(kdp__table *t, const kdp_device *devs, size_t n)
 {
     kdp__devtab d;
@@ -377,32 +547,140 @@ int kdp__table_set(kdp__table *t, const kdp_device *devs, size_t n)
     }
     size_t len = kdp__devtab_encoded_size(&d);
     if (len > KDP_MAX_LIST_MESSAGE) {
-        uint64_t now = kdp__now_us();
-        uint64_t last = atomic_load(&t->set_rejected_logged_us);
-        if (!last || now - last >= REJECT_LOG_US) {
-            atomic_store(&t->set_rejected_logged_us, now);
-            log_error("%s: kdp_plugin_set_devices: %zu devices make a %zu-byte ListAndWatch "
-                      "message, over the kubelet's limit of %u bytes (4 MiB): refused, the "
-                      "kubelet keeps the current list. Use fewer devices or shorter IDs, or "
-                      "split them over several resources (said at most once a minute)",
-                      t->resource, n, len, KDP_MAX_LIST_MESSAGE);
-        }
+        say_too_big(t, "kdp_plugin_set_devices", n, len);
         kdp__devtab_clear(&d);
         return -EMSGSIZE;
     }
-    publish(t, &d);
+    publish(t, &d, len);
     kdp__devtab_clear(&d);
     return 0;
 }
 
-int kdp__table_set_health(kdp__table *t, const char *id, kdp_health health)
+/* Queues op (taken) for the loop; t->mu held. */
+static void queue_op(kdp__table *t, kdp__tabop *op)
 {
+    kdp__tabops_push(&t->pending, op);
+    t->shared_ver++;
+}
+
+/* Keeps spare (a copy of a change; taken) for the result of the list that
+ * runs, if one does; t->mu held. Removals and health changes are kept even
+ * when the table did not have the device yet: the list's result may. */
+static void keep_for_list(kdp__table *t, kdp__tabop *spare)
+{
+    if (t->listing) {
+        kdp__tabops_push(&t->since_list, spare);
+    }
+}
+
+/* op and a copy of it for a running list (spare). Returns 0 or -ENOMEM. */
+static int op_pair(kdp__tabop *op, kdp__tabop *spare)
+{
+    int r = kdp__tabop_dup(spare, op);
+    if (r < 0) {
+        kdp__tabop_free(op);
+        kdp__tabop_free(spare);
+    }
+    return r;
+}
+
+int kdp__table_put(kdp__table *t, const kdp_device *d)
+{
+    const char *why = NULL;
+    kdp__tabop op = {.kind = KDP__TABOP_PUT};
+    int r = kdp__dev_from_public(&op.dev, d, &why);
+    if (r < 0) {
+        log_error("%s: kdp_plugin_set_device: device \"%.255s\": %s", t->resource,
+                  d && d->id ? d->id : "(null)", why ? why : strerror(-r));
+        return r;
+    }
+    kdp__dev shared_dev;
+    kdp__tabop spare;
+    r = kdp__dev_dup(&shared_dev, &op.dev);
+    if (r < 0 || (r = op_pair(&op, &spare)) < 0) {
+        kdp__dev_free(&shared_dev);
+        kdp__tabop_free(&op);
+        return r;
+    }
+    kdp__dev old = {0};
     pthread_mutex_lock(&t->mu);
-    int r = kdp__devtab_set_health(&t->shared, id, health);
-    if (r > 0) {
-        t->shared_ver++;
+    const kdp__dev *cur = kdp__devtab_find(&t->shared, shared_dev.id);
+    size_t bytes = t->shared_bytes - (cur ? kdp__dev_encoded_size(cur) : 0) +
+                   kdp__dev_encoded_size(&shared_dev);
+    size_t n = t->shared.n + !cur;
+    r = bytes > KDP_MAX_LIST_MESSAGE ? -EMSGSIZE : kdp__devtab_put(&t->shared, &shared_dev, &old);
+    if (r >= 0) {
+        t->shared_bytes = bytes;
+        queue_op(t, &op);
+        keep_for_list(t, &spare);
     }
     pthread_mutex_unlock(&t->mu);
+    if (r == -EMSGSIZE) {
+        say_too_big(t, "kdp_plugin_set_device", n, bytes);
+    }
+    kdp__dev_free(&old);
+    kdp__dev_free(&shared_dev);
+    kdp__tabop_free(&op);
+    kdp__tabop_free(&spare);
+    if (r < 0) {
+        return r;
+    }
+    kdp__wakeup_signal(t->wake);
+    return 0;
+}
+
+int kdp__table_remove(kdp__table *t, const char *id)
+{
+    if (!id) {
+        return -EINVAL;
+    }
+    kdp__tabop op = {.kind = KDP__TABOP_REMOVE, .id = strdup(id)};
+    kdp__tabop spare;
+    if (!op.id || op_pair(&op, &spare) < 0) {
+        free(op.id);
+        return -ENOMEM;
+    }
+    kdp__dev old = {0};
+    pthread_mutex_lock(&t->mu);
+    int r = kdp__devtab_take(&t->shared, id, &old);
+    if (r == 0) {
+        t->shared_bytes -= kdp__dev_encoded_size(&old);
+        queue_op(t, &op);
+    }
+    keep_for_list(t, &spare);
+    pthread_mutex_unlock(&t->mu);
+    kdp__dev_free(&old);
+    kdp__tabop_free(&op);
+    kdp__tabop_free(&spare);
+    if (r == 0) {
+        kdp__wakeup_signal(t->wake);
+    }
+    return r;
+}
+
+int kdp__table_set_health(kdp__table *t, const char *id, kdp_health health)
+{
+    if (!id || (health != KDP_HEALTHY && health != KDP_UNHEALTHY)) {
+        return -EINVAL;
+    }
+    kdp__tabop op = {.kind = KDP__TABOP_HEALTH, .id = strdup(id), .health = health};
+    kdp__tabop spare;
+    if (!op.id || op_pair(&op, &spare) < 0) {
+        free(op.id);
+        return -ENOMEM;
+    }
+    pthread_mutex_lock(&t->mu);
+    const kdp__dev *cur = kdp__devtab_find(&t->shared, id);
+    size_t before = cur ? kdp__dev_encoded_size(cur) : 0;
+    int r = kdp__devtab_set_health(&t->shared, id, health);
+    if (r > 0) {
+        t->shared_bytes += kdp__dev_encoded_size(cur) - before;
+        queue_op(t, &op);
+    }
+    keep_for_list(t, &spare);
+    pthread_mutex_unlock(&t->mu);
+    kdp__tabop_free(&op);
+    kdp__tabop_free(&spare);
     if (r > 0) {
         kdp__wakeup_signal(t->wake);
     }
@@ -484,6 +762,8 @@ void kdp__table_done(kdp__table *t)
     kdp__table_release_loop(t);
     kdp__devtab_clear(&t->shared);
     kdp__devtab_clear(&t->tab);
+    kdp__tabops_clear(&t->pending);
+    kdp__tabops_clear(&t->since_list);
     free(t->msg);
     t->msg = NULL;
     pthread_mutex_destroy(&t->mu);

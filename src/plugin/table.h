@@ -6,10 +6,19 @@
  * Two tables: `shared`, the latest set from any thread (kdp_plugin_set_*, a
  * finished list), under a mutex with a version; and `tab`, what the kubelet
  * has been told, owned by the loop thread, with its encoded message. On a
- * wakeup the loop takes a newer `shared`, and when what the kubelet sees
- * changed and the message fits in KDP_MAX_LIST_MESSAGE, it becomes `tab` and
- * `changed` is called (the served services push it). A table over the limit
+ * wakeup the loop brings `tab` up to `shared` and, when what the kubelet
+ * sees changed and the message fits in KDP_MAX_LIST_MESSAGE, encodes it once
+ * and calls `changed` (the served services push it). A table over the limit
  * is never taken: the kubelet keeps the last one that fit.
+ *
+ * Whole tables (kdp_plugin_set_devices, a list's result) are copied. Single
+ * changes (kdp_plugin_set_device, _remove_device, _set_health) cost O(1):
+ * each is applied to `shared` and queued (`pending`); the loop applies the
+ * queue to `tab` (undone if the result would not fit) and sends one message
+ * for all of them. A queue that grows past KDP__TABOPS_MAX, or a table the
+ * loop refused, falls back to a whole copy. Changes made while the list op
+ * runs are also kept (`since_list`) and applied on top of its result, which
+ * would otherwise undo them.
  *
  * The list op runs as a job: at each start (kdp__table_list_for_start), on
  * kdp_plugin_rescan(), every rescan interval while serving, and again with
@@ -28,6 +37,7 @@
 #include "plugin/devices.h"
 #include "plugin/jobs.h"
 #include "plugin/status.h"
+#include "plugin/tabops.h"
 #include "runtime/loop.h"
 
 typedef struct kdp__table_cbs {
@@ -50,7 +60,11 @@ typedef struct kdp__table {
     /* any thread */
     pthread_mutex_t mu;
     kdp__devtab shared;
+    size_t shared_bytes; /* its ListAndWatch message's size */
     uint64_t shared_ver;
+    kdp__tabops pending; /* changes to `shared` the loop has not taken */
+    kdp__tabops since_list;
+    bool listing; /* a list op runs: changes go to since_list too */
     atomic_bool rescan_wanted;
     _Atomic uint64_t set_rejected_logged_us; /* kdp_plugin_set_devices' -EMSGSIZE line */
     kdp__wakeup *wake;
@@ -64,6 +78,7 @@ typedef struct kdp__table {
     uint64_t rejected_logged_us;
     bool serving;      /* rescans are armed only while serving */
     bool list_running; /* one list call at a time */
+    bool tab_stale;    /* tab is not shared_ver's base: take the whole table */
     kdp__pjob *start_list;
     unsigned rescan_ms;
     kdp__timer *rescan_timer;
@@ -81,9 +96,11 @@ void kdp__table_release_loop(kdp__table *t);
 /* Frees the rest. */
 void kdp__table_done(kdp__table *t);
 
-/* kdp_plugin_set_devices, kdp_plugin_set_health, kdp_plugin_rescan: any
- * thread, same returns. */
+/* kdp_plugin_set_devices, kdp_plugin_set_device, kdp_plugin_remove_device,
+ * kdp_plugin_set_health, kdp_plugin_rescan: any thread, same returns. */
 int kdp__table_set(kdp__table *t, const kdp_device *devs, size_t n);
+int kdp__table_put(kdp__table *t, const kdp_device *d);
+int kdp__table_remove(kdp__table *t, const char *id);
 int kdp__table_set_health(kdp__table *t, const char *id, kdp_health health);
 void kdp__table_rescan(kdp__table *t);
 /* kdp_plugin_get_health, kdp_plugin_get_devices: any thread, same returns

@@ -219,6 +219,68 @@ class Devices(PluginTest):
         self.assertEqual(devices_of(ev)["b"], ("Healthy", [1]))
 
 
+class SingleChanges(PluginTest):
+    def test_put_remove_health(self):
+        kl = self.kubelet()
+        pl = self.start_test_plugin("--devices", "a,b@0", "--default-alloc",
+                                    "--host-paths", self.subdir("dev"))
+        first = kl.wait_event("devices", T, resource=RES)
+        self.assertEqual(ids_of(first), ["a", "b"])
+        # Added, with its NUMA node and health.
+        mark = kl.mark()
+        self.assertEqual(pl.command("put c:unhealthy@1"), {RES: 0})
+        ev = kl.wait_event("devices", T, since=mark, resource=RES)
+        self.assertEqual(devices_of(ev), {"a": ("Healthy", []), "b": ("Healthy", [0]),
+                                          "c": ("Unhealthy", [1])})
+        # Replaced: the same ID with other fields is one device, changed.
+        mark = kl.mark()
+        self.assertEqual(pl.command("put c@0"), {RES: 0})
+        ev = kl.wait_event("devices", T, since=mark, resource=RES)
+        self.assertEqual(devices_of(ev)["c"], ("Healthy", [0]))
+        self.assertEqual(ev["n"], 3)
+        # The same device again: nothing the kubelet sees, nothing sent.
+        mark = kl.mark()
+        self.assertEqual(pl.command("put c@0"), {RES: 0})
+        kl.assert_no_event("devices", within=0.5, since=mark)
+        # Removed: gone from the list, and from what Allocate accepts.
+        mark = kl.mark()
+        self.assertEqual(pl.command("remove a"), {RES: 0})
+        ev = kl.wait_event("devices", T, since=mark, resource=RES)
+        self.assertEqual(ids_of(ev), ["b", "c"])
+        self.assertFailed(kl.command("allocate %s a" % RES), "InvalidArgument",
+                          'unknown device ID "a"')
+        self.assertEqual(pl.command("remove a"), {RES: -2})
+        # A device put at run time is allocated with its own fields.
+        r = self.assertOk(kl.command("allocate %s c" % RES))
+        self.assertEqual(r["container_responses"][0]["envs"], {env_name_for(RES): "c"})
+        # Health through the single-change path.
+        mark = kl.mark()
+        self.assertEqual(pl.command("health c Unhealthy"), {RES: 0})
+        ev = kl.wait_event("devices", T, since=mark, resource=RES)
+        self.assertEqual(devices_of(ev)["c"], ("Unhealthy", [0]))
+        # Refused: a bad ID changes nothing and names the call.
+        mark = kl.mark()
+        self.assertEqual(pl.command("put d/x"), {RES: -22})
+        kl.assert_no_event("devices", within=0.5, since=mark)
+        pl.wait_log(r'kdp_plugin_set_device: device "d/x"', T)
+
+    def test_burst_coalesces(self):
+        kl = self.kubelet()
+        pl = self.start_test_plugin("--devices", "a")
+        kl.wait_event("devices", T, resource=RES)
+        mark = kl.mark()
+        n = 2000
+        self.assertEqual(pl.command("burst %d" % n), {RES: 0})
+        want = ["a"] + sorted("burst-%d" % i for i in range(n))
+        kl.wait_event(devices_where(RES, lambda d: sorted(d) == want), T)
+        kl.assert_no_event("devices", within=0.3, since=kl.mark())
+        msgs = len(kl.events_since(mark, "devices"))
+        # Each message is a whole list; how many the burst took depends on
+        # how often the loop woke while it ran (never one per call here).
+        figure("%d single puts in a row -> ListAndWatch messages" % n, "%d" % msgs)
+        self.assertLess(msgs, n)
+
+
 class Allocate(PluginTest):
     def _start(self, *args, devices="a,b,c:unhealthy,d"):
         self.hp = self.subdir("hp")
@@ -261,6 +323,27 @@ class Allocate(PluginTest):
         self.assertEqual(c["mounts"], [])
         self.assertEqual(c["annotations"], {})
         self.assertEqual(c["cdi_devices"], [])
+
+    def test_default_allocation_answered_inline(self):
+        # No allocate op: kdp answers on its loop thread, so an Allocate is
+        # served while the worker is busy in the author's (slow) list op.
+        lf = os.path.join(self.subdir("files"), "list")
+        with open(lf, "w") as f:
+            f.write("a,b")
+        kl = self.kubelet()
+        pl = self.start_test_plugin("--list-file", lf, "--callback-timeout-ms", "20000",
+                                    "--default-alloc")
+        kl.wait_event(devices_where(RES, lambda d: sorted(d) == ["a", "b"]), T)
+        with open(lf, "w") as f:
+            f.write("sleep 4000\na,b,c")
+        mark = pl.mark()
+        self.assertEqual(pl.command("rescan"), {RES: 0})
+        pl.wait_line("list sleeping", T, since=mark)  # the worker is in the list op now
+        r = self.assertOk(kl.command("allocate %s b" % RES))
+        self.assertEqual(r["container_responses"][0]["envs"], {env_name_for(RES): "b"})
+        # answered before the list returned: no worker hop
+        self.assertEqual([x for x in pl.lines(mark) if "list slept" in x], [])
+        kl.wait_event(devices_where(RES, lambda d: sorted(d) == ["a", "b", "c"]), T)
 
     def test_several_containers(self):
         kl, _ = self._start("--default-alloc")

@@ -38,13 +38,18 @@
  *                           calls kdp_log_set and, once, a kdp call that logs
  *
  * stdin: "set SPEC", "health ID Healthy|Unhealthy", "rescan", "stop",
+ *        "put SPEC": each device of SPEC through kdp_plugin_set_device (the
+ *        first error is printed); "remove ID": kdp_plugin_remove_device;
+ *        "burst N": N devices "burst-<i>" put one by one, as fast as it goes;
  *        "churn N M US": N device tables of M devices with 48-byte IDs set
  *        one after another (each differs from the one before), US
  *        microseconds apart: a load of ListAndWatch updates;
  *        "many N LEN": N devices with LEN-byte IDs (kdp_plugin_set_devices);
  *        "status": prints "status RES {json}" (kdp_plugin_get_status);
  *        "free": kdp_plugin_free from this (non-loop) thread while running.
- * The list file (--list-file) may hold "many N LEN" instead of a SPEC.
+ * The list file (--list-file) may hold "many N LEN" instead of a SPEC, and
+ * may start with a line "sleep MS": the list op prints "list sleeping MS
+ * ms", sleeps that long, then prints "list slept MS ms".
  */
 #include <errno.h>
 #include <kdp.h>
@@ -246,6 +251,16 @@ static int op_list(kdp_plugin *p, kdp_device_list *out, void *ud)
     size_t n = fread(text, 1, sizeof(text) - 1, f);
     text[n] = '\0';
     fclose(f);
+    unsigned sleep_ms = 0;
+    if (sscanf(text, "sleep %u", &sleep_ms) == 1) { /* a list that keeps the worker busy */
+        printf("list sleeping %u ms\n", sleep_ms);
+        fflush(stdout);
+        usleep(sleep_ms * 1000U);
+        printf("list slept %u ms\n", sleep_ms);
+        fflush(stdout);
+        char *nl = strchr(text, '\n');
+        memmove(text, nl ? nl + 1 : text + n, strlen(nl ? nl + 1 : text + n) + 1);
+    }
     unsigned many = 0;
     unsigned len = 0;
     if (sscanf(text, "many %u %u", &many, &len) == 2) {
@@ -331,6 +346,20 @@ static void *read_commands(void *arg)
             if (strncmp(line, "set ", 4) == 0) {
                 parse_spec(line + 4, &s);
                 r = kdp_plugin_set_devices(plugins[i], s.devs, s.n);
+            } else if (strncmp(line, "put ", 4) == 0) {
+                parse_spec(line + 4, &s);
+                for (size_t k = 0; k < s.n && r == 0; k++) {
+                    r = kdp_plugin_set_device(plugins[i], &s.devs[k]);
+                }
+            } else if (sscanf(line, "remove %127s", id) == 1) {
+                r = kdp_plugin_remove_device(plugins[i], id);
+            } else if (sscanf(line, "burst %u", &cn) == 1) {
+                for (unsigned k = 0; k < cn && r == 0; k++) {
+                    char bid[32];
+                    snprintf(bid, sizeof(bid), "burst-%u", k);
+                    kdp_device d = {.id = bid, .health = KDP_HEALTHY};
+                    r = kdp_plugin_set_device(plugins[i], &d);
+                }
             } else if (sscanf(line, "health %127s %31s", id, health) == 2) {
                 r = kdp_plugin_set_health(plugins[i], id,
                                           strcmp(health, "Healthy") ? KDP_UNHEALTHY : KDP_HEALTHY);

@@ -51,15 +51,20 @@ static kdp_device dev(const char *id)
     return d;
 }
 
+/* t holds exactly these IDs (given sorted), each found through the index. */
 static void assert_ids(const kdp__devtab *t, const char *const *ids, size_t n)
 {
     assert_int_equal(t->n, n);
+    const kdp__dev **sorted = NULL;
+    assert_int_equal(kdp__devtab_sorted(t, &sorted), 0);
     for (size_t i = 0; i < n; i++) {
-        assert_string_equal(t->devs[i].id, ids[i]);
+        assert_string_equal(sorted[i]->id, ids[i]);
+        assert_ptr_equal(kdp__devtab_find(t, ids[i]), sorted[i]);
     }
+    free(sorted);
 }
 
-static void test_sorted_insert(void **state)
+static void test_index(void **state)
 {
     (void)state;
     kdp__devtab t;
@@ -71,17 +76,11 @@ static void test_sorted_insert(void **state)
     }
     const char *want[] = {"0", "B", "a", "aa", "b", "c", "z"};
     assert_ids(&t, want, 7);
-    for (size_t i = 0; i < 7; i++) {
-        const kdp__dev *f = kdp__devtab_find(&t, want[i]);
-        assert_non_null(f);
-        assert_ptr_equal(f, &t.devs[i]);
-    }
     assert_null(kdp__devtab_find(&t, "ab"));
     assert_null(kdp__devtab_find(&t, "zz"));
     assert_null(kdp__devtab_find(&t, ""));
     assert_null(kdp__devtab_find(&t, NULL));
 
-    /* Many inserts in reverse order stay sorted. */
     char id[16];
     for (int i = 999; i >= 0; i--) {
         snprintf(id, sizeof(id), "n%03d", i);
@@ -89,9 +88,12 @@ static void test_sorted_insert(void **state)
         assert_int_equal(kdp__devtab_add(&t, &d, NULL), 0);
     }
     assert_int_equal(t.n, 1007);
+    const kdp__dev **sorted = NULL;
+    assert_int_equal(kdp__devtab_sorted(&t, &sorted), 0);
     for (size_t i = 1; i < t.n; i++) {
-        assert_true(strcmp(t.devs[i - 1].id, t.devs[i].id) < 0);
+        assert_true(strcmp(sorted[i - 1]->id, sorted[i]->id) < 0);
     }
+    free(sorted);
     kdp__devtab_clear(&t);
     assert_int_equal(t.n, 0);
     assert_null(t.devs);
@@ -100,6 +102,64 @@ static void test_sorted_insert(void **state)
     assert_int_equal(kdp__devtab_add(&t, &d, NULL), 0);
     kdp__devtab_clear(&t);
     kdp__devtab_clear(NULL);
+}
+
+/* Random adds, replacements and removals against a plain array of flags:
+ * after every step each ID is found exactly when it should be, with its
+ * last health, and every device in the array is where the index says. */
+static void test_churn(void **state)
+{
+    (void)state;
+    enum { N = 2000, STEPS = 40000 };
+    static signed char want[N]; /* -1 absent, else the health */
+    memset(want, -1, sizeof(want));
+    kdp__devtab t;
+    kdp__devtab_init(&t);
+    uint64_t x = 88172645463325252ULL;
+    size_t present = 0;
+    char id[16];
+    for (int step = 0; step < STEPS; step++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        size_t k = (size_t)(x % N);
+        snprintf(id, sizeof(id), "d%zu", k);
+        unsigned what = (unsigned)(x >> 32) % 3;
+        if (what < 2) {
+            kdp_device d = dev(id);
+            d.health = what ? KDP_UNHEALTHY : KDP_HEALTHY;
+            kdp__dev nd;
+            kdp__dev old;
+            assert_int_equal(kdp__dev_from_public(&nd, &d, NULL), 0);
+            int r = kdp__devtab_put(&t, &nd, &old);
+            assert_int_equal(r, want[k] >= 0 ? 1 : 0);
+            assert_true(r == 0 || old.health == (kdp_health)want[k]);
+            kdp__dev_free(&old);
+            present += want[k] < 0;
+            want[k] = (signed char)d.health;
+        } else {
+            int r = kdp__devtab_remove(&t, id);
+            assert_int_equal(r, want[k] >= 0 ? 0 : -ENOENT);
+            present -= want[k] >= 0;
+            want[k] = -1;
+        }
+        assert_int_equal(t.n, present);
+        if (step % 997 == 0 || step == STEPS - 1) {
+            for (size_t i = 0; i < N; i++) {
+                snprintf(id, sizeof(id), "d%zu", i);
+                const kdp__dev *f = kdp__devtab_find(&t, id);
+                assert_true((f != NULL) == (want[i] >= 0));
+                assert_true(!f || f->health == (kdp_health)want[i]);
+            }
+            for (size_t i = 0; i < t.n; i++) {
+                assert_ptr_equal(kdp__devtab_find(&t, t.devs[i].id), &t.devs[i]);
+            }
+        }
+    }
+    kdp__dev gone;
+    assert_int_equal(kdp__devtab_take(&t, "nope", &gone), -ENOENT);
+    assert_int_equal(kdp__devtab_take(&t, NULL, &gone), -ENOENT);
+    kdp__devtab_clear(&t);
 }
 
 static void test_duplicates_and_invalid(void **state)
@@ -178,7 +238,7 @@ static void test_public_list_add(void **state)
 }
 
 /* The author's data goes with the device through every path: the list op's
- * lazy table, an array, a copy, the export; it never makes a change the
+ * table, an array, a copy, the export; it never makes a change the
  * kubelet sees. */
 static void test_author_data(void **state)
 {
@@ -186,7 +246,7 @@ static void test_author_data(void **state)
     int x = 1;
     int y = 2;
     kdp_device_list list;
-    kdp__devtab_init_lazy(&list.tab);
+    kdp__devtab_init(&list.tab);
     kdp_device d = dev("b");
     d.data = &y;
     assert_int_equal(kdp_device_list_add(&list, &d), 0);
@@ -504,6 +564,21 @@ static V1beta1__ListAndWatchResponse *encode_decode(const kdp__devtab *t)
     return m;
 }
 
+/* The device with this ID in m (once; the order of a message is the
+ * table's, which is no particular one). */
+static const V1beta1__Device *msg_dev(const V1beta1__ListAndWatchResponse *m, const char *id)
+{
+    const V1beta1__Device *found = NULL;
+    for (size_t i = 0; i < m->n_devices; i++) {
+        if (strcmp(m->devices[i]->id, id) == 0) {
+            assert_null(found);
+            found = m->devices[i];
+        }
+    }
+    assert_non_null(found);
+    return found;
+}
+
 static void test_encode_decode(void **state)
 {
     (void)state;
@@ -521,26 +596,24 @@ static void test_encode_decode(void **state)
 
     V1beta1__ListAndWatchResponse *m = encode_decode(&t);
     assert_int_equal(m->n_devices, 3);
-    assert_string_equal(m->devices[0]->id, "gpu0");
-    assert_string_equal(m->devices[0]->health, "Healthy");
-    assert_non_null(m->devices[0]->topology);
-    assert_int_equal(m->devices[0]->topology->n_nodes, 2);
-    assert_int_equal(m->devices[0]->topology->nodes[0]->id, 1);
-    assert_int_equal(m->devices[0]->topology->nodes[1]->id, 3);
-    assert_string_equal(m->devices[1]->id, "gpu1");
-    assert_string_equal(m->devices[1]->health, "Unhealthy");
-    assert_null(m->devices[1]->topology);
-    assert_string_equal(m->devices[2]->id, "gpu2");
-    assert_string_equal(m->devices[2]->health, "Healthy");
-    assert_null(m->devices[2]->topology);
+    const V1beta1__Device *g0 = msg_dev(m, "gpu0");
+    assert_string_equal(g0->health, "Healthy");
+    assert_non_null(g0->topology);
+    assert_int_equal(g0->topology->n_nodes, 2);
+    assert_int_equal(g0->topology->nodes[0]->id, 1);
+    assert_int_equal(g0->topology->nodes[1]->id, 3);
+    assert_string_equal(msg_dev(m, "gpu1")->health, "Unhealthy");
+    assert_null(msg_dev(m, "gpu1")->topology);
+    assert_string_equal(msg_dev(m, "gpu2")->health, "Healthy");
+    assert_null(msg_dev(m, "gpu2")->topology);
     v1beta1__list_and_watch_response__free_unpacked(m, NULL);
 
     /* Health both ways reaches the wire. */
     assert_int_equal(kdp__devtab_set_health(&t, "gpu1", KDP_HEALTHY), 1);
     assert_int_equal(kdp__devtab_set_health(&t, "gpu0", KDP_UNHEALTHY), 1);
     m = encode_decode(&t);
-    assert_string_equal(m->devices[0]->health, "Unhealthy");
-    assert_string_equal(m->devices[1]->health, "Healthy");
+    assert_string_equal(msg_dev(m, "gpu0")->health, "Unhealthy");
+    assert_string_equal(msg_dev(m, "gpu1")->health, "Healthy");
     v1beta1__list_and_watch_response__free_unpacked(m, NULL);
     kdp__devtab_clear(&t);
 
@@ -567,7 +640,7 @@ static void test_encode_100k(void **state)
     assert_non_null(devs);
     assert_non_null(ids);
     int64_t numa[] = {0, 1};
-    /* Given in descending order, so the table has to sort them. */
+    /* Given in descending order: the message keeps the table's order. */
     for (size_t i = 0; i < BIG_N; i++) {
         snprintf(ids[i], sizeof(ids[i]), "dev-%06zu", BIG_N - 1 - i);
         devs[i].id = ids[i];
@@ -581,7 +654,7 @@ static void test_encode_100k(void **state)
     V1beta1__ListAndWatchResponse *m = encode_decode(&t);
     assert_int_equal(m->n_devices, BIG_N);
     for (size_t k = 0; k < BIG_N; k++) {
-        size_t i = BIG_N - 1 - k; /* the input index of the k-th device */
+        size_t i = k; /* nothing removed: the table's order is the input's */
         const V1beta1__Device *d = m->devices[k];
         assert_string_equal(d->id, ids[i]);
         assert_string_equal(d->health, devs[i].health == KDP_HEALTHY ? "Healthy" : "Unhealthy");
@@ -690,7 +763,8 @@ static void test_oom(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_sorted_insert, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_churn, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicates_and_invalid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_public_list_add, setup, teardown),
         cmocka_unit_test_setup_teardown(test_from_array, setup, teardown),

@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "plugin/plugin_int.h" /* test_coalesced counts the table's messages */
+
 static char dir[64];
 static atomic_int list_running;
 static atomic_int destroys;
@@ -435,6 +437,243 @@ static void test_read_back_threads(void **state)
     kdp_ctx_free(ctx);
 }
 
+/* What the kubelet is being served (kdp_plugin_get_status' devices) once
+ * the loop took the latest changes. */
+static size_t served(kdp_ctx *ctx, kdp_plugin *p)
+{
+    kdp_plugin_status st;
+    for (int i = 0; i < 3; i++) {
+        assert_true(kdp_ctx_dispatch(ctx) >= 0);
+    }
+    assert_int_equal(kdp_plugin_get_status(p, &st), 0);
+    return st.devices;
+}
+
+/* Single changes: add, replace, remove, health; their refusals; the table
+ * read back and the one served agree after each. */
+static void test_single_changes(void **state)
+{
+    (void)state;
+    kdp_ctx *ctx;
+    assert_int_equal(kdp_ctx_new(&ctx), 0);
+    kdp_plugin *p = new_plugin(ctx, "example.com/one", "one.sock", NULL);
+    dispatch_for(ctx, 20);
+    int mine = 1;
+    kdp_device a = {.id = "a", .health = KDP_HEALTHY, .host_path = "/dev/a", .data = &mine};
+    kdp_device b = {.id = "b", .health = KDP_UNHEALTHY};
+    assert_int_equal(kdp_plugin_set_device(p, &a), 0);
+    assert_int_equal(kdp_plugin_set_device(p, &b), 0);
+    assert_int_equal(served(ctx, p), 2);
+    kdp_health h;
+    assert_int_equal(kdp_plugin_get_health(p, "b", &h), 0);
+    assert_int_equal(h, KDP_UNHEALTHY);
+    /* a replacement keeps one device with that ID, with the new fields */
+    b.health = KDP_HEALTHY;
+    b.host_path = "/dev/b";
+    assert_int_equal(kdp_plugin_set_device(p, &b), 0);
+    kdp_device *devs;
+    size_t n;
+    assert_int_equal(kdp_plugin_get_devices(p, &devs, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(devs[1].id, "b");
+    assert_int_equal(devs[1].health, KDP_HEALTHY);
+    assert_string_equal(devs[1].host_path, "/dev/b");
+    assert_ptr_equal(devs[0].data, &mine);
+    free(devs);
+    assert_int_equal(served(ctx, p), 2);
+    assert_int_equal(kdp_plugin_remove_device(p, "a"), 0);
+    assert_int_equal(kdp_plugin_remove_device(p, "a"), -ENOENT);
+    assert_int_equal(kdp_plugin_get_health(p, "a", &h), -ENOENT);
+    assert_int_equal(served(ctx, p), 1);
+    assert_int_equal(kdp_plugin_set_health(p, "b", KDP_UNHEALTHY), 0);
+    assert_int_equal(kdp_plugin_set_health(p, "a", KDP_UNHEALTHY), -ENOENT);
+    /* refusals change nothing */
+    logged_clear();
+    kdp_log_set(KDP_LOG_ERROR, keep_line, NULL);
+    kdp_device bad = {.id = "bad id", .health = KDP_HEALTHY};
+    assert_int_equal(kdp_plugin_set_device(p, &bad), -EINVAL);
+    assert_true(logged_has("kdp_plugin_set_device: device \"bad id\""));
+    assert_int_equal(kdp_plugin_set_device(p, NULL), -EINVAL);
+    assert_int_equal(kdp_plugin_set_device(NULL, &a), -EINVAL);
+    assert_int_equal(kdp_plugin_remove_device(p, NULL), -EINVAL);
+    assert_int_equal(kdp_plugin_remove_device(NULL, "b"), -EINVAL);
+    assert_int_equal(served(ctx, p), 1);
+    assert_int_equal(kdp_plugin_get_health(p, "b", &h), 0);
+    assert_int_equal(h, KDP_UNHEALTHY);
+    kdp_log_set(KDP_LOG_ERROR, NULL, NULL);
+    kdp_ctx_free(ctx);
+}
+
+/* A single change that would take the message over the kubelet's limit is
+ * refused; one that fits is taken; the table served never goes over. */
+static void test_single_change_over_limit(void **state)
+{
+    (void)state;
+    kdp_ctx *ctx;
+    assert_int_equal(kdp_ctx_new(&ctx), 0);
+    kdp_plugin *p = new_plugin(ctx, "example.com/big", "big.sock", NULL);
+    dispatch_for(ctx, 20);
+    /* 255-byte IDs, Healthy: 270 bytes of message each (tag and 2-byte
+     * length for the ID, 9 for the health, tag and 2-byte length around) */
+    enum { ID = 255 };
+    size_t n = KDP_MAX_LIST_MESSAGE / 270;
+    char(*ids)[ID + 1] = calloc(n + 1, sizeof(*ids));
+    kdp_device *in = calloc(n, sizeof(*in));
+    assert_non_null(ids);
+    assert_non_null(in);
+    for (size_t i = 0; i <= n; i++) {
+        memset(ids[i], 'x', ID);
+        snprintf(ids[i], 16, "%014zu", i);
+        ids[i][14] = 'x';
+        if (i < n) {
+            in[i] = (kdp_device){.id = ids[i], .health = KDP_HEALTHY};
+        }
+    }
+    assert_int_equal(kdp_plugin_set_devices(p, in, n), 0);
+    assert_int_equal(served(ctx, p), n);
+    kdp_log_set(KDP_LOG_ERROR + 1, NULL, NULL); /* the refusal's line is expected */
+    kdp_device more = {.id = ids[n], .health = KDP_HEALTHY};
+    assert_int_equal(kdp_plugin_set_device(p, &more), -EMSGSIZE);
+    kdp_log_set(KDP_LOG_ERROR, NULL, NULL);
+    assert_int_equal(kdp_plugin_remove_device(p, ids[0]), 0);
+    assert_int_equal(kdp_plugin_set_device(p, &more), 0); /* fits again */
+    assert_int_equal(served(ctx, p), n);
+    free(in);
+    free(ids);
+    kdp_ctx_free(ctx);
+}
+
+/* Changes made while the list op runs are newer than what it read: they
+ * are applied on top of its result, removals and health changes included
+ * (the table did not have those devices yet). */
+static atomic_int list_gate; /* 0 closed, 1 open */
+static atomic_int list_entered;
+
+static int gated_list(kdp_plugin *p, kdp_device_list *out, void *ud)
+{
+    (void)p;
+    (void)ud;
+    atomic_store(&list_entered, 1);
+    for (int i = 0; i < 400 && !atomic_load(&list_gate); i++) {
+        sleep_ms(5);
+    }
+    /* what the list read before the changes below were made */
+    kdp_device devs[] = {{.id = "gone", .health = KDP_HEALTHY},
+                         {.id = "sick", .health = KDP_HEALTHY},
+                         {.id = "kept", .health = KDP_HEALTHY}};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(kdp_device_list_add(out, &devs[i]), 0);
+    }
+    return 0;
+}
+
+static void test_changes_during_list(void **state)
+{
+    (void)state;
+    atomic_store(&list_gate, 0);
+    atomic_store(&list_entered, 0);
+    kdp_ctx *ctx;
+    assert_int_equal(kdp_ctx_new(&ctx), 0);
+    kdp_ops ops = {.list = gated_list};
+    kdp_config cfg = {.resource_name = "example.com/race",
+                      .socket_name = "race.sock",
+                      .device_plugin_dir = dir,
+                      .callback_timeout_ms = 5000};
+    kdp_plugin *p = NULL;
+    assert_int_equal(kdp_plugin_new(ctx, &cfg, &ops, NULL, &p), 0);
+    for (int i = 0; i < 400 && !atomic_load(&list_entered); i++) {
+        assert_true(kdp_ctx_dispatch(ctx) >= 0);
+        sleep_ms(5);
+    }
+    assert_true(atomic_load(&list_entered));
+    kdp_device fresh = {.id = "new", .health = KDP_HEALTHY};
+    assert_int_equal(kdp_plugin_set_device(p, &fresh), 0);
+    assert_int_equal(kdp_plugin_remove_device(p, "gone"), -ENOENT); /* not in the table yet */
+    assert_int_equal(kdp_plugin_set_health(p, "sick", KDP_UNHEALTHY), -ENOENT);
+    atomic_store(&list_gate, 1);
+    kdp_device *devs = NULL;
+    size_t n = 0;
+    for (int i = 0; i < 400; i++) {
+        assert_true(kdp_ctx_dispatch(ctx) >= 0);
+        free(devs);
+        assert_int_equal(kdp_plugin_get_devices(p, &devs, &n), 0);
+        if (n > 1) {
+            break;
+        }
+        sleep_ms(5);
+    }
+    assert_int_equal(n, 3);
+    assert_string_equal(devs[0].id, "kept");
+    assert_string_equal(devs[1].id, "new");
+    assert_string_equal(devs[2].id, "sick");
+    assert_int_equal(devs[2].health, KDP_UNHEALTHY);
+    free(devs);
+    assert_int_equal(served(ctx, p), 3);
+    kdp_ctx_free(ctx);
+}
+
+/* The table's "changed" callback, counted: one per message the kubelet
+ * would be sent. */
+static atomic_int messages;
+static void (*real_changed)(void *ud);
+
+static void count_changed(void *ud)
+{
+    atomic_fetch_add(&messages, 1);
+    real_changed(ud);
+}
+
+/* Changes made between two turns of the loop make one message, whatever
+ * their number; a batch that undoes itself makes none. */
+static void test_coalesced(void **state)
+{
+    (void)state;
+    kdp_ctx *ctx;
+    assert_int_equal(kdp_ctx_new(&ctx), 0);
+    kdp_plugin *p = new_plugin(ctx, "example.com/co", "co.sock", NULL);
+    dispatch_for(ctx, 20);
+    real_changed = p->table.cbs.changed;
+    p->table.cbs.changed = count_changed;
+    atomic_store(&messages, 0);
+    char id[16];
+    for (int i = 0; i < 300; i++) {
+        snprintf(id, sizeof(id), "c%d", i);
+        kdp_device d = {.id = id, .health = KDP_HEALTHY};
+        assert_int_equal(kdp_plugin_set_device(p, &d), 0);
+    }
+    for (int i = 0; i < 100; i++) {
+        snprintf(id, sizeof(id), "c%d", i);
+        assert_int_equal(kdp_plugin_remove_device(p, id), 0);
+    }
+    for (int i = 100; i < 150; i++) {
+        snprintf(id, sizeof(id), "c%d", i);
+        assert_int_equal(kdp_plugin_set_health(p, id, KDP_UNHEALTHY), 0);
+    }
+    assert_int_equal(atomic_load(&messages), 0); /* the loop has not run */
+    assert_int_equal(served(ctx, p), 200);
+    assert_int_equal(atomic_load(&messages), 1);
+    kdp_plugin_status st;
+    assert_int_equal(kdp_plugin_get_status(p, &st), 0);
+    pthread_mutex_lock(&p->table.mu);
+    assert_int_equal(st.message_bytes, p->table.shared_bytes);
+    pthread_mutex_unlock(&p->table.mu);
+    /* added then removed before the loop ran: nothing for the kubelet */
+    kdp_device x = {.id = "x", .health = KDP_HEALTHY};
+    assert_int_equal(kdp_plugin_set_device(p, &x), 0);
+    assert_int_equal(kdp_plugin_remove_device(p, "x"), 0);
+    assert_int_equal(served(ctx, p), 200);
+    assert_int_equal(atomic_load(&messages), 1);
+    /* past the queue's cap: the whole table is taken, still one message */
+    for (int i = 0; i < 5000; i++) {
+        snprintf(id, sizeof(id), "m%d", i);
+        kdp_device d = {.id = id, .health = KDP_HEALTHY};
+        assert_int_equal(kdp_plugin_set_device(p, &d), 0);
+    }
+    assert_int_equal(served(ctx, p), 5200);
+    assert_int_equal(atomic_load(&messages), 2);
+    kdp_ctx_free(ctx);
+}
+
 int main(void)
 {
     kdp_log_set(KDP_LOG_ERROR, NULL, NULL);
@@ -453,6 +692,10 @@ int main(void)
         cmocka_unit_test(test_positive_return_fails),
         cmocka_unit_test(test_read_back),
         cmocka_unit_test(test_read_back_threads),
+        cmocka_unit_test(test_single_changes),
+        cmocka_unit_test(test_single_change_over_limit),
+        cmocka_unit_test(test_changes_during_list),
+        cmocka_unit_test(test_coalesced),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];

@@ -119,12 +119,15 @@ void kc_devices_table(kc_buf *out, const kdp__devtab *t, const char *indent)
     kc_table_init(&tab, 3);
     const char *head[] = {"ID", "HEALTH", "NUMA"};
     kc_table_row(&tab, head);
+    const kdp__dev **sorted = NULL;
+    (void)kdp__devtab_sorted(t, &sorted); /* NULL on ENOMEM: message order */
     for (size_t i = 0; i < t->n; i++) {
+        const kdp__dev *d = sorted ? sorted[i] : &t->devs[i];
         char numa[256];
-        const char *row[] = {t->devs[i].id, kc_health_name(t->devs[i].health),
-                             numa_text(&t->devs[i], numa, sizeof(numa))};
+        const char *row[] = {d->id, kc_health_name(d->health), numa_text(d, numa, sizeof(numa))};
         kc_table_row(&tab, row);
     }
+    free(sorted);
     kc_table_render(&tab, out, indent);
     kc_table_free(&tab);
 }
@@ -141,13 +144,17 @@ static void numa_json(kc_json *j, const char *key, const kdp__dev *d)
 void kc_devices_json(kc_json *j, const kdp__devtab *t)
 {
     kc_json_arr(j, "devices");
+    const kdp__dev **sorted = NULL;
+    (void)kdp__devtab_sorted(t, &sorted); /* NULL on ENOMEM: message order */
     for (size_t i = 0; i < t->n; i++) {
+        const kdp__dev *d = sorted ? sorted[i] : &t->devs[i];
         kc_json_obj(j, NULL);
-        kc_json_str(j, "id", t->devs[i].id);
-        kc_json_str(j, "health", kc_health_name(t->devs[i].health));
-        numa_json(j, "numa", &t->devs[i]);
+        kc_json_str(j, "id", d->id);
+        kc_json_str(j, "health", kc_health_name(d->health));
+        numa_json(j, "numa", d);
         kc_json_end(j);
     }
+    free(sorted);
     kc_json_end(j);
     size_t healthy = kdp__devtab_count_healthy(t);
     kc_json_uint(j, "n", t->n);
@@ -197,7 +204,7 @@ size_t kc_changes_text(kc_buf *out, const kdp__devtab *old_tab, const kdp__devta
 {
     kc_table tab;
     kc_table_init(&tab, 3);
-    kdp__devtab_diff(old_tab, new_tab, text_change, &tab);
+    (void)kdp__devtab_diff(old_tab, new_tab, text_change, &tab);
     size_t n = tab.nrows;
     kc_table_render(&tab, out, indent);
     kc_table_free(&tab);
@@ -224,6 +231,6 @@ static void json_change(const kdp__dev *o, const kdp__dev *n, void *ud)
 void kc_changes_json(kc_json *j, const kdp__devtab *old_tab, const kdp__devtab *new_tab)
 {
     kc_json_arr(j, "changes");
-    kdp__devtab_diff(old_tab, new_tab, json_change, j);
+    (void)kdp__devtab_diff(old_tab, new_tab, json_change, j);
     kc_json_end(j);
 }
