@@ -25,8 +25,11 @@
 //	restart N           N simulated kubelet restarts (Registration server
 //	                    stopped, connections closed, sockets removed,
 //	                    kubelet.sock back): time to the next Register
-//	list-large          one device file more in a large devices dir: time to
-//	                    the ListAndWatch message with it, and its size
+//	list-large          a device file created in a large devices dir, then
+//	                    removed, 5 times: time from each to the ListAndWatch
+//	                    message that shows it, and the message's size
+//	health-large        one device's file rewritten Unhealthy, then Healthy,
+//	                    5 times each: time to the message that shows it
 //	execreg CMD ARGS    exec CMD (not the plugin: e.g. kdp-bench-floor
 //	                    -register {dir}/kubelet.sock) and time exec -> the
 //	                    arrival of its Register, whatever its outcome
@@ -562,6 +565,17 @@ func (d *driver) stopPlugin() (M, error) {
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 
+// envHas: the response names the device in an env value (GOPHER=<ids> for
+// the gopher plugins, KDP_DEVICES_<RESOURCE> for kdp's default answer).
+func envHas(envs map[string]string, id string) bool {
+	for _, v := range envs {
+		if v == id {
+			return true
+		}
+	}
+	return false
+}
+
 func hasDevice(m *listMsg, id string) bool {
 	for _, d := range m.devs {
 		if d.ID == id {
@@ -610,7 +624,7 @@ func (d *driver) cmdAllocate(args []string) (M, error) {
 		if err != nil {
 			return nil, fmt.Errorf("Allocate %d: %v", i, err)
 		}
-		if len(resp.ContainerResponses) != 1 || resp.ContainerResponses[0].Envs["GOPHER"] != id {
+		if len(resp.ContainerResponses) != 1 || !envHas(resp.ContainerResponses[0].Envs, id) {
 			return nil, fmt.Errorf("Allocate %d: unexpected response %v", i, resp)
 		}
 		lat = append(lat, us(el))
@@ -717,25 +731,95 @@ func (d *driver) cmdRestart(args []string) (M, error) {
 		"failed_registers": failedAll}, nil
 }
 
-func (d *driver) cmdLaw() (M, error) {
+// largeRounds: the changes list-large and health-large make, each timed.
+const largeRounds = 5
+
+func msOf(t0 time.Time, m listMsg) float64 { return float64(us(m.t.Sub(t0))) / 1000 }
+
+func findDevice(m *listMsg, id string) *pb.Device {
+	for _, d := range m.devs {
+		if d.ID == id {
+			return d
+		}
+	}
+	return nil
+}
+
+// cmdListLarge: a device file created in a large devices dir, then removed,
+// largeRounds times: the time from each change to the ListAndWatch message
+// that shows it.
+func (d *driver) cmdListLarge() (M, error) {
 	if d.devices == "" {
 		return nil, errors.New("list-large needs -devices")
 	}
-	name := fmt.Sprintf("zz-list-%d", os.Getpid())
-	path := filepath.Join(d.devices, name)
-	_, m0 := d.marks()
-	t0 := time.Now()
-	if err := ioutil.WriteFile(path, []byte("gopher\n"), 0o644); err != nil {
-		return nil, err
+	var created, removed []float64
+	var last listMsg
+	for i := 0; i < largeRounds; i++ {
+		name := fmt.Sprintf("zz-list-%d-%d", os.Getpid(), i)
+		path := filepath.Join(d.devices, name)
+		_, m0 := d.marks()
+		t0 := time.Now()
+		if err := ioutil.WriteFile(path, []byte("gopher\n"), 0o644); err != nil {
+			return nil, err
+		}
+		m, err := d.waitMsg(m0, 300*time.Second, func(m *listMsg) bool { return hasDevice(m, name) })
+		if err != nil {
+			os.Remove(path)
+			return nil, err
+		}
+		created = append(created, msOf(t0, m))
+		last = m
+		_, m0 = d.marks()
+		t0 = time.Now()
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+		m, err = d.waitMsg(m0, 300*time.Second, func(m *listMsg) bool { return !hasDevice(m, name) })
+		if err != nil {
+			return nil, err
+		}
+		removed = append(removed, msOf(t0, m))
 	}
-	defer os.Remove(path)
-	m, err := d.waitMsg(m0, 300*time.Second, func(m *listMsg) bool { return hasDevice(m, name) })
+	ps, _ := readProc(d.pid)
+	return M{"ms": created[0], "created_ms": created, "removed_ms": removed, "bytes": last.bytes,
+		"devices": len(last.devs), "over_kubelet_limit": last.bytes > kubeletMaxMessage,
+		"proc": ps}, nil
+}
+
+// cmdHealthLarge: one device of a large devices dir turns Unhealthy (its
+// file rewritten to say so) and Healthy again, largeRounds times: the time
+// from each write to the ListAndWatch message that shows it.
+func (d *driver) cmdHealthLarge() (M, error) {
+	if d.devices == "" {
+		return nil, errors.New("health-large needs -devices")
+	}
+	m, err := d.waitMsg(0, 300*time.Second, func(m *listMsg) bool { return len(m.devs) > 0 })
 	if err != nil {
 		return nil, err
 	}
-	ps, _ := readProc(d.pid)
-	return M{"ms": us(m.t.Sub(t0)) / 1000, "bytes": m.bytes, "devices": len(m.devs),
-		"over_kubelet_limit": m.bytes > kubeletMaxMessage, "proc": ps}, nil
+	name := m.devs[len(m.devs)/2].ID
+	path := filepath.Join(d.devices, name)
+	var samples []float64
+	for i := 0; i < 2*largeRounds; i++ {
+		want, text := "Unhealthy", "this gopher is unhealthy\n"
+		if i%2 == 1 {
+			want, text = "Healthy", "gopher\n"
+		}
+		_, m0 := d.marks()
+		t0 := time.Now()
+		if err := ioutil.WriteFile(path, []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+		m, err := d.waitMsg(m0, 300*time.Second, func(m *listMsg) bool {
+			dev := findDevice(m, name)
+			return dev != nil && dev.Health == want
+		})
+		if err != nil {
+			return nil, err
+		}
+		samples = append(samples, msOf(t0, m))
+	}
+	return M{"ms": samples, "device": name}, nil
 }
 
 func (d *driver) run(name string, args []string) (M, error) {
@@ -783,7 +867,9 @@ func (d *driver) run(name string, args []string) (M, error) {
 	case "restart":
 		return d.cmdRestart(args)
 	case "list-large":
-		return d.cmdLaw()
+		return d.cmdListLarge()
+	case "health-large":
+		return d.cmdHealthLarge()
 	}
 	return nil, fmt.Errorf("unknown command %q", name)
 }
