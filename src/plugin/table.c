@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "plugin/replicas.h"
 
 /* Over this, a warning: the message nears the kubelet's limit. */
 #define WARN_MESSAGE ((size_t)3 * 1024 * 1024)
@@ -74,7 +75,7 @@ static void log_changes(kdp__table *t, const kdp__devtab *fresh)
 
 static int encode(kdp__table *t, const kdp__devtab *tab, uint8_t **buf, size_t *len)
 {
-    int r = kdp__devtab_encode(tab, buf, len);
+    int r = kdp__devtab_encode_replicas(tab, t->replicas, buf, len);
     if (r < 0) {
         log_error("%s: cannot encode %zu devices: %s", t->resource, tab->n, strerror(-r));
     }
@@ -140,6 +141,12 @@ static void take_shared(kdp__table *t)
     bool changed = !kdp__devtab_same_for_kubelet(&t->tab, &fresh);
     uint8_t *buf = NULL;
     size_t len = 0;
+    size_t would = changed || !t->msg ? kdp__devtab_encoded_size_replicas(&fresh, t->replicas) : 0;
+    if (would > KDP_MAX_LIST_MESSAGE) { /* refused before encoding it */
+        reject(t, fresh.n, would);
+        kdp__devtab_clear(&fresh);
+        return;
+    }
     if (changed || !t->msg) {
         if (encode(t, &fresh, &buf, &len) < 0) {
             kdp__devtab_clear(&fresh);
@@ -263,10 +270,19 @@ static void complete_list(kdp__pjob *j, bool timed_out)
         }
         list_failed(t, timed_out ? -ETIMEDOUT : j->result);
     } else {
+        kdp_device_list *list = j->data;
+        const char *long_id = NULL;
+        if (kdp__replica_check_ids(&list->tab, t->replicas, &long_id) < 0) {
+            log_error("%s: list callback: device ID \"%s\" is too long for %u replicas: "
+                      "\"%s-%u\" would be over %u bytes",
+                      t->resource, long_id, t->replicas, long_id, t->replicas - 1,
+                      KDP__REPLICA_ID_MAX);
+            list_failed(t, -EINVAL);
+            goto done;
+        }
         bool was_failing = t->list_error != 0;
         t->list_error = 0;
         kdp__backoff_reset(&t->list_backoff);
-        kdp_device_list *list = j->data;
         publish(t, &list->tab);
         take_shared(t);
         publish_status(t);
@@ -274,6 +290,7 @@ static void complete_list(kdp__pjob *j, bool timed_out)
             log_info("%s: the list callback succeeded again", t->resource);
         }
     }
+done:
     if (for_start) {
         t->cbs.start_listed(t->cbs.ud);
         return;
@@ -375,7 +392,15 @@ int kdp__table_set(kdp__table *t, const kdp_device *devs, size_t n)
         kdp__devtab_clear(&d);
         return r;
     }
-    size_t len = kdp__devtab_encoded_size(&d);
+    const char *long_id = NULL;
+    if (kdp__replica_check_ids(&d, t->replicas, &long_id) < 0) {
+        log_error("%s: kdp_plugin_set_devices: device ID \"%s\" is too long for %u replicas: "
+                  "\"%s-%u\" would be over %u bytes",
+                  t->resource, long_id, t->replicas, long_id, t->replicas - 1, KDP__REPLICA_ID_MAX);
+        kdp__devtab_clear(&d);
+        return -EINVAL;
+    }
+    size_t len = kdp__devtab_encoded_size_replicas(&d, t->replicas);
     if (len > KDP_MAX_LIST_MESSAGE) {
         uint64_t now = kdp__now_us();
         uint64_t last = atomic_load(&t->set_rejected_logged_us);
@@ -398,7 +423,8 @@ int kdp__table_set(kdp__table *t, const kdp_device *devs, size_t n)
 int kdp__table_set_health(kdp__table *t, const char *id, kdp_health health)
 {
     pthread_mutex_lock(&t->mu);
-    int r = kdp__devtab_set_health(&t->shared, id, health);
+    const kdp__dev *d = kdp__replica_find_any(&t->shared, t->replicas, id);
+    int r = d ? kdp__devtab_set_health(&t->shared, d->id, health) : -ENOENT;
     if (r > 0) {
         t->shared_ver++;
     }
@@ -412,7 +438,7 @@ int kdp__table_set_health(kdp__table *t, const char *id, kdp_health health)
 int kdp__table_get_health(kdp__table *t, const char *id, kdp_health *ret)
 {
     pthread_mutex_lock(&t->mu);
-    const kdp__dev *d = kdp__devtab_find(&t->shared, id);
+    const kdp__dev *d = kdp__replica_find_any(&t->shared, t->replicas, id);
     if (d) {
         *ret = d->health;
     }
@@ -423,7 +449,7 @@ int kdp__table_get_health(kdp__table *t, const char *id, kdp_health *ret)
 int kdp__table_get_data(kdp__table *t, const char *id, void **ret)
 {
     pthread_mutex_lock(&t->mu);
-    const kdp__dev *d = kdp__devtab_find(&t->shared, id);
+    const kdp__dev *d = kdp__replica_find_any(&t->shared, t->replicas, id);
     if (d) {
         *ret = d->data;
     }
