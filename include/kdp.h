@@ -223,10 +223,13 @@ typedef struct kdp_ops {
     /* Fills the response for one container. NULL = kdp_response_add_defaults. */
     int (*allocate)(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_response *resp,
                     void *ud);
-    /* Set = the kubelet asks for preferred allocations. */
+    /* Set = the kubelet asks for preferred allocations. With replicas
+     * (kdp_config.replicas) the IDs are replica IDs, in and out. */
     int (*preferred)(kdp_plugin *p, const kdp_preferred_request *req, kdp_id_list *out, void *ud);
     /* Set = the kubelet calls it before every container start (restarts
-     * included) with that container's devices, e.g. to format a disk. */
+     * included) with that container's devices, e.g. to format a disk.
+     * With replicas, the replica IDs the kubelet sent (kdp checked them;
+     * kdp_plugin_get_device_data() takes them). */
     int (*prestart)(kdp_plugin *p, const char *const *ids, size_t n_ids, void *ud);
     /* Before each (re)start of the server; an error is logged and the start
      * retried with backoff. */
@@ -431,7 +434,8 @@ typedef enum kdp_plugin_state {
 /* What a plugin is doing, and what keeps it from doing better. */
 typedef struct kdp_plugin_status {
     kdp_plugin_state state;
-    /* The device list the kubelet is served, and the size of its
+    /* The device list the kubelet is served (devices of the table: with
+     * replicas the kubelet sees replicas IDs for each), and the size of its
      * ListAndWatch message. */
     size_t devices;
     size_t message_bytes;

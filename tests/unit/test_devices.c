@@ -740,6 +740,12 @@ static void test_oom(void **state)
              (assert_ptr_equal(buf, &sentinel), assert_int_equal(len, 77)));
     assert_ptr_not_equal(buf, &sentinel);
     free(buf);
+    buf = &sentinel;
+    len = 77;
+    OOM_LOOP(kdp__devtab_encode_replicas(&t, 3, &buf, &len),
+             (assert_ptr_equal(buf, &sentinel), assert_int_equal(len, 77)));
+    assert_ptr_not_equal(buf, &sentinel);
+    free(buf);
     kdp__devtab_clear(&t);
     kdp__devtab_clear(&dst);
 }
