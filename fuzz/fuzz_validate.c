@@ -285,7 +285,7 @@ static void check_builders(char **s, size_t n)
     }
 
     kdp_alloc_response r;
-    kdp__response_init(&r, &tab, ids, n_ids, env);
+    kdp__response_init(&r, &tab, ids, NULL, n_ids, env);
     size_t want_envs = 0;
     size_t want_mounts = 0;
     size_t want_devs = 0;

@@ -223,10 +223,13 @@ typedef struct kdp_ops {
     /* Fills the response for one container. NULL = kdp_response_add_defaults. */
     int (*allocate)(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_response *resp,
                     void *ud);
-    /* Set = the kubelet asks for preferred allocations. */
+    /* Set = the kubelet asks for preferred allocations. With replicas
+     * (kdp_config.replicas) the IDs are replica IDs, in and out. */
     int (*preferred)(kdp_plugin *p, const kdp_preferred_request *req, kdp_id_list *out, void *ud);
     /* Set = the kubelet calls it before every container start (restarts
-     * included) with that container's devices, e.g. to format a disk. */
+     * included) with that container's devices, e.g. to format a disk.
+     * With replicas, the replica IDs the kubelet sent (kdp checked them;
+     * kdp_plugin_get_device_data() takes them). */
     int (*prestart)(kdp_plugin *p, const char *const *ids, size_t n_ids, void *ud);
     /* Before each (re)start of the server; an error is logged and the start
      * retried with backoff. */
@@ -244,9 +247,23 @@ typedef enum kdp_preferred_strategy {
      * devices on the nodes in use, then (once a node is in use) devices
      * with no NUMA node, then one more node, the one that fits the rest
      * most tightly (best fit; the largest if none fits), and so on; IDs in
-     * order within each step. Answered on the loop thread, no callback. */
+     * order within each step. With replicas (kdp_config.replicas), then as
+     * few physical devices as possible: the replicas of the devices in use
+     * (the must-include IDs') first, then the device whose replicas fit the
+     * rest most tightly (the one with the most if none fits), each device's
+     * replicas in order. Answered on the loop thread, no callback. */
     KDP_PREFERRED_PACKED,
+    /* For replicas: as many distinct physical devices as possible. The
+     * must-include IDs, then one replica of each physical device in turn
+     * (devices not in the must-include IDs first, then those with the most
+     * replicas available, i.e. the fewest in use; ties by ID), then a second
+     * replica of each, and so on. Without replicas: the must-include IDs,
+     * then the rest in ID order. Answered on the loop thread, no callback. */
+    KDP_PREFERRED_SPREAD,
 } kdp_preferred_strategy;
+
+/* The most IDs one device may be shared as (kdp_config.replicas). */
+#define KDP_MAX_REPLICAS 1024U
 
 typedef struct kdp_config {
     /* Required: the extended resource name, e.g. "example.com/gopher",
@@ -276,6 +293,25 @@ typedef struct kdp_config {
     /* GetPreferredAllocation without a preferred op: see
      * kdp_preferred_strategy (0 = none). */
     kdp_preferred_strategy preferred;
+    /* Shared devices (time-slicing): each device of the table is served to
+     * the kubelet as `replicas` IDs "<id>-0" ... "<id>-<replicas-1>" (the
+     * scheme kdp-generic's `count` uses); 0 or 1 = one ID per device. At
+     * most KDP_MAX_REPLICAS (1024). The table (kdp_plugin_set_devices, the
+     * list op, kdp_plugin_get_devices) holds the physical devices, and a
+     * device's health and NUMA nodes are its replicas'. A device's ID must
+     * leave room for the suffix: with it, at most 255 bytes (else the
+     * table is refused, -EINVAL). The IDs the kubelet sends are replica IDs
+     * (the last '-' starts the suffix, a decimal without leading zeros below
+     * replicas); kdp resolves each to its device: kdp_alloc_request.
+     * device_ids, kdp_plugin_get_device_data() and kdp_plugin_get_health()
+     * take either form. The message to the kubelet grows with the replicas
+     * (KDP_MAX_LIST_MESSAGE counts them). */
+    unsigned replicas;
+    /* With replicas > 1: an Allocate asking more than one ID for one
+     * container is refused (INVALID_ARGUMENT naming the rule), as NVIDIA's
+     * time-slicing failRequestsGreaterThanOne. Without replicas it has no
+     * effect (kdp_plugin_new logs a warning). */
+    bool replicas_one_per_container;
 } kdp_config;
 
 /* A context: one event loop that can run several plugins.
@@ -367,16 +403,20 @@ KDP_EXPORT int kdp_plugin_set_devices(kdp_plugin *p, const kdp_device *devs, siz
  * ListAndWatch message would be over KDP_MAX_LIST_MESSAGE: nothing changed),
  * -ENOMEM. */
 KDP_EXPORT int kdp_plugin_set_device(kdp_plugin *p, const kdp_device *d);
-/* Removes the device with this ID. Returns 0, -ENOENT (no such ID),
- * -EINVAL, -ENOMEM. */
+/* Removes the device with this ID (a device's own ID, not a replica ID).
+ * Returns 0, -ENOENT (no such ID), -EINVAL, -ENOMEM. */
 KDP_EXPORT int kdp_plugin_remove_device(kdp_plugin *p, const char *id);
-/* Sets one device's health (a single change, as above). Returns 0, -ENOENT
- * (no such ID), -EINVAL, -ENOMEM. */
+/* Sets one device's health (a single change, as above). With replicas, id
+ * may also be a replica ID: its physical device (so every replica of it)
+ * changes. Returns 0, -ENOENT (no such ID), -EINVAL, -ENOMEM. */
 KDP_EXPORT int kdp_plugin_set_health(kdp_plugin *p, const char *id, kdp_health health);
 /* Reading the table back. Both read the plugin's latest table: the one last
  * set through kdp_plugin_set_devices(), the single changes above or the list
  * op, which the kubelet is being sent (not if it is over the message limit:
- * see kdp_plugin_get_status()). Thread-safe, from callbacks too.
+ * see kdp_plugin_get_status()). Thread-safe, from callbacks too. With
+ * replicas (kdp_config.replicas), id is a device's ID or one of its replica
+ * IDs (an ID the kubelet sent): either answers for the physical device; a
+ * device's own ID wins if an ID is both.
  *
  * One device's health. Returns 0, -ENOENT (no such ID), -EINVAL. */
 KDP_EXPORT int kdp_plugin_get_health(kdp_plugin *p, const char *id, kdp_health *ret);
@@ -414,7 +454,8 @@ typedef enum kdp_plugin_state {
 /* What a plugin is doing, and what keeps it from doing better. */
 typedef struct kdp_plugin_status {
     kdp_plugin_state state;
-    /* The device list the kubelet is served, and the size of its
+    /* The device list the kubelet is served (devices of the table: with
+     * replicas the kubelet sees replicas IDs for each), and the size of its
      * ListAndWatch message. */
     size_t devices;
     size_t message_bytes;
@@ -493,6 +534,10 @@ KDP_EXPORT int kdp_device_list_add(kdp_device_list *list, const kdp_device *d);
 struct kdp_alloc_request {
     const char *const *ids;
     size_t n_ids;
+    /* The device behind each ids[i] (same length): with replicas
+     * (kdp_config.replicas) the physical device's ID (two replicas of one
+     * device give it twice), else ids itself. Valid during the call. */
+    const char *const *device_ids;
 };
 
 /* The answer for one container (a kdp_alloc_response) is built with the
@@ -526,8 +571,10 @@ KDP_EXPORT int kdp_response_add_env_ids(kdp_alloc_response *r, const char *key, 
  * NULL when out of memory or an ID is NULL. */
 KDP_EXPORT char *kdp_ids_join(const char *const *ids, size_t n, const char *sep);
 /* What kdp answers when there is no allocate op: a device node for each
- * requested device that has a host_path, and the env var named by
- * kdp_config.env_name listing the IDs, comma-separated. Returns 0,
+ * requested device that has a host_path (with replicas: each physical
+ * device's node once, however many of its replicas were asked), and the env
+ * var named by kdp_config.env_name listing the IDs the kubelet asked
+ * (replica IDs with replicas), comma-separated. Returns 0,
  * -EEXIST (a node conflicts with one added before), -ENOMEM. */
 KDP_EXPORT int kdp_response_add_defaults(kdp_alloc_response *r);
 

@@ -98,12 +98,20 @@ int kdp__devtab_sorted(const kdp__devtab *t, const kdp__dev ***ret);
  * a device without NUMA nodes gets no topology). *ret_buf is malloc'ed.
  * Returns 0 or -ENOMEM. */
 int kdp__devtab_encode(const kdp__devtab *t, uint8_t **ret_buf, size_t *ret_len);
+/* The same with each device sent as `replicas` entries "<id>-0" ...
+ * "<id>-<replicas-1>" (plugin/replicas.h), each with its device's health and
+ * topology; replicas 0 or 1 = kdp__devtab_encode. */
+int kdp__devtab_encode_replicas(const kdp__devtab *t, unsigned replicas, uint8_t **ret_buf,
+                                size_t *ret_len);
 
 /* The size kdp__devtab_encode() would give, without encoding: O(n), no
  * allocation. */
 size_t kdp__devtab_encoded_size(const kdp__devtab *t);
+/* The size kdp__devtab_encode_replicas() would give: O(n) whatever the
+ * replicas, no allocation. */
+size_t kdp__devtab_encoded_size_replicas(const kdp__devtab *t, unsigned replicas);
 /* One device's share of that size (the message is their sum). */
-size_t kdp__dev_encoded_size(const kdp__dev *d);
+size_t kdp__dev_encoded_size(const kdp__dev *d, unsigned replicas);
 
 /* What changed between two tables, for log lines and kdpctl: cb gets each
  * device that was added (old NULL), removed (new NULL) or whose health or

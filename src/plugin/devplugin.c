@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "grpc/wire.h"
 #include "plugin/prefer.h"
+#include "plugin/replicas.h"
 #include "plugin/response.h"
 #include "plugin/table.h"
 
@@ -226,13 +227,14 @@ static void fail(kdp__call *call, int status, const char *fmt, ...)
     (void)kdp__call_finish(call, status, msg);
 }
 
-/* Copies the devices named in ids into devs; refuses unknown (and, if
- * need_healthy, unhealthy) ones naming the first such ID. */
+/* Copies the devices named in ids (replica IDs resolved: each device once)
+ * into devs; refuses unknown (and, if need_healthy, unhealthy) ones naming
+ * the first such ID. */
 static bool check_ids(kdp__devplugin *p, kdp__call *call, char **ids, size_t n, bool need_healthy,
                       kdp__devtab *devs)
 {
     for (size_t i = 0; i < n; i++) {
-        const kdp__dev *d = kdp__devtab_find(kdp__table_told(p->table), ids[i]);
+        const kdp__dev *d = kdp__replica_find(kdp__table_told(p->table), p->replicas, ids[i]);
         if (!d) {
             fail(call, KDP__ST_INVALID_ARGUMENT, "%s: unknown device ID \"%s\"", p->resource,
                  ids[i]);
@@ -243,7 +245,7 @@ static bool check_ids(kdp__devplugin *p, kdp__call *call, char **ids, size_t n, 
                  ids[i]);
             return false;
         }
-        if (kdp__devtab_find(devs, ids[i])) {
+        if (kdp__devtab_find(devs, d->id)) {
             continue;
         }
         kdp_device dev = {.id = d->id,
@@ -301,16 +303,31 @@ static int allocate_one(kdp__devplugin *p, kdp__pjob *j, const kdp__devtab *devs
                         V1beta1__ContainerAllocateRequest *cr,
                         V1beta1__ContainerAllocateResponse *out, kdp_alloc_response *b)
 {
-    kdp__response_init(b, devs, (const char *const *)cr->devices_ids, cr->n_devices_ids,
-                       p->env_name);
-    kdp_alloc_request req = {.ids = (const char *const *)cr->devices_ids,
-                             .n_ids = cr->n_devices_ids};
+    const char *const *ids = (const char *const *)cr->devices_ids;
+    size_t n = cr->n_devices_ids;
+    /* the device of each ID: pointers into devs (checked on the loop) */
+    const char **dev_ids = NULL;
+    if (kdp__replicas_on(p->replicas) && n > 0) {
+        // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
+        dev_ids = calloc(n, sizeof(*dev_ids));
+        if (!dev_ids) {
+            return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+            const kdp__dev *d = kdp__replica_find(devs, p->replicas, ids[i]);
+            dev_ids[i] = d ? d->id : ids[i];
+        }
+    }
+    kdp__response_init(b, devs, ids, dev_ids, n, p->env_name);
+    kdp_alloc_request req = {.ids = ids, .n_ids = n, .device_ids = dev_ids ? dev_ids : ids};
     int r = j ? kdp__pjob_checked(j, p->ops->allocate(p->owner, &req, b, p->ud))
               : kdp_response_add_defaults(b);
-    if (r < 0) {
-        return r;
+    if (r == 0) {
+        r = kdp__response_to_pb(b, out);
     }
-    return kdp__response_to_pb(b, out);
+    b->device_ids = b->ids; /* dev_ids goes now; b lives until the reply is packed */
+    free(dev_ids);
+    return r;
 }
 
 /* Every container's response, then fin(resp, fin_ud) with the whole
@@ -400,6 +417,15 @@ static void h_allocate(kdp__call *call, const uint8_t *msg, size_t len, void *ud
     kdp__devtab_init(&devs);
     for (size_t i = 0; i < req->n_container_requests; i++) {
         V1beta1__ContainerAllocateRequest *cr = req->container_requests[i];
+        if (p->one_per_container && kdp__replicas_on(p->replicas) && cr->n_devices_ids > 1) {
+            fail(call, KDP__ST_INVALID_ARGUMENT,
+                 "%s: a container asked for %zu replicas; this resource allows one per container "
+                 "(replicas_one_per_container)",
+                 p->resource, cr->n_devices_ids);
+            kdp__devtab_clear(&devs);
+            free_alloc_req(req);
+            return;
+        }
         if (!check_unique(p, call, cr->devices_ids, cr->n_devices_ids) ||
             !check_ids(p, call, cr->devices_ids, cr->n_devices_ids, true, &devs)) {
             kdp__devtab_clear(&devs);
@@ -493,7 +519,7 @@ static void prefer_inline(kdp__devplugin *p, kdp__call *call,
         v1beta1__container_preferred_allocation_response__init(&outs[done]);
         kdp__id_list_init(&lists[done]);
         ptrs[done] = &outs[done];
-        r = kdp__prefer(p->preferred, kdp__table_told(p->table), &one, &lists[done]);
+        r = kdp__prefer(p->preferred, kdp__table_told(p->table), p->replicas, &one, &lists[done]);
         outs[done].n_deviceids = lists[done].n;
         outs[done].deviceids = lists[done].ids;
     }

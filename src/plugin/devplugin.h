@@ -5,7 +5,8 @@
  * or repeated device IDs are refused here, with the ID named); the author's
  * callbacks run as jobs on the plugin's worker, bounded by the callback
  * deadline and the kubelet's grpc-timeout. Every open ListAndWatch stream
- * gets the device table's message when it changes.
+ * gets the device table's message when it changes. With replicas, the IDs
+ * the kubelet sends are replica IDs, resolved here to their devices.
  */
 #ifndef KDP_DEVPLUGIN_H
 #define KDP_DEVPLUGIN_H
@@ -31,6 +32,8 @@ typedef struct kdp__devplugin {
     const char *resource;             /* borrowed */
     const char *env_name;             /* the default allocation's env var, borrowed */
     kdp_preferred_strategy preferred; /* without ops->preferred */
+    unsigned replicas;                /* kdp_config.replicas (plugin/replicas.h) */
+    bool one_per_container;           /* kdp_config.replicas_one_per_container */
     kdp__table *table;                /* borrowed */
     kdp__jobs *jobs;                  /* borrowed */
     kdp__link streams;                /* open ListAndWatch streams */

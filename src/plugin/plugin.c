@@ -23,6 +23,20 @@ static char *join(const char *dir, const char *name)
     return asprintf(&s, "%s%s%s", dir, slash ? "" : "/", name) < 0 ? NULL : s;
 }
 
+static int check_replicas(const kdp_config *cfg)
+{
+    if (cfg->replicas > KDP_MAX_REPLICAS) {
+        log_error("invalid kdp_config.replicas %u: at most KDP_MAX_REPLICAS (%u)", cfg->replicas,
+                  KDP_MAX_REPLICAS);
+        return -EINVAL;
+    }
+    if (cfg->replicas_one_per_container && cfg->replicas <= 1) {
+        log_warn("%s: kdp_config.replicas_one_per_container has no effect without replicas > 1",
+                 cfg->resource_name);
+    }
+    return 0;
+}
+
 static int check_config(const kdp_config *cfg, const char *dir)
 {
     const char *why = NULL;
@@ -40,9 +54,14 @@ static int check_config(const kdp_config *cfg, const char *dir)
         log_error("invalid env_name \"%s\": %s", cfg->env_name, why);
         return -EINVAL;
     }
-    if (cfg->preferred != KDP_PREFERRED_NONE && cfg->preferred != KDP_PREFERRED_PACKED) {
-        log_error("invalid kdp_config.preferred %d: KDP_PREFERRED_NONE or KDP_PREFERRED_PACKED",
+    if (cfg->preferred != KDP_PREFERRED_NONE && cfg->preferred != KDP_PREFERRED_PACKED &&
+        cfg->preferred != KDP_PREFERRED_SPREAD) {
+        log_error("invalid kdp_config.preferred %d: KDP_PREFERRED_NONE, KDP_PREFERRED_PACKED or "
+                  "KDP_PREFERRED_SPREAD",
                   (int)cfg->preferred);
+        return -EINVAL;
+    }
+    if (check_replicas(cfg) < 0) {
         return -EINVAL;
     }
     if (kdp__validate_abs_path(dir, &why) < 0) {
@@ -175,6 +194,9 @@ static int make_parts(kdp_plugin *p, const kdp_config *cfg)
     kdp__devplugin_init(&p->devplugin, p, &p->ops, p->ud, p->resource, p->env_name, &p->table,
                         &p->jobs, &sup);
     p->devplugin.preferred = cfg->preferred;
+    p->devplugin.replicas = cfg->replicas;
+    p->devplugin.one_per_container = cfg->replicas_one_per_container;
+    p->table.replicas = cfg->replicas;
     kdp__reg_up rup = kdp__lifecycle_reg_up(&p->lc);
     p->made = MADE_REG;
     r = kdp__reg_kubelet_init(&p->reg, l, p->dir, p->socket_name, p->resource, reg_options, p,

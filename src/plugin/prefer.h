@@ -11,11 +11,13 @@
 #include "plugin/devices.h"
 
 /* Fills out with req->size IDs (fewer if fewer are available): every
- * must-include ID first, then the available IDs the strategy prefers, with
- * NUMA nodes taken from t (an ID not in t has none). KDP_PREFERRED_NONE
- * answers the must-include IDs then the rest in the kubelet's order.
- * Returns 0 or -ENOMEM. */
-int kdp__prefer(kdp_preferred_strategy s, const kdp__devtab *t, const kdp_preferred_request *req,
-                kdp_id_list *out);
+ * must-include ID first (in ID order, each once), then the available IDs the
+ * strategy prefers, with their devices and NUMA nodes taken from t (IDs are
+ * replica IDs when replicas > 1; an ID not in t is a device of its own
+ * with no node). KDP_PREFERRED_NONE answers the must-include IDs then the
+ * rest by device and replica. Returns 0, -EINVAL (an ID that is not a valid
+ * device ID) or -ENOMEM. */
+int kdp__prefer(kdp_preferred_strategy s, const kdp__devtab *t, unsigned replicas,
+                const kdp_preferred_request *req, kdp_id_list *out);
 
 #endif

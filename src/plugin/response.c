@@ -39,11 +39,12 @@ static int reserve_one(void *arr, size_t n, size_t elem, void **ret)
 }
 
 void kdp__response_init(kdp_alloc_response *r, const kdp__devtab *tab, const char *const *ids,
-                        size_t n_ids, const char *env_name)
+                        const char *const *device_ids, size_t n_ids, const char *env_name)
 {
     memset(r, 0, sizeof(*r));
     r->tab = tab;
     r->ids = ids;
+    r->device_ids = device_ids ? device_ids : ids;
     r->n_ids = n_ids;
     r->env_name = env_name;
 }
@@ -330,8 +331,9 @@ KDP_EXPORT int kdp_response_add_defaults(kdp_alloc_response *r)
     if (!r || (r->n_ids > 0 && !r->ids)) {
         return bad_arg(__func__, "response is NULL");
     }
+    /* two replicas of one device: the same node again, a no-op */
     for (size_t i = 0; i < r->n_ids; i++) {
-        const kdp__dev *d = kdp__devtab_find(r->tab, r->ids[i]);
+        const kdp__dev *d = kdp__devtab_find(r->tab, r->device_ids[i]);
         if (!d || !d->host_path) {
             continue;
         }

@@ -20,7 +20,8 @@ typedef struct kdp__kv {
 struct kdp_alloc_response {
     /* what add_defaults needs, borrowed for the builder's life */
     const kdp__devtab *tab;
-    const char *const *ids;
+    const char *const *ids;        /* as the kubelet sent them */
+    const char *const *device_ids; /* the device of each (replicas resolved) */
     size_t n_ids;
     const char *env_name;
 
@@ -36,9 +37,11 @@ struct kdp_alloc_response {
     size_t n_cdi;
 };
 
-/* tab, ids and env_name are borrowed and must outlive the builder. */
+/* tab, ids, device_ids and env_name are borrowed and must outlive the
+ * builder. device_ids[i] is the ID in tab of ids[i]'s device (NULL = ids:
+ * no replicas). */
 void kdp__response_init(kdp_alloc_response *r, const kdp__devtab *tab, const char *const *ids,
-                        size_t n_ids, const char *env_name);
+                        const char *const *device_ids, size_t n_ids, const char *env_name);
 void kdp__response_done(kdp_alloc_response *r);
 /* Fills out (initialised by the caller with V1BETA1__CONTAINER_ALLOCATE_RESPONSE__INIT)
  * with pointers into r and arrays allocated here; release those with

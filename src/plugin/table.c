@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "plugin/replicas.h"
 
 /* Over this, a warning: the message nears the kubelet's limit. */
 #define WARN_MESSAGE ((size_t)3 * 1024 * 1024)
@@ -74,7 +75,7 @@ static void log_changes(kdp__table *t, const kdp__devtab *fresh)
 
 static int encode(kdp__table *t, const kdp__devtab *tab, uint8_t **buf, size_t *len)
 {
-    int r = kdp__devtab_encode(tab, buf, len);
+    int r = kdp__devtab_encode_replicas(tab, t->replicas, buf, len);
     if (r < 0) {
         log_error("%s: cannot encode %zu devices: %s", t->resource, tab->n, strerror(-r));
     }
@@ -121,6 +122,12 @@ static void clear_rejected(kdp__table *t)
 static int new_message(kdp__table *t, const kdp__devtab *tab, bool changed, uint8_t **buf,
                        size_t *len)
 {
+    size_t would = kdp__devtab_encoded_size_replicas(tab, t->replicas);
+    if (would > KDP_MAX_LIST_MESSAGE) { /* refused before encoding it */
+        *buf = NULL;
+        reject(t, tab->n, would);
+        return -EMSGSIZE;
+    }
     int r = encode(t, tab, buf, len);
     if (r < 0) {
         return r;
@@ -371,7 +378,7 @@ static void publish_list(kdp__table *t, kdp__devtab *d)
     kdp__devtab_move(&t->shared, d);
     /* under the lock with the replay: a change made in between would be
      * in neither */
-    t->shared_bytes = kdp__devtab_encoded_size(&t->shared);
+    t->shared_bytes = kdp__devtab_encoded_size_replicas(&t->shared, t->replicas);
     kdp__tabops_clear(&t->pending);
     t->pending.lost = true; /* the loop takes the whole table */
     t->shared_ver++;
@@ -415,10 +422,19 @@ static void complete_list(kdp__pjob *j, bool timed_out)
         listing(t, false);
         list_failed(t, timed_out ? -ETIMEDOUT : j->result);
     } else {
+        kdp_device_list *list = j->data;
+        const char *long_id = NULL;
+        if (kdp__replica_check_ids(&list->tab, t->replicas, &long_id) < 0) {
+            log_error("%s: list callback: device ID \"%s\" is too long for %u replicas: "
+                      "\"%s-%u\" would be over %u bytes",
+                      t->resource, long_id, t->replicas, long_id, t->replicas - 1,
+                      KDP__REPLICA_ID_MAX);
+            list_failed(t, -EINVAL);
+            goto done;
+        }
         bool was_failing = t->list_error != 0;
         t->list_error = 0;
         kdp__backoff_reset(&t->list_backoff);
-        kdp_device_list *list = j->data;
         publish_list(t, &list->tab);
         take_shared(t);
         publish_status(t);
@@ -426,6 +442,7 @@ static void complete_list(kdp__pjob *j, bool timed_out)
             log_info("%s: the list callback succeeded again", t->resource);
         }
     }
+done:
     if (for_start) {
         t->cbs.start_listed(t->cbs.ud);
         return;
@@ -545,7 +562,15 @@ int kdp__table_set(kdp__table *t, const kdp_device *devs, size_t n)
         kdp__devtab_clear(&d);
         return r;
     }
-    size_t len = kdp__devtab_encoded_size(&d);
+    const char *long_id = NULL;
+    if (kdp__replica_check_ids(&d, t->replicas, &long_id) < 0) {
+        log_error("%s: kdp_plugin_set_devices: device ID \"%s\" is too long for %u replicas: "
+                  "\"%s-%u\" would be over %u bytes",
+                  t->resource, long_id, t->replicas, long_id, t->replicas - 1, KDP__REPLICA_ID_MAX);
+        kdp__devtab_clear(&d);
+        return -EINVAL;
+    }
+    size_t len = kdp__devtab_encoded_size_replicas(&d, t->replicas);
     if (len > KDP_MAX_LIST_MESSAGE) {
         say_too_big(t, "kdp_plugin_set_devices", n, len);
         kdp__devtab_clear(&d);
@@ -594,6 +619,14 @@ int kdp__table_put(kdp__table *t, const kdp_device *d)
                   d && d->id ? d->id : "(null)", why ? why : strerror(-r));
         return r;
     }
+    if (strlen(op.dev.id) + kdp__replica_suffix_max(t->replicas) > KDP__REPLICA_ID_MAX) {
+        log_error("%s: kdp_plugin_set_device: device ID \"%s\" is too long for %u replicas: "
+                  "\"%s-%u\" would be over %u bytes",
+                  t->resource, op.dev.id, t->replicas, op.dev.id, t->replicas - 1,
+                  KDP__REPLICA_ID_MAX);
+        kdp__tabop_free(&op);
+        return -EINVAL;
+    }
     kdp__dev shared_dev;
     kdp__tabop spare;
     r = kdp__dev_dup(&shared_dev, &op.dev);
@@ -605,8 +638,8 @@ int kdp__table_put(kdp__table *t, const kdp_device *d)
     kdp__dev old = {0};
     pthread_mutex_lock(&t->mu);
     const kdp__dev *cur = kdp__devtab_find(&t->shared, shared_dev.id);
-    size_t bytes = t->shared_bytes - (cur ? kdp__dev_encoded_size(cur) : 0) +
-                   kdp__dev_encoded_size(&shared_dev);
+    size_t bytes = t->shared_bytes - (cur ? kdp__dev_encoded_size(cur, t->replicas) : 0) +
+                   kdp__dev_encoded_size(&shared_dev, t->replicas);
     size_t n = t->shared.n + !cur;
     r = bytes > KDP_MAX_LIST_MESSAGE ? -EMSGSIZE : kdp__devtab_put(&t->shared, &shared_dev, &old);
     if (r >= 0) {
@@ -644,7 +677,7 @@ int kdp__table_remove(kdp__table *t, const char *id)
     pthread_mutex_lock(&t->mu);
     int r = kdp__devtab_take(&t->shared, id, &old);
     if (r == 0) {
-        t->shared_bytes -= kdp__dev_encoded_size(&old);
+        t->shared_bytes -= kdp__dev_encoded_size(&old, t->replicas);
         queue_op(t, &op);
     }
     keep_for_list(t, &spare);
@@ -670,11 +703,23 @@ int kdp__table_set_health(kdp__table *t, const char *id, kdp_health health)
         return -ENOMEM;
     }
     pthread_mutex_lock(&t->mu);
-    const kdp__dev *cur = kdp__devtab_find(&t->shared, id);
-    size_t before = cur ? kdp__dev_encoded_size(cur) : 0;
-    int r = kdp__devtab_set_health(&t->shared, id, health);
+    /* a replica ID stands for its device: the queued change names that */
+    const kdp__dev *cur = kdp__replica_find_any(&t->shared, t->replicas, id);
+    if (cur && strcmp(cur->id, id) != 0) {
+        char *dev_id = strdup(cur->id);
+        if (!dev_id) {
+            pthread_mutex_unlock(&t->mu);
+            kdp__tabop_free(&op);
+            kdp__tabop_free(&spare);
+            return -ENOMEM;
+        }
+        free(op.id);
+        op.id = dev_id;
+    }
+    size_t before = cur ? kdp__dev_encoded_size(cur, t->replicas) : 0;
+    int r = cur ? kdp__devtab_set_health(&t->shared, cur->id, health) : -ENOENT;
     if (r > 0) {
-        t->shared_bytes += kdp__dev_encoded_size(cur) - before;
+        t->shared_bytes += kdp__dev_encoded_size(cur, t->replicas) - before;
         queue_op(t, &op);
     }
     keep_for_list(t, &spare);
@@ -690,7 +735,7 @@ int kdp__table_set_health(kdp__table *t, const char *id, kdp_health health)
 int kdp__table_get_health(kdp__table *t, const char *id, kdp_health *ret)
 {
     pthread_mutex_lock(&t->mu);
-    const kdp__dev *d = kdp__devtab_find(&t->shared, id);
+    const kdp__dev *d = kdp__replica_find_any(&t->shared, t->replicas, id);
     if (d) {
         *ret = d->health;
     }
@@ -701,7 +746,7 @@ int kdp__table_get_health(kdp__table *t, const char *id, kdp_health *ret)
 int kdp__table_get_data(kdp__table *t, const char *id, void **ret)
 {
     pthread_mutex_lock(&t->mu);
-    const kdp__dev *d = kdp__devtab_find(&t->shared, id);
+    const kdp__dev *d = kdp__replica_find_any(&t->shared, t->replicas, id);
     if (d) {
         *ret = d->data;
     }

@@ -23,6 +23,9 @@
  * The list op runs as a job: at each start (kdp__table_list_for_start), on
  * kdp_plugin_rescan(), every rescan interval while serving, and again with
  * backoff after it failed.
+ *
+ * With replicas (plugin/replicas.h) both tables hold physical devices; only
+ * the message expands them. The setters and readers take a replica ID too.
  */
 #ifndef KDP_TABLE_H
 #define KDP_TABLE_H
@@ -55,6 +58,7 @@ typedef struct kdp__table {
     kdp_plugin *owner;    /* handed to the list op */
     kdp_list_fn list_fn;  /* NULL: the table is what was set */
     void *list_ud;
+    unsigned replicas; /* kdp_config.replicas: set once, before the context runs */
     kdp__table_cbs cbs;
 
     /* any thread */

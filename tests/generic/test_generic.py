@@ -207,7 +207,32 @@ class Discovery(GenericTest):
         self.assertTrue(reg["options"]["get_preferred_allocation_available"], reg)
         r = self.assertOk(kl.command("preferred %s available=ttyUSB1-1,ttyUSB0-0,ttyUSB1-0 "
                                      "must=ttyUSB1-1 size=2" % SERIAL))
-        self.assertEqual(r["container_responses"][0]["deviceIDs"], ["ttyUSB1-1", "ttyUSB0-0"])
+        # count is kdp's replicas: packed fills the must-include ID's device
+        # (ttyUSB1) before taking another (the fewest physical devices)
+        self.assertEqual(r["container_responses"][0]["deviceIDs"], ["ttyUSB1-1", "ttyUSB1-0"])
+
+    def test_spread_and_one_per_container(self):
+        kl, pl, evs = self.start("resources:\n"
+                                 "  - name: example.com/serial\n"
+                                 "    count: 2\n"
+                                 "    preferred: spread\n"
+                                 "    onePerContainer: true\n"
+                                 "    devices:\n"
+                                 "      - path: /dev/ttyUSB*\n", [SERIAL])
+        ids = ids_of(evs[SERIAL])
+        self.assertIn("ttyUSB0-1", ids)
+        self.assertIn("ttyUSB1-0", ids)
+        # spread: one replica of each adapter before a second of any
+        r = self.assertOk(kl.command("preferred %s available=ttyUSB0-0,ttyUSB0-1,ttyUSB1-1,"
+                                     "ttyUSB1-0 size=2" % SERIAL))
+        self.assertEqual(r["container_responses"][0]["deviceIDs"], ["ttyUSB0-0", "ttyUSB1-0"])
+        # onePerContainer: two replicas for one container are refused
+        self.assertFailed(kl.command("allocate %s ttyUSB0-0,ttyUSB1-1" % SERIAL),
+                          "InvalidArgument", "allows one per container")
+        c = self.container(kl, SERIAL, "ttyUSB1-1")
+        self.assertEqual(c["devices"], [self.spec("/dev/ttyUSB1")])
+        self.assertEqual(c["envs"], {"KDP_DEVICES_EXAMPLE_COM_SERIAL": "ttyUSB1-1"})
+        self.assertStopsCleanly(pl)
 
     def test_usb_matching(self):
         body = """resources:
@@ -494,6 +519,15 @@ class ConfigErrors(GenericTest):
                               "      - path: /dev/ttyUSB*\n")
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertEqual(out.stdout.strip(), "%s: OK (1 resource)" % cfg)
+
+    def test_one_per_container_needs_count(self):
+        out, cfg = self.check("resources:\n  - name: example.com/x\n    devices: [/dev/x]\n"
+                              "    onePerContainer: true\n")
+        self.assertEqual(out.returncode, 1, out)
+        self.assertIn("%s:4: resources[0].onePerContainer: needs count above 1" % cfg, out.stderr)
+        out, cfg = self.check("resources:\n  - name: example.com/x\n    devices: [/dev/x]\n"
+                              "    count: 2\n    onePerContainer: true\n    preferred: spread\n")
+        self.assertEqual(out.returncode, 0, out)
 
     def test_caps(self):
         big = "resources:\n" + "".join("  - name: example.com/r%d\n    devices: [/dev/x]\n" % i

@@ -463,6 +463,112 @@ class PreferredStrategy(PluginTest):
         self.assertIn("invalid kdp_config.preferred 99", pl.log_text())
 
 
+class Replicas(PluginTest):
+    """kdp_config.replicas: each device served as N IDs "<id>-<k>"."""
+
+    def _start(self, *args, devices="a@0,b:unhealthy@1"):
+        self.hp = self.subdir("hp")
+        self.alloc_log = self.file("alloc.log")
+        kl = self.kubelet()
+        pl = self.start_test_plugin("--devices", devices, "--host-paths", self.hp,
+                                    "--alloc-log", self.alloc_log, *args)
+        kl.wait_event("registered", T, resource=RES)
+        return kl, pl
+
+    def test_listed_and_health(self):
+        kl, pl = self._start("--replicas", "3")
+        ev = kl.wait_event("devices", T, resource=RES)
+        self.assertEqual(devices_of(ev), {
+            "a-0": ("Healthy", [0]), "a-1": ("Healthy", [0]), "a-2": ("Healthy", [0]),
+            "b-0": ("Unhealthy", [1]), "b-1": ("Unhealthy", [1]), "b-2": ("Unhealthy", [1]),
+        })
+        st = kl.state()[RES]
+        self.assertEqual((st["capacity"], st["allocatable"]), (6, 3))
+        # One device's health (named by a replica ID) flips all its replicas
+        # in one message; by its own ID too.
+        mark = kl.mark()
+        self.assertEqual(pl.command("health a-1 Unhealthy"), {RES: 0})
+        ev = kl.wait_event("devices", T, since=mark, resource=RES)
+        self.assertEqual({i: h for i, (h, _) in devices_of(ev).items() if i.startswith("a")},
+                         {"a-0": "Unhealthy", "a-1": "Unhealthy", "a-2": "Unhealthy"})
+        kl.assert_no_event("devices", within=0.5, since=kl.mark())
+        self.assertEqual(len(kl.events_since(mark, "devices")), 1)
+        mark = kl.mark()
+        self.assertEqual(pl.command("health b Healthy"), {RES: 0})
+        ev = kl.wait_event("devices", T, since=mark, resource=RES)
+        self.assertEqual({h for i, (h, _) in devices_of(ev).items() if i.startswith("b")},
+                         {"Healthy"})
+        self.assertEqual(len(kl.events_since(mark, "devices")), 1)
+        # A replica out of range is no ID of ours.
+        self.assertEqual(pl.command("health a-3 Healthy"), {RES: -2})
+
+    def test_allocate_resolves_devices(self):
+        kl, _ = self._start("--replicas", "3")
+        kl.wait_event("devices", T, resource=RES)
+        r = self.assertOk(kl.command("allocate %s a-0,a-2" % RES))
+        c = r["container_responses"][0]
+        p = os.path.join(self.hp, "a")
+        self.assertEqual(c["devices"], [{"container_path": p, "host_path": p,
+                                         "permissions": "rw"}])  # once, not twice
+        self.assertEqual(c["envs"][env_name_for(RES)], "a-0,a-2")
+        self.assertEqual(read_lines(self.alloc_log), ["allocate a-0,a-2 -> a,a"])
+        # What the kubelet can send wrong: no suffix, out of range, not
+        # canonical, an unhealthy device's replica.
+        for bad in ("a", "a-3", "a-01", "zz-0"):
+            self.assertFailed(kl.command("allocate %s %s" % (RES, bad)), "InvalidArgument",
+                              "unknown device ID", bad)
+        self.assertFailed(kl.command("allocate %s b-1" % RES), "InvalidArgument", "Unhealthy")
+        # Two containers share one device.
+        r = self.assertOk(kl.command("allocate %s a-0;a-1" % RES))
+        self.assertEqual(len(r["container_responses"]), 2)
+
+    def test_one_per_container(self):
+        kl, _ = self._start("--replicas", "2", "--one-per-container", "--default-alloc")
+        kl.wait_event("devices", T, resource=RES)
+        self.assertFailed(kl.command("allocate %s a-0,a-1" % RES), "InvalidArgument",
+                          "a container asked for 2 replicas",
+                          "allows one per container (replicas_one_per_container)")
+        r = self.assertOk(kl.command("allocate %s a-0;a-1" % RES))
+        self.assertEqual([c["envs"][env_name_for(RES)] for c in r["container_responses"]],
+                         ["a-0", "a-1"])
+
+    AVAIL = "available=h0-2,g1-1,g0-0,h0-0,g1-0,g0-2,h0-1,g0-1,g1-2"
+
+    def _preferred(self, strategy, cases):
+        kl = self.kubelet()
+        self.start_test_plugin("--devices", "g0@0,g1@0,h0@1", "--replicas", "3",
+                               "--preferred-strategy", strategy)
+        reg = kl.wait_event("registered", T, resource=RES)
+        self.assertTrue(reg["options"]["get_preferred_allocation_available"], reg)
+        kl.wait_event("devices", T, resource=RES, n=9)
+        for size, must, want in cases:
+            r = self.assertOk(kl.command("preferred %s %s%s size=%d"
+                                         % (RES, self.AVAIL, must, size)))
+            self.assertEqual(r["container_responses"][0]["deviceIDs"], want, (size, must))
+
+    def test_spread(self):
+        self._preferred("spread", ((3, "", ["g0-0", "g1-0", "h0-0"]),
+                                   (4, "", ["g0-0", "g1-0", "h0-0", "g0-1"]),
+                                   (3, " must=g0-1", ["g0-1", "g1-0", "h0-0"])))
+
+    def test_packed(self):
+        self._preferred("packed", ((2, "", ["h0-0", "h0-1"]),
+                                   (4, "", ["g0-0", "g0-1", "g0-2", "g1-0"]),
+                                   (3, " must=g1-2", ["g1-2", "g1-0", "g1-1"])))
+
+    def test_bad_settings(self):
+        pl = self.start_test_plugin("--devices", "a", "--replicas", "1025")
+        self.assertNotEqual(pl.wait_exit(T), 0)
+        pl.wait_log(r"invalid kdp_config\.replicas 1025", T)
+        # An ID that leaves no room for its suffix is refused at set time.
+        kl = self.kubelet()
+        pl = self.start_test_plugin("--devices", "a", "--replicas", "1024")
+        kl.wait_event("devices", T, resource=RES, n=1024)
+        self.assertEqual(pl.command("many 1 251"), {RES: -22})
+        pl.wait_log(r"is too long for 1024 replicas", T)
+        self.assertEqual(pl.command("many 1 250"), {RES: 0})
+
+
 class KubeletRestarts(PluginTest):
     N = 50
 

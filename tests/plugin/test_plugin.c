@@ -22,8 +22,11 @@
  *                           plugin shut down mid-call
  *   --prestart FILE         enable PreStartContainer: append "prestart ids" to FILE
  *   --preferred             enable GetPreferredAllocation: available reversed
- *   --preferred-strategy packed
+ *   --preferred-strategy packed|spread
  *                           kdp's own answer instead (kdp_config.preferred)
+ *   --replicas N            kdp_config.replicas
+ *   --one-per-container     kdp_config.replicas_one_per_container
+ *   --alloc-log FILE        the allocate op appends "allocate ids -> device_ids"
  *   --lifecycle FILE        append "refresh" / "destroy" to FILE
  *   --list-file FILE        simple mode: the list op reads SPEC lines from FILE
  *   --default-alloc         no allocate op: kdp's default response
@@ -79,6 +82,7 @@ static const char *lifecycle_file;
 static const char *list_file;
 static const char *positive_id;
 static const char *misuse_id;
+static const char *alloc_log;
 static kdp_ctx *the_ctx;
 
 typedef struct spec {
@@ -140,6 +144,17 @@ static int op_allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_re
                        void *ud)
 {
     (void)ud;
+    if (alloc_log) {
+        char *ids = kdp_ids_join(req->ids, req->n_ids, ",");
+        char *devs = kdp_ids_join(req->device_ids, req->n_ids, ",");
+        char *line = NULL;
+        if (ids && devs && asprintf(&line, "allocate %s ->", ids) >= 0) {
+            note(alloc_log, line, (const char *const *)&devs, 1);
+        }
+        free(line);
+        free(ids);
+        free(devs);
+    }
     for (size_t i = 0; i < req->n_ids; i++) {
         if (strcmp(req->ids[i], "slow") == 0) {
             usleep(slow_ms * 1000U);
@@ -476,6 +491,10 @@ int main(int argc, char **argv)
             sink_reenters = true;
             continue;
         }
+        if (strcmp(a, "--one-per-container") == 0) {
+            cfg.replicas_one_per_container = true;
+            continue;
+        }
         if (!v) {
             fprintf(stderr, "kdp-test-plugin: %s needs a value\n", a);
             return 2;
@@ -486,8 +505,13 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--kubelet-root") == 0) {
             cfg.kubelet_root = v;
         } else if (strcmp(a, "--preferred-strategy") == 0) {
-            cfg.preferred =
-                strcmp(v, "packed") == 0 ? KDP_PREFERRED_PACKED : (kdp_preferred_strategy)99;
+            cfg.preferred = strcmp(v, "packed") == 0   ? KDP_PREFERRED_PACKED
+                            : strcmp(v, "spread") == 0 ? KDP_PREFERRED_SPREAD
+                                                       : (kdp_preferred_strategy)99;
+        } else if (strcmp(a, "--replicas") == 0) {
+            cfg.replicas = (unsigned)atoi(v);
+        } else if (strcmp(a, "--alloc-log") == 0) {
+            alloc_log = v;
         } else if (strcmp(a, "--resource") == 0 && n_res < MAX_RES) {
             resources[n_res++] = v;
         } else if (strcmp(a, "--socket") == 0) {

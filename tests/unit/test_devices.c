@@ -712,8 +712,65 @@ static void test_encoded_size(void **state)
         assert_int_equal(kdp__devtab_encode(&t, &buf, &len), 0);
         assert_int_equal(kdp__devtab_encoded_size(&t), len);
         free(buf);
+        /* Replicas: every device as that many "<id>-<k>" entries, k of one
+         * to four digits (the ID's length varint changes form too). */
+        static const unsigned reps[] = {0, 1, 2, 10, 11, 101, 1024};
+        unsigned rep = reps[(unsigned)round % 7];
+        if (n * rep <= 8192) {
+            assert_int_equal(kdp__devtab_encode_replicas(&t, rep, &buf, &len), 0);
+            assert_int_equal(kdp__devtab_encoded_size_replicas(&t, rep), len);
+            free(buf);
+        }
         kdp__devtab_clear(&t);
     }
+}
+
+/* Replicas on the wire: each device as N entries in replica order, each
+ * with the device's health and topology. */
+static void test_encode_replicas(void **state)
+{
+    (void)state;
+    int64_t numa[] = {1, 3};
+    kdp_device devs[] = {dev("gpu1"), dev("gpu0")};
+    devs[0].health = KDP_UNHEALTHY;
+    devs[1].numa_nodes = numa;
+    devs[1].n_numa_nodes = 2;
+    kdp__devtab t;
+    kdp__devtab_init(&t);
+    assert_int_equal(kdp__devtab_from_array(&t, devs, 2, NULL), 0);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(kdp__devtab_encode_replicas(&t, 12, &buf, &len), 0);
+    V1beta1__ListAndWatchResponse *m = v1beta1__list_and_watch_response__unpack(NULL, len, buf);
+    free(buf);
+    assert_non_null(m);
+    assert_int_equal(m->n_devices, 24);
+    for (size_t i = 0; i < 24; i++) {
+        /* a device's replicas are together, in order (the devices in any) */
+        const V1beta1__Device *d = m->devices[i];
+        bool gpu0 = strncmp(m->devices[i - i % 12]->id, "gpu0", 4) == 0;
+        char want[32];
+        snprintf(want, sizeof(want), "gpu%d-%zu", gpu0 ? 0 : 1, i % 12);
+        assert_string_equal(d->id, want);
+        if (gpu0) {
+            assert_string_equal(d->health, "Healthy");
+            assert_non_null(d->topology);
+            assert_int_equal(d->topology->n_nodes, 2);
+            assert_int_equal(d->topology->nodes[1]->id, 3);
+        } else {
+            assert_string_equal(d->health, "Unhealthy");
+            assert_null(d->topology);
+        }
+    }
+    v1beta1__list_and_watch_response__free_unpacked(m, NULL);
+    /* 0 and 1: the devices themselves */
+    assert_int_equal(kdp__devtab_encode_replicas(&t, 1, &buf, &len), 0);
+    m = v1beta1__list_and_watch_response__unpack(NULL, len, buf);
+    free(buf);
+    assert_int_equal(m->n_devices, 2);
+    assert_int_equal(strlen(m->devices[0]->id), 4);
+    v1beta1__list_and_watch_response__free_unpacked(m, NULL);
+    kdp__devtab_clear(&t);
 }
 
 static void test_oom(void **state)
@@ -756,6 +813,12 @@ static void test_oom(void **state)
              (assert_ptr_equal(buf, &sentinel), assert_int_equal(len, 77)));
     assert_ptr_not_equal(buf, &sentinel);
     free(buf);
+    buf = &sentinel;
+    len = 77;
+    OOM_LOOP(kdp__devtab_encode_replicas(&t, 3, &buf, &len),
+             (assert_ptr_equal(buf, &sentinel), assert_int_equal(len, 77)));
+    assert_ptr_not_equal(buf, &sentinel);
+    free(buf);
     kdp__devtab_clear(&t);
     kdp__devtab_clear(&dst);
 }
@@ -776,6 +839,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_encode_decode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_encode_100k, setup, teardown),
         cmocka_unit_test_setup_teardown(test_encoded_size, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_encode_replicas, setup, teardown),
         cmocka_unit_test_setup_teardown(test_author_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oom, setup, teardown),
     };

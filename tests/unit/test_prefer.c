@@ -36,6 +36,27 @@ static void make_tab(kdp__devtab *t)
     assert_int_equal(kdp__devtab_from_array(t, devs, sizeof(devs) / sizeof(devs[0]), NULL), 0);
 }
 
+/* The answer of strategy s with replicas for available/must/size, as
+ * "id,id,...". */
+static void check_s(kdp_preferred_strategy s, unsigned replicas, const kdp__devtab *t,
+                    const char *const *avail, size_t n_avail, const char *const *must,
+                    size_t n_must, size_t size, const char *want)
+{
+    kdp_preferred_request req = {.available = avail,
+                                 .n_available = n_avail,
+                                 .must_include = must,
+                                 .n_must_include = n_must,
+                                 .size = size};
+    kdp_id_list out;
+    kdp__id_list_init(&out);
+    assert_int_equal(kdp__prefer(s, t, replicas, &req, &out), 0);
+    char *got = kdp_ids_join((const char *const *)out.ids, out.n, ",");
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    free(got);
+    kdp__id_list_done(&out);
+}
+
 /* The answer for available/must/size, as "id,id,...". */
 static void check(const kdp__devtab *t, const char *const *avail, size_t n_avail,
                   const char *const *must, size_t n_must, size_t size, const char *want)
@@ -47,7 +68,7 @@ static void check(const kdp__devtab *t, const char *const *avail, size_t n_avail
                                  .size = size};
     kdp_id_list out;
     kdp__id_list_init(&out);
-    assert_int_equal(kdp__prefer(KDP_PREFERRED_PACKED, t, &req, &out), 0);
+    assert_int_equal(kdp__prefer(KDP_PREFERRED_PACKED, t, 0, &req, &out), 0);
     char *got = kdp_ids_join((const char *const *)out.ids, out.n, ",");
     assert_non_null(got);
     assert_string_equal(got, want);
@@ -102,6 +123,80 @@ static void test_spanning_and_unknown(void **state)
     kdp__devtab_clear(&t);
 }
 
+/* g0 g1 on node 0, h0 on node 1, each shared as 3 replicas. */
+static void make_shared(kdp__devtab *t)
+{
+    kdp_device devs[] = {
+        {.id = "g0", .numa_nodes = n0, .n_numa_nodes = 1},
+        {.id = "g1", .numa_nodes = n0, .n_numa_nodes = 1},
+        {.id = "h0", .numa_nodes = n1, .n_numa_nodes = 1},
+    };
+    kdp__devtab_init(t);
+    assert_int_equal(kdp__devtab_from_array(t, devs, 3, NULL), 0);
+}
+
+static const char *const SHARED[] = {"h0-2", "g1-1", "g0-0", "h0-0", "g1-0",
+                                     "g0-2", "h0-1", "g0-1", "g1-2"};
+
+#define PACKED KDP_PREFERRED_PACKED
+#define SPREAD KDP_PREFERRED_SPREAD
+
+/* Packed with replicas: the fewest NUMA nodes, then the fewest devices. */
+static void test_packed_replicas(void **state)
+{
+    (void)state;
+    kdp__devtab t;
+    make_shared(&t);
+    check_s(PACKED, 3, &t, SHARED, 9, NULL, 0, 2, "h0-0,h0-1"); /* node 1 fits 2 tightest */
+    check_s(PACKED, 3, &t, SHARED, 9, NULL, 0, 3, "h0-0,h0-1,h0-2");
+    /* node 0: one whole device, then one more */
+    check_s(PACKED, 3, &t, SHARED, 9, NULL, 0, 4, "g0-0,g0-1,g0-2,g1-0");
+    const char *must_g1[] = {"g1-2"};
+    check_s(PACKED, 3, &t, SHARED, 9, must_g1, 1, 3, "g1-2,g1-0,g1-1"); /* its device first */
+    check_s(PACKED, 3, &t, SHARED, 9, must_g1, 1, 5, "g1-2,g1-0,g1-1,g0-0,g0-1");
+    /* g0 has one replica free, g1 three: one device rather than two */
+    const char *busy[] = {"g0-0", "g1-0", "g1-1", "g1-2"};
+    check_s(PACKED, 3, &t, busy, 4, NULL, 0, 2, "g1-0,g1-1");
+    check_s(PACKED, 3, &t, busy, 4, NULL, 0, 1, "g0-0"); /* the tightest fit */
+    check_s(PACKED, 3, &t, busy, 4, NULL, 0, 4, "g1-0,g1-1,g1-2,g0-0");
+    /* replicas in numeric order; unknown and malformed IDs are devices of no node */
+    const char *twelve[] = {"g0-10", "g0-2", "x-1", "g0-1", "g0-01"};
+    check_s(PACKED, 12, &t, twelve, 5, NULL, 0, 3, "g0-1,g0-2,g0-10");
+    check_s(PACKED, 12, &t, twelve, 5, NULL, 0, 5, "g0-1,g0-2,g0-10,g0-01,x-1");
+    kdp__devtab_clear(&t);
+}
+
+/* Spread: as many devices as possible, the least used first. */
+static void test_spread(void **state)
+{
+    (void)state;
+    kdp__devtab t;
+    make_shared(&t);
+    check_s(SPREAD, 3, &t, SHARED, 9, NULL, 0, 3, "g0-0,g1-0,h0-0");
+    check_s(SPREAD, 3, &t, SHARED, 9, NULL, 0, 4, "g0-0,g1-0,h0-0,g0-1");
+    check_s(SPREAD, 3, &t, SHARED, 9, NULL, 0, 20, "g0-0,g1-0,h0-0,g0-1,g1-1,h0-1,g0-2,g1-2,h0-2");
+    /* a must-include device gets its second replica after the others' first
+     * (and after theirs in later rounds too) */
+    const char *must_g0[] = {"g0-1", "g0-1"};
+    check_s(SPREAD, 3, &t, SHARED, 9, must_g0, 2, 3, "g0-1,g1-0,h0-0");
+    check_s(SPREAD, 3, &t, SHARED, 9, must_g0, 2, 5, "g0-1,g1-0,h0-0,g1-1,h0-1");
+    const char *must_two[] = {"g0-1", "g0-2"};
+    check_s(SPREAD, 3, &t, SHARED, 9, must_two, 2, 5, "g0-1,g0-2,g1-0,h0-0,g1-1");
+    check_s(SPREAD, 3, &t, SHARED, 9, must_g0, 1, 0, "g0-1");
+    /* the most replicas available (the fewest in use) first */
+    const char *uneven[] = {"g0-0", "g1-0", "g1-1", "h0-0", "h0-1", "h0-2"};
+    check_s(SPREAD, 3, &t, uneven, 6, NULL, 0, 2, "h0-0,g1-0");
+    check_s(SPREAD, 3, &t, uneven, 6, NULL, 0, 5, "h0-0,g1-0,g0-0,h0-1,g1-1");
+    /* without replicas: ID order, each once */
+    kdp__devtab plain;
+    make_tab(&plain);
+    check_s(SPREAD, 0, &plain, ALL, 6, NULL, 0, 3, "a0,a1,b0");
+    const char *dup_avail[] = {"b0", "a0", "a0"};
+    check_s(SPREAD, 1, &plain, dup_avail, 3, NULL, 0, 3, "a0,b0");
+    kdp__devtab_clear(&plain);
+    kdp__devtab_clear(&t);
+}
+
 static void test_invalid_id(void **state)
 {
     (void)state;
@@ -112,7 +207,7 @@ static void test_invalid_id(void **state)
     kdp_id_list out;
     kdp__id_list_init(&out);
     kdp_log_set(KDP_LOG_ERROR, NULL, NULL);
-    assert_int_equal(kdp__prefer(KDP_PREFERRED_PACKED, &t, &req, &out), -EINVAL);
+    assert_int_equal(kdp__prefer(KDP_PREFERRED_PACKED, &t, 0, &req, &out), -EINVAL);
     kdp__id_list_done(&out);
     kdp__devtab_clear(&t);
 }
@@ -124,6 +219,8 @@ int main(void)
         cmocka_unit_test(test_best_fit),
         cmocka_unit_test(test_must_include),
         cmocka_unit_test(test_spanning_and_unknown),
+        cmocka_unit_test(test_packed_replicas),
+        cmocka_unit_test(test_spread),
         cmocka_unit_test(test_invalid_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

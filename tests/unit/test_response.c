@@ -49,7 +49,7 @@ static void test_env(void **state)
 {
     (void)state;
     kdp_alloc_response r;
-    kdp__response_init(&r, NULL, NULL, 0, NULL);
+    kdp__response_init(&r, NULL, NULL, NULL, 0, NULL);
     assert_int_equal(kdp_response_add_env(&r, "A", "1"), 0);
     assert_int_equal(kdp_response_add_env(&r, "B", ""), 0);
     assert_int_equal(kdp_response_add_env(&r, "A", "2"), 0); /* replaces */
@@ -82,7 +82,7 @@ static void test_mount_device_annotation_cdi(void **state)
 {
     (void)state;
     kdp_alloc_response r;
-    kdp__response_init(&r, NULL, NULL, 0, NULL);
+    kdp__response_init(&r, NULL, NULL, NULL, 0, NULL);
 
     assert_int_equal(kdp_response_add_mount(&r, "/data", "/srv/data", true), 0);
     assert_int_equal(kdp_response_add_mount(&r, "/cfg", "/etc/cfg", false), 0);
@@ -167,7 +167,7 @@ static void test_defaults_with_host_paths(void **state)
     make_tab(&t);
     const char *ids[] = {"b", "c", "a"};
     kdp_alloc_response r;
-    kdp__response_init(&r, &t, ids, 3, "KDP_DEVICES_X");
+    kdp__response_init(&r, &t, ids, NULL, 3, "KDP_DEVICES_X");
     assert_int_equal(kdp_response_add_env(&r, "KDP_DEVICES_X", "stale"), 0);
     assert_int_equal(kdp_response_add_defaults(&r), 0);
 
@@ -188,6 +188,26 @@ static void test_defaults_with_host_paths(void **state)
     kdp__devtab_clear(&t);
 }
 
+/* Replicas: the devices are the resolved ones, each node once however many
+ * of its replicas came; the env var lists what the kubelet asked. */
+static void test_defaults_with_replicas(void **state)
+{
+    (void)state;
+    kdp__devtab t;
+    make_tab(&t);
+    const char *ids[] = {"b-0", "a-3", "b-1"};
+    const char *dev_ids[] = {"b", "a", "b"};
+    kdp_alloc_response r;
+    kdp__response_init(&r, &t, ids, dev_ids, 3, "KDP_DEVICES_X");
+    assert_int_equal(kdp_response_add_defaults(&r), 0);
+    assert_int_equal(r.n_devices, 2);
+    assert_string_equal(r.devices[0].host_path, "/dev/b");
+    assert_string_equal(r.devices[1].host_path, "/dev/a");
+    assert_string_equal(env_of(&r, "KDP_DEVICES_X"), "b-0,a-3,b-1");
+    kdp__response_done(&r);
+    kdp__devtab_clear(&t);
+}
+
 /* One device node and one mount per container path: the same one again is
  * a no-op, another one at that path is refused (the runtime would fail the
  * container, or keep one of them silently). */
@@ -198,7 +218,7 @@ static void test_one_per_container_path(void **state)
     make_tab(&t);
     const char *ids[] = {"a"};
     kdp_alloc_response r;
-    kdp__response_init(&r, &t, ids, 1, NULL);
+    kdp__response_init(&r, &t, ids, NULL, 1, NULL);
     assert_int_equal(kdp_response_add_device(&r, "/dev/x", "/dev/a", "rw"), 0);
     assert_int_equal(kdp_response_add_device(&r, "/dev/x", "/dev/a", NULL), 0); /* same: rw */
     assert_int_equal(kdp_response_add_device(&r, "/dev/x", "/dev/b", "rw"), -EEXIST);
@@ -226,7 +246,7 @@ static void test_defaults_without_host_paths(void **state)
     make_tab(&t);
     const char *ids[] = {"c"};
     kdp_alloc_response r;
-    kdp__response_init(&r, &t, ids, 1, "DEVS");
+    kdp__response_init(&r, &t, ids, NULL, 1, "DEVS");
     assert_int_equal(kdp_response_add_defaults(&r), 0);
     assert_int_equal(r.n_devices, 0);
     assert_int_equal(r.n_envs, 1);
@@ -235,7 +255,7 @@ static void test_defaults_without_host_paths(void **state)
 
     /* No table, an unknown ID: only the env var. */
     const char *ids2[] = {"x", "y"};
-    kdp__response_init(&r, NULL, ids2, 2, "DEVS");
+    kdp__response_init(&r, NULL, ids2, NULL, 2, "DEVS");
     assert_int_equal(kdp_response_add_defaults(&r), 0);
     assert_int_equal(r.n_devices, 0);
     assert_string_equal(env_of(&r, "DEVS"), "x,y");
@@ -243,7 +263,7 @@ static void test_defaults_without_host_paths(void **state)
 
     /* No env name: only the device nodes. */
     const char *ids3[] = {"a"};
-    kdp__response_init(&r, &t, ids3, 1, NULL);
+    kdp__response_init(&r, &t, ids3, NULL, 1, NULL);
     assert_int_equal(kdp_response_add_defaults(&r), 0);
     assert_int_equal(r.n_devices, 1);
     assert_int_equal(r.n_envs, 0);
@@ -272,7 +292,7 @@ static void test_ids_join(void **state)
     assert_null(kdp_ids_join(with_null, 2, NULL));
 
     kdp_alloc_response r;
-    kdp__response_init(&r, NULL, ids, 3, NULL);
+    kdp__response_init(&r, NULL, ids, NULL, 3, NULL);
     assert_int_equal(kdp_response_add_env_ids(&r, "GPUS", ";"), 0);
     assert_string_equal(env_of(&r, "GPUS"), "gpu0;gpu3;x");
     assert_int_equal(kdp_response_add_env_ids(&r, "bad=key", NULL), -EINVAL);
@@ -303,7 +323,7 @@ static void test_to_pb_round_trip(void **state)
 {
     (void)state;
     kdp_alloc_response r;
-    kdp__response_init(&r, NULL, NULL, 0, NULL);
+    kdp__response_init(&r, NULL, NULL, NULL, 0, NULL);
     assert_int_equal(kdp_response_add_env(&r, "A", "1"), 0);
     assert_int_equal(kdp_response_add_env(&r, "B", "two=2"), 0);
     assert_int_equal(kdp_response_add_mount(&r, "/data", "/srv/data", true), 0);
@@ -340,7 +360,7 @@ static void test_to_pb_round_trip(void **state)
     kdp__response_done(&r);
 
     /* An empty response is an empty message. */
-    kdp__response_init(&r, NULL, NULL, 0, NULL);
+    kdp__response_init(&r, NULL, NULL, NULL, 0, NULL);
     m = round_trip(&r);
     assert_int_equal(m->n_envs + m->n_mounts + m->n_devices + m->n_annotations + m->n_cdi_devices,
                      0);
@@ -359,7 +379,7 @@ static void test_defaults_round_trip(void **state)
     make_tab(&t);
     const char *ids[] = {"a", "b"};
     kdp_alloc_response r;
-    kdp__response_init(&r, &t, ids, 2, "KDP_DEVICES_EXAMPLE_COM_FOO");
+    kdp__response_init(&r, &t, ids, NULL, 2, "KDP_DEVICES_EXAMPLE_COM_FOO");
     assert_int_equal(kdp_response_add_defaults(&r), 0);
     V1beta1__ContainerAllocateResponse *m = round_trip(&r);
     assert_int_equal(m->n_envs, 1);
@@ -430,7 +450,7 @@ static void test_oom(void **state)
     make_tab(&t);
     const char *ids[] = {"a", "b", "c"};
     kdp_alloc_response r;
-    kdp__response_init(&r, &t, ids, 3, "DEVS");
+    kdp__response_init(&r, &t, ids, NULL, 3, "DEVS");
     OOM_LOOP(kdp_response_add_env(&r, "A", "1"), assert_int_equal(r.n_envs, 0));
     OOM_LOOP(kdp_response_add_env(&r, "A", "2"), assert_string_equal(r.envs[0].value, "1"));
     assert_string_equal(r.envs[0].value, "2");
@@ -448,7 +468,7 @@ static void test_oom(void **state)
 
     /* add_defaults may leave part of its work on failure, never a leak. */
     for (long k = 0;; k++) {
-        kdp__response_init(&r, &t, ids, 3, "DEVS");
+        kdp__response_init(&r, &t, ids, NULL, 3, "DEVS");
         oom_countdown = k;
         int ret = kdp_response_add_defaults(&r);
         oom_countdown = -1;
@@ -479,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_env),
         cmocka_unit_test(test_mount_device_annotation_cdi),
         cmocka_unit_test(test_defaults_with_host_paths),
+        cmocka_unit_test(test_defaults_with_replicas),
         cmocka_unit_test(test_defaults_without_host_paths),
         cmocka_unit_test(test_one_per_container_path),
         cmocka_unit_test(test_to_pb_round_trip),

@@ -224,6 +224,7 @@ typedef struct rparse {
     yaml_node_t *name_node;
     yaml_node_t *socket_node;
     yaml_node_t *cdi_node;
+    yaml_node_t *one_node; /* onePerContainer */
 } rparse;
 
 static int f_name(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
@@ -295,11 +296,26 @@ static int f_preferred(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
     if (!s) {
         return -1;
     }
-    if (strcmp(s, "packed") != 0 && strcmp(s, "none") != 0) {
-        return yw_fail(c, v, key, "must be \"packed\" or \"none\", not \"%s\"", s);
+    if (strcmp(s, "packed") == 0) {
+        r->preferred = KDP_PREFERRED_PACKED;
+    } else if (strcmp(s, "spread") == 0) {
+        r->preferred = KDP_PREFERRED_SPREAD;
+    } else if (strcmp(s, "none") == 0) {
+        r->preferred = KDP_PREFERRED_NONE;
+    } else {
+        return yw_fail(c, v, key,
+                       "must be \"packed\" or \"none\", not \"%s\"; or \"spread\" (for shared "
+                       "devices: count above 1)",
+                       s);
     }
-    r->packed = strcmp(s, "packed") == 0;
     return 0;
+}
+
+static int f_one_per_container(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
+{
+    rparse *rp = obj;
+    rp->one_node = v;
+    return yw_get_bool(c, v, key, &rp->r->one_per_container);
 }
 
 static int f_permissions(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
@@ -465,6 +481,7 @@ enum {
     RES_ENV,
     RES_CDI,
     RES_PREFERRED,
+    RES_ONE_PER_CONTAINER,
     RES_FIELDS
 };
 static const yw_field resource_fields[RES_FIELDS] = {
@@ -477,6 +494,7 @@ static const yw_field resource_fields[RES_FIELDS] = {
     [RES_ENV] = {"env", f_env},
     [RES_CDI] = {"cdi", f_cdi},
     [RES_PREFERRED] = {"preferred", f_preferred},
+    [RES_ONE_PER_CONTAINER] = {"onePerContainer", f_one_per_container},
 };
 
 /* A resource name's character in a default socket name: lower case letters
@@ -533,6 +551,10 @@ static int finish_resource(yw_ctx *c, yaml_node_t *n, const char *key, rparse *r
     }
     if (!r->count) {
         r->count = 1;
+    }
+    if (r->one_per_container && r->count < 2) {
+        yw_subkey(sub, key, "onePerContainer");
+        return yw_fail(c, rp->one_node, sub, "needs count above 1 (devices shared)");
     }
     if (!r->permissions && !(r->permissions = strdup("rw"))) {
         return yw_oom(c, n, key);
@@ -693,7 +715,8 @@ static char *fingerprint(const gen_resource *r)
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         put_field(f, strs[i]);
     }
-    fprintf(f, "%u\x1f%d\x1f%d\x1f%d\x1f", r->count, r->cdi, r->cdi_device_specs, r->packed);
+    fprintf(f, "%u\x1f%d\x1f%d\x1f%d\x1f%d\x1f", r->count, r->cdi, r->cdi_device_specs,
+            r->preferred, r->one_per_container);
     for (size_t i = 0; i < r->n_entries; i++) {
         put_entry(f, &r->entries[i]);
     }

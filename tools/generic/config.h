@@ -58,8 +58,9 @@ typedef struct gen_resource {
     size_t n_env;
     bool cdi;
     char *cdi_kind;
-    bool cdi_device_specs; /* also hand out the nodes as DeviceSpecs */
-    bool packed;           /* preferred: packed (kdp's NUMA-packed answers) */
+    bool cdi_device_specs;  /* also hand out the nodes as DeviceSpecs */
+    int preferred;          /* preferred: a kdp_preferred_strategy */
+    bool one_per_container; /* onePerContainer: kdp_config.replicas_one_per_container */
     /* The global settings too */
     char *root;
     char *sysfs;

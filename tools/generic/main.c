@@ -3,7 +3,7 @@
  * kdp-generic: a device plugin with no code. Every resource of a YAML file
  * (docs/generic.md) is one kdp plugin on one context: its devices are the
  * device nodes its entries match (globs, groups, USB IDs), shared by
- * `count` containers each, pushed to the kubelet as they come and go
+ * `count` containers each (kdp's replicas), pushed to the kubelet as they come and go
  * (inotify on their directories), handed out with the resource's mounts,
  * env and optional CDI spec. SIGHUP re-reads the file: a resource that
  * disappears is stopped, a new one started, a changed one restarted, an
@@ -95,9 +95,9 @@ static int list_devices(kdp_plugin *p, kdp_device_list *out, void *ud)
     gres *g = ud;
     gen_scan s;
     int r = gen_scan_run(&g->cfg, &s);
-    for (size_t i = 0; r == 0 && i < s.n_ids; i++) {
-        const gen_dev *d = &s.devs[s.ids[i].dev];
-        kdp_device dev = {.id = s.ids[i].id, .numa_nodes = d->numa, .n_numa_nodes = d->n_numa};
+    for (size_t i = 0; r == 0 && i < s.n; i++) {
+        const gen_dev *d = &s.devs[i]; /* shared as `count` IDs by kdp's replicas */
+        kdp_device dev = {.id = d->id, .numa_nodes = d->numa, .n_numa_nodes = d->n_numa};
         r = kdp_device_list_add(out, &dev);
     }
     if (r == 0 && g->cfg.cdi) {
@@ -118,7 +118,8 @@ static int list_devices(kdp_plugin *p, kdp_device_list *out, void *ud)
     return r < 0 ? r : 0;
 }
 
-/* The devices behind the requested IDs, each once, under g->mu. */
+/* The devices behind the requested IDs (resolved by kdp), each once, under
+ * g->mu. */
 static int add_devices(kdp_plugin *p, gres *g, const kdp_alloc_request *req,
                        kdp_alloc_response *resp)
 {
@@ -130,7 +131,7 @@ static int add_devices(kdp_plugin *p, gres *g, const kdp_alloc_request *req,
     size_t n_seen = 0;
     int r = 0;
     for (size_t i = 0; r == 0 && i < req->n_ids; i++) {
-        const gen_dev *d = gen_scan_lookup(&g->scan, req->ids[i]);
+        const gen_dev *d = gen_scan_lookup(&g->scan, req->device_ids[i]);
         if (!d) {
             kdp_plugin_set_error(p, "device %s is no longer present", req->ids[i]);
             r = -ENOENT;
@@ -226,7 +227,9 @@ static int start_resource(app *a, gen_resource *r)
         .resource_name = g->cfg.name,
         .socket_name = g->cfg.socket,
         .device_plugin_dir = a->dp_dir,
-        .preferred = g->cfg.packed ? KDP_PREFERRED_PACKED : KDP_PREFERRED_NONE,
+        .preferred = g->cfg.preferred,
+        .replicas = g->cfg.count,
+        .replicas_one_per_container = g->cfg.one_per_container,
     };
     kdp_ops ops = {.list = list_devices, .allocate = allocate};
     int rc = kdp_plugin_new(a->ctx, &cfg, &ops, g, &g->p);

@@ -266,7 +266,7 @@ static int scan_usb(builder *b, const gen_entry *e)
     return rc;
 }
 
-/* ---- IDs ---- */
+/* ---- the device list ---- */
 
 static void dev_clear(gen_dev *d)
 {
@@ -311,39 +311,14 @@ static int finish_devs(builder *b, gen_scan *out)
     return 0;
 }
 
-static int cmp_exposed(const void *a, const void *b)
+static int check_ids(const gen_resource *r, gen_scan *s)
 {
-    return strcmp(((const gen_exposed *)a)->id, ((const gen_exposed *)b)->id);
-}
-
-static int make_ids(const gen_resource *r, gen_scan *s)
-{
-    size_t total = s->n * r->count;
-    if (total > GEN_MAX_IDS) {
+    s->n_ids = s->n * r->count;
+    if (s->n_ids > GEN_MAX_IDS) {
         log_e("%s: %zu devices x count %u = %zu device IDs, over the cap of %u", r->name, s->n,
-              r->count, total, GEN_MAX_IDS);
+              r->count, s->n_ids, GEN_MAX_IDS);
         return -E2BIG;
     }
-    s->ids = calloc(total ? total : 1, sizeof(*s->ids));
-    if (!s->ids) {
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < s->n; i++) {
-        for (unsigned k = 0; k < r->count; k++) {
-            gen_exposed *x = &s->ids[s->n_ids];
-            x->dev = i;
-            if (r->count == 1) {
-                x->id = strdup(s->devs[i].id);
-            } else if (asprintf(&x->id, "%s-%u", s->devs[i].id, k) < 0) {
-                x->id = NULL;
-            }
-            if (!x->id) {
-                return -ENOMEM;
-            }
-            s->n_ids++;
-        }
-    }
-    qsort(s->ids, s->n_ids, sizeof(*s->ids), cmp_exposed);
     return 0;
 }
 
@@ -360,7 +335,7 @@ int gen_scan_run(const gen_resource *r, gen_scan *out)
         rc = finish_devs(&b, out);
     }
     if (rc == 0) {
-        rc = make_ids(r, out);
+        rc = check_ids(r, out);
     }
     for (size_t i = 0; i < b.n; i++) {
         dev_clear(&b.devs[i]);
@@ -379,19 +354,17 @@ void gen_scan_clear(gen_scan *s)
         dev_clear(&s->devs[i]);
     }
     free(s->devs);
-    for (size_t i = 0; i < s->n_ids; i++) {
-        free(s->ids[i].id);
-    }
-    free(s->ids);
     memset(s, 0, sizeof(*s));
+}
+
+static int cmp_dev_id(const void *key, const void *elem)
+{
+    return strcmp(key, ((const gen_dev *)elem)->id);
 }
 
 const gen_dev *gen_scan_lookup(const gen_scan *s, const char *id)
 {
-    gen_exposed key = {.id = (char *)id};
-    const gen_exposed *x =
-        s->n_ids ? bsearch(&key, s->ids, s->n_ids, sizeof(*s->ids), cmp_exposed) : NULL;
-    return x ? &s->devs[x->dev] : NULL;
+    return s->n ? bsearch(id, s->devs, s->n, sizeof(*s->devs), cmp_dev_id) : NULL;
 }
 
 /* ---- hot-plug directories ---- */

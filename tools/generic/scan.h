@@ -21,24 +21,19 @@ typedef struct gen_dev {
     size_t n_numa;
 } gen_dev;
 
-/* One device ID the kubelet sees: dev's ID, or with count > 1 "<id>-<k>". */
-typedef struct gen_exposed {
-    char *id;
-    size_t dev;
-} gen_exposed;
-
+/* The physical devices. The kubelet sees each as r->count IDs: with count
+ * > 1 the library's replicas (kdp_config.replicas) make them "<id>-<k>". */
 typedef struct gen_scan {
     gen_dev *devs; /* sorted by id */
     size_t n;
-    gen_exposed *ids; /* sorted by id (strcmp) */
-    size_t n_ids;
+    size_t n_ids; /* the IDs the kubelet sees: n x count */
 } gen_scan;
 
-/* Finds r's devices now, and the IDs for r->count. Returns 0, -E2BIG
- * (over the caps, logged), -ENOMEM. */
+/* Finds r's devices now. Returns 0, -E2BIG (devices x count over
+ * GEN_MAX_IDS, logged), -ENOMEM. */
 int gen_scan_run(const gen_resource *r, gen_scan *out);
 void gen_scan_clear(gen_scan *s);
-/* The device behind an exposed ID, or NULL. */
+/* The device of that (physical) ID, or NULL. */
 const gen_dev *gen_scan_lookup(const gen_scan *s, const char *id);
 /* Every directory to watch for r's hot-plug: host paths (not under root)
  * with a depth each. Returns how many (at most max). */
