@@ -151,7 +151,8 @@ def machine(bin_dir):
         with open(cache) as f:
             c = f.read()
         m = re.search(r"^CMAKE_BUILD_TYPE:\w+=(.*)$", c, re.M)
-        build_type = m.group(1) if m else ""
+        # empty in the cache: the project's default (CMakeLists.txt)
+        build_type = (m.group(1) if m else "") or "RelWithDebInfo"
         m = re.search(r"^CMAKE_C_FLAGS_%s:\w+=(.*)$" % build_type.upper(), c, re.M)
         cflags = m.group(1) if m else ""
     dpkg = lambda p: sh("dpkg-query -W -f='${Version}' %s 2>/dev/null" % p)  # noqa: E731
