@@ -11,7 +11,7 @@
  * relist.
  *
  *   kdp-example-gopher [--devices-dir DIR] [--resource NAME]
- *       [--device-plugin-dir DIR | --kubelet-root ROOT]
+ *       [--device-plugin-dir DIR | --kubelet-root ROOT] [--registration MODE]
  */
 #include <dirent.h>
 #include <errno.h>
@@ -169,10 +169,15 @@ int main(int argc, char **argv)
             cfg.device_plugin_dir = v;
         } else if ((v = flag_value(argc, argv, &i, "--kubelet-root"))) {
             cfg.kubelet_root = v;
+        } else if ((v = flag_value(argc, argv, &i, "--registration"))) {
+            if (kdp_registration_parse(v, &cfg.registration) < 0) {
+                fprintf(stderr, "--registration: kubelet, watcher or auto, not \"%s\"\n", v);
+                return 2;
+            }
         } else {
             fprintf(stderr,
                     "usage: %s [--devices-dir DIR] [--resource NAME] "
-                    "[--device-plugin-dir DIR | --kubelet-root ROOT]\n",
+                    "[--device-plugin-dir DIR | --kubelet-root ROOT] [--registration MODE]\n",
                     argv[0]);
             return 2;
         }

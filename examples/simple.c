@@ -4,7 +4,7 @@
  * does the rest (serve, register, stream, allocate, restarts, SIGTERM).
  *
  *   kdp-example-simple [--count N] [--resource NAME]
- *       [--device-plugin-dir DIR | --kubelet-root ROOT]
+ *       [--device-plugin-dir DIR | --kubelet-root ROOT] [--registration MODE]
  */
 #include <kdp.h>
 #include <stdio.h>
@@ -48,10 +48,17 @@ int main(int argc, char **argv)
             setenv(KDP_DEVICE_PLUGIN_DIR_ENV, v, 1); /* kdp_run_simple() takes no config */
         } else if ((v = flag_value(argc, argv, &i, "--kubelet-root"))) {
             setenv(KDP_KUBELET_ROOT_ENV, v, 1);
+        } else if ((v = flag_value(argc, argv, &i, "--registration"))) {
+            kdp_registration mode;
+            if (kdp_registration_parse(v, &mode) < 0) {
+                fprintf(stderr, "--registration: kubelet, watcher or auto, not \"%s\"\n", v);
+                return 2;
+            }
+            setenv(KDP_REGISTRATION_ENV, v, 1); /* kdp_run_simple() takes no config */
         } else {
             fprintf(stderr,
                     "usage: %s [--count N] [--resource NAME] "
-                    "[--device-plugin-dir DIR | --kubelet-root ROOT]\n",
+                    "[--device-plugin-dir DIR | --kubelet-root ROOT] [--registration MODE]\n",
                     argv[0]);
             return 2;
         }

@@ -265,6 +265,36 @@ typedef enum kdp_preferred_strategy {
 /* The most IDs one device may be shared as (kdp_config.replicas). */
 #define KDP_MAX_REPLICAS 1024U
 
+/* How a plugin registers with the kubelet. */
+typedef enum kdp_registration {
+    /* $KDP_REGISTRATION ("kubelet", "watcher" or "auto"), else
+     * KDP_REGISTRATION_KUBELET. */
+    KDP_REGISTRATION_DEFAULT = 0,
+    /* Register on <device-plugin dir>/kubelet.sock, the plugin's socket in
+     * that directory: every kubelet since 1.8. */
+    KDP_REGISTRATION_KUBELET,
+    /* The kubelet's plugin watcher: the plugin's socket goes into
+     * <kubelet root>/plugins_registry/ and also serves
+     * pluginregistration.Registration (GetInfo: type "DevicePlugin", the
+     * resource name, this same socket as the endpoint, version "v1beta1");
+     * the kubelet finds it there, connects, and reports the outcome
+     * (NotifyRegistrationStatus: a refusal is logged with the kubelet's
+     * reason, and the socket re-created after a capped backoff so that it
+     * asks again). kubelet.sock is never used. A socket name must not start
+     * with '.' (the kubelet skips those). */
+    KDP_REGISTRATION_WATCHER,
+    /* Decided at kdp_plugin_new(), and logged: kubelet.sock if it exists
+     * (every kubelet serves it today), else the plugin watcher if
+     * plugins_registry/ exists, else kubelet.sock (waited for). */
+    KDP_REGISTRATION_AUTO,
+} kdp_registration;
+
+#define KDP_REGISTRATION_ENV "KDP_REGISTRATION"
+
+/* "kubelet", "watcher", "auto" (what $KDP_REGISTRATION and the tools'
+ * --registration flag take) into *ret. Returns 0 or -EINVAL. */
+KDP_EXPORT int kdp_registration_parse(const char *s, kdp_registration *ret);
+
 typedef struct kdp_config {
     /* Required: the extended resource name, e.g. "example.com/gopher",
      * checked with the kubelet's own rule. */
@@ -312,6 +342,9 @@ typedef struct kdp_config {
      * time-slicing failRequestsGreaterThanOne. Without replicas it has no
      * effect (kdp_plugin_new logs a warning). */
     bool replicas_one_per_container;
+    /* How the plugin registers with the kubelet: see kdp_registration
+     * (0 = $KDP_REGISTRATION, else kubelet.sock). */
+    kdp_registration registration;
 } kdp_config;
 
 /* A context: one event loop that can run several plugins.

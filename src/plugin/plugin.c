@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "base/validate.h"
 #include "plugin/plugin_int.h"
+#include "plugin/regmode.h"
 #include "plugin/response.h"
 
 static char *join(const char *dir, const char *name)
@@ -65,7 +66,7 @@ static int check_config(const kdp_config *cfg, const char *dir)
         return -EINVAL;
     }
     if (kdp__validate_abs_path(dir, &why) < 0) {
-        log_error("invalid device-plugin directory \"%s\": %s", dir, why);
+        log_error("invalid directory for the plugin's socket \"%s\": %s", dir, why);
         return -EINVAL;
     }
     return 0;
@@ -199,8 +200,14 @@ static int make_parts(kdp_plugin *p, const kdp_config *cfg)
     p->table.replicas = cfg->replicas;
     kdp__reg_up rup = kdp__lifecycle_reg_up(&p->lc);
     p->made = MADE_REG;
-    r = kdp__reg_kubelet_init(&p->reg, l, p->dir, p->socket_name, p->resource, reg_options, p,
-                              &rup);
+    bool watcher = p->regmode == KDP_REGISTRATION_WATCHER;
+    if (watcher) {
+        r = kdp__reg_watcher_init(&p->watcher, l, p->socket_path, p->resource, &rup);
+        p->watcher.svc.up = sup;
+    } else {
+        r = kdp__reg_kubelet_init(&p->reg, l, p->dir, p->socket_name, p->resource, reg_options, p,
+                                  &rup);
+    }
     if (r < 0) {
         return r;
     }
@@ -216,9 +223,9 @@ static int make_parts(kdp_plugin *p, const kdp_config *cfg)
         .table = &p->table,
         .lock = &p->lock,
         .dir = &p->pdir,
-        .reg = &p->reg.base,
-        .svcs = {&p->devplugin.base},
-        .n_svcs = 1,
+        .reg = watcher ? &p->watcher.base : &p->reg.base,
+        .svcs = {&p->devplugin.base, watcher ? &p->watcher.svc : NULL},
+        .n_svcs = watcher ? 2 : 1,
         .status = &p->status,
         .stopped = lc_stopped,
         .stopped_ud = p,
@@ -266,9 +273,13 @@ KDP_EXPORT int kdp_plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops
     if (!paths) {
         return -ENOMEM;
     }
+    kdp_registration mode = KDP_REGISTRATION_KUBELET;
     r = kdp_kubelet_paths_get(cfg->kubelet_root, cfg->device_plugin_dir, paths);
+    if (r == 0 && cfg->resource_name) {
+        r = kdp__regmode_resolve(cfg, paths, &mode);
+    }
     if (r == 0) {
-        r = check_config(cfg, paths->device_plugin_dir);
+        r = check_config(cfg, kdp__regmode_dir(mode, paths));
     }
     kdp_plugin *p = r == 0 ? calloc(1, sizeof(*p)) : NULL;
     if (!p) {
@@ -285,7 +296,8 @@ KDP_EXPORT int kdp_plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops
     if (ops) {
         p->ops = *ops;
     }
-    r = fill_strings(p, cfg, paths->device_plugin_dir);
+    p->regmode = mode;
+    r = fill_strings(p, cfg, kdp__regmode_dir(mode, paths));
     free(paths);
     if (r == 0) {
         r = attach(p, ctx);
@@ -349,8 +361,12 @@ static void plugin_free(kdp_plugin *p)
     if (p->made >= MADE_LC) {
         kdp__lifecycle_done(&p->lc);
     }
-    if (p->made >= MADE_REG) {
+    if (p->made >= MADE_REG && p->regmode == KDP_REGISTRATION_WATCHER) {
+        kdp__reg_watcher_done(&p->watcher);
+    } else if (p->made >= MADE_REG) {
         kdp__reg_kubelet_done(&p->reg);
+    }
+    if (p->made >= MADE_REG) {
         kdp__pdir_done(&p->pdir);
     }
     if (p->made >= MADE_TABLE) {

@@ -20,6 +20,7 @@
 #include "plugin/pdir.h"
 #include "plugin/plugin.h"
 #include "plugin/reg_kubelet.h"
+#include "plugin/reg_watcher.h"
 #include "plugin/status.h"
 #include "plugin/table.h"
 
@@ -44,7 +45,9 @@ struct kdp_plugin {
     kdp__lockfile lock;
     kdp__pdir pdir;
     kdp__devplugin devplugin;
-    kdp__reg_kubelet reg;
+    kdp_registration regmode; /* KDP_REGISTRATION_KUBELET or _WATCHER */
+    kdp__reg_kubelet reg;     /* the one of the two regmode says */
+    kdp__reg_watcher watcher;
     kdp__lifecycle lc;
     int made; /* how far construction went (plugin.c: MADE_*) */
 

@@ -7,6 +7,7 @@
  *
  *   --device-plugin-dir DIR
  *   --kubelet-root ROOT     the device-plugin dir is ROOT/device-plugins
+ *   --registration MODE     kubelet, watcher or auto (kdp_config.registration)
  *   --resource NAME         repeatable: several resources on one context;
  *                           socket = NAME with every non-alphanumeric as '-' + ".sock"
  *   --socket NAME           socket of the first resource
@@ -504,6 +505,11 @@ int main(int argc, char **argv)
             cfg.device_plugin_dir = v;
         } else if (strcmp(a, "--kubelet-root") == 0) {
             cfg.kubelet_root = v;
+        } else if (strcmp(a, "--registration") == 0) {
+            if (kdp_registration_parse(v, &cfg.registration) < 0) {
+                fprintf(stderr, "--registration: kubelet, watcher or auto\n");
+                return 2;
+            }
         } else if (strcmp(a, "--preferred-strategy") == 0) {
             cfg.preferred = strcmp(v, "packed") == 0   ? KDP_PREFERRED_PACKED
                             : strcmp(v, "spread") == 0 ? KDP_PREFERRED_SPREAD

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reg_watcher: registration through the kubelet's plugin watcher (the way of
+ * CSI and DRA plugins, also open to device plugins): the plugin's socket
+ * lives in <kubelet-root>/plugins_registry/ and serves, besides the
+ * DevicePlugin service, pluginregistration.Registration. The kubelet finds
+ * the socket (inotify, and a walk of the directory at its start), asks
+ * GetInfo (type "DevicePlugin", the resource name, an empty endpoint: this
+ * same socket, version "v1beta1"), connects as after a Register, and says
+ * how it went with NotifyRegistrationStatus. Nothing is sent to kubelet.sock.
+ *
+ * A refusal is logged with the kubelet's reason and retried by re-creating
+ * the socket (the kubelet only asks again for a new socket), after a capped
+ * backoff. A kubelet restart needs nothing of ours: the new kubelet walks
+ * the directory and asks again (the old one's stream ended: a restart
+ * re-creates the socket, which it also finds).
+ */
+#ifndef KDP_REG_WATCHER_H
+#define KDP_REG_WATCHER_H
+
+#include <stdbool.h>
+
+#include "base/backoff.h"
+#include "plugin/reg.h"
+#include "plugin/svc.h"
+#include "runtime/loop.h"
+
+typedef struct kdp__reg_watcher {
+    kdp__reg base;
+    kdp__svc svc;            /* pluginregistration.Registration, on the plugin's socket */
+    const char *resource;    /* borrowed */
+    const char *socket_path; /* borrowed */
+    bool active;             /* between start and stop */
+    kdp__reg_state state;
+    kdp__timer *retry; /* after a refusal: the restart that re-creates the socket */
+    kdp__backoff backoff;
+    unsigned infos;            /* GetInfo calls answered */
+    unsigned infos_registered; /* infos when the last registration succeeded */
+} kdp__reg_watcher;
+
+int kdp__reg_watcher_init(kdp__reg_watcher *w, kdp__loop *l, const char *socket_path,
+                          const char *resource, const kdp__reg_up *up);
+void kdp__reg_watcher_done(kdp__reg_watcher *w);
+
+#endif
