@@ -14,5 +14,5 @@ fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 exec "$root/scripts/go-build.sh" "$1" "$here/api.proto,$here/pluginregistration.proto" \
-    "kdp-test-kubelet=$here/main.go,$here/registry.go" \
+    "kdp-test-kubelet=$here/main.go,$here/registry.go,$here/watcher.go" \
     "kdp-go-testplugin=$here/testplugin/main.go"
