@@ -5,6 +5,7 @@
 //	kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy] [-rpc-timeout D]
 //	                 [-dial-timeout D] [-max-recv-msg BYTES]
 //	                 [-watcher | -plugins-registry DIR2]
+//	                 [-endpoint-tracking default|resource|socket]
 //
 // At start it removes every socket file in DIR (never other files, never
 // kubelet_internal_checkpoint), serves the Registration service on
@@ -24,7 +25,14 @@
 // restart then drops the connections and walks DIR2 again, never deleting
 // anything in it.
 //
-// A "capacity" event reports every change of a resource's
+// -endpoint-tracking picks what the end of a plugin's stream (or the removal
+// of its watcher socket) does when several registrations of one resource
+// exist (see onStreamEnd): "default" (today's emulator: the resource is
+// marked unhealthy whichever client ended; -legacy: only the current one),
+// "resource" (kubelets >= 1.25 before kubernetes/kubernetes PR #135437: the
+// NEWEST client of the resource is disconnected too, #121994) or "socket"
+// (PR #135437: endpoints per socket path; an older instance's end leaves the
+// resource alone). A "capacity" event reports every change of a resource's
 // capacity/allocatable.
 //
 // Events go to stdout, one JSON object per line, each with "event" and
@@ -108,6 +116,7 @@ var (
 	fMaxRecvMsg  int
 	fWatcher     bool
 	fRegistry    string
+	fTracking    string
 )
 
 // ---------------------------------------------------------------------------
@@ -491,11 +500,13 @@ func main() {
 	fs.IntVar(&fMaxRecvMsg, "max-recv-msg", 4*1024*1024, "largest ListAndWatch message accepted (grpc-go's default, the kubelet's: 4 MiB); a larger one fails the stream")
 	fs.BoolVar(&fWatcher, "watcher", false, "play the plugin-watcher side too, on DIR/../plugins_registry")
 	fs.StringVar(&fRegistry, "plugins-registry", "", "play the plugin-watcher side too, on this directory (implies -watcher)")
+	fs.StringVar(&fTracking, "endpoint-tracking", "default", `"default" (this emulator's historic rule), "resource" (kubelets 1.25+ before PR #135437) or "socket" (PR #135437)`)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
-	if fDir == "" || fs.NArg() != 0 || (fDial != "unix" && fDial != "legacy") {
-		fmt.Fprintln(os.Stderr, "usage: kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy] [-rpc-timeout D] [-dial-timeout D] [-max-recv-msg BYTES] [-watcher | -plugins-registry DIR2]")
+	if fDir == "" || fs.NArg() != 0 || (fDial != "unix" && fDial != "legacy") ||
+		(fTracking != "default" && fTracking != "resource" && fTracking != "socket") {
+		fmt.Fprintln(os.Stderr, "usage: kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy] [-rpc-timeout D] [-dial-timeout D] [-max-recv-msg BYTES] [-watcher | -plugins-registry DIR2] [-endpoint-tracking default|resource|socket]")
 		os.Exit(2)
 	}
 	dir, err := filepath.Abs(fDir)
@@ -539,7 +550,8 @@ func main() {
 	}()
 
 	emit("ready", M{"socket": k.sockPath(), "dir": dir, "legacy": fLegacy, "dial": fDial,
-		"pid": os.Getpid(), "removed": removed, "plugins_registry": registry})
+		"pid": os.Getpid(), "removed": removed, "plugins_registry": registry,
+		"endpoint_tracking": fTracking})
 
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 64*1024), 16<<20)

@@ -77,8 +77,9 @@ type client struct {
 	requestOptions *pb.DevicePluginOptions
 	registerNs     int64
 	closed         bool          // stream ended or connection closed (k.mu)
-	dropped        string        // why the emulator closed it: restart, stop-server, exit, deregistered (k.mu)
+	dropped        string        // why the emulator closed it: restart, stop-server, exit, deregistered, disconnected (k.mu)
 	wasCurrent     bool          // it was the resource's current client when dropped (k.mu)
+	cause          string        // dropped == "disconnected": the endpoint whose end caused it
 	done           chan struct{} // closed when its ListAndWatch loop has returned
 }
 
@@ -467,13 +468,14 @@ func removeClient(rs *resource, c *client) {
 // disconnectLocked is the kubelet's disconnectClient: it forgets c and
 // closes its connection (which ends its ListAndWatch stream; that stream_end
 // carries the reason). The caller closes the returned connection after
-// releasing k.mu. why: "deregistered".
-func (k *kubelet) disconnectLocked(rs *resource, c *client, why string) *client {
+// releasing k.mu. why: "deregistered", "disconnected".
+func (k *kubelet) disconnectLocked(rs *resource, c *client, why, cause string) *client {
 	if c == nil || c.closed || c.dropped != "" {
 		return nil
 	}
 	c.dropped = why
 	c.wasCurrent = rs.current == c
+	c.cause = cause
 	removeClient(rs, c)
 	return c
 }
@@ -483,16 +485,25 @@ func (k *kubelet) disconnectLocked(rs *resource, c *client, why string) *client 
 // resource unhealthy (PluginDisconnected -> markResourceUnhealthy), under the
 // chosen endpoint tracking.
 func markOnDisconnectLocked(rs *resource, c *client) bool {
-	// Modern kubelets: PluginDisconnected(resourceName) marks the whole
-	// resource unhealthy whichever of its clients ended. Kubelets <= 1.24
-	// only do so when the ended endpoint is still the current one.
-	return rs.current == c || !fLegacy
+	switch fTracking {
+	case "socket":
+		// PR #135437: endpoints tracked per socket path; the end of an
+		// instance that is no longer the resource's newest endpoint leaves
+		// the resource alone.
+		return rs.current == c
+	default:
+		// Modern kubelets: PluginDisconnected(resourceName) marks the whole
+		// resource unhealthy whichever of its clients ended. Kubelets <= 1.24
+		// only do so when the ended endpoint is still the current one.
+		return rs.current == c || !fLegacy
+	}
 }
 
 // deregisterPlugin is the devicemanager's DeRegisterPlugin(name, endpoint)
-// (a watcher socket went away): it picks the client to disconnect by socket
-// path, forgets it and marks the resource as a stream end would. The caller
-// closes the returned client's connection.
+// (a watcher socket went away): it picks the client to disconnect, by
+// resource name (the newest registration) under -endpoint-tracking resource,
+// else by socket path, forgets it and marks the resource as the tracking
+// says. The caller closes the returned client's connection.
 func (k *kubelet) deregisterPlugin(name, socket string) (*client, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -501,17 +512,21 @@ func (k *kubelet) deregisterPlugin(name, socket string) (*client, bool) {
 		return nil, false
 	}
 	var c *client
-	for _, x := range rs.clients {
-		if x.socket == socket {
-			c = x
-			break
+	if fTracking == "resource" {
+		c = rs.current
+	} else {
+		for _, x := range rs.clients {
+			if x.socket == socket {
+				c = x
+				break
+			}
 		}
 	}
 	if c == nil || c.closed || c.dropped != "" {
 		return nil, false
 	}
-	mark := markOnDisconnectLocked(rs, c)
-	k.disconnectLocked(rs, c, "deregistered")
+	mark := fTracking == "resource" || markOnDisconnectLocked(rs, c)
+	k.disconnectLocked(rs, c, "deregistered", "")
 	if mark {
 		rs.markedUnhealthy = true
 		k.noteCapacityLocked(name, "deregistered", c.endpoint)
@@ -523,10 +538,26 @@ func (k *kubelet) onStreamEnd(c *client, err error) {
 	k.mu.Lock()
 	rs := k.res[c.resource]
 	current, marked := false, false
+	var victim *client
 	if rs != nil && c.gen == k.gen && !c.closed && c.dropped == "" {
 		current = rs.current == c
 		removeClient(rs, c)
-		if markOnDisconnectLocked(rs, c) {
+		switch {
+		case fTracking == "resource":
+			// Kubelets >= 1.25 before PR #135437 (kubernetes/kubernetes
+			// #121994, #127803): when a client's stream ends, the server
+			// looks its client up by resource NAME, which finds the newest
+			// registration, and disconnects THAT one: its connection is
+			// closed and the resource marked unhealthy. The new instance of
+			// a plugin is torn down by the old one's exit.
+			if nc := rs.current; nc != nil && !nc.closed && nc.dropped == "" {
+				if nc != c {
+					victim = k.disconnectLocked(rs, nc, "disconnected", c.endpoint)
+				}
+				rs.markedUnhealthy = true
+				marked = true
+			}
+		case markOnDisconnectLocked(rs, c):
 			rs.markedUnhealthy = true
 			marked = true
 		}
@@ -542,8 +573,14 @@ func (k *kubelet) onStreamEnd(c *client, err error) {
 	if reason == "" {
 		reason = "stream"
 	}
+	cause := c.cause
 	k.mu.Unlock()
 	c.conn.Close()
+	if victim != nil {
+		emit("disconnected", M{"resource": victim.resource, "endpoint": victim.endpoint,
+			"via": victim.via, "reason": "disconnected", "cause_endpoint": c.endpoint})
+		victim.conn.Close()
+	}
 	ev := errorFields(err)
 	ev["resource"] = c.resource
 	ev["endpoint"] = c.endpoint
@@ -551,5 +588,8 @@ func (k *kubelet) onStreamEnd(c *client, err error) {
 	ev["marked_unhealthy"] = marked
 	ev["reason"] = reason
 	ev["via"] = c.via
+	if cause != "" {
+		ev["cause_endpoint"] = cause
+	}
 	emit("stream_end", ev)
 }

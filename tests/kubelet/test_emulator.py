@@ -553,5 +553,77 @@ class Watcher(Base):
         self.assertTrue(kl.ok("allocate example.com/b b1")["ok"])
 
 
+class Handover(Base):
+    """Instance A registered, instance B (another socket) registers the same
+    resource, A goes away: under -endpoint-tracking resource the node reports
+    allocatable 0 (B is torn down too); under socket it never does."""
+
+    def _handover(self, tracking, watcher):
+        if watcher:
+            kl = self.wkubelet(tracking=tracking)
+            a = self.wplugin(kl, "-devices", "a0,a1", reg="a.sock")
+        else:
+            kl = self.kubelet(tracking=tracking)
+            a = self.plugin("-devices", "a0,a1", socket="a.sock")
+        self.assertEqual(kl.ready["endpoint_tracking"], tracking)
+        ra = kl.wait_event("registered", T, since=0)
+        kl.wait_event("devices", T, since=0, endpoint=ra["endpoint"])
+        start = kl.mark()
+        if watcher:
+            b = self.wplugin(kl, "-devices", "b0,b1,b2", reg="b.sock")
+        else:
+            b = self.plugin("-devices", "b0,b1,b2", socket="b.sock")
+        rb = kl.wait_event("registered", T, since=start)
+        kl.wait_event("devices", T, since=start, endpoint=rb["endpoint"])
+        self.assertEqual(kl.capacities(RES)[-1][1:], (3, 3))
+        a.stop()
+        end = kl.wait_event("stream_end", T, since=start, endpoint=ra["endpoint"])
+        self.assertFalse(end["current"])
+        if watcher:
+            kl.wait_event("deregistered", T, since=start, socket=a.socket)
+        caps = kl.capacities(RES, start)
+        if tracking == "resource":
+            bend = kl.wait_event("stream_end", T, since=start, endpoint=rb["endpoint"])
+            # B is torn down by A's stream end (runClient: the client looked
+            # up by name is B) or, in watcher mode, maybe first by the removal
+            # of A's socket (DeRegisterPlugin by name: B again).
+            if bend["reason"] == "disconnected":
+                self.assertEqual(bend["cause_endpoint"], ra["endpoint"])
+            else:
+                self.assertTrue(watcher, bend)
+                self.assertEqual(bend["reason"], "deregistered")
+                d = kl.wait_event("deregistered", T, since=start, socket=a.socket)
+                self.assertEqual(d["disconnected"], rb["socket"])
+            b.wait_event("list_and_watch", T, phase="closed")
+            caps = kl.capacities(RES, start)
+            self.assertIn(0, [c[2] for c in caps], caps)
+            self.assertEqual(caps[-1][1:], (3, 0))
+            st = kl.state()[RES]
+            self.assertEqual((st["allocatable"], st["connected"]), (0, False))
+            self.assertEqual(kl.command("allocate %s b0" % RES)["code"], "EndpointStopped")
+        else:
+            kl.assert_no_event("stream_end", within=0.5, since=start, endpoint=rb["endpoint"])
+            caps = kl.capacities(RES)  # the whole run: A, then B, then A gone
+            self.assertEqual([c[1:] for c in caps], [(2, 2), (3, 3)])
+            st = kl.state()[RES]
+            self.assertEqual((st["allocatable"], st["connected"]), (3, True))
+            self.assertTrue(kl.ok("allocate %s b0" % RES)["ok"])
+            b.send("set b3 Healthy")
+            kl.wait_event("devices", T, since=start, endpoint=rb["endpoint"], n=4)
+            self.assertEqual(kl.capacities(RES)[-1][1:], (4, 4))
+
+    def test_resource_kubelet_sock(self):
+        self._handover("resource", watcher=False)
+
+    def test_socket_kubelet_sock(self):
+        self._handover("socket", watcher=False)
+
+    def test_resource_watcher(self):
+        self._handover("resource", watcher=True)
+
+    def test_socket_watcher(self):
+        self._handover("socket", watcher=True)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

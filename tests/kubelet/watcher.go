@@ -39,7 +39,8 @@
 //     directory. The emulator dials it as is, too.
 //   - Socket removed -> unregister: the devicemanager's DeRegisterPlugin
 //     disconnects the client (closes its connection, PluginDisconnected).
-//     The client is found by its socket path.
+//     Which client depends on the endpoint tracking: by resource name (the
+//     newest registration, -endpoint-tracking resource) or by socket path.
 //   - Kubelet restart: plugins_registry/ is only MkdirAll'ed and walked again
 //     (never emptied): every socket gets a fresh GetInfo.
 package main

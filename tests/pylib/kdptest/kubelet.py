@@ -20,6 +20,7 @@ Emulator CLI:
     kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy]
                      [-rpc-timeout 60s] [-dial-timeout 10s]
                      [-watcher | -plugins-registry DIR2]
+                     [-endpoint-tracking default|resource|socket]
   -legacy       kubelet <= 1.24: answers Register first, then dials and uses
                 the options of the RegisterRequest (never calls
                 GetDevicePluginOptions by itself). Default: kubelet >= 1.25,
@@ -38,11 +39,26 @@ Emulator CLI:
                 the kubelet's texts and retried with backoff (500 ms doubling).
                 A restart never deletes plugins_registry sockets: it drops the
                 connections and walks the directory again (fresh GetInfo).
+  -endpoint-tracking  what the end of an instance's stream (or the removal of
+                its watcher socket) does when a newer registration of the same
+                resource exists:
+                default   the emulator's historic rule: the resource is marked
+                          unhealthy (allocatable 0) whichever client ended
+                          (-legacy: only if it was the current one);
+                resource  kubelets 1.25+ before kubernetes PR #135437 (#121994):
+                          the NEWEST client of the resource is disconnected too
+                          (stream_end reason "disconnected") and the resource
+                          marked unhealthy;
+                socket    PR #135437: endpoints per socket path: an older
+                          instance's end leaves the resource alone.
+                Under every rule the resource has ONE device set: the last
+                ListAndWatch message from any live instance replaces it (the
+                devicemanager keys devices by resource name): not a union.
 
 Events (one JSON object per stdout line; all have "event" and "t_ns" =
 time.Now().UnixNano(), comparable with time.time_ns()):
   ready          socket, dir, legacy, dial, pid, removed (stale sockets),
-                 plugins_registry ("" without -watcher)
+                 plugins_registry ("" without -watcher), endpoint_tracking
   registered     resource, endpoint, version, options{pre_start_required,
                  get_preferred_allocation_available}, options_source
                  ("rpc"|"request"), request_options (null if absent),
@@ -62,7 +78,11 @@ time.Now().UnixNano(), comparable with time.time_ns()):
   stream_end     resource, endpoint, error, code, current, marked_unhealthy,
                  via, reason ("stream": the stream ended by itself; "restart",
                  "stop-server", "exit": the emulator dropped the connection;
-                 "deregistered": its watcher socket went away)
+                 "deregistered": its watcher socket went away;
+                 "disconnected": -endpoint-tracking resource, another
+                 instance's end tore it down, cause_endpoint says which)
+  disconnected   resource, endpoint, via, reason, cause_endpoint (the
+                 -endpoint-tracking resource teardown, before its stream_end)
   capacity       resource, capacity, allocatable, cause ("devices",
                  "stream_end", "deregistered", "restart", "stop-server",
                  "exit"), endpoint: on every change of what the node status
@@ -113,12 +133,14 @@ class Kubelet(Proc):
     _ids = itertools.count(1)
 
     def __init__(self, dir, legacy=False, dial=None, rpc_timeout=None, args=(), env=None,
-                 registry=None):
+                 registry=None, tracking=None):
         argv = [binary("kdp-test-kubelet"), "-dir", dir]
         if legacy:
             argv.append("-legacy")
         if registry:
             argv += ["-plugins-registry", registry]
+        if tracking:
+            argv += ["-endpoint-tracking", tracking]
         if dial:
             argv += ["-dial", dial]
         if rpc_timeout is not None:
