@@ -3,9 +3,9 @@
 # build script of every Go peer (the interop peers, the kubelet emulator and
 # its test plugin, the benchmark tools).
 #
-#   scripts/go-build.sh OUTDIR PROTO NAME=FILE[,FILE...] [NAME=FILE[,...] ...]
+#   scripts/go-build.sh OUTDIR PROTO[,PROTO...] NAME=FILE[,FILE...] [NAME=FILE[,...] ...]
 #
-# Generates Go code for PROTO (its go_package is kdptest/<pkg>) with protoc +
+# Generates Go code for each PROTO (its go_package is kdptest/<pkg>) with protoc +
 # protoc-gen-go + protoc-gen-go-grpc into OUTDIR/gopath/src/kdptest/<pkg>,
 # copies each program's files (one main package) to
 # OUTDIR/gopath/src/kdptest/cmd/NAME and builds OUTDIR/NAME in GOPATH mode
@@ -18,13 +18,18 @@
 # GOCACHE (default OUTDIR/gocache), CGO_ENABLED (passed on to go build).
 set -euo pipefail
 
-if [ $# -lt 3 ] || [ -z "$1" ] || [ ! -f "$2" ]; then
-    echo "usage: $0 OUTDIR PROTO NAME=FILE[,FILE...] ..." >&2
+if [ $# -lt 3 ] || [ -z "$1" ] || [ -z "$2" ]; then
+    echo "usage: $0 OUTDIR PROTO[,PROTO...] NAME=FILE[,FILE...] ..." >&2
     exit 2
 fi
 mkdir -p "$1"
 out=$(cd "$1" && pwd)
-proto=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+IFS=, read -r -a proto_args <<<"$2"
+protos=()
+for p in "${proto_args[@]}"; do
+    [ -f "$p" ] || { echo "go-build.sh: $p: no such file" >&2; exit 2; }
+    protos+=("$(cd "$(dirname "$p")" && pwd)/$(basename "$p")")
+done
 shift 2
 
 PROTOC=${PROTOC:-protoc}
@@ -61,18 +66,22 @@ gen="$out/gen.tmp.$$"
 rm -rf "$gen"
 mkdir -p "$gen"
 trap 'rm -rf "$gen"' EXIT
-"$PROTOC" -I "$(dirname "$proto")" \
-    --plugin=protoc-gen-go="$PROTOC_GEN_GO" \
-    --plugin=protoc-gen-go-grpc="$PROTOC_GEN_GO_GRPC" \
-    --go_out="$gen" --go-grpc_out="$gen" \
-    "$proto"
-generated=$(cd "$gen" && find . -name '*.go' | sort)
-[ -n "$generated" ] || { echo "go-build.sh: protoc produced no Go file for $proto" >&2; exit 1; }
-for f in $generated; do
-    case "$f" in
-    ./kdptest/*) sync_file "$gen/$f" "$gopath/src/${f#./}" ;;
-    *) echo "go-build.sh: $proto: go_package must be kdptest/<pkg> (got $f)" >&2; exit 1 ;;
-    esac
+for proto in "${protos[@]}"; do
+    rm -rf "$gen"
+    mkdir -p "$gen"
+    "$PROTOC" -I "$(dirname "$proto")" \
+        --plugin=protoc-gen-go="$PROTOC_GEN_GO" \
+        --plugin=protoc-gen-go-grpc="$PROTOC_GEN_GO_GRPC" \
+        --go_out="$gen" --go-grpc_out="$gen" \
+        "$proto"
+    generated=$(cd "$gen" && find . -name '*.go' | sort)
+    [ -n "$generated" ] || { echo "go-build.sh: protoc produced no Go file for $proto" >&2; exit 1; }
+    for f in $generated; do
+        case "$f" in
+        ./kdptest/*) sync_file "$gen/$f" "$gopath/src/${f#./}" ;;
+        *) echo "go-build.sh: $proto: go_package must be kdptest/<pkg> (got $f)" >&2; exit 1 ;;
+        esac
+    done
 done
 
 # 2. The main packages.

@@ -2,7 +2,8 @@
 # Builds the kubelet emulator (kdp-test-kubelet) and the grpc-go test device
 # plugin (kdp-go-testplugin) offline into OUTDIR (scripts/go-build.sh does
 # the work; tests/kubelet/api.proto is the v1beta1 messages plus the
-# kubelet's Registration and DevicePlugin services).
+# kubelet's Registration and DevicePlugin services, pluginregistration.proto
+# the plugin-watcher Registration service a watcher-mode plugin serves).
 #
 #   tests/kubelet/build.sh OUTDIR
 set -euo pipefail
@@ -12,6 +13,6 @@ if [ $# -ne 1 ] || [ -z "$1" ]; then
 fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-exec "$root/scripts/go-build.sh" "$1" "$here/api.proto" \
-    "kdp-test-kubelet=$here/main.go,$here/registry.go" \
+exec "$root/scripts/go-build.sh" "$1" "$here/api.proto,$here/pluginregistration.proto" \
+    "kdp-test-kubelet=$here/main.go,$here/registry.go,$here/watcher.go" \
     "kdp-go-testplugin=$here/testplugin/main.go"

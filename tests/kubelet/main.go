@@ -4,6 +4,8 @@
 //
 //	kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy] [-rpc-timeout D]
 //	                 [-dial-timeout D] [-max-recv-msg BYTES]
+//	                 [-watcher | -plugins-registry DIR2]
+//	                 [-endpoint-tracking default|resource|socket]
 //
 // At start it removes every socket file in DIR (never other files, never
 // kubelet_internal_checkpoint), serves the Registration service on
@@ -17,6 +19,21 @@
 // -legacy (kubelets <= 1.24) it answers Register first, then dials in the
 // background and uses the options of the RegisterRequest. Then it opens
 // ListAndWatch and keeps it open.
+//
+// With -watcher (DIR2 = DIR/../plugins_registry) or -plugins-registry DIR2 it
+// also plays the kubelet's plugin-watcher side on DIR2 (see watcher.go); a
+// restart then drops the connections and walks DIR2 again, never deleting
+// anything in it.
+//
+// -endpoint-tracking picks what the end of a plugin's stream (or the removal
+// of its watcher socket) does when several registrations of one resource
+// exist (see onStreamEnd): "default" (today's emulator: the resource is
+// marked unhealthy whichever client ended; -legacy: only the current one),
+// "resource" (kubelets >= 1.25 before kubernetes/kubernetes PR #135437: the
+// NEWEST client of the resource is disconnected too, #121994) or "socket"
+// (PR #135437: endpoints per socket path; an older instance's end leaves the
+// resource alone). A "capacity" event reports every change of a resource's
+// capacity/allocatable.
 //
 // Events go to stdout, one JSON object per line, each with "event" and
 // "t_ns". Commands are read from stdin, one per line; each RPC runs in its
@@ -97,6 +114,9 @@ var (
 	fRPCTimeout  time.Duration
 	fDialTimeout time.Duration
 	fMaxRecvMsg  int
+	fWatcher     bool
+	fRegistry    string
+	fTracking    string
 )
 
 // ---------------------------------------------------------------------------
@@ -365,9 +385,16 @@ func (k *kubelet) doRestart(cmd *command) {
 	defer k.adminMu.Unlock()
 	emit("restart", M{"phase": "begin"})
 	k.stopServer()
+	if k.w != nil {
+		k.w.stop()
+	}
 	k.dropAll("restart")
 	removed := k.removeSockets()
 	err := k.startServer()
+	if err == nil && k.w != nil {
+		// plugins_registry/ is walked again, never emptied.
+		err = k.w.start()
+	}
 	emit("restart", M{"phase": "done", "removed": removed})
 	if err != nil {
 		cmd.fail("Internal", "restart: %v", err)
@@ -380,6 +407,9 @@ func (k *kubelet) doStopServer(cmd *command) {
 	k.adminMu.Lock()
 	defer k.adminMu.Unlock()
 	k.stopServer()
+	if k.w != nil {
+		k.w.stop()
+	}
 	k.dropAll("stop-server")
 	if err := os.Remove(k.sockPath()); err != nil && !os.IsNotExist(err) {
 		cmd.fail("Internal", "remove %s: %v", k.sockPath(), err)
@@ -395,6 +425,12 @@ func (k *kubelet) doStartServer(cmd *command) {
 		cmd.fail("Internal", "start-server: %v", err)
 		return
 	}
+	if k.w != nil {
+		if err := k.w.start(); err != nil {
+			cmd.fail("Internal", "start-server: watcher: %v", err)
+			return
+		}
+	}
 	cmd.reply(M{"ok": true})
 }
 
@@ -402,6 +438,9 @@ func (k *kubelet) doStartServer(cmd *command) {
 func (k *kubelet) shutdown(why string) {
 	k.adminMu.Lock() // never released: we exit
 	k.stopServer()
+	if k.w != nil {
+		k.w.stop()
+	}
 	k.dropAll("exit")
 	os.Remove(k.sockPath())
 	emit("exit", M{"reason": why})
@@ -459,11 +498,15 @@ func main() {
 	fs.DurationVar(&fRPCTimeout, "rpc-timeout", 60*time.Second, "safety bound on unary calls to plugins (0 = none, like the kubelet)")
 	fs.DurationVar(&fDialTimeout, "dial-timeout", 10*time.Second, "blocking dial timeout (the kubelet's is 10s)")
 	fs.IntVar(&fMaxRecvMsg, "max-recv-msg", 4*1024*1024, "largest ListAndWatch message accepted (grpc-go's default, the kubelet's: 4 MiB); a larger one fails the stream")
+	fs.BoolVar(&fWatcher, "watcher", false, "play the plugin-watcher side too, on DIR/../plugins_registry")
+	fs.StringVar(&fRegistry, "plugins-registry", "", "play the plugin-watcher side too, on this directory (implies -watcher)")
+	fs.StringVar(&fTracking, "endpoint-tracking", "default", `"default" (this emulator's historic rule), "resource" (kubelets 1.25+ before PR #135437) or "socket" (PR #135437)`)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
-	if fDir == "" || fs.NArg() != 0 || (fDial != "unix" && fDial != "legacy") {
-		fmt.Fprintln(os.Stderr, "usage: kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy] [-rpc-timeout D] [-dial-timeout D] [-max-recv-msg BYTES]")
+	if fDir == "" || fs.NArg() != 0 || (fDial != "unix" && fDial != "legacy") ||
+		(fTracking != "default" && fTracking != "resource" && fTracking != "socket") {
+		fmt.Fprintln(os.Stderr, "usage: kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy] [-rpc-timeout D] [-dial-timeout D] [-max-recv-msg BYTES] [-watcher | -plugins-registry DIR2] [-endpoint-tracking default|resource|socket]")
 		os.Exit(2)
 	}
 	dir, err := filepath.Abs(fDir)
@@ -476,10 +519,27 @@ func main() {
 		os.Exit(1)
 	}
 	k := newKubelet(dir)
+	registry := ""
+	if fRegistry != "" || fWatcher {
+		registry = filepath.Join(filepath.Dir(dir), "plugins_registry")
+		if fRegistry != "" {
+			if registry, err = filepath.Abs(fRegistry); err != nil {
+				logf("plugins-registry: %v", err)
+				os.Exit(1)
+			}
+		}
+		k.w = newWatcher(k, registry)
+	}
 	removed := k.removeSockets()
 	if err := k.startServer(); err != nil {
 		logf("%v", err)
 		os.Exit(1)
+	}
+	if k.w != nil {
+		if err := k.w.start(); err != nil {
+			logf("%v", err)
+			os.Exit(1)
+		}
 	}
 
 	sigs := make(chan os.Signal, 1)
@@ -490,7 +550,8 @@ func main() {
 	}()
 
 	emit("ready", M{"socket": k.sockPath(), "dir": dir, "legacy": fLegacy, "dial": fDial,
-		"pid": os.Getpid(), "removed": removed})
+		"pid": os.Getpid(), "removed": removed, "plugins_registry": registry,
+		"endpoint_tracking": fTracking})
 
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 64*1024), 16<<20)

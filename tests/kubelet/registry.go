@@ -65,8 +65,10 @@ func isExtendedResourceName(name string) bool {
 // client is one connection to a plugin endpoint (one successful registration).
 type client struct {
 	resource       string
-	endpoint       string // as registered (file name relative to the dir)
-	socket         string // full path
+	endpoint       string // as registered (kubelet.sock: file name relative to the dir; watcher: as GetInfo gave it, "" = the registration socket)
+	socket         string // full path dialed
+	via            string // "kubelet.sock" or "watcher"
+	regSocket      string // watcher: the registration socket in plugins_registry/
 	gen            int    // server generation it registered with
 	conn           *grpc.ClientConn
 	api            pb.DevicePluginClient
@@ -75,8 +77,9 @@ type client struct {
 	requestOptions *pb.DevicePluginOptions
 	registerNs     int64
 	closed         bool          // stream ended or connection closed (k.mu)
-	dropped        string        // why dropAll closed it: restart, stop-server, exit (k.mu)
+	dropped        string        // why the emulator closed it: restart, stop-server, exit, deregistered, disconnected (k.mu)
 	wasCurrent     bool          // it was the resource's current client when dropped (k.mu)
+	cause          string        // dropped == "disconnected": the endpoint whose end caused it
 	done           chan struct{} // closed when its ListAndWatch loop has returned
 }
 
@@ -102,10 +105,47 @@ type kubelet struct {
 	gen     int // bumped whenever every connection is dropped (restart/stop)
 	res     map[string]*resource
 	adminMu sync.Mutex // serializes restart/stop-server/start-server/quit
+	w       *watcher   // nil unless -plugins-registry/-watcher
+	// lastCap: the (capacity, allocatable) last reported per resource by a
+	// "capacity" event (k.mu); kept across restarts.
+	lastCap map[string][2]int
 }
 
 func newKubelet(dir string) *kubelet {
-	return &kubelet{dir: dir, res: map[string]*resource{}}
+	return &kubelet{dir: dir, res: map[string]*resource{}, lastCap: map[string][2]int{}}
+}
+
+// capacityLocked returns what the kubelet would report in the node status
+// for the resource: capacity = healthy + unhealthy devices, allocatable =
+// healthy ones (0 once a stream end marked them all unhealthy); 0/0 once
+// the resource is forgotten (a kubelet restart).
+func capacityLocked(rs *resource) (int, int) {
+	if rs == nil {
+		return 0, 0
+	}
+	_, healthy, unhealthy := devicesJSON(rs.devices)
+	if rs.markedUnhealthy {
+		return healthy + unhealthy, 0
+	}
+	return healthy + unhealthy, healthy
+}
+
+// noteCapacityLocked emits a "capacity" event when the resource's
+// (capacity, allocatable) differs from the last one reported. Called with
+// k.mu held after every change, so the events are in the order of the
+// changes and their t_ns is the time of the change.
+func (k *kubelet) noteCapacityLocked(name, cause, endpoint string) {
+	c, a := capacityLocked(k.res[name])
+	last, seen := k.lastCap[name]
+	if seen && last == [2]int{c, a} {
+		return
+	}
+	if !seen && c == 0 && a == 0 {
+		return
+	}
+	k.lastCap[name] = [2]int{c, a}
+	emit("capacity", M{"resource": name, "capacity": c, "allocatable": a,
+		"cause": cause, "endpoint": endpoint})
 }
 
 func (k *kubelet) sockPath() string { return filepath.Join(k.dir, kubeletSocket) }
@@ -194,7 +234,14 @@ func (k *kubelet) dropAll(reason string) {
 			dones = append(dones, c.done)
 		}
 	}
+	names := make([]string, 0, len(k.res))
+	for n := range k.res {
+		names = append(names, n)
+	}
 	k.res = map[string]*resource{}
+	for _, n := range names {
+		k.noteCapacityLocked(n, reason, "")
+	}
 	k.mu.Unlock()
 	for _, c := range conns {
 		c.Close()
@@ -238,14 +285,14 @@ func (k *kubelet) Register(ctx context.Context, r *pb.RegisterRequest) (*pb.Empt
 	if fLegacy {
 		// Kubelets <= 1.24: `go m.addEndpoint(r)`, then answer at once.
 		go func() {
-			if err := k.connect(gen, r, arrived); err != nil {
+			if _, err := k.connect(gen, r, arrived, kubeletSockTarget(k, r)); err != nil {
 				emit("connect_failed", M{"resource": r.ResourceName, "endpoint": r.Endpoint,
 					"error": err.Error(), "register_ns": arrived})
 			}
 		}()
 		return &pb.Empty{}, nil
 	}
-	if err := k.connect(gen, r, arrived); err != nil {
+	if _, err := k.connect(gen, r, arrived, kubeletSockTarget(k, r)); err != nil {
 		return reject(err)
 	}
 	return &pb.Empty{}, nil
@@ -273,13 +320,29 @@ func rpcCtx() (context.Context, context.CancelFunc) {
 	return context.WithCancel(context.Background())
 }
 
+// target says where connect dials and how the registration arrived.
+type target struct {
+	socket    string // full path to dial
+	via       string // "kubelet.sock" or "watcher"
+	regSocket string // watcher: the registration socket
+	// optionsFromRequest: kubelets <= 1.24 on the kubelet.sock path take the
+	// options from RegisterRequest; the watcher path always asked the plugin.
+	optionsFromRequest bool
+}
+
+func kubeletSockTarget(k *kubelet, r *pb.RegisterRequest) target {
+	return target{socket: filepath.Join(k.dir, r.Endpoint), via: "kubelet.sock", optionsFromRequest: fLegacy}
+}
+
 // connect dials the plugin, gets its options (modern mode), installs it as
 // the resource's endpoint and starts ListAndWatch.
-func (k *kubelet) connect(gen int, r *pb.RegisterRequest, arrived int64) error {
+func (k *kubelet) connect(gen int, r *pb.RegisterRequest, arrived int64, t target) (*client, error) {
 	c := &client{
 		resource:       r.ResourceName,
 		endpoint:       r.Endpoint,
-		socket:         filepath.Join(k.dir, r.Endpoint),
+		socket:         t.socket,
+		via:            t.via,
+		regSocket:      t.regSocket,
 		gen:            gen,
 		requestOptions: r.Options,
 		registerNs:     arrived,
@@ -288,12 +351,12 @@ func (k *kubelet) connect(gen int, r *pb.RegisterRequest, arrived int64) error {
 	t0 := time.Now()
 	conn, err := dialPlugin(c.socket)
 	if err != nil {
-		return fmt.Errorf(errFailedToDial+" %v", err)
+		return nil, fmt.Errorf(errFailedToDial+" %v", err)
 	}
 	dialUs := time.Since(t0).Microseconds()
 	c.conn = conn
 	c.api = pb.NewDevicePluginClient(conn)
-	if fLegacy {
+	if t.optionsFromRequest {
 		c.options = r.Options
 		if c.options == nil {
 			c.options = &pb.DevicePluginOptions{}
@@ -305,7 +368,7 @@ func (k *kubelet) connect(gen int, r *pb.RegisterRequest, arrived int64) error {
 		cancel()
 		if err != nil {
 			conn.Close()
-			return fmt.Errorf("failed to get device plugin options: %v", err)
+			return nil, fmt.Errorf("failed to get device plugin options: %v", err)
 		}
 		c.options = opts
 		c.optionsSource = "rpc"
@@ -315,7 +378,7 @@ func (k *kubelet) connect(gen int, r *pb.RegisterRequest, arrived int64) error {
 	if k.gen != gen {
 		k.mu.Unlock()
 		conn.Close()
-		return errors.New("kubelet restarted or stopped during the registration")
+		return nil, errors.New("kubelet restarted or stopped during the registration")
 	}
 	rs := k.res[c.resource]
 	if rs == nil {
@@ -341,10 +404,15 @@ func (k *kubelet) connect(gen int, r *pb.RegisterRequest, arrived int64) error {
 		"register_ns":     arrived,
 		"dial_us":         dialUs,
 		"legacy":          fLegacy,
+		"via":             c.via,
+		"socket":          c.socket,
+	}
+	if c.regSocket != "" {
+		ev["registration_socket"] = c.regSocket
 	}
 	emit("registered", ev)
 	go k.listAndWatch(c)
-	return nil
+	return c, nil
 }
 
 func (k *kubelet) listAndWatch(c *client) {
@@ -377,6 +445,7 @@ func (k *kubelet) onDevices(c *client, resp *pb.ListAndWatchResponse) {
 		rs.seq++
 		seq = rs.seq
 		current = rs.current == c
+		k.noteCapacityLocked(c.resource, "devices", c.endpoint)
 	}
 	k.mu.Unlock()
 	devs, healthy, unhealthy := devicesJSON(resp.Devices)
@@ -387,24 +456,113 @@ func (k *kubelet) onDevices(c *client, resp *pb.ListAndWatchResponse) {
 	})
 }
 
+func removeClient(rs *resource, c *client) {
+	for i, x := range rs.clients {
+		if x == c {
+			rs.clients = append(rs.clients[:i], rs.clients[i+1:]...)
+			return
+		}
+	}
+}
+
+// disconnectLocked is the kubelet's disconnectClient: it forgets c and
+// closes its connection (which ends its ListAndWatch stream; that stream_end
+// carries the reason). The caller closes the returned connection after
+// releasing k.mu. why: "deregistered", "disconnected".
+func (k *kubelet) disconnectLocked(rs *resource, c *client, why, cause string) *client {
+	if c == nil || c.closed || c.dropped != "" {
+		return nil
+	}
+	c.dropped = why
+	c.wasCurrent = rs.current == c
+	c.cause = cause
+	removeClient(rs, c)
+	return c
+}
+
+// markOnDisconnectLocked decides whether the end of client c (its stream
+// ended, or it was deregistered) makes the kubelet mark every device of its
+// resource unhealthy (PluginDisconnected -> markResourceUnhealthy), under the
+// chosen endpoint tracking.
+func markOnDisconnectLocked(rs *resource, c *client) bool {
+	switch fTracking {
+	case "socket":
+		// PR #135437: endpoints tracked per socket path; the end of an
+		// instance that is no longer the resource's newest endpoint leaves
+		// the resource alone.
+		return rs.current == c
+	default:
+		// Modern kubelets: PluginDisconnected(resourceName) marks the whole
+		// resource unhealthy whichever of its clients ended. Kubelets <= 1.24
+		// only do so when the ended endpoint is still the current one.
+		return rs.current == c || !fLegacy
+	}
+}
+
+// deregisterPlugin is the devicemanager's DeRegisterPlugin(name, endpoint)
+// (a watcher socket went away): it picks the client to disconnect, by
+// resource name (the newest registration) under -endpoint-tracking resource,
+// else by socket path, forgets it and marks the resource as the tracking
+// says. The caller closes the returned client's connection.
+func (k *kubelet) deregisterPlugin(name, socket string) (*client, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	rs := k.res[name]
+	if rs == nil {
+		return nil, false
+	}
+	var c *client
+	if fTracking == "resource" {
+		c = rs.current
+	} else {
+		for _, x := range rs.clients {
+			if x.socket == socket {
+				c = x
+				break
+			}
+		}
+	}
+	if c == nil || c.closed || c.dropped != "" {
+		return nil, false
+	}
+	mark := fTracking == "resource" || markOnDisconnectLocked(rs, c)
+	k.disconnectLocked(rs, c, "deregistered", "")
+	if mark {
+		rs.markedUnhealthy = true
+		k.noteCapacityLocked(name, "deregistered", c.endpoint)
+	}
+	return c, mark
+}
+
 func (k *kubelet) onStreamEnd(c *client, err error) {
 	k.mu.Lock()
 	rs := k.res[c.resource]
 	current, marked := false, false
-	if rs != nil && c.gen == k.gen && !c.closed {
+	var victim *client
+	if rs != nil && c.gen == k.gen && !c.closed && c.dropped == "" {
 		current = rs.current == c
-		for i, x := range rs.clients {
-			if x == c {
-				rs.clients = append(rs.clients[:i], rs.clients[i+1:]...)
-				break
+		removeClient(rs, c)
+		switch {
+		case fTracking == "resource":
+			// Kubelets >= 1.25 before PR #135437 (kubernetes/kubernetes
+			// #121994, #127803): when a client's stream ends, the server
+			// looks its client up by resource NAME, which finds the newest
+			// registration, and disconnects THAT one: its connection is
+			// closed and the resource marked unhealthy. The new instance of
+			// a plugin is torn down by the old one's exit.
+			if nc := rs.current; nc != nil && !nc.closed && nc.dropped == "" {
+				if nc != c {
+					victim = k.disconnectLocked(rs, nc, "disconnected", c.endpoint)
+				}
+				rs.markedUnhealthy = true
+				marked = true
 			}
-		}
-		// Modern kubelets: PluginDisconnected(resourceName) marks the whole
-		// resource unhealthy whichever of its clients ended. Kubelets <= 1.24
-		// only do so when the ended endpoint is still the current one.
-		if current || !fLegacy {
+		case markOnDisconnectLocked(rs, c):
 			rs.markedUnhealthy = true
 			marked = true
+		}
+		if marked {
+			k.noteCapacityLocked(c.resource, "stream_end", c.endpoint)
 		}
 	}
 	if c.dropped != "" {
@@ -415,13 +573,23 @@ func (k *kubelet) onStreamEnd(c *client, err error) {
 	if reason == "" {
 		reason = "stream"
 	}
+	cause := c.cause
 	k.mu.Unlock()
 	c.conn.Close()
+	if victim != nil {
+		emit("disconnected", M{"resource": victim.resource, "endpoint": victim.endpoint,
+			"via": victim.via, "reason": "disconnected", "cause_endpoint": c.endpoint})
+		victim.conn.Close()
+	}
 	ev := errorFields(err)
 	ev["resource"] = c.resource
 	ev["endpoint"] = c.endpoint
 	ev["current"] = current
 	ev["marked_unhealthy"] = marked
 	ev["reason"] = reason
+	ev["via"] = c.via
+	if cause != "" {
+		ev["cause_endpoint"] = cause
+	}
 	emit("stream_end", ev)
 }

@@ -31,6 +31,16 @@ class Plugin(Proc):
         self.endpoint = socket
 
 
+class WPlugin(Proc):
+    """kdp-go-testplugin in watcher mode: registration socket REGISTRY/reg."""
+
+    def __init__(self, registry, reg="tp-reg.sock", resource=RES, args=()):
+        argv = [binary("kdp-go-testplugin"), "-registry", registry, "-reg-socket", reg,
+                "-resource", resource] + list(args)
+        super().__init__(argv, name="wplugin:" + reg)
+        self.socket = os.path.join(registry, reg)
+
+
 class Base(ProcTest):
     TEST_BOUND = 60.0
 
@@ -40,6 +50,18 @@ class Base(ProcTest):
     def plugin(self, *args, socket="tp.sock", resource=RES, dir=None):
         p = self.start_proc(Plugin(dir or self.dir, socket, resource, args))
         p.wait_event("serving", T)
+        return p
+
+    def wkubelet(self, **kw):
+        """A kubelet with the watcher side: DIR/device-plugins and
+        DIR/plugins_registry."""
+        dp = os.path.join(self.dir, "device-plugins")
+        os.makedirs(dp, exist_ok=True)
+        return self.kubelet(dp, registry=os.path.join(self.dir, "plugins_registry"), **kw)
+
+    def wplugin(self, kl, *args, reg="tp-reg.sock", resource=RES):
+        p = self.start_proc(WPlugin(kl.registry, reg, resource, args))
+        p.wait_event("serving", T, socket=p.socket)
         return p
 
     def assertClean(self, proc):
@@ -366,6 +388,241 @@ class Restart(Base):
         kl.wait_event("registered", T, since=mark)
         kl.wait_event("devices", T, since=mark)
         self.assertTrue(kl.ok("allocate %s dev1" % RES)["ok"])
+
+
+class Watcher(Base):
+    def test_accepted_same_socket(self):
+        kl = self.wkubelet()
+        self.assertEqual(kl.ready["plugins_registry"], kl.registry)
+        pl = self.wplugin(kl, "-prestart")
+        reg = kl.wait_event("registered", T, via="watcher")
+        # empty endpoint: the registration socket serves DevicePlugin too
+        self.assertEqual((reg["resource"], reg["endpoint"], reg["socket"]),
+                         (RES, pl.socket, pl.socket))
+        self.assertEqual(reg["registration_socket"], pl.socket)
+        self.assertTrue(reg["options"]["pre_start_required"])
+        self.assertEqual(reg["options_source"], "rpc")
+        info = pl.wait_event("get_info", T, since=0)
+        opts = pl.wait_event("get_options", T, since=0)
+        n = pl.wait_event("notify", T, since=0)
+        self.assertEqual((n["registered"], n["error"]), (True, ""))
+        # GetInfo, then the connect, then NotifyRegistrationStatus(true)
+        self.assertLess(info["t_ns"], opts["t_ns"])
+        self.assertLess(opts["t_ns"], n["t_ns"])
+        kl.wait_event("watcher_notified", T, socket=pl.socket, registered=True)
+        kl.wait_event("devices", T, since=0, resource=RES)  # may come before the notify
+        self.assertTrue(kl.ok("allocate %s dev0" % RES)["ok"])
+        self.assertEqual(kl.ok("prestart %s dev0" % RES)["response"], {})
+        self.assertEqual(kl.capacities(RES)[-1][1:], (2, 2))
+        self.assertEqual(kl.state()[RES]["endpoint"], pl.socket)
+
+    def test_accepted_separate_endpoint(self):
+        kl = self.wkubelet()
+        os.mkdir(os.path.join(self.dir, "plugins"))
+        dp = os.path.join(self.dir, "plugins", "tp-dp.sock")
+        pl = self.wplugin(kl, "-dp-socket", dp, "-devices", "x0,x1,x2")
+        self.assertEqual(pl.wait_event("get_info", T, since=0)["endpoint"], dp)
+        reg = kl.wait_event("registered", T, via="watcher")
+        self.assertEqual((reg["endpoint"], reg["socket"], reg["registration_socket"]),
+                         (dp, dp, pl.socket))
+        n = pl.wait_event("notify", T, since=0)
+        self.assertEqual((n["registered"], n["error"]), (True, ""))
+        ev = kl.wait_event("devices", T, resource=RES)
+        self.assertEqual(ev["n"], 3)
+        r = kl.ok("allocate %s x1" % RES)
+        self.assertEqual(r["endpoint"], dp)
+
+    def test_walk_at_start_subdirs_and_ignored(self):
+        # sockets already there at start are found by the walk, in
+        # subdirectories too; dot-names and non-sockets are ignored.
+        reg = os.path.join(self.dir, "plugins_registry")
+        os.makedirs(os.path.join(reg, "sub"))
+        with open(os.path.join(reg, "notes.sock"), "w") as f:
+            f.write("not a socket")
+        hidden = os.path.join(reg, ".hidden.sock")
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(hidden)
+        s.close()
+        pl = self.start_proc(WPlugin(os.path.join(reg, "sub"), "a.sock", args=()))
+        pl.wait_event("serving", T)
+        kl = self.wkubelet()
+        found = kl.wait_event("watcher_found", T, since=0)
+        self.assertEqual((found["socket"], found["source"]), (pl.socket, "walk"))
+        kl.wait_event("registered", T, via="watcher", registration_socket=pl.socket)
+        pl.wait_event("notify", T, since=0, registered=True)
+        kl.assert_no_event("watcher_found", within=0.3, since=0, socket=hidden)
+        self.assertEqual(len(kl.events_since(0, "watcher_found")), 1)
+        self.assertTrue(os.path.exists(hidden))  # never touched
+
+    def test_refused_with_kubelet_reasons(self):
+        kl = self.wkubelet()
+        cases = [
+            ("name.sock", ["-info-name", "nodomain"], "validate",
+             'RegisterPlugin error -- plugin validation failed with err: invalid name of '
+             'device plugin socket: the ResourceName "nodomain" is invalid'),
+            ("vers.sock", ["-info-versions", "v1alpha1,v1"], "validate",
+             "RegisterPlugin error -- plugin validation failed with err: manager version, "
+             "v1beta1, is not among plugin supported versions [v1alpha1 v1]"),
+            ("type.sock", ["-info-type", "CSIPlugin"], "type",
+             "RegisterPlugin error -- no handler registered for plugin type: CSIPlugin at "
+             "socket %s" % os.path.join(kl.registry, "type.sock")),
+        ]
+        plugins = [(self.wplugin(kl, *args, reg=reg), stage, reason)
+                   for reg, args, stage, reason in cases]
+        for pl, stage, reason in plugins:
+            n = pl.wait_event("notify", T, since=0)
+            self.assertEqual((n["registered"], n["error"]), (False, reason))
+            ev = kl.wait_event("watcher_refused", T, since=0, socket=pl.socket)
+            self.assertEqual((ev["stage"], ev["reason"]), (stage, reason))
+            self.assertNotIn("notify_error", ev)
+        # The kubelet keeps the socket in its desired state and retries
+        # with backoff (500 ms first): a second GetInfo, the same answer.
+        for pl, _, reason in plugins:
+            first = pl.wait_event("get_info", T, since=0)
+            again = pl.wait_event("get_info", T)
+            self.assertGreaterEqual(again["t_ns"] - first["t_ns"], 400 * 1000 * 1000)
+            self.assertEqual(pl.wait_event("notify", T)["error"], reason)
+            pl.assert_no_event("get_options", within=0.01, since=0)
+        kl.assert_no_event("registered", within=0.2, since=0)
+        self.assertEqual(kl.state(), {})
+
+    def test_socket_removed_deregisters(self):
+        kl = self.wkubelet()
+        pl = self.wplugin(kl)
+        kl.wait_event("devices", T, resource=RES)
+        mark = kl.mark()
+        pl.send("unlink")
+        pl.wait_event("unlinked", T, ok=True)
+        kl.wait_event("watcher_gone", T, since=mark, socket=pl.socket)
+        d = kl.wait_event("deregistered", T, since=mark)
+        self.assertEqual((d["socket"], d["resource"], d["disconnected"], d["marked_unhealthy"]),
+                         (pl.socket, RES, pl.socket, True))
+        end = kl.wait_event("stream_end", T, since=mark)
+        self.assertEqual((end["reason"], end["via"]), ("deregistered", "watcher"))
+        pl.wait_event("list_and_watch", T, since=0, phase="closed")  # may precede "unlinked"
+        st = kl.state()[RES]
+        self.assertEqual((st["allocatable"], st["connected"]), (0, False))
+        self.assertEqual(kl.capacities(RES, mark)[-1][1:], (2, 0))
+        # a fresh socket: a fresh GetInfo, registered again
+        mark = kl.mark()
+        pmark = pl.mark()
+        pl.send("relisten")
+        kl.wait_event("registered", T, since=mark, via="watcher")
+        pl.wait_event("get_info", T, since=pmark)
+        pl.wait_event("notify", T, since=pmark, registered=True)
+        kl.wait_event("devices", T, since=mark)
+        self.assertEqual(kl.capacities(RES, mark)[-1][1:], (2, 2))
+
+    def test_restart_rewalks_never_deletes(self):
+        kl = self.wkubelet()
+        pl = self.wplugin(kl)
+        kl.wait_event("devices", T, resource=RES)
+        ino = os.stat(pl.socket).st_ino
+        mark, pmark = kl.mark(), pl.mark()
+        r = kl.ok("restart")
+        self.assertEqual(r["removed"], ["kubelet.sock"])
+        done = kl.wait_event("restart", T, since=mark, phase="done")
+        end = kl.events_since(mark, "stream_end")[0]
+        self.assertEqual(end["reason"], "restart")
+        self.assertEqual(kl.capacities(RES, mark)[0][1:], (0, 0))
+        found = kl.wait_event("watcher_found", T, since=mark, socket=pl.socket)
+        self.assertEqual(found["source"], "walk")
+        reg = kl.wait_event("registered", T, since=mark, via="watcher")
+        self.assertGreater(reg["register_ns"], done["t_ns"] - 10**9)
+        info = pl.wait_event("get_info", T, since=pmark)
+        self.assertGreater(info["t_ns"], done["t_ns"] - 10**9)
+        pl.wait_event("notify", T, since=pmark, registered=True)
+        kl.wait_event("devices", T, since=mark)
+        self.assertEqual(os.stat(pl.socket).st_ino, ino)  # the plugin's socket untouched
+        self.assertTrue(kl.ok("allocate %s dev1" % RES)["ok"])
+
+    def test_kubelet_sock_and_watcher_at_once(self):
+        kl = self.wkubelet()
+        a = self.start_proc(Plugin(kl.dir, "a.sock", "example.com/a", ("-devices", "a0")))
+        a.wait_event("serving", T)
+        self.wplugin(kl, "-devices", "b0,b1", resource="example.com/b")
+        ra = kl.wait_event("registered", T, since=0, resource="example.com/a")
+        rb = kl.wait_event("registered", T, since=0, resource="example.com/b")
+        self.assertEqual((ra["via"], rb["via"]), ("kubelet.sock", "watcher"))
+        kl.wait_event("devices", T, since=0, resource="example.com/a")
+        kl.wait_event("devices", T, since=0, resource="example.com/b")
+        st = kl.state()
+        self.assertEqual(st["example.com/a"]["allocatable"], 1)
+        self.assertEqual(st["example.com/b"]["allocatable"], 2)
+        self.assertTrue(kl.ok("allocate example.com/a a0")["ok"])
+        self.assertTrue(kl.ok("allocate example.com/b b1")["ok"])
+
+
+class Handover(Base):
+    """Instance A registered, instance B (another socket) registers the same
+    resource, A goes away: under -endpoint-tracking resource the node reports
+    allocatable 0 (B is torn down too); under socket it never does."""
+
+    def _handover(self, tracking, watcher):
+        if watcher:
+            kl = self.wkubelet(tracking=tracking)
+            a = self.wplugin(kl, "-devices", "a0,a1", reg="a.sock")
+        else:
+            kl = self.kubelet(tracking=tracking)
+            a = self.plugin("-devices", "a0,a1", socket="a.sock")
+        self.assertEqual(kl.ready["endpoint_tracking"], tracking)
+        ra = kl.wait_event("registered", T, since=0)
+        kl.wait_event("devices", T, since=0, endpoint=ra["endpoint"])
+        start = kl.mark()
+        if watcher:
+            b = self.wplugin(kl, "-devices", "b0,b1,b2", reg="b.sock")
+        else:
+            b = self.plugin("-devices", "b0,b1,b2", socket="b.sock")
+        rb = kl.wait_event("registered", T, since=start)
+        kl.wait_event("devices", T, since=start, endpoint=rb["endpoint"])
+        self.assertEqual(kl.capacities(RES)[-1][1:], (3, 3))
+        a.stop()
+        end = kl.wait_event("stream_end", T, since=start, endpoint=ra["endpoint"])
+        self.assertFalse(end["current"])
+        if watcher:
+            kl.wait_event("deregistered", T, since=start, socket=a.socket)
+        caps = kl.capacities(RES, start)
+        if tracking == "resource":
+            bend = kl.wait_event("stream_end", T, since=start, endpoint=rb["endpoint"])
+            # B is torn down by A's stream end (runClient: the client looked
+            # up by name is B) or, in watcher mode, maybe first by the removal
+            # of A's socket (DeRegisterPlugin by name: B again).
+            if bend["reason"] == "disconnected":
+                self.assertEqual(bend["cause_endpoint"], ra["endpoint"])
+            else:
+                self.assertTrue(watcher, bend)
+                self.assertEqual(bend["reason"], "deregistered")
+                d = kl.wait_event("deregistered", T, since=start, socket=a.socket)
+                self.assertEqual(d["disconnected"], rb["socket"])
+            b.wait_event("list_and_watch", T, phase="closed")
+            caps = kl.capacities(RES, start)
+            self.assertIn(0, [c[2] for c in caps], caps)
+            self.assertEqual(caps[-1][1:], (3, 0))
+            st = kl.state()[RES]
+            self.assertEqual((st["allocatable"], st["connected"]), (0, False))
+            self.assertEqual(kl.command("allocate %s b0" % RES)["code"], "EndpointStopped")
+        else:
+            kl.assert_no_event("stream_end", within=0.5, since=start, endpoint=rb["endpoint"])
+            caps = kl.capacities(RES)  # the whole run: A, then B, then A gone
+            self.assertEqual([c[1:] for c in caps], [(2, 2), (3, 3)])
+            st = kl.state()[RES]
+            self.assertEqual((st["allocatable"], st["connected"]), (3, True))
+            self.assertTrue(kl.ok("allocate %s b0" % RES)["ok"])
+            b.send("set b3 Healthy")
+            kl.wait_event("devices", T, since=start, endpoint=rb["endpoint"], n=4)
+            self.assertEqual(kl.capacities(RES)[-1][1:], (4, 4))
+
+    def test_resource_kubelet_sock(self):
+        self._handover("resource", watcher=False)
+
+    def test_socket_kubelet_sock(self):
+        self._handover("socket", watcher=False)
+
+    def test_resource_watcher(self):
+        self._handover("resource", watcher=True)
+
+    def test_socket_watcher(self):
+        self._handover("socket", watcher=True)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,9 @@
 //	                  [-unhealthy x,y] [-numa N] [-env NAME] [-prestart]
 //	                  [-preferred] [-version V] [-request-options=false]
 //	                  [-count N -id-len L] [-endpoint NAME]
+//	kdp-go-testplugin -registry DIR2 [-reg-socket NAME] [-dp-socket PATH]
+//	                  [-info-type T] [-info-name N] [-info-versions a,b]
+//	                  [-info-endpoint E] [device flags as above]
 //
 // Serves the DevicePlugin service on DIR/NAME, then registers with
 // DIR/kubelet.sock. Every 100 ms it checks whether kubelet.sock was
@@ -13,6 +16,17 @@
 // $ENV to the comma-joined IDs of each container request (unknown IDs:
 // InvalidArgument). Stdin: "set ID Healthy|Unhealthy" pushes an update on
 // every open ListAndWatch stream. Events: JSON lines on stdout.
+//
+// Watcher mode (-registry DIR2): serves pluginregistration.Registration on
+// DIR2/NAME (-reg-socket, default tp-reg.sock) and never touches
+// kubelet.sock. Without -dp-socket the same socket serves the DevicePlugin
+// service too and GetInfo gives an empty endpoint; with -dp-socket PATH the
+// DevicePlugin service is on PATH, which GetInfo gives as the endpoint.
+// -info-* override what GetInfo answers (another type, a bad name, versions
+// without v1beta1, any endpoint). Events: get_info, notify {registered,
+// error} for every NotifyRegistrationStatus. Stdin: "unlink" removes the
+// registration socket file (the server keeps its listener), "relisten"
+// serves the registration socket again on a fresh file.
 package main
 
 import (
@@ -38,6 +52,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "kdptest/kubeletpb"
+	regpb "kdptest/pluginregpb"
 )
 
 // protoCodec: see tests/kubelet/main.go (golang/protobuf 1.3.5 vs APIv2).
@@ -83,6 +98,9 @@ var (
 	fDir, fSocket, fResource, fDevices, fUnhealthy, fEnv, fVersion, fEndpoint string
 	fNuma, fCount, fIDLen                                                     int
 	fPrestart, fPreferred, fRequestOptions                                    bool
+
+	fRegistry, fRegSocket, fDPSocket, fInfoType, fInfoName, fInfoVersions, fInfoEndpoint string
+	infoEndpointSet                                                                      bool
 )
 
 func authority(ctx context.Context) string {
@@ -102,6 +120,7 @@ type plugin struct {
 	health  map[string]string
 	watch   map[chan struct{}]bool
 	srv     *grpc.Server
+	regSrv  *grpc.Server
 	options *pb.DevicePluginOptions
 }
 
@@ -222,6 +241,68 @@ func (p *plugin) notify() {
 	}
 }
 
+// regServer is the plugin-watcher Registration service (watcher mode).
+type regServer struct {
+	regpb.UnimplementedRegistrationServer
+}
+
+func (regServer) GetInfo(ctx context.Context, _ *regpb.InfoRequest) (*regpb.PluginInfo, error) {
+	info := &regpb.PluginInfo{Type: fInfoType, Name: fInfoName, Endpoint: fInfoEndpoint}
+	if fInfoVersions != "" {
+		info.SupportedVersions = strings.Split(fInfoVersions, ",")
+	}
+	emit("get_info", M{"type": info.Type, "name": info.Name, "endpoint": info.Endpoint,
+		"supported_versions": info.SupportedVersions})
+	return info, nil
+}
+
+func (regServer) NotifyRegistrationStatus(ctx context.Context, st *regpb.RegistrationStatus) (*regpb.RegistrationStatusResponse, error) {
+	emit("notify", M{"registered": st.PluginRegistered, "error": st.Error})
+	return &regpb.RegistrationStatusResponse{}, nil
+}
+
+// listen serves a fresh gRPC server on a fresh socket file at path.
+func listen(path string, register func(*grpc.Server)) (*grpc.Server, error) {
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	lis.(*net.UnixListener).SetUnlinkOnClose(false)
+	srv := grpc.NewServer()
+	register(srv)
+	go srv.Serve(lis)
+	emit("serving", M{"socket": path})
+	return srv, nil
+}
+
+// serveRegistration (re)starts the watcher-mode registration server (which
+// also serves DevicePlugin unless -dp-socket is given).
+func (p *plugin) serveRegistration() error {
+	p.mu.Lock()
+	old := p.regSrv
+	p.regSrv = nil
+	p.mu.Unlock()
+	if old != nil {
+		old.Stop()
+	}
+	srv, err := listen(filepath.Join(fRegistry, fRegSocket), func(srv *grpc.Server) {
+		regpb.RegisterRegistrationServer(srv, regServer{})
+		if fDPSocket == "" {
+			pb.RegisterDevicePluginServer(srv, p)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.regSrv = srv
+	p.mu.Unlock()
+	return nil
+}
+
 // serve (re)starts the DevicePlugin server on a fresh socket file.
 func (p *plugin) serve() error {
 	p.mu.Lock()
@@ -231,23 +312,22 @@ func (p *plugin) serve() error {
 	if old != nil {
 		old.Stop()
 	}
-	path := filepath.Join(fDir, fSocket)
-	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	lis, err := net.Listen("unix", path)
+	srv, err := listen(dpSocketPath(), func(srv *grpc.Server) { pb.RegisterDevicePluginServer(srv, p) })
 	if err != nil {
 		return err
 	}
-	lis.(*net.UnixListener).SetUnlinkOnClose(false)
-	srv := grpc.NewServer()
-	pb.RegisterDevicePluginServer(srv, p)
 	p.mu.Lock()
 	p.srv = srv
 	p.mu.Unlock()
-	go srv.Serve(lis)
-	emit("serving", M{"socket": path})
 	return nil
+}
+
+// dpSocketPath is where the DevicePlugin service has its own socket.
+func dpSocketPath() string {
+	if fRegistry != "" {
+		return fDPSocket
+	}
+	return filepath.Join(fDir, fSocket)
 }
 
 // register returns (retry, error): retry is true for transport errors.
@@ -332,9 +412,23 @@ func main() {
 	fs.IntVar(&fCount, "count", 0, "add N generated healthy devices")
 	fs.IntVar(&fIDLen, "id-len", 8, "length of the generated device IDs")
 	fs.StringVar(&fEndpoint, "endpoint", "", "endpoint to register (default: -socket; another name tests dial failures)")
-	if err := fs.Parse(os.Args[1:]); err != nil || fDir == "" || fs.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: kdp-go-testplugin -dir DIR [flags]")
+	fs.StringVar(&fRegistry, "registry", "", "watcher mode: the kubelet's plugins_registry directory")
+	fs.StringVar(&fRegSocket, "reg-socket", "tp-reg.sock", "watcher mode: registration socket name in the registry")
+	fs.StringVar(&fDPSocket, "dp-socket", "", "watcher mode: serve DevicePlugin on this path (default: on the registration socket)")
+	fs.StringVar(&fInfoType, "info-type", "DevicePlugin", "watcher mode: GetInfo type")
+	fs.StringVar(&fInfoName, "info-name", "", "watcher mode: GetInfo name (default: -resource)")
+	fs.StringVar(&fInfoVersions, "info-versions", "v1beta1", "watcher mode: GetInfo supported_versions (comma-separated)")
+	fs.StringVar(&fInfoEndpoint, "info-endpoint", "", "watcher mode: GetInfo endpoint (default: -dp-socket, or empty)")
+	if err := fs.Parse(os.Args[1:]); err != nil || (fDir == "" && fRegistry == "") || fs.NArg() != 0 {
+		fmt.Fprintln(os.Stderr, "usage: kdp-go-testplugin -dir DIR [flags] | -registry DIR2 [flags]")
 		os.Exit(2)
+	}
+	fs.Visit(func(f *flag.Flag) { infoEndpointSet = infoEndpointSet || f.Name == "info-endpoint" })
+	if fInfoName == "" {
+		fInfoName = fResource
+	}
+	if !infoEndpointSet {
+		fInfoEndpoint = fDPSocket
 	}
 	p := &plugin{
 		health:  map[string]string{},
@@ -359,28 +453,51 @@ func main() {
 		p.order = append(p.order, id)
 		p.health[id] = "Healthy"
 	}
-	if err := p.serve(); err != nil {
-		fmt.Fprintf(os.Stderr, "kdp-go-testplugin: %v\n", err)
-		os.Exit(1)
+	if fRegistry == "" || fDPSocket != "" {
+		if err := p.serve(); err != nil {
+			fmt.Fprintf(os.Stderr, "kdp-go-testplugin: %v\n", err)
+			os.Exit(1)
+		}
+	}
+	if fRegistry != "" {
+		if err := p.serveRegistration(); err != nil {
+			fmt.Fprintf(os.Stderr, "kdp-go-testplugin: %v\n", err)
+			os.Exit(1)
+		}
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		<-sigs
 		p.mu.Lock()
-		srv := p.srv
+		srv, regSrv := p.srv, p.regSrv
 		p.mu.Unlock()
 		if srv != nil {
 			srv.Stop()
+			os.Remove(dpSocketPath())
 		}
-		os.Remove(filepath.Join(fDir, fSocket))
+		if regSrv != nil {
+			regSrv.Stop()
+			os.Remove(filepath.Join(fRegistry, fRegSocket))
+		}
 		os.Exit(0)
 	}()
-	go p.watchLoop()
+	if fRegistry == "" {
+		go p.watchLoop()
+	}
 
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
+		if len(f) == 1 && f[0] == "unlink" && fRegistry != "" {
+			err := os.Remove(filepath.Join(fRegistry, fRegSocket))
+			emit("unlinked", M{"ok": err == nil})
+		}
+		if len(f) == 1 && f[0] == "relisten" && fRegistry != "" {
+			if err := p.serveRegistration(); err != nil {
+				emit("serve_failed", M{"error": err.Error()})
+			}
+		}
 		if len(f) == 3 && f[0] == "set" {
 			p.mu.Lock()
 			if _, ok := p.health[f[1]]; !ok {

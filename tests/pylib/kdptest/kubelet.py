@@ -19,20 +19,54 @@ starts one that is stopped when the test ends.
 Emulator CLI:
     kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy]
                      [-rpc-timeout 60s] [-dial-timeout 10s]
+                     [-watcher | -plugins-registry DIR2]
+                     [-endpoint-tracking default|resource|socket]
   -legacy       kubelet <= 1.24: answers Register first, then dials and uses
                 the options of the RegisterRequest (never calls
                 GetDevicePluginOptions by itself). Default: kubelet >= 1.25,
                 dials and calls GetDevicePluginOptions BEFORE answering.
   -dial unix    target unix://PATH, :authority "localhost" (default);
   -dial legacy  target PATH + custom dialer, :authority = the socket path.
+  -watcher      also play the plugin-watcher side on DIR/../plugins_registry
+                (-plugins-registry DIR2: on DIR2): inotify + a walk at start
+                (subdirectories too; names starting with '.' and non-sockets
+                ignored), GetInfo (1 s), type "DevicePlugin", versions must
+                hold "v1beta1", the name must be an extended resource name,
+                empty endpoint = the registration socket itself, else the
+                endpoint is dialed as is (a full path); then the kubelet.sock
+                connect (GetDevicePluginOptions, ListAndWatch), then
+                NotifyRegistrationStatus(true, ""). Refusals are notified with
+                the kubelet's texts and retried with backoff (500 ms doubling).
+                A restart never deletes plugins_registry sockets: it drops the
+                connections and walks the directory again (fresh GetInfo).
+  -endpoint-tracking  what the end of an instance's stream (or the removal of
+                its watcher socket) does when a newer registration of the same
+                resource exists:
+                default   the emulator's historic rule: the resource is marked
+                          unhealthy (allocatable 0) whichever client ended
+                          (-legacy: only if it was the current one);
+                resource  kubelets 1.25+ before kubernetes PR #135437 (#121994):
+                          the NEWEST client of the resource is disconnected too
+                          (stream_end reason "disconnected") and the resource
+                          marked unhealthy;
+                socket    PR #135437: endpoints per socket path: an older
+                          instance's end leaves the resource alone.
+                Under every rule the resource has ONE device set: the last
+                ListAndWatch message from any live instance replaces it (the
+                devicemanager keys devices by resource name): not a union.
 
 Events (one JSON object per stdout line; all have "event" and "t_ns" =
 time.Now().UnixNano(), comparable with time.time_ns()):
-  ready          socket, dir, legacy, dial, pid, removed (stale sockets)
+  ready          socket, dir, legacy, dial, pid, removed (stale sockets),
+                 plugins_registry ("" without -watcher), endpoint_tracking
   registered     resource, endpoint, version, options{pre_start_required,
                  get_preferred_allocation_available}, options_source
                  ("rpc"|"request"), request_options (null if absent),
-                 register_ns (Register arrived), dial_us, legacy
+                 register_ns (Register arrived), dial_us, legacy,
+                 via ("kubelet.sock"|"watcher"), socket (the path dialed),
+                 registration_socket (watcher only). A watcher registration's
+                 endpoint is the full path (the registration socket when
+                 GetInfo gave none).
   rejected       resource, endpoint, version, error, register_ns  (Register
                  answered with that error: bad version, bad name, dial or
                  GetDevicePluginOptions failure)
@@ -42,8 +76,28 @@ time.Now().UnixNano(), comparable with time.time_ns()):
   devices        resource, endpoint, current, devices[{id, health, numa[]}],
                  healthy, unhealthy, n, bytes, seq (per resource, 1-based)
   stream_end     resource, endpoint, error, code, current, marked_unhealthy,
-                 reason ("stream": the stream ended by itself; "restart",
-                 "stop-server", "exit": the emulator dropped the connection)
+                 via, reason ("stream": the stream ended by itself; "restart",
+                 "stop-server", "exit": the emulator dropped the connection;
+                 "deregistered": its watcher socket went away;
+                 "disconnected": -endpoint-tracking resource, another
+                 instance's end tore it down, cause_endpoint says which)
+  disconnected   resource, endpoint, via, reason, cause_endpoint (the
+                 -endpoint-tracking resource teardown, before its stream_end)
+  capacity       resource, capacity, allocatable, cause ("devices",
+                 "stream_end", "deregistered", "restart", "stop-server",
+                 "exit"), endpoint: on every change of what the node status
+                 would report (capacity = healthy + unhealthy, allocatable =
+                 healthy, 0 once marked unhealthy; 0/0 once forgotten)
+  watcher_found  socket, source ("walk"|"inotify")
+  watcher_gone   socket
+  watcher_info   socket, type, name, endpoint, supported_versions (GetInfo)
+  watcher_refused socket, stage ("type"|"validate"|"register"), type,
+                 resource, reason (the exact NotifyRegistrationStatus error),
+                 notify_error (if that call failed)
+  watcher_failed socket, stage ("dial"|"get_info"), error (nothing notified)
+  watcher_notified socket, resource, registered (true), notify_error
+  deregistered   socket, resource, endpoint, via "watcher", marked_unhealthy,
+                 disconnected (the socket path of the client closed, or null)
   restart        phase "begin" | "done" (done: removed[] socket names)
   state          resources[...] (the "list" command)
   reply          cmd, id, ok, elapsed_us, and response{...} (protobuf JSON,
@@ -57,6 +111,8 @@ Commands (stdin lines; an optional last word "#ID" is echoed as "id"):
   preferred RES available=a,b [must=c] size=N
   options RES                 a fresh GetDevicePluginOptions
   restart | stop-server | start-server | list | quit
+                              (with -watcher, stop-server/start-server stop
+                              and start the watcher too: the kubelet down)
 Reply codes besides gRPC's: NotRegistered, EndpointStopped, Usage, Internal.
 """
 
@@ -76,10 +132,15 @@ class Kubelet(Proc):
     stop_last = True  # plugins stop first, so that their exit is seen by a live kubelet
     _ids = itertools.count(1)
 
-    def __init__(self, dir, legacy=False, dial=None, rpc_timeout=None, args=(), env=None):
+    def __init__(self, dir, legacy=False, dial=None, rpc_timeout=None, args=(), env=None,
+                 registry=None, tracking=None):
         argv = [binary("kdp-test-kubelet"), "-dir", dir]
         if legacy:
             argv.append("-legacy")
+        if registry:
+            argv += ["-plugins-registry", registry]
+        if tracking:
+            argv += ["-endpoint-tracking", tracking]
         if dial:
             argv += ["-dial", dial]
         if rpc_timeout is not None:
@@ -88,6 +149,7 @@ class Kubelet(Proc):
         super().__init__(argv, env=env)
         self.dir = dir
         self.socket = os.path.join(dir, "kubelet.sock")
+        self.registry = registry
         self.ready = None
 
     def start(self, timeout=T):
@@ -127,6 +189,11 @@ class Kubelet(Proc):
         if not r.get("ok"):
             raise AssertionError("kubelet: %r failed: %s" % (line, r))
         return r
+
+    def capacities(self, resource, since=0):
+        """[(t_ns, capacity, allocatable)] from the "capacity" events."""
+        return [(e["t_ns"], e["capacity"], e["allocatable"])
+                for e in self.events_since(since, "capacity", resource=resource)]
 
     def state(self, timeout=T):
         """{resource name: state dict} from the "list" command."""
