@@ -475,12 +475,17 @@ KDP_EXPORT const char *kdp_plugin_resource(const kdp_plugin *p);
 KDP_EXPORT void *kdp_plugin_userdata(const kdp_plugin *p);
 
 typedef enum kdp_plugin_state {
-    KDP_PLUGIN_IDLE = 0,    /* not started yet */
-    KDP_PLUGIN_STARTING,    /* lock, refresh, first list, socket; or waiting to start again */
-    KDP_PLUGIN_WAITING,     /* serving; kubelet.sock does not exist (yet) */
-    KDP_PLUGIN_REGISTERING, /* serving; Register in flight or to be retried */
-    KDP_PLUGIN_REGISTERED,  /* serving and registered with the kubelet */
-    KDP_PLUGIN_STOPPING,    /* stopping: streams ending, destroy running */
+    KDP_PLUGIN_IDLE = 0, /* not started yet */
+    KDP_PLUGIN_STARTING, /* lock, refresh, first list, socket; or waiting to start again */
+    /* serving; kubelet.sock does not exist (yet); with the plugin watcher:
+     * the kubelet has not asked GetInfo (yet) */
+    KDP_PLUGIN_WAITING,
+    /* serving; Register in flight or to be retried; with the plugin watcher:
+     * GetInfo answered, the outcome not told yet, or refused (the socket is
+     * re-created after a backoff) */
+    KDP_PLUGIN_REGISTERING,
+    KDP_PLUGIN_REGISTERED, /* serving and registered with the kubelet */
+    KDP_PLUGIN_STOPPING,   /* stopping: streams ending, destroy running */
     KDP_PLUGIN_STOPPED,
 } kdp_plugin_state;
 

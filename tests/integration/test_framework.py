@@ -9,6 +9,7 @@ Assertions are about order and outcomes; measured times are printed
 threshold. Every wait is bounded (kdptest.T), every test too (PluginTest.TEST_BOUND).
 """
 
+import json
 import os
 import subprocess
 import signal
@@ -20,7 +21,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 import kdptest  # noqa: E402
 from kdptest import T, binary, figure, percentile  # noqa: E402
-from kdptest.plugin import PluginTest, env_name_for  # noqa: E402
+from kdptest.plugin import PluginTest, env_name_for, socket_for  # noqa: E402
 
 RES = "kdp.test/dev"
 BOTH = {"pre_start_required": True, "get_preferred_allocation_available": True}
@@ -913,6 +914,151 @@ class Embedding(PluginTest):
         kl.wait_event("registered", T, since=mark, resource=RES)
         self.assertStopsCleanly(pl)
         self.assertFalse(os.path.exists(pl.socket))
+
+
+class WatcherRegistration(PluginTest):
+    """Registration through the kubelet's plugin watcher
+    (kdp_config.registration = KDP_REGISTRATION_WATCHER, --registration
+    watcher) against the emulator's watcher side: the plugin's socket in
+    <root>/plugins_registry/, GetInfo, NotifyRegistrationStatus, no
+    kubelet.sock Register."""
+
+    RES2 = "kdp.test/other"
+
+    def setUp(self):
+        super().setUp()
+        self.root = self.subdir("root")
+        self.reg = os.path.join(self.root, "plugins_registry")
+        os.makedirs(self.reg, exist_ok=True)
+
+    def watcher_plugin(self, *args, resources=(RES,)):
+        argv = ["--device-plugin-dir", self.dir, "--kubelet-root", self.root]
+        for r in resources:
+            argv += ["--resource", r]
+        argv += list(args)
+        return self.plugin("kdp-test-plugin", argv, socket_for(resources[0]), resources,
+                           name="test-plugin", dir=self.reg)
+
+    def status(self, pl, res=RES):
+        mark = pl.mark()
+        pl.send("status")
+        line = pl.wait_line(r"^status %s " % res, T, since=mark)
+        return json.loads(line.split(" ", 2)[2])
+
+    def wait_registered_state(self, pl, want=4):
+        deadline = time.monotonic() + T
+        while time.monotonic() < deadline:
+            if self.status(pl)["state"] == want:
+                return
+            time.sleep(0.05)
+        self.fail("the plugin never reached state %d%s" % (want, pl.diagnostics()))
+
+    def test_registered_through_the_watcher(self):
+        kl = self.kubelet(registry=self.reg)
+        pl = self.watcher_plugin("--registration", "watcher", "--devices", "a,b@0")
+        ev = kl.wait_event("registered", T, resource=RES)
+        self.assertEqual(ev["via"], "watcher")
+        self.assertEqual(ev["registration_socket"], os.path.join(self.reg, socket_for(RES)))
+        self.assertEqual(ev["endpoint"], ev["registration_socket"])  # this same socket
+        info = kl.wait_event("watcher_info", T, since=0)
+        self.assertEqual((info["type"], info["name"], info["supported_versions"]),
+                         ("DevicePlugin", RES, ["v1beta1"]))
+        kl.wait_event(devices_where(RES, lambda d: d == {"a": ("Healthy", []),
+                                                         "b": ("Healthy", [0])}), T, since=0)
+        kl.wait_event("watcher_notified", T, since=0, resource=RES, registered=True)
+        pl.wait_log(r"registered with the kubelet \(plugin watcher", T)
+        self.wait_registered_state(pl)
+        self.assertOk(kl.command("allocate %s a" % RES))
+        # nothing of ours in the device-plugin directory: no kubelet.sock Register
+        self.assertEqual(self.dir_entries(), ["kubelet.sock"])
+        self.assertEqual(kl.events_since(0, "registered", via="kubelet.sock"), [])
+        self.assertStopsCleanly(pl)
+        kl.wait_event("deregistered", T, resource=RES)
+        self.assertFalse(os.path.exists(os.path.join(self.reg, socket_for(RES))))
+
+    def test_refusal_logged_with_the_kubelets_reason_and_retried(self):
+        # a kubelet whose device manager wants another version than ours
+        kl = self.kubelet(registry=self.reg, args=("-manager-version", "v1"))
+        pl = self.watcher_plugin("--registration", "watcher", "--devices", "a")
+        first = kl.wait_event("watcher_refused", T, stage="validate")
+        line = pl.wait_log(r"the kubelet refused the registration: ", T)
+        self.assertIn(first["reason"], line)
+        self.assertIn("manager version, v1, is not among plugin supported versions [v1beta1]", line)
+        # retried: the socket re-created, the kubelet asks again (and refuses again)
+        pl.wait_log(r"restarting: re-creating the registration socket", T)
+        kl.wait_event("watcher_refused", T, stage="validate")  # the next one
+        self.assertNotEqual(self.status(pl)["state"], 4)
+        self.assertEqual(kl.events_since(0, "registered"), [])
+
+    def test_socket_deleted_is_recreated(self):
+        kl = self.kubelet(registry=self.reg)
+        pl = self.watcher_plugin("--registration", "watcher", "--devices", "a")
+        kl.wait_event("watcher_notified", T, resource=RES, registered=True)
+        mark = kl.mark()
+        os.unlink(os.path.join(self.reg, socket_for(RES)))
+        kl.wait_event("deregistered", T, since=mark, resource=RES)
+        ev = kl.wait_event("registered", T, since=mark, resource=RES)
+        self.assertEqual(ev["via"], "watcher")
+        kl.wait_event("watcher_notified", T, since=mark, resource=RES, registered=True)
+        kl.wait_event(devices_where(RES, lambda d: sorted(d) == ["a"]), T, since=mark)
+        self.assertTrue(os.path.exists(os.path.join(self.reg, socket_for(RES))))
+
+    def test_kubelet_restart(self):
+        kl = self.kubelet(registry=self.reg)
+        pl = self.watcher_plugin("--registration", "watcher", "--devices", "a,b")
+        kl.wait_event("watcher_notified", T, resource=RES, registered=True)
+        for i in range(3):
+            mark = kl.mark()
+            r = kl.ok("restart")
+            self.assertNotIn(socket_for(RES), r.get("removed", []), r)  # plugins_registry alone
+            kl.wait_event("registered", T, since=mark, resource=RES, via="watcher")
+            kl.wait_event("watcher_notified", T, since=mark, resource=RES, registered=True)
+            kl.wait_event(devices_where(RES, lambda d: sorted(d) == ["a", "b"]), T, since=mark)
+        self.wait_registered_state(pl)
+        self.assertOk(kl.command("allocate %s b" % RES))
+
+    def test_both_ways_in_one_process(self):
+        kl = self.kubelet(registry=self.reg)
+        pl = self.watcher_plugin("--devices", "a", "--watcher-resource", self.RES2,
+                                 resources=(RES, self.RES2))
+        one = kl.wait_event("registered", T, resource=RES)
+        two = kl.wait_event("registered", T, resource=self.RES2)
+        self.assertEqual((one["via"], two["via"]), ("kubelet.sock", "watcher"))
+        self.assertEqual(os.path.dirname(two["registration_socket"]), self.reg)
+        self.assertEqual(self.dir_entries(), sorted(["kubelet.sock", socket_for(RES),
+                                                     socket_for(RES) + ".lock"]))
+        self.assertOk(kl.command("allocate %s a" % RES))
+        self.assertOk(kl.command("allocate %s a" % self.RES2))
+        self.assertStopsCleanly(pl)
+
+    def test_auto_takes_kubelet_sock_when_it_exists(self):
+        kl = self.kubelet(registry=self.reg)
+        pl = self.watcher_plugin("--registration", "auto", "--devices", "a")
+        self.assertEqual(kl.wait_event("registered", T, resource=RES)["via"], "kubelet.sock")
+        pl.wait_log(r"registration auto: kubelet.sock \(it exists", T)
+
+    def test_auto_takes_the_watcher_without_kubelet_sock(self):
+        # no kubelet.sock in the device-plugin dir: the emulator plays the watcher side only on
+        # another directory tree (its own -dir elsewhere)
+        other = self.subdir("kubelet-elsewhere")
+        kl = self.kubelet(dir=other, registry=self.reg)
+        pl = self.watcher_plugin("--registration", "auto", "--devices", "a")
+        pl.wait_log(r"registration auto: plugin watcher \(there is no kubelet.sock", T)
+        self.assertEqual(kl.wait_event("registered", T, resource=RES)["via"], "watcher")
+
+    def test_bad_mode_and_dot_socket_refused(self):
+        bad = subprocess.run([binary("kdp-test-plugin"), "--device-plugin-dir", self.dir,
+                              "--kubelet-root", self.root, "--registration", "watcher",
+                              "--socket", ".hidden.sock"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=T, text=True)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("the kubelet skips names that start with '.'", bad.stderr)
+        env = dict(os.environ, KDP_REGISTRATION="sometimes")
+        bad = subprocess.run([binary("kdp-test-plugin"), "--device-plugin-dir", self.dir],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, timeout=T, text=True, env=env)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn('invalid $KDP_REGISTRATION "sometimes"', bad.stderr)
 
 
 class KubeletRoot(PluginTest):

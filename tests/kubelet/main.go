@@ -108,15 +108,16 @@ var supportedVersions = []string{apiVersion}
 
 // Flags.
 var (
-	fDir         string
-	fLegacy      bool
-	fDial        string
-	fRPCTimeout  time.Duration
-	fDialTimeout time.Duration
-	fMaxRecvMsg  int
-	fWatcher     bool
-	fRegistry    string
-	fTracking    string
+	fDir            string
+	fLegacy         bool
+	fDial           string
+	fRPCTimeout     time.Duration
+	fDialTimeout    time.Duration
+	fMaxRecvMsg     int
+	fWatcher        bool
+	fRegistry       string
+	fTracking       string
+	fManagerVersion string
 )
 
 // ---------------------------------------------------------------------------
@@ -500,6 +501,7 @@ func main() {
 	fs.IntVar(&fMaxRecvMsg, "max-recv-msg", 4*1024*1024, "largest ListAndWatch message accepted (grpc-go's default, the kubelet's: 4 MiB); a larger one fails the stream")
 	fs.BoolVar(&fWatcher, "watcher", false, "play the plugin-watcher side too, on DIR/../plugins_registry")
 	fs.StringVar(&fRegistry, "plugins-registry", "", "play the plugin-watcher side too, on this directory (implies -watcher)")
+	fs.StringVar(&fManagerVersion, "manager-version", apiVersion, "the version the watcher side's device manager asks of a plugin's GetInfo (another one: a kubelet this plugin is too old for)")
 	fs.StringVar(&fTracking, "endpoint-tracking", "default", `"default" (this emulator's historic rule), "resource" (kubelets 1.25+ before PR #135437) or "socket" (PR #135437)`)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)

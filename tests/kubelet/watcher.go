@@ -393,10 +393,8 @@ func notify(api regpb.RegistrationClient, ok bool, msg string) error {
 
 func containsVersion(vs []string) bool {
 	for _, v := range vs {
-		for _, s := range supportedVersions {
-			if v == s {
-				return true
-			}
+		if v == fManagerVersion {
+			return true
 		}
 	}
 	return false
@@ -448,7 +446,7 @@ func (w *watcher) register(gen int, p string, seq uint64) {
 	// ValidatePlugin (devicemanager plugin/v1beta1/handler.go).
 	var verr string
 	if !containsVersion(info.SupportedVersions) {
-		verr = fmt.Sprintf("manager version, %s, is not among plugin supported versions %v", apiVersion, info.SupportedVersions)
+		verr = fmt.Sprintf("manager version, %s, is not among plugin supported versions %v", fManagerVersion, info.SupportedVersions)
 	} else if !isExtendedResourceName(info.Name) {
 		verr = "invalid name of device plugin socket: " + fmt.Sprintf(errInvalidResourceName, info.Name)
 	}

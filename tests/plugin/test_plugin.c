@@ -8,6 +8,8 @@
  *   --device-plugin-dir DIR
  *   --kubelet-root ROOT     the device-plugin dir is ROOT/device-plugins
  *   --registration MODE     kubelet, watcher or auto (kdp_config.registration)
+ *   --watcher-resource NAME this resource registers through the plugin watcher
+ *                           (the others as --registration says): both in one process
  *   --resource NAME         repeatable: several resources on one context;
  *                           socket = NAME with every non-alphanumeric as '-' + ".sock"
  *   --socket NAME           socket of the first resource
@@ -81,6 +83,7 @@ static kdp_ctx *the_ctx;
 static const char *prestart_file;
 static const char *lifecycle_file;
 static const char *list_file;
+static const char *watcher_resource;
 static const char *positive_id;
 static const char *misuse_id;
 static const char *alloc_log;
@@ -505,6 +508,8 @@ int main(int argc, char **argv)
             cfg.device_plugin_dir = v;
         } else if (strcmp(a, "--kubelet-root") == 0) {
             cfg.kubelet_root = v;
+        } else if (strcmp(a, "--watcher-resource") == 0) {
+            watcher_resource = v;
         } else if (strcmp(a, "--registration") == 0) {
             if (kdp_registration_parse(v, &cfg.registration) < 0) {
                 fprintf(stderr, "--registration: kubelet, watcher or auto\n");
@@ -577,7 +582,11 @@ int main(int argc, char **argv)
         char *sock = i == 0 && socket ? strdup(socket) : socket_for(resources[i]);
         cfg.resource_name = resources[i];
         cfg.socket_name = sock;
-        int r = kdp_plugin_new(ctx, &cfg, &ops, NULL, &plugins[n_plugins]);
+        kdp_config one = cfg;
+        if (watcher_resource && strcmp(watcher_resource, resources[i]) == 0) {
+            one.registration = KDP_REGISTRATION_WATCHER;
+        }
+        int r = kdp_plugin_new(ctx, &one, &ops, NULL, &plugins[n_plugins]);
         free(sock);
         if (r < 0) {
             fprintf(stderr, "kdp-test-plugin: resource %d: %s\n", i + 1, strerror(-r));
