@@ -290,6 +290,9 @@ typedef enum kdp_registration {
 } kdp_registration;
 
 #define KDP_REGISTRATION_ENV "KDP_REGISTRATION"
+/* kdp_config.instance and .generation from the environment. */
+#define KDP_INSTANCE_ENV   "KDP_INSTANCE"
+#define KDP_GENERATION_ENV "KDP_GENERATION"
 
 /* "kubelet", "watcher", "auto" (what $KDP_REGISTRATION and the tools'
  * --registration flag take) into *ret. Returns 0 or -EINVAL. */
@@ -345,6 +348,26 @@ typedef struct kdp_config {
     /* How the plugin registers with the kubelet: see kdp_registration
      * (0 = $KDP_REGISTRATION, else kubelet.sock). */
     kdp_registration registration;
+    /* Upgrades with no capacity gap (a DaemonSet rolling update with
+     * maxSurge: the old and the new instance run at once). NULL =
+     * $KDP_INSTANCE if set, else none: the socket is socket_name, and a
+     * second instance on it is refused (-EADDRINUSE). With an instance (1-64
+     * of [A-Za-z0-9_.-], e.g. the pod's UID from the downward API), the
+     * socket is "<socket_name without .sock>-<instance>.sock", each instance
+     * its own; the one that registers says so in ".<stem>.newest" next to
+     * the sockets, and an older instance that sees it (and the new socket
+     * answering) stops quietly: its socket removed, destroy called, the new
+     * one's never touched, kdp_plugin_status.superseded set, and
+     * kdp_plugin_run() returns 0. Kubelets that track plugins per socket
+     * (kubernetes/kubernetes PR #135437) then keep the capacity throughout;
+     * older ones drop the new instance's connection when the old one ends,
+     * and it registers again at once (see docs/registration.md). */
+    const char *instance;
+    /* Which instance is newer: the higher generation (0 =
+     * $KDP_GENERATION if set, else 0), then the later registration. Set it
+     * from the DaemonSet's pod-template-generation label, so that an old
+     * pod's container restarted during the update never takes over. */
+    uint64_t generation;
 } kdp_config;
 
 /* A context: one event loop that can run several plugins.
@@ -517,6 +540,9 @@ typedef struct kdp_plugin_status {
     unsigned stuck_callbacks;
     /* Restarts so far (kubelet restarts, socket deleted, stream ended). */
     unsigned restarts;
+    /* This instance stopped because a newer instance of the plugin
+     * registered (kdp_config.instance: a rolling update's handover). */
+    bool superseded;
 } kdp_plugin_status;
 
 /* A snapshot of p's status. Thread-safe (not async-signal-safe). Returns 0

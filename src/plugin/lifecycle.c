@@ -229,9 +229,18 @@ void kdp__lifecycle_start(kdp__lifecycle *lc)
 
 /* ---- serving ---- */
 
+static void superseded(kdp__lifecycle *lc, const char *who);
+
 static void serve(kdp__lifecycle *lc)
 {
     kdp__lifecycle_cfg *c = &lc->cfg;
+    char who[512];
+    if (c->handover && kdp__handover_outranked(c->handover, who, sizeof(who))) {
+        /* an instance of a higher generation serves: never register (the
+         * kubelet would take this one for the newest); the stop follows */
+        superseded(lc, who);
+        return;
+    }
     /* The watch first: a deletion of our socket right after we create it
      * (a starting kubelet cleaning the directory) must not go unseen. */
     kdp__pdir_watch(c->dir);
@@ -289,6 +298,41 @@ static void stop_serving(kdp__lifecycle *lc)
 
 /* ---- what the parts say ---- */
 
+/* A newer instance registered: the plugin stops as kdp_plugin_stop() would,
+ * from a zero-delay timer (never under the feet of the code that noticed). */
+static void superseded(kdp__lifecycle *lc, const char *who)
+{
+    log_info("%s: superseded by %s, which registered: stopping (this instance's socket %s "
+             "removed, the other one's left alone)",
+             lc->cfg.resource, who, lc->cfg.socket_name);
+    kdp_plugin_status *st = kdp__status_lock(lc->cfg.status);
+    st->superseded = true;
+    kdp__status_unlock(lc->cfg.status);
+    kdp__timer_start(lc->supersede_timer, 0);
+}
+
+static void on_supersede_timer(kdp__timer *t, void *ud)
+{
+    (void)t;
+    kdp__lifecycle_stop(ud);
+}
+
+/* A newer instance of this plugin has registered (handover.h): stop
+ * quietly, as kdp_plugin_stop() would, never touching its socket. */
+static void handover_check(kdp__lifecycle *lc, bool just_registered)
+{
+    kdp__handover *h = lc->cfg.handover;
+    char who[512];
+    if (!h || !h->on || kdp__lifecycle_state(lc) != KDP__LC_REGISTERED) {
+        return;
+    }
+    int r = just_registered ? kdp__handover_registered(h, who, sizeof(who))
+                            : kdp__handover_changed(h, who, sizeof(who));
+    if (r == 1) {
+        superseded(lc, who);
+    }
+}
+
 static void reg_state(void *ud, kdp__reg_state st, const char *why)
 {
     kdp__lifecycle *lc = ud;
@@ -303,6 +347,7 @@ static void reg_state(void *ud, kdp__reg_state st, const char *why)
         lc->registered_us = kdp__now_us();
         kdp__backoff_reset(&lc->backoff);
         set_state(lc, KDP__LC_REGISTERED, why);
+        handover_check(lc, true);
         break;
     }
 }
@@ -346,9 +391,14 @@ static void svc_peer_gone(void *ud, const char *why)
 {
     kdp__lifecycle *lc = ud;
     kdp__lc_state s = kdp__lifecycle_state(lc);
-    if (s == KDP__LC_REGISTERING || s == KDP__LC_REGISTERED) {
-        kdp__lifecycle_restart(lc, why);
+    if (s != KDP__LC_REGISTERING && s != KDP__LC_REGISTERED) {
+        return;
     }
+    kdp__reg *reg = lc->cfg.reg;
+    if (reg->ops->peer_gone && reg->ops->peer_gone(reg, why)) {
+        return;
+    }
+    kdp__lifecycle_restart(lc, why);
 }
 
 kdp__svc_up kdp__lifecycle_svc_up(kdp__lifecycle *lc)
@@ -365,6 +415,10 @@ static void dir_event(void *ud, int what, const char *name)
         if (serving(lc)) {
             kdp__lifecycle_restart(lc, "the device-plugin directory was removed");
         }
+        return;
+    }
+    if (what == KDP__WATCH_CREATED && c->handover && kdp__handover_is_marker(c->handover, name)) {
+        handover_check(lc, false);
         return;
     }
     if (!serving(lc) || what != KDP__WATCH_DELETED || !name) {
@@ -614,6 +668,7 @@ void kdp__lifecycle_teardown_finish(kdp__lifecycle *lc)
     kdp__lockfile_release(lc->cfg.lock);
     kdp__timer_stop(lc->start_timer);
     kdp__timer_stop(lc->restart_timer);
+    kdp__timer_stop(lc->supersede_timer);
     if (kdp__lifecycle_state(lc) != KDP__LC_STOPPED) {
         atomic_store(&lc->state, KDP__LC_STOPPED); /* freed: no transition rules apply */
     }
@@ -632,6 +687,9 @@ int kdp__lifecycle_init(kdp__lifecycle *lc, const kdp__lifecycle_cfg *cfg)
     if (r == 0) {
         r = kdp__timer_new(cfg->loop, on_restart_timer, lc, &lc->restart_timer);
     }
+    if (r == 0) {
+        r = kdp__timer_new(cfg->loop, on_supersede_timer, lc, &lc->supersede_timer);
+    }
     return r;
 }
 
@@ -639,6 +697,8 @@ void kdp__lifecycle_done(kdp__lifecycle *lc)
 {
     kdp__timer_free(lc->start_timer);
     kdp__timer_free(lc->restart_timer);
+    kdp__timer_free(lc->supersede_timer);
     lc->start_timer = NULL;
     lc->restart_timer = NULL;
+    lc->supersede_timer = NULL;
 }

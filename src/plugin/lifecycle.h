@@ -24,6 +24,7 @@
 #include "base/backoff.h"
 #include "grpc/server.h"
 #include "kdp.h"
+#include "plugin/handover.h"
 #include "plugin/jobs.h"
 #include "plugin/lockfile.h"
 #include "plugin/pdir.h"
@@ -60,6 +61,7 @@ typedef struct kdp__lifecycle_cfg {
     kdp__reg *reg;
     kdp__svc *svcs[KDP__LC_MAX_SVCS];
     size_t n_svcs;
+    kdp__handover *handover; /* an instance among several: the newest one stays */
     kdp__status *status;
     /* The plugin stopped, cleanly (0) or on a fatal error (-errno). */
     void (*stopped)(void *ud, int err);
@@ -90,8 +92,9 @@ typedef struct kdp__lifecycle {
     kdp__server *draining; /* shutting down gracefully during the stop */
     kdp__timer *start_timer;
     kdp__timer *restart_timer;
-    const char *restart_why; /* static string */
-    kdp__backoff backoff;    /* start retries */
+    kdp__timer *supersede_timer; /* a newer instance registered: stop, from the loop */
+    const char *restart_why;     /* static string */
+    kdp__backoff backoff;        /* start retries */
     /* Restarts back off when the same kubelet keeps ending registrations
      * that did not last (restart_delay). */
     kdp__backoff restart_backoff;

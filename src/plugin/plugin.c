@@ -72,12 +72,67 @@ static int check_config(const kdp_config *cfg, const char *dir)
     return 0;
 }
 
+/* The instance (kdp_config.instance, else $KDP_INSTANCE; NULL: none) and
+ * generation (kdp_config.generation, else $KDP_GENERATION, else 0) of a
+ * plugin among several (handover.h). Returns 0 or -EINVAL (logged). */
+static int instance_of(const kdp_config *cfg, const char **ret, uint64_t *ret_gen)
+{
+    const char *inst = cfg->instance;
+    const char *from = "kdp_config.instance";
+    if (!inst) {
+        inst = getenv(KDP_INSTANCE_ENV);
+        from = "$" KDP_INSTANCE_ENV;
+        if (inst && !*inst) {
+            inst = NULL;
+        }
+    }
+    const char *why = NULL;
+    if (inst && kdp__handover_check_instance(inst, &why) < 0) {
+        log_error("invalid %s \"%.80s\": %s", from, inst, why);
+        return -EINVAL;
+    }
+    uint64_t gen = cfg->generation;
+    const char *env = getenv(KDP_GENERATION_ENV);
+    if (!gen && env && *env) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (errno || *end || env[0] == '-') {
+            log_error("invalid $%s \"%.40s\": a non-negative integer (the DaemonSet's "
+                      "pod-template-generation label)",
+                      KDP_GENERATION_ENV, env);
+            return -EINVAL;
+        }
+        gen = v;
+    }
+    *ret = inst;
+    *ret_gen = gen;
+    return 0;
+}
+
 static int fill_strings(kdp_plugin *p, const kdp_config *cfg, const char *dir)
 {
     p->resource = strdup(cfg->resource_name);
-    p->socket_name = strdup(cfg->socket_name);
+    const char *inst = NULL;
+    uint64_t gen = 0;
+    int r = instance_of(cfg, &inst, &gen);
+    if (r < 0) {
+        return r;
+    }
+    p->socket_name = kdp__handover_socket_name(cfg->socket_name, inst);
+    const char *why = NULL;
+    if (p->socket_name && inst && kdp__validate_socket_name(p->socket_name, &why) < 0) {
+        log_error("invalid socket name \"%s\" (socket_name with the instance): %s", p->socket_name,
+                  why);
+        return -EINVAL;
+    }
+    if (p->socket_name && p->resource &&
+        kdp__handover_init(&p->handover, p->resource, dir, p->socket_name, cfg->socket_name, inst,
+                           gen) < 0) {
+        return -ENOMEM;
+    }
     p->dir = strdup(dir);
-    p->socket_path = join(dir, cfg->socket_name);
+    p->socket_path = p->socket_name ? join(dir, p->socket_name) : NULL;
     p->env_name = cfg->env_name ? strdup(cfg->env_name) : kdp__default_env_name(p->resource);
     if (!p->resource || !p->socket_name || !p->dir || !p->socket_path || !p->env_name) {
         return -ENOMEM;
@@ -226,6 +281,7 @@ static int make_parts(kdp_plugin *p, const kdp_config *cfg)
         .reg = watcher ? &p->watcher.base : &p->reg.base,
         .svcs = {&p->devplugin.base, watcher ? &p->watcher.svc : NULL},
         .n_svcs = watcher ? 2 : 1,
+        .handover = &p->handover,
         .status = &p->status,
         .stopped = lc_stopped,
         .stopped_ud = p,
@@ -399,6 +455,7 @@ static void plugin_free(kdp_plugin *p)
     kdp__status_done(&p->status);
     free(p->resource);
     free(p->socket_name);
+    kdp__handover_done(&p->handover);
     free(p->dir);
     free(p->socket_path);
     free(p->env_name);

@@ -14,6 +14,7 @@
 #include "kdp.h"
 #include "plugin/ctx.h"
 #include "plugin/devplugin.h"
+#include "plugin/handover.h"
 #include "plugin/jobs.h"
 #include "plugin/lifecycle.h"
 #include "plugin/lockfile.h"
@@ -48,6 +49,7 @@ struct kdp_plugin {
     kdp_registration regmode; /* KDP_REGISTRATION_KUBELET or _WATCHER */
     kdp__reg_kubelet reg;     /* the one of the two regmode says */
     kdp__reg_watcher watcher;
+    kdp__handover handover;
     kdp__lifecycle lc;
     int made; /* how far construction went (plugin.c: MADE_*) */
 

@@ -50,6 +50,11 @@ typedef struct kdp__reg_ops {
     /* The kubelet of the last registration is still the one there (no new
      * one since): restarts with the same kubelet back off. */
     bool (*same_peer)(kdp__reg *r);
+    /* The kubelet's stream ended. NULL, or false: the lifecycle restarts
+     * (re-creates the socket, registers again); true: the strategy waits
+     * for the kubelet to come back by itself (the plugin watcher's kubelet
+     * walks the directory again), and asks for a restart if it does not. */
+    bool (*peer_gone)(kdp__reg *r, const char *why);
 } kdp__reg_ops;
 
 struct kdp__reg {

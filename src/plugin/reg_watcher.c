@@ -16,6 +16,9 @@
  * (pluginwatcher: GetInfo's supported_versions must hold "v1beta1"). */
 #define PLUGIN_TYPE "DevicePlugin"
 
+/* The kubelet's stream ended: how long to wait for its GetInfo before
+ * re-creating the socket (the kubelet reconciles once a second). */
+#define LOST_US      (5ULL * 1000000ULL)
 #define RETRY_MIN_US (100ULL * 1000ULL)
 #define RETRY_MAX_US (30ULL * 1000000ULL)
 
@@ -50,11 +53,22 @@ static void h_get_info(kdp__call *call, const uint8_t *msg, size_t len, void *ud
         return;
     }
     w->infos++;
+    kdp__timer_stop(w->lost);
     log_debug("%s: the kubelet asked GetInfo on %s", w->resource, w->socket_path);
     /* the kubelet connects next: its ListAndWatch is the one to watch */
     w->base.up.attempt(w->base.up.ud, true);
     if (w->state != KDP__REG_REGISTERED) {
         set_state(w, KDP__REG_REGISTERING, "GetInfo answered");
+    }
+}
+
+static void on_lost(kdp__timer *t, void *ud)
+{
+    (void)t;
+    kdp__reg_watcher *w = ud;
+    if (w->active && w->state != KDP__REG_REGISTERED) {
+        w->base.up.restart(w->base.up.ud, "the kubelet did not ask GetInfo again after its stream "
+                                          "ended: re-creating the registration socket");
     }
 }
 
@@ -162,6 +176,24 @@ static void reg_stop(kdp__reg *r)
     kdp__reg_watcher *w = OF_REG(r);
     w->active = false;
     kdp__timer_stop(w->retry); /* the backoff stays: a refusal loop keeps growing */
+    kdp__timer_stop(w->lost);
+}
+
+/* The kubelet's stream ended: a kubelet restart, or a deregistration. The
+ * socket stays; the kubelet asks GetInfo again (a new kubelet walks the
+ * directory), else the socket is re-created after LOST_US. */
+static bool reg_peer_gone(kdp__reg *r, const char *why)
+{
+    kdp__reg_watcher *w = OF_REG(r);
+    if (!w->active) {
+        return false;
+    }
+    log_info("%s: %s: waiting for the kubelet to ask GetInfo again on %s", w->resource, why,
+             w->socket_path);
+    w->base.up.attempt(w->base.up.ud, false);
+    set_state(w, KDP__REG_WAITING, "the kubelet's stream ended");
+    kdp__timer_start(w->lost, LOST_US);
+    return true;
 }
 
 static void reg_dir_event(kdp__reg *r, int what, const char *name)
@@ -184,6 +216,7 @@ static const kdp__reg_ops reg_ops = {
     .stop = reg_stop,
     .dir_event = reg_dir_event,
     .same_peer = reg_same_peer,
+    .peer_gone = reg_peer_gone,
 };
 
 int kdp__reg_watcher_init(kdp__reg_watcher *w, kdp__loop *l, const char *socket_path,
@@ -196,11 +229,14 @@ int kdp__reg_watcher_init(kdp__reg_watcher *w, kdp__loop *l, const char *socket_
     w->resource = resource;
     w->socket_path = socket_path;
     kdp__backoff_init(&w->backoff, RETRY_MIN_US, RETRY_MAX_US, 0);
-    return kdp__timer_new(l, on_retry, w, &w->retry);
+    int r = kdp__timer_new(l, on_retry, w, &w->retry);
+    return r < 0 ? r : kdp__timer_new(l, on_lost, w, &w->lost);
 }
 
 void kdp__reg_watcher_done(kdp__reg_watcher *w)
 {
     kdp__timer_free(w->retry);
+    kdp__timer_free(w->lost);
     w->retry = NULL;
+    w->lost = NULL;
 }

@@ -11,9 +11,12 @@
  *
  * A refusal is logged with the kubelet's reason and retried by re-creating
  * the socket (the kubelet only asks again for a new socket), after a capped
- * backoff. A kubelet restart needs nothing of ours: the new kubelet walks
- * the directory and asks again (the old one's stream ended: a restart
- * re-creates the socket, which it also finds).
+ * backoff. A kubelet restart needs nothing of ours: when the kubelet's
+ * stream ends, the socket stays and the plugin waits for the new kubelet's
+ * walk of the directory to ask GetInfo again (re-creating the socket then
+ * would make the kubelet deregister and register it once more, ending the
+ * new stream: a ping-pong); only if none comes within LOST_US is the socket
+ * re-created.
  */
 #ifndef KDP_REG_WATCHER_H
 #define KDP_REG_WATCHER_H
@@ -33,6 +36,7 @@ typedef struct kdp__reg_watcher {
     bool active;             /* between start and stop */
     kdp__reg_state state;
     kdp__timer *retry; /* after a refusal: the restart that re-creates the socket */
+    kdp__timer *lost;  /* after the kubelet's stream ended: no GetInfo since, restart */
     kdp__backoff backoff;
     unsigned infos;            /* GetInfo calls answered */
     unsigned infos_registered; /* infos when the last registration succeeded */

@@ -1016,13 +1016,17 @@ class WatcherRegistration(PluginTest):
             kl.wait_event(devices_where(RES, lambda d: sorted(d) == ["a", "b"]), T, since=mark)
         self.wait_registered_state(pl)
         self.assertOk(kl.command("allocate %s b" % RES))
+        # the socket stayed: the kubelets' walks found it, no re-creation
+        # (which would make the kubelet deregister and register it again)
+        self.assertEqual(pl.count_log(r"restarting"), 0, pl.log_text())
+        self.assertEqual(kl.events_since(0, "watcher_gone"), [])
 
     def test_both_ways_in_one_process(self):
         kl = self.kubelet(registry=self.reg)
         pl = self.watcher_plugin("--devices", "a", "--watcher-resource", self.RES2,
                                  resources=(RES, self.RES2))
-        one = kl.wait_event("registered", T, resource=RES)
-        two = kl.wait_event("registered", T, resource=self.RES2)
+        one = kl.wait_event("registered", T, since=0, resource=RES)
+        two = kl.wait_event("registered", T, since=0, resource=self.RES2)
         self.assertEqual((one["via"], two["via"]), ("kubelet.sock", "watcher"))
         self.assertEqual(os.path.dirname(two["registration_socket"]), self.reg)
         self.assertEqual(self.dir_entries(), sorted(["kubelet.sock", socket_for(RES),
@@ -1059,6 +1063,178 @@ class WatcherRegistration(PluginTest):
                              stderr=subprocess.PIPE, timeout=T, text=True, env=env)
         self.assertNotEqual(bad.returncode, 0)
         self.assertIn('invalid $KDP_REGISTRATION "sometimes"', bad.stderr)
+
+
+HANDOVER = {}
+
+
+class Handover(PluginTest):
+    """A DaemonSet rolling update with maxSurge 1: the old and the new
+    instance of one plugin at once, each on its own socket
+    (kdp_config.instance, $KDP_INSTANCE), against the emulator's two
+    kubelet generations (-endpoint-tracking socket: PR #135437; resource:
+    the kubelets before it). The capacity the kubelet reports is sampled at
+    every change ("capacity" events)."""
+
+    def instance(self, inst, gen=None, extra=(), devices="a,b"):
+        env = dict(os.environ, KDP_INSTANCE=inst)
+        env.pop("KDP_GENERATION", None)
+        if gen is not None:
+            env["KDP_GENERATION"] = str(gen)
+        lf = os.path.join(self.subdir("files"), "lifecycle-" + inst)
+        argv = ["--device-plugin-dir", self.dir, "--resource", RES, "--lifecycle", lf]
+        if devices:
+            argv += ["--devices", devices]
+        argv += list(extra)
+        sock = "kdp-test-dev-%s.sock" % inst
+        p = self.plugin("kdp-test-plugin", argv, sock, [RES], name="plugin-" + inst, env=env)
+        return p, lf
+
+    def handover(self, tracking):
+        kl = self.kubelet(tracking=tracking)
+        old, old_lf = self.instance("old")
+        kl.wait_event("registered", T, resource=RES, endpoint="kdp-test-dev-old.sock")
+        kl.wait_event(devices_where(RES, lambda d: sorted(d) == ["a", "b"]), T)
+        mark = kl.mark()
+        self.samples = self.sampler(kl)
+        t0 = time.monotonic()
+        new, new_lf = self.instance("new")
+        kl.wait_event("registered", T, since=mark, resource=RES, endpoint="kdp-test-dev-new.sock")
+        old.wait_log(r"superseded by instance new \(generation 0, socket kdp-test-dev-new.sock\)",
+                     T)
+        self.assertEqual(old.wait_exit(T), 0, old.diagnostics())
+        exit_ms = (time.monotonic() - t0) * 1e3
+        # the new one's socket untouched, the old one's removed, destroy called
+        self.assertTrue(os.path.exists(new.socket))
+        self.assertFalse(os.path.exists(old.socket))
+        self.assertIn("destroy", read_lines(old_lf))
+        return kl, new, mark, exit_ms
+
+    def settle(self, kl, mark):
+        """The capacity events from the first time allocatable was 2 on (every
+        change the kubelet made, exact), once allocatable is back at 2."""
+        deadline = time.monotonic() + T
+        while time.monotonic() < deadline:
+            st = kl.state().get(RES, {})
+            if st.get("allocatable") == 2:
+                break
+            time.sleep(0.02)
+        caps = kl.capacities(RES, since=0)
+        first = next(i for i, c in enumerate(caps) if c[2] == 2)
+        return caps[first:]
+
+    def sampler(self, kl):
+        """Polls the kubelet's state every 2 ms in a thread: stop() returns
+        [(t, capacity, allocatable)]."""
+        import threading
+        out, stop = [], threading.Event()
+
+        def run():
+            while not stop.is_set():
+                st = kl.state().get(RES, {})
+                out.append((time.monotonic(), st.get("capacity"), st.get("allocatable")))
+                time.sleep(0.002)
+        th = threading.Thread(target=run, daemon=True)
+        th.start()
+
+        def done():
+            stop.set()
+            th.join(T)
+            return out
+        return done
+
+    def test_per_socket_kubelet_never_loses_capacity(self):
+        kl, new, mark, exit_ms = self.handover("socket")
+        caps = self.settle(kl, mark)
+        polled = self.samples()
+        self.assertEqual([a for _, _, a in caps if a == 0], [], caps)
+        self.assertEqual([s for s in polled if s[2] != 2], [], "allocatable below 2 while polled")
+        self.assertEqual(kl.state()[RES]["allocatable"], 2)
+        self.assertOk(kl.command("allocate %s a" % RES))
+        # no re-registration storm: the new instance registered once
+        self.assertEqual(len(kl.events_since(mark, "registered", resource=RES)), 1)
+        figure("handover, per-socket kubelet: new instance started -> old instance exited",
+               "%.0f ms" % exit_ms)
+        figure("handover, per-socket kubelet: allocatable polled every 2 ms during it",
+               "%d samples, lowest %d; %d changes seen by the kubelet, lowest %d" % (
+                   len(polled), min(s[2] for s in polled), len(caps),
+                   min(a for _, _, a in caps)))
+        HANDOVER["socket"] = (exit_ms, len(polled), min(s[2] for s in polled))
+        self.assertStopsCleanly(new)
+
+    def test_per_resource_kubelet_gap_then_back(self):
+        kl, new, mark, exit_ms = self.handover("resource")
+        caps = self.settle(kl, mark)
+        polled = self.samples()
+        self.assertEqual(kl.state()[RES]["allocatable"], 2, caps)
+        # that kubelet drops the new instance when the old one's stream ends;
+        # the new one registers again at once
+        zero = [t for t, _, a in caps if a == 0]
+        back = [t for t, _, a in caps if a == 2 and zero and t > zero[0]]
+        gap_ms = (back[0] - zero[0]) / 1e6 if zero and back else 0.0
+        if zero:
+            new.wait_log(r"restarting", T)
+        self.assertOk(kl.command("allocate %s a" % RES))
+        figure("handover, per-resource kubelet: new instance started -> old instance exited",
+               "%.0f ms" % exit_ms)
+        figure("handover, per-resource kubelet: allocatable at 0 for", "%.1f ms (%d polled "
+               "samples at 0 of %d)" % (gap_ms, sum(1 for s in polled if s[2] == 0), len(polled)))
+        HANDOVER["resource"] = (exit_ms, len(polled), gap_ms)
+        self.assertStopsCleanly(new)
+
+    def test_crash_of_the_new_instance_leaves_the_old_serving(self):
+        kl = self.kubelet(tracking="socket")
+        old, _ = self.instance("old")
+        kl.wait_event("registered", T, resource=RES, endpoint="kdp-test-dev-old.sock")
+        lf = os.path.join(self.subdir("files"), "slow-list")
+        with open(lf, "w") as f:
+            f.write("sleep 20000\na,b")
+        new, _ = self.instance("new", devices=None, extra=("--list-file", lf,
+                                                           "--callback-timeout-ms", "30000"))
+        new.wait_line("list sleeping", T)  # started, not registered yet
+        new.kill()
+        new.wait_exit(T)
+        self.assertOk(kl.command("allocate %s a" % RES))
+        self.assertTrue(old.alive())
+        self.assertEqual(old.count_log("superseded"), 0)
+        self.assertEqual(kl.state()[RES]["allocatable"], 2)
+        self.assertStopsCleanly(old)
+
+    def test_older_generation_never_takes_over(self):
+        # the new pod (generation 2) serves; the old pod's container restarts
+        # (generation 1) during the update: it stops at once, the new stays
+        kl = self.kubelet(tracking="socket")
+        new, _ = self.instance("new", gen=2)
+        kl.wait_event("registered", T, resource=RES, endpoint="kdp-test-dev-new.sock")
+        mark = kl.mark()
+        old, _ = self.instance("old", gen=1)
+        old.wait_log(r"superseded by instance new \(generation 2", T)
+        self.assertEqual(old.wait_exit(T), 0)
+        self.assertTrue(new.alive())
+        self.assertEqual(new.count_log("superseded"), 0)
+        caps = self.settle(kl, mark)
+        self.assertEqual([a for _, _, a in caps if a == 0], [], caps)
+        self.assertOk(kl.command("allocate %s b" % RES))
+
+    def test_same_instance_still_refused(self):
+        kl = self.kubelet()
+        first, _ = self.instance("x")
+        kl.wait_event("registered", T, resource=RES)
+        second, _ = self.instance("x")
+        self.assertNotEqual(second.wait_exit(T), 0)
+        self.assertIn("another instance", second.log_text())
+        self.assertTrue(first.alive())
+
+    def test_bad_instance_refused(self):
+        for inst, why in (("a/b", "may hold only"), (".x", "must not start with"),
+                          ("y" * 65, "1 to 64")):
+            env = dict(os.environ, KDP_INSTANCE=inst)
+            r = subprocess.run([binary("kdp-test-plugin"), "--device-plugin-dir", self.dir],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=T, text=True, env=env)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("invalid $KDP_INSTANCE", r.stderr)
+            self.assertIn(why, r.stderr)
 
 
 class KubeletRoot(PluginTest):
