@@ -86,6 +86,8 @@ int kc_cmd_allocate(const kc_opts *o);
 int kc_cmd_preferred(const kc_opts *o);
 int kc_cmd_prestart(const kc_opts *o);
 
+/* info.c: GetInfo on a plugin-watcher registration socket. */
+int kc_cmd_info(const kc_opts *o);
 /* args.c: the plugins_registry directory: --plugins-registry, else the kubelet
  * root's (explicit_only: only from --kubelet-root or $KDP_KUBELET_ROOT;
  * NULL if neither is given). NULL also if the root is not absolute. */

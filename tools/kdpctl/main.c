@@ -56,6 +56,13 @@ static const kc_command commands[] = {
      "\n"
      "Runs until SIGINT or SIGTERM (exit 0) or for --timeout D (exit 0).\n"
      "  --plugins-registry DIR2  play the plugin watcher on DIR2\n"},
+    {"info", KC_F_COMMON | KC_F_REGISTRY, 1, 1, kc_cmd_info, "kdpctl info SOCK",
+     "GetInfo on a plugin-watcher registration socket",
+     "Calls pluginregistration.Registration/GetInfo, as the kubelet's plugin watcher does,\n"
+     "and prints type, name, endpoint and supported_versions, and whether the kubelet takes\n"
+     "them (exit 1 with the kubelet's refusal if not). A SOCK without '/' is looked up in\n"
+     "the plugins_registry directory (--plugins-registry, else ROOT/plugins_registry).\n"
+     "  --plugins-registry DIR2  where SOCK is looked up\n"},
     {"options", KC_F_COMMON, 1, 1, kc_cmd_options, "kdpctl options SOCK",
      "GetDevicePluginOptions: what the plugin offers",
      "Prints pre_start_required and get_preferred_allocation_available.\n"},
