@@ -559,5 +559,88 @@ class Hints(KdpctlTest):
         self.assertNotIn("4 MiB", r.stderr)
 
 
+class Info(KdpctlTest):
+    """kdpctl info: GetInfo on a plugin-watcher registration socket."""
+
+    def setUp(self):
+        super().setUp()
+        os.makedirs(self.reg)
+
+    def test_gopher_table_and_json(self):
+        self.gopher_watch("g1")
+        sock = os.path.join(self.reg, "gopher.sock")
+        for r in (self.ok("info", sock),
+                  self.ok("info", "gopher.sock", "--kubelet-root", self.root),
+                  self.ok("info", "gopher.sock", "--plugins-registry", self.reg),
+                  self.ok("info", "gopher.sock", env=self.env(KDP_KUBELET_ROOT=self.root))):
+            self.assertEqual(r.stdout.splitlines(), [
+                "type                DevicePlugin",
+                "name                example.com/gopher",
+                'endpoint            "" (this socket serves DevicePlugin too)',
+                "supported_versions  v1beta1",
+                "kubelet             accepts it"])
+        j = self.json_lines(self.ok("info", sock, "--json"))
+        self.assertEqual(j, [{"socket": sock, "type": "DevicePlugin",
+                              "name": "example.com/gopher", "endpoint": "",
+                              "supported_versions": ["v1beta1"], "kubelet_accepts": True}])
+
+    def test_test_plugin(self):
+        self.kdp_watch_plugin(resource="example.com/kt")
+        j = self.json_lines(self.ok("info", "kt.sock", "--plugins-registry", self.reg, "--json"))
+        self.assertEqual((j[0]["name"], j[0]["kubelet_accepts"]), ("example.com/kt", True))
+
+    def test_go_plugin_endpoint_and_refusals(self):
+        dps = os.path.join(self.dp, "ok.sock")
+        self.gowatch("-dp-socket", dps, reg_socket="ok.sock")
+        r = self.ok("info", os.path.join(self.reg, "ok.sock"))
+        self.assertRegex(r.stdout, r"\nendpoint\s+%s\n" % dps)
+        cases = [
+            ("t1.sock", ["-info-type", "CSIPlugin"],
+             "no handler registered for plugin type: CSIPlugin at socket",
+             'only type "DevicePlugin" goes to the kubelet\'s device manager'),
+            ("t2.sock", ["-info-versions", "v1alpha1,v1"],
+             "manager version, v1beta1, is not among plugin supported versions [v1alpha1 v1]",
+             'supported_versions must contain "v1beta1"'),
+            ("t3.sock", ["-info-name", "bad"],
+             'invalid name of device plugin socket: the ResourceName "bad" is invalid',
+             "name must be an extended resource name"),
+        ]
+        for name, args, why, hint in cases:
+            self.gowatch(*args, reg_socket=name)
+            r = self.kdpctl("info", name, "--plugins-registry", self.reg)
+            self.assertEqual(r.returncode, 1, r)
+            self.assertIn("kubelet             refuses it", r.stdout)
+            self.assertIn("kdpctl info: the kubelet refuses it: RegisterPlugin error -- ",
+                          r.stderr)
+            self.assertIn(why, r.stderr)
+            self.assertIn("hint: " + hint, r.stderr)
+            r = self.kdpctl("info", name, "--plugins-registry", self.reg, "--json")
+            self.assertEqual(r.returncode, 1, r)
+            j = self.json_lines(r)
+            self.assertFalse(j[0]["kubelet_accepts"])
+            self.assertIn(why, j[1]["message"])
+        self.gowatch("-info-endpoint", "rel.sock", reg_socket="rel.sock")
+        r = self.ok("info", "rel.sock", "--plugins-registry", self.reg)
+        self.assertIn("kdpctl info: warning: the endpoint rel.sock is relative", r.stderr)
+
+    def test_kubelet_sock_plugin_unimplemented(self):
+        self.gopher("g1")
+        path = os.path.join(self.dp, "gopher.sock")
+        r = self.kdpctl("info", path)
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("kdpctl info: UNIMPLEMENTED", r.stderr)
+        self.assertIn("hint: %s does not serve pluginregistration.Registration: a device plugin "
+                      "that registers through kubelet.sock" % path, r.stderr)
+
+    def test_missing_socket(self):
+        r = self.kdpctl("info", "nope.sock", "--plugins-registry", self.reg)
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("UNAVAILABLE", r.stderr)
+        self.assertIn("hint: no such socket: is the plugin running? dir is %s" % self.reg,
+                      r.stderr)
+        r = self.kdpctl("info")
+        self.assertEqual(r.returncode, 2, r)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -288,5 +288,195 @@ class Examples(KdpctlTest):
         self.assertEqual(summary["back"], [])
 
 
+class WatcherTest(KdpctlTest):
+    """`kdpctl kubelet --kubelet-root ROOT`: the plugin-watcher side on
+    ROOT/plugins_registry (self.reg)."""
+
+    def wkubelet(self, json_out=True):
+        kl = self.kubelet("--kubelet-root", self.root, json_out=json_out)
+        self.assertTrue(os.path.isdir(self.reg))
+        return kl
+
+
+class WatcherGo(WatcherTest):
+    """Against the grpc-go test plugin's watcher mode."""
+
+    def test_registered_then_removed(self):
+        kl = self.wkubelet()
+        self.assertEqual(kl.wait_event("ready", since=0)["plugins_registry"], self.reg)
+        p = self.gowatch("-devices", "a")
+        sock = os.path.join(self.reg, "tp-reg.sock")
+        info = kl.wait_event("watcher_info", socket=sock)
+        self.assertEqual((info["type"], info["name"], info["endpoint"],
+                          info["supported_versions"]), ("DevicePlugin", RES, "", ["v1beta1"]))
+        reg = kl.wait_event("registered", resource=RES)
+        self.assertEqual((reg["via"], reg["socket"], reg["endpoint"]), ("watcher", sock, sock))
+        ev = kl.wait_event("devices", since=0, resource=RES, seq=1)
+        self.assertEqual([d["id"] for d in ev["devices"]], ["a"])
+        kl.wait_event("watcher_notified", since=0, socket=sock, registered=True)
+        n = p.wait_event("notify", since=0)
+        self.assertEqual((n["registered"], n["error"]), (True, ""))
+        # The kubelet's order: GetInfo, the connect, then the notification.
+        order = [e["event"] for e in p.events()
+                 if e["event"] in ("get_info", "get_options", "list_and_watch", "notify")]
+        self.assertEqual(order[:2], ["get_info", "get_options"])
+        self.assertEqual(order.index("notify") > order.index("get_options"), True)
+        p.send("unlink")
+        dereg = kl.wait_event("deregistered", resource=RES)
+        self.assertEqual((dereg["socket"], dereg["via"], dereg["disconnected"],
+                          dereg["marked_unhealthy"]), (sock, "watcher", True, 1))
+        p.wait_event("list_and_watch", phase="closed")
+
+    def test_endpoint_elsewhere(self):
+        kl = self.wkubelet()
+        dps = os.path.join(self.dp, "ok.sock")
+        self.gowatch("-dp-socket", dps)
+        reg = kl.wait_event("registered", resource=RES)
+        self.assertEqual((reg["via"], reg["endpoint"]), ("watcher", dps))
+        kl.wait_event("devices", resource=RES, seq=1, endpoint=dps)
+
+    def test_refusals_reach_the_plugin(self):
+        kl = self.wkubelet()
+        cases = [
+            ("t1.sock", ["-info-type", "CSIPlugin"], "type",
+             "RegisterPlugin error -- no handler registered for plugin type: CSIPlugin at "
+             "socket %s" % os.path.join(self.reg, "t1.sock")),
+            ("t2.sock", ["-info-versions", "v1alpha1,v1"], "validate",
+             "RegisterPlugin error -- plugin validation failed with err: manager version, "
+             "v1beta1, is not among plugin supported versions [v1alpha1 v1]"),
+            ("t3.sock", ["-info-name", "bad"], "validate",
+             'RegisterPlugin error -- plugin validation failed with err: invalid name of '
+             'device plugin socket: the ResourceName "bad" is invalid'),
+        ]
+        for name, args, stage, reason in cases:
+            p = self.gowatch(*args, reg_socket=name)
+            sock = os.path.join(self.reg, name)
+            ev = kl.wait_event("watcher_refused", since=0, socket=sock)
+            self.assertEqual((ev["stage"], ev["reason"]), (stage, reason))
+            n = p.wait_event("notify", since=0)
+            self.assertEqual((n["registered"], n["error"]), (False, reason))
+            # Retried with backoff (500 ms first): a second GetInfo.
+            p.wait_event("get_info", since=0)
+            p.wait_event("get_info", timeout=T)
+        self.assertEqual([e for e in kl.events() if e["event"] == "registered"], [])
+
+    def test_dial_failure_is_notified_not_retried(self):
+        kl = self.wkubelet()
+        missing = os.path.join(self.dp, "missing.sock")
+        p = self.gowatch("-info-endpoint", missing)
+        ev = kl.wait_event("watcher_refused", stage="register")
+        self.assertTrue(ev["reason"].startswith(
+            "RegisterPlugin error -- plugin registration failed with err: failed to dial "
+            "device plugin: "), ev)
+        self.assertIn("missing.sock", ev["reason"])
+        self.assertEqual(p.wait_event("notify")["error"], ev["reason"])
+        p.assert_no_event("get_info", within=1.2)
+
+    def test_sighup_rewalks(self):
+        kl = self.wkubelet()
+        p = self.gowatch()
+        kl.wait_event("devices", resource=RES, seq=1)
+        mark = kl.mark()
+        pmark = p.mark()
+        kl.signal(signal.SIGHUP)
+        done = kl.wait_event("restart", since=mark, phase="done")
+        self.assertEqual(done["expected"], [RES])
+        self.assertEqual(done["removed"], [])
+        found = kl.wait_event("watcher_found", since=mark)
+        self.assertEqual(found["source"], "walk")
+        back = kl.wait_event("came_back", since=mark, resource=RES)
+        self.assertLess(back["ms"], 5000)
+        reg = kl.wait_event("registered", since=mark, resource=RES)
+        self.assertEqual(reg["via"], "watcher")
+        self.assertEqual(kl.wait_event("restart_summary", since=mark)["missing"], [])
+        # plugins_registry left alone; the plugin saw a fresh GetInfo and a
+        # second notification, over its first socket (never re-created).
+        self.assertTrue(os.path.exists(os.path.join(self.reg, "tp-reg.sock")))
+        p.wait_event("get_info", since=pmark)
+        self.assertTrue(p.wait_event("notify", since=pmark)["registered"])
+        self.assertEqual([e for e in p.events() if e["event"] == "serving"][1:], [])
+
+    def test_ignored_names(self):
+        os.makedirs(self.reg)
+        with open(os.path.join(self.reg, "notes.sock"), "w") as f:
+            f.write("not a socket\n")
+        kl = self.wkubelet()
+        p = self.gowatch(reg_socket=".hidden.sock")
+        self.gowatch("-devices", "z", reg_socket="z.sock", resource="example.com/z")
+        kl.wait_event("registered", resource="example.com/z")
+        self.assertEqual([e["socket"] for e in kl.events() if e["event"] == "watcher_found"],
+                         [os.path.join(self.reg, "z.sock")])
+        p.assert_no_event("get_info", within=0.3)
+
+    def test_human_output(self):
+        kl = self.wkubelet(json_out=False)
+        kl.wait_line(r"kubelet: listening on .*kubelet.sock; watching " + re.escape(self.reg),
+                     since=0)
+        p = self.gowatch("-devices", "a")
+        kl.wait_line(r"watcher: GetInfo tp-reg.sock: type DevicePlugin, name example.com/dev, "
+                     r'endpoint "" \(this socket\), versions \[v1beta1\]')
+        kl.wait_line(r"example.com/dev: registered via watcher \(socket .*tp-reg.sock, "
+                     r"endpoint .*tp-reg.sock, options: pre_start_required=false")
+        kl.wait_line(r"example.com/dev: devices #1: 1 device: 1 healthy, 0 unhealthy")
+        kl.signal(signal.SIGHUP)
+        kl.wait_line(r"plugins_registry kept and walked again")
+        kl.wait_line(r"example.com/dev: came back in \d+\.\d ms \(kubelet restarted -> "
+                     r"GetInfo answered, via watcher\)")
+        kl.wait_line(r"example.com/dev: devices #1: 1 device: 1 healthy, 0 unhealthy")
+        p.send("unlink")
+        kl.wait_line(r"example.com/dev: deregistered via watcher: .*tp-reg.sock removed; "
+                     r"connection closed, its 1 device counted unhealthy")
+        self.gowatch(reg_socket="b.sock", resource="bad")
+        kl.wait_line(r'bad: refused via watcher \(socket .*b.sock\): RegisterPlugin error -- '
+                     r'plugin validation failed with err: invalid name of device plugin socket: '
+                     r'the ResourceName "bad" is invalid')
+
+    def test_no_watcher_without_root(self):
+        kl = self.kubelet()
+        self.assertNotIn("plugins_registry", kl.wait_event("ready", since=0))
+        self.assertFalse(os.path.exists(self.reg))
+
+
+class WatcherKdp(WatcherTest):
+    """Against the library's own watcher mode (kdp_config.registration)."""
+
+    def test_test_plugin_registers_restarts_and_comes_back(self):
+        kl = self.wkubelet()
+        self.kdp_watch_plugin("--devices", "a,b")
+        sock = os.path.join(self.reg, "kt.sock")
+        reg = kl.wait_event("registered", resource="example.com/x")
+        self.assertEqual((reg["via"], reg["socket"], reg["endpoint"]), ("watcher", sock, sock))
+        kl.wait_event("watcher_notified", socket=sock, registered=True)
+        ev = kl.wait_event("devices", since=0, resource="example.com/x", seq=1)
+        self.assertEqual([d["id"] for d in ev["devices"]], ["a", "b"])
+        mark = kl.mark()
+        kl.signal(signal.SIGHUP)
+        back = kl.wait_event("came_back", since=mark, resource="example.com/x")
+        self.assertLess(back["ms"], 5000)
+        kl.wait_event("devices", since=mark, resource="example.com/x", seq=1)
+        self.assertEqual(kl.wait_event("restart_summary", since=mark)["missing"], [])
+        # Its registration socket removed: deregistered; the library
+        # re-creates it and registers again.
+        mark = kl.mark()
+        os.unlink(sock)
+        kl.wait_event("deregistered", since=mark, resource="example.com/x", socket=sock)
+        kl.wait_event("registered", since=mark, resource="example.com/x", via="watcher",
+                      timeout=20)
+
+    def test_gopher_hotplug(self):
+        kl = self.wkubelet()
+        g = self.gopher_watch("g1")
+        kl.wait_event("registered", resource="example.com/gopher", via="watcher")
+        kl.wait_event("devices", resource="example.com/gopher", seq=1)
+        with open(os.path.join(g.devices_dir, "g2"), "w") as f:
+            f.write("hot-plugged\n")
+        ev = kl.wait_event("devices", resource="example.com/gopher", seq=2)
+        self.assertEqual([c["id"] for c in ev["changes"]], ["g2"])
+        self.assertEqual(g.stop(), 0)
+        ev = kl.wait_event("deregistered", resource="example.com/gopher")
+        self.assertEqual(ev["via"], "watcher")
+
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

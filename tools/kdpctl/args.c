@@ -108,3 +108,16 @@ char *kc_socket_path(const kc_opts *o, const char *sock)
     bool slash = n > 0 && o->dir[n - 1] == '/';
     return asprintf(&path, "%s%s%s", o->dir, slash ? "" : "/", sock) < 0 ? NULL : path;
 }
+
+const char *kc_registry_dir(const kc_opts *o, bool explicit_only)
+{
+    static kdp_kubelet_paths paths; /* one per process: the options' lifetime */
+    if (o->registry) {
+        return o->registry;
+    }
+    const char *env = getenv(KDP_KUBELET_ROOT_ENV);
+    if (explicit_only && !o->root && !(env && *env)) {
+        return NULL;
+    }
+    return kdp_kubelet_paths_get(o->root, NULL, &paths) == 0 ? paths.plugins_registry_dir : NULL;
+}

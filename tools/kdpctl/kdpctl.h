@@ -33,6 +33,7 @@ enum {
     KC_F_MUST = 1U << 6,
     KC_F_SIZE = 1U << 7,
     KC_F_ROOT = 1U << 8,
+    KC_F_REGISTRY = 1U << 9,
 };
 #define KC_F_COMMON (KC_F_DIR | KC_F_ROOT | KC_F_JSON | KC_F_TIMEOUT)
 
@@ -43,13 +44,14 @@ typedef struct kc_strv {
 } kc_strv;
 
 typedef struct kc_opts {
-    const char *cmd;     /* the command's name, for messages */
-    const char *dir;     /* device-plugin dir: flag, $KDP_DEVICE_PLUGIN_DIR, the root's */
-    const char *root;    /* --kubelet-root; NULL = $KDP_KUBELET_ROOT, else the default */
-    bool json;           /* one JSON object per line on stdout */
-    uint64_t timeout_us; /* 0 = not given */
-    long count;          /* watch --count; 0 = not given */
-    kc_strv containers;  /* allocate --container (each "a,b"), in order */
+    const char *cmd;      /* the command's name, for messages */
+    const char *dir;      /* device-plugin dir: flag, $KDP_DEVICE_PLUGIN_DIR, the root's */
+    const char *root;     /* --kubelet-root; NULL = $KDP_KUBELET_ROOT, else the default */
+    const char *registry; /* --plugins-registry; NULL = not given */
+    bool json;            /* one JSON object per line on stdout */
+    uint64_t timeout_us;  /* 0 = not given */
+    long count;           /* watch --count; 0 = not given */
+    kc_strv containers;   /* allocate --container (each "a,b"), in order */
     const char *available;
     const char *must_include;
     long size; /* preferred --size; -1 = not given */
@@ -83,6 +85,13 @@ int kc_cmd_watch(const kc_opts *o);
 int kc_cmd_allocate(const kc_opts *o);
 int kc_cmd_preferred(const kc_opts *o);
 int kc_cmd_prestart(const kc_opts *o);
+
+/* info.c: GetInfo on a plugin-watcher registration socket. */
+int kc_cmd_info(const kc_opts *o);
+/* args.c: the plugins_registry directory: --plugins-registry, else the kubelet
+ * root's (explicit_only: only from --kubelet-root or $KDP_KUBELET_ROOT;
+ * NULL if neither is given). NULL also if the root is not absolute. */
+const char *kc_registry_dir(const kc_opts *o, bool explicit_only);
 
 /* kubelet.c: the emulator. */
 int kc_cmd_kubelet(const kc_opts *o);

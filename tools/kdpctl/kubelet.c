@@ -64,6 +64,9 @@ static void say_serving(kl *k, const kc_strv *removed, const kc_strv *expected)
         }
         kc_json_str(&j, "socket", k->sock);
         kc_json_str(&j, "dir", k->o->dir);
+        if (k->registry) {
+            kc_json_str(&j, "plugins_registry", k->registry);
+        }
         kc_json_int(&j, "pid", (long long)getpid());
         json_names(&j, "removed", removed);
         if (k->restarts) {
@@ -78,6 +81,9 @@ static void say_serving(kl *k, const kc_strv *removed, const kc_strv *expected)
         kc_buf_printf(&b, "%s%s", i ? ", " : " (removed stale sockets: ", removed->v[i]);
     }
     kc_buf_puts(&b, removed->n ? ")" : "");
+    if (k->registry) {
+        kc_buf_printf(&b, "; watching %s", k->registry);
+    }
     for (size_t i = 0; i < expected->n; i++) {
         kc_buf_printf(&b, "%s%s", i ? ", " : "; waiting for ", expected->v[i]);
     }
@@ -87,7 +93,7 @@ static void say_serving(kl *k, const kc_strv *removed, const kc_strv *expected)
 
 /* ---- the socket directory ---- */
 
-static int mkdir_p(const char *dir)
+int kl_mkdir_p(const char *dir)
 {
     char *p = strdup(dir);
     int r = p ? 0 : -ENOMEM;
@@ -262,8 +268,9 @@ void kl_registered(kl *k, kl_plugin *p)
             kc_json_ms(&j, "ms", e->after_us);
             kc_json_emit(&j);
         } else {
-            snprintf(text, sizeof(text), "came back in %s ms (kubelet.sock re-created -> Register)",
-                     ms);
+            snprintf(text, sizeof(text), "came back in %s ms (%s)", ms,
+                     p->via_watcher ? "kubelet restarted -> GetInfo answered, via watcher"
+                                    : "kubelet.sock re-created -> Register");
             kl_say(p->resource, text, NULL);
         }
     }
@@ -295,10 +302,10 @@ static void free_plugins(kl *k)
     }
 }
 
-static void fatal(kl *k, const char *what, int r)
+static void fatal(kl *k, const char *what, const char *path, int r)
 {
-    char msg[600];
-    snprintf(msg, sizeof(msg), "%s %s: %s", what, k->sock, strerror(-r));
+    char msg[8400];
+    snprintf(msg, sizeof(msg), "%s %s: %s", what, path, strerror(-r));
     kc_print_error(k->o->json, "kubelet", NULL, 0, msg,
                    r == -EACCES || r == -EPERM
                        ? "permission denied: run as root or use --device-plugin-dir"
@@ -319,8 +326,11 @@ static void restart(kl *k)
         kc_json_emit(&j);
     } else {
         kl_say("kubelet",
-               "SIGHUP: simulating a kubelet restart (connections closed, sockets "
-               "deleted, kubelet.sock re-created)",
+               k->registry ? "SIGHUP: simulating a kubelet restart (connections closed, sockets "
+                             "deleted, kubelet.sock re-created; plugins_registry kept and "
+                             "walked again)"
+                           : "SIGHUP: simulating a kubelet restart (connections closed, sockets "
+                             "deleted, kubelet.sock re-created)",
                NULL);
     }
     /* Like a dying kubelet: every connection goes at once. */
@@ -329,14 +339,19 @@ static void restart(kl *k)
     expect_clear(k);
     int r = expect_collect(k, &names);
     free_plugins(k);
+    kl_watcher_stop(k); /* the new kubelet knows nothing of the old one's */
     if (r == 0) {
         r = serve(k, &removed);
     }
     if (r < 0) {
-        fatal(k, "cannot restart on", r);
+        fatal(k, "cannot restart on", k->sock, r);
     } else {
         say_serving(k, &removed, &names);
         kdp__timer_start(k->report, KL_REPORT_DELAY);
+        r = k->registry ? kl_watcher_start(k) : 0;
+        if (r < 0) {
+            fatal(k, "cannot watch", k->registry, r);
+        }
     }
     kc_strv_free(&names);
     kc_strv_free(&removed);
@@ -402,6 +417,7 @@ static void teardown(kl *k)
 {
     kdp__server_free(k->srv); /* removes kubelet.sock: it is ours */
     free_plugins(k);
+    kl_watcher_stop(k);
     expect_clear(k);
     kdp__timer_free(k->deadline);
     kdp__timer_free(k->report);
@@ -413,6 +429,7 @@ static void teardown(kl *k)
     }
     kdp__loop_free(k->loop);
     free(k->sock);
+    free(k->registry);
 }
 
 int kc_cmd_kubelet(const kc_opts *o)
@@ -421,14 +438,24 @@ int kc_cmd_kubelet(const kc_opts *o)
     kc_strv removed = {0};
     setvbuf(stdout, NULL, _IOLBF, 0);
     k.sock = kc_socket_path(o, KL_SOCKET);
-    int r = k.sock ? mkdir_p(o->dir) : -ENOMEM;
+    const char *registry = kc_registry_dir(o, true);
+    if (registry) {
+        k.registry = strdup(registry);
+    }
+    int r = k.sock && (!registry || k.registry) ? kl_mkdir_p(o->dir) : -ENOMEM;
+    const char *failed_dir = o->dir;
+    if (r == 0 && registry) {
+        r = kl_mkdir_p(registry); /* the kubelet's MkdirAll, before it serves */
+        failed_dir = registry;
+    }
     if (r < 0) {
-        char msg[600];
-        snprintf(msg, sizeof(msg), "cannot create %s: %s", o->dir, strerror(-r));
+        char msg[8400];
+        snprintf(msg, sizeof(msg), "cannot create %s: %s", failed_dir, strerror(-r));
         kc_print_error(o->json, "kubelet", NULL, 0, msg,
                        r == -EACCES ? "permission denied: run as root or use --device-plugin-dir"
                                     : NULL);
         free(k.sock);
+        free(k.registry);
         return KC_EXIT_FAIL;
     }
     r = setup(&k);
@@ -436,11 +463,16 @@ int kc_cmd_kubelet(const kc_opts *o)
         r = serve(&k, &removed);
     }
     if (r < 0) {
-        fatal(&k, "cannot serve", r);
+        fatal(&k, "cannot serve", k.sock, r);
     } else {
         kc_strv none = {0};
         say_serving(&k, &removed, &none);
-        r = kdp__loop_run(k.loop);
+        r = k.registry ? kl_watcher_start(&k) : 0;
+        if (r < 0) {
+            fatal(&k, "cannot watch", k.registry, r);
+        } else {
+            r = kdp__loop_run(k.loop);
+        }
     }
     kc_strv_free(&removed);
     if (k.exit < 0) {

@@ -28,8 +28,9 @@ typedef struct kc_command {
     "  --json                   one JSON object per line on stdout, for scripts\n"
 
 static const kc_command commands[] = {
-    {"kubelet", KC_F_COMMON, 0, 0, kc_cmd_kubelet,
-     "kdpctl kubelet [--device-plugin-dir DIR] [--json] [--timeout D]",
+    {"kubelet", KC_F_COMMON | KC_F_REGISTRY, 0, 0, kc_cmd_kubelet,
+     "kdpctl kubelet [--device-plugin-dir DIR | --kubelet-root ROOT] [--plugins-registry DIR2]\n"
+     "                      [--json] [--timeout D]",
      "emulate the kubelet: accept registrations, watch devices",
      "Serves DIR/kubelet.sock like the kubelet: at start deletes stale socket files in DIR\n"
      "(keeps other files and kubelet_internal_checkpoint), checks each Register like the\n"
@@ -39,11 +40,29 @@ static const kc_command commands[] = {
      "removed, health, NUMA) and stream end. A later registration of a resource replaces\n"
      "the earlier one.\n"
      "\n"
-     "SIGHUP simulates a kubelet restart: every connection closed, the socket files in DIR\n"
-     "deleted, kubelet.sock re-created; each plugin that comes back is reported with the\n"
-     "time from kubelet.sock re-created to its Register (and, after 10s, any still missing).\n"
+     "With --kubelet-root ROOT (or $KDP_KUBELET_ROOT) it also plays the kubelet's plugin\n"
+     "watcher on ROOT/plugins_registry (--plugins-registry DIR2: on DIR2; created if\n"
+     "missing; without either, no watcher): walks it at start and watches it (names\n"
+     "starting with '.' and non-sockets ignored), calls GetInfo (1s) on each socket,\n"
+     "checks type \"DevicePlugin\", \"v1beta1\" among supported_versions and the resource\n"
+     "name, connects to the endpoint (\"\" = that socket, else a full path) as for a\n"
+     "Register, then calls NotifyRegistrationStatus: true, or false with the kubelet's\n"
+     "reason (retried after 500ms, doubling up to 2m2s). A socket removed is deregistered.\n"
      "\n"
-     "Runs until SIGINT or SIGTERM (exit 0) or for --timeout D (exit 0).\n"},
+     "SIGHUP simulates a kubelet restart: every connection closed, the socket files in DIR\n"
+     "deleted, kubelet.sock re-created, plugins_registry kept and walked again (a fresh\n"
+     "GetInfo each); each plugin that comes back is reported with the time from the\n"
+     "restart to its Register or GetInfo (and, after 10s, any still missing).\n"
+     "\n"
+     "Runs until SIGINT or SIGTERM (exit 0) or for --timeout D (exit 0).\n"
+     "  --plugins-registry DIR2  play the plugin watcher on DIR2\n"},
+    {"info", KC_F_COMMON | KC_F_REGISTRY, 1, 1, kc_cmd_info, "kdpctl info SOCK",
+     "GetInfo on a plugin-watcher registration socket",
+     "Calls pluginregistration.Registration/GetInfo, as the kubelet's plugin watcher does,\n"
+     "and prints type, name, endpoint and supported_versions, and whether the kubelet takes\n"
+     "them (exit 1 with the kubelet's refusal if not). A SOCK without '/' is looked up in\n"
+     "the plugins_registry directory (--plugins-registry, else ROOT/plugins_registry).\n"
+     "  --plugins-registry DIR2  where SOCK is looked up\n"},
     {"options", KC_F_COMMON, 1, 1, kc_cmd_options, "kdpctl options SOCK",
      "GetDevicePluginOptions: what the plugin offers",
      "Prints pre_start_required and get_preferred_allocation_available.\n"},
@@ -147,15 +166,11 @@ static const struct {
     const char *name;
     unsigned bit;
 } flag_table[] = {
-    {"--device-plugin-dir", KC_F_DIR},
-    {"--kubelet-root", KC_F_ROOT},
-    {"--json", KC_F_JSON},
-    {"--timeout", KC_F_TIMEOUT},
-    {"--count", KC_F_COUNT},
-    {"--container", KC_F_CONTAINER},
-    {"--available", KC_F_AVAILABLE},
-    {"--must-include", KC_F_MUST},
-    {"--size", KC_F_SIZE},
+    {"--device-plugin-dir", KC_F_DIR},     {"--kubelet-root", KC_F_ROOT},
+    {"--plugins-registry", KC_F_REGISTRY}, {"--json", KC_F_JSON},
+    {"--timeout", KC_F_TIMEOUT},           {"--count", KC_F_COUNT},
+    {"--container", KC_F_CONTAINER},       {"--available", KC_F_AVAILABLE},
+    {"--must-include", KC_F_MUST},         {"--size", KC_F_SIZE},
 };
 
 static int parse_number(const char *cmd, const char *flag, const char *v, long min, long *ret)
@@ -181,6 +196,9 @@ static int set_flag(kc_opts *o, const char *cmd, unsigned bit, const char *v)
         o->root = v;
         return *v == '/' ? 0
                          : usage_error(cmd, "--kubelet-root wants an absolute path, not \"%s\"", v);
+    case KC_F_REGISTRY:
+        o->registry = v;
+        return *v ? 0 : usage_error(cmd, "--plugins-registry wants a directory");
     case KC_F_TIMEOUT:
         return kc_parse_duration(v, &o->timeout_us) == 0
                    ? 0

@@ -21,7 +21,7 @@
 #include "rpc.h"
 
 /* grpc-go's names for the status codes, as its error strings show them. */
-static const char *go_code(int status)
+const char *kl_go_code(int status)
 {
     static const char *const names[] = {
         "OK",       "Canceled",       "Unknown",          "InvalidArgument",   "DeadlineExceeded",
@@ -31,8 +31,7 @@ static const char *go_code(int status)
     return status >= 0 && status <= 16 ? names[status] : "Unknown";
 }
 
-/* Appends s as Go's %q shows it, for the kubelet's messages. */
-static void go_quote(kc_buf *b, const char *s)
+void kl_go_quote(kc_buf *b, const char *s)
 {
     kc_buf_json_string(b, s);
 }
@@ -71,6 +70,7 @@ void kl_plugin_free(kl_plugin *p)
     free(p->endpoint);
     free(p->version);
     free(p->socket);
+    free(p->reg_socket);
     free(p);
 }
 
@@ -114,6 +114,11 @@ static void reject(kl *k, kdp__call *call, const V1beta1__RegisterRequest *r, in
 
 static void reject_plugin(kl_plugin *p, const char *msg)
 {
+    if (p->via_watcher) {
+        kl_watcher_connected(p->k, p, msg);
+        kl_plugin_free(p);
+        return;
+    }
     V1beta1__RegisterRequest r = V1BETA1__REGISTER_REQUEST__INIT;
     r.resource_name = p->resource;
     r.endpoint = p->endpoint;
@@ -242,6 +247,10 @@ static void say_registered(kl_plugin *p)
         kc_json_str(&j, "resource", p->resource);
         kc_json_str(&j, "endpoint", p->endpoint);
         kc_json_str(&j, "version", p->version);
+        kc_json_str(&j, "via", p->via_watcher ? "watcher" : KL_SOCKET);
+        if (p->via_watcher) {
+            kc_json_str(&j, "socket", p->reg_socket);
+        }
         kc_json_obj(&j, "options");
         kc_json_bool(&j, "pre_start_required", p->pre_start);
         kc_json_bool(&j, "get_preferred_allocation_available", p->preferred);
@@ -252,11 +261,20 @@ static void say_registered(kl_plugin *p)
         kc_json_emit(&j);
         return;
     }
-    char text[1024];
-    snprintf(text, sizeof(text),
-             "registered (endpoint %s, options: pre_start_required=%s "
-             "get_preferred_allocation_available=%s; dialled back in %s ms)",
-             p->endpoint, p->pre_start ? "true" : "false", p->preferred ? "true" : "false", dial);
+    char text[2048];
+    if (p->via_watcher) {
+        snprintf(text, sizeof(text),
+                 "registered via watcher (socket %s, endpoint %s, options: pre_start_required=%s "
+                 "get_preferred_allocation_available=%s; connected in %s ms)",
+                 p->reg_socket, p->endpoint, p->pre_start ? "true" : "false",
+                 p->preferred ? "true" : "false", dial);
+    } else {
+        snprintf(text, sizeof(text),
+                 "registered (endpoint %s, options: pre_start_required=%s "
+                 "get_preferred_allocation_available=%s; dialled back in %s ms)",
+                 p->endpoint, p->pre_start ? "true" : "false", p->preferred ? "true" : "false",
+                 dial);
+    }
     say(p, text, NULL);
     if (differ) {
         say(p,
@@ -330,7 +348,7 @@ static void on_options(int status, const char *message, const uint8_t *resp, siz
         kc_buf_printf(&msg, "failed to dial device plugin: %s", message);
     } else if (status != KDP__ST_OK) {
         kc_buf_printf(&msg, "failed to get device plugin options: rpc error: code = %s desc = %s",
-                      go_code(status), message);
+                      kl_go_code(status), message);
     } else if (!take_options(p, resp, len)) {
         kc_buf_puts(&msg, "failed to get device plugin options: cannot decode the answer");
     }
@@ -350,6 +368,9 @@ static void on_options(int status, const char *message, const uint8_t *resp, siz
     say_registered(p);
     kl_registered(p->k, p);
     open_stream(p);
+    if (p->via_watcher) {
+        kl_watcher_connected(p->k, p, NULL);
+    }
 }
 
 static kl_plugin *plugin_new(kl *k, const V1beta1__RegisterRequest *r)
@@ -378,6 +399,36 @@ static kl_plugin *plugin_new(kl *k, const V1beta1__RegisterRequest *r)
         return NULL;
     }
     return p;
+}
+
+int kl_connect_watcher(kl *k, const char *resource, const char *endpoint, const char *reg_socket,
+                       uint64_t arrived_us)
+{
+    V1beta1__RegisterRequest r = V1BETA1__REGISTER_REQUEST__INIT;
+    r.resource_name = (char *)resource;
+    r.endpoint = (char *)endpoint;
+    r.version = (char *)KL_API_VERSION;
+    kl_plugin *p = plugin_new(k, &r);
+    if (!p) {
+        return -ENOMEM;
+    }
+    p->via_watcher = true;
+    free(p->socket);
+    p->socket = strdup(endpoint); /* dialled as is, like the device manager's handler */
+    p->reg_socket = strdup(reg_socket);
+    if (!p->socket || !p->reg_socket) {
+        kl_plugin_free(p);
+        return -ENOMEM;
+    }
+    p->arrived_us = arrived_us;
+    V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
+    kdp__unary_opts opts = {.timeout_us = KL_DIAL_TIMEOUT};
+    int e = kdp__client_unary_pb(k->loop, p->socket, KC_METHOD_OPTIONS, &empty.base, &opts,
+                                 on_options, p, &p->dial);
+    if (e < 0) {
+        kl_plugin_free(p);
+    }
+    return e;
 }
 
 /* Holds Register and dials the plugin back. */
@@ -416,12 +467,12 @@ void kl_on_register(kdp__call *call, const uint8_t *req, size_t len, void *ud)
     const char *why = NULL;
     if (strcmp(r->version, KL_API_VERSION) != 0) {
         kc_buf_puts(&msg, "requested API version ");
-        go_quote(&msg, r->version);
+        kl_go_quote(&msg, r->version);
         kc_buf_puts(&msg,
                     " is not supported by kubelet. Supported version is [\"" KL_API_VERSION "\"]");
     } else if (kdp__validate_resource_name(r->resource_name, &why) < 0) {
         kc_buf_puts(&msg, "the ResourceName ");
-        go_quote(&msg, r->resource_name);
+        kl_go_quote(&msg, r->resource_name);
         kc_buf_puts(&msg, " is invalid");
     }
     if (msg.len || msg.failed) {

@@ -406,7 +406,7 @@ static const char *deadline_hint(const kc_opts *o, const kc_call *c, const char 
     char e[32];
     if (c->timeout_us && c->elapsed_us >= c->timeout_us) {
         kc_format_duration(c->timeout_us, d, sizeof(d));
-        if (strcmp(o->cmd, "options") == 0) {
+        if (strcmp(o->cmd, "options") == 0 || strcmp(o->cmd, "info") == 0) {
             snprintf(buf, cap,
                      "no answer within %s (kdpctl's --timeout): the socket took the connection "
                      "but nothing answered: the plugin's event loop is stuck, or this is not a "
@@ -455,6 +455,14 @@ static const char *unimplemented_hint(const kc_opts *o, const kc_call *c, char *
     if (strcmp(base, KDP_KUBELET_SOCKET) == 0) {
         return "kubelet.sock is the kubelet's own socket (Registration), not a plugin's: give "
                "the plugin's socket";
+    }
+    if (strcmp(o->cmd, "info") == 0) {
+        snprintf(buf, cap,
+                 "%s does not serve pluginregistration.Registration: a device plugin that "
+                 "registers through kubelet.sock, not through the plugin watcher (`kdpctl "
+                 "options` talks to it)",
+                 c->path);
+        return buf;
     }
     if (strcmp(o->cmd, "preferred") == 0) {
         return "the plugin does not offer preferred allocations "

@@ -11,6 +11,8 @@ kdp-go-testplugin, a grpc-go peer): the base of tests/kdpctl.
 
 self.dp is the device-plugin dir (self.dir/dp; $KDP_DEVICE_PLUGIN_DIR of
 every process the test starts); the test's own files go in self.dir.
+self.root is a kubelet root for the plugin-watcher tests (created by
+whoever uses it first), self.reg its plugins_registry.
 """
 
 import json
@@ -43,6 +45,8 @@ class KdpctlTest(ProcTest):
         super().setUp()
         self.dp = os.path.join(self.dir, "dp")
         os.mkdir(self.dp)
+        self.root = os.path.join(self.dir, "root")
+        self.reg = os.path.join(self.root, "plugins_registry")
 
     def env(self, **extra):
         env = dict(os.environ)
@@ -151,4 +155,50 @@ class KdpctlTest(ProcTest):
         p = self.start([binary("kdp-go-testplugin"), "-dir", self.dp, "-socket", socket,
                         "-resource", resource] + list(args), "go-plugin:" + socket, stdin=True)
         p.wait_event("serving")
+        return p
+
+    # -- plugins registering through the plugin watcher -----------------------
+
+    def wait_reg_socket(self, name, proc):
+        """self.reg/name once it listens (AssertionError if proc exits first)."""
+        path = os.path.join(self.reg, name)
+        deadline = time.monotonic() + T
+        while time.monotonic() < deadline:
+            if os.path.exists(path) and socket_accepts(path):
+                return path
+            if not proc.alive():
+                break
+            time.sleep(0.02)
+        raise AssertionError("no socket %s%s" % (path, proc.diagnostics()))
+
+    def gowatch(self, *args, reg_socket="tp-reg.sock", resource="example.com/dev"):
+        """kdp-go-testplugin in watcher mode (-registry self.reg, which must
+        exist): events get_info, notify; stdin "unlink", "relisten", "set ID
+        HEALTH"."""
+        p = self.start([binary("kdp-go-testplugin"), "-registry", self.reg,
+                        "-reg-socket", reg_socket, "-resource", resource] + list(args),
+                       "go-watch:" + reg_socket, stdin=True)
+        p.wait_event("serving")
+        return p
+
+    def kdp_watch_plugin(self, *args, socket="kt.sock", resource="example.com/x"):
+        """kdp-test-plugin registering through the plugin watcher (its
+        socket: self.reg/socket)."""
+        p = self.start([binary("kdp-test-plugin"), "--kubelet-root", self.root,
+                        "--registration", "watcher", "--socket", socket,
+                        "--resource", resource] + list(args), "test-plugin:" + socket)
+        self.wait_reg_socket(socket, p)
+        return p
+
+    def gopher_watch(self, *devices):
+        """kdp-example-gopher in watcher mode (self.reg/gopher.sock)."""
+        gdir = os.path.join(self.dir, "gophers")
+        os.makedirs(gdir, exist_ok=True)
+        for d in devices:
+            with open(os.path.join(gdir, d), "w") as f:
+                f.write("gopher\n")
+        p = self.start([binary("kdp-example-gopher"), "--devices-dir", gdir,
+                        "--kubelet-root", self.root, "--registration", "watcher"], "gopher")
+        p.devices_dir = gdir
+        self.wait_reg_socket("gopher.sock", p)
         return p
