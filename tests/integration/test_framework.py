@@ -1035,6 +1035,40 @@ class WatcherRegistration(PluginTest):
         self.assertOk(kl.command("allocate %s a" % self.RES2))
         self.assertStopsCleanly(pl)
 
+    def test_generic_and_gopher_take_the_mode(self):
+        kl = self.kubelet(registry=self.reg)
+        cfg = self.file("generic.yaml")
+        with open(cfg, "w") as f:
+            f.write("resources:\n  - name: example.com/null\n    devices:\n"
+                    "      - path: /dev/null\n")
+        gen = self.plugin("kdp-generic", ["--config", cfg, "--kubelet-root", self.root,
+                                          "--device-plugin-dir", self.dir,
+                                          "--registration", "watcher"],
+                          "kdp-example-com-null.sock", ["example.com/null"], name="kdp-generic",
+                          dir=self.reg)
+        gdir = self.subdir("gophers")
+        with open(os.path.join(gdir, "g0"), "w") as f:
+            f.write("gopher\n")
+        gopher = self.plugin("kdp-example-gopher",
+                             ["--device-plugin-dir", self.dir, "--kubelet-root", self.root,
+                              "--devices-dir", gdir, "--registration", "watcher"],
+                             "gopher.sock", ["example.com/gopher"], name="gopher", dir=self.reg)
+        for res in ("example.com/null", "example.com/gopher"):
+            self.assertEqual(kl.wait_event("registered", T, since=0, resource=res)["via"],
+                             "watcher")
+        kl.wait_event(devices_where("example.com/gopher", lambda d: sorted(d) == ["g0"]), T,
+                      since=0)
+        kl.wait_event(devices_where("example.com/null", lambda d: len(d) == 1), T, since=0)
+        self.assertEqual(sorted(e for e in os.listdir(self.reg) if e.endswith(".sock")),
+                         ["gopher.sock", "kdp-example-com-null.sock"])
+        self.assertStopsCleanly(gen)
+        self.assertStopsCleanly(gopher)
+        bad = subprocess.run([binary("kdp-example-gopher"), "--registration", "sometimes"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, timeout=T, text=True)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("--registration: kubelet, watcher or auto", bad.stderr)
+
     def test_auto_takes_kubelet_sock_when_it_exists(self):
         kl = self.kubelet(registry=self.reg)
         pl = self.watcher_plugin("--registration", "auto", "--devices", "a")
@@ -1138,6 +1172,7 @@ class Handover(PluginTest):
         th.start()
 
         def done():
+            time.sleep(0.2)  # and a while after
             stop.set()
             th.join(T)
             return out
@@ -1215,6 +1250,36 @@ class Handover(PluginTest):
         caps = self.settle(kl, mark)
         self.assertEqual([a for _, _, a in caps if a == 0], [], caps)
         self.assertOk(kl.command("allocate %s b" % RES))
+
+    def test_gopher_hands_over(self):
+        # the example, unchanged: the instance comes from the environment
+        kl = self.kubelet(tracking="socket")
+        gdir = self.subdir("gophers")
+        for g in ("g0", "g1"):
+            with open(os.path.join(gdir, g), "w") as f:
+                f.write("gopher\n")
+
+        def gopher(inst):
+            env = dict(os.environ, KDP_INSTANCE=inst, KDP_GENERATION="3")
+            return self.plugin("kdp-example-gopher", ["--device-plugin-dir", self.dir,
+                                                      "--devices-dir", gdir],
+                               "gopher-%s.sock" % inst, ["example.com/gopher"],
+                               name="gopher-" + inst, env=env)
+        old = gopher("a1")
+        kl.wait_event("registered", T, resource="example.com/gopher", endpoint="gopher-a1.sock")
+        mark = kl.mark()
+        new = gopher("b2")
+        kl.wait_event("registered", T, since=mark, endpoint="gopher-b2.sock")
+        self.assertEqual(old.wait_exit(T), 0)
+        old.wait_log(r"superseded by instance b2 \(generation 3, socket gopher-b2.sock\)", T)
+        self.assertEqual(kl.state()["example.com/gopher"]["allocatable"], 2)
+        self.assertEqual([c for c in kl.capacities("example.com/gopher", since=mark)
+                          if c[2] == 0], [])
+        r = self.assertOk(kl.command("allocate example.com/gopher g1"))
+        self.assertEqual(r["container_responses"][0]["envs"], {"GOPHER": "g1"})
+        self.assertEqual(self.dir_entries(), sorted(["kubelet.sock", "gopher-b2.sock",
+                                                     "gopher-b2.sock.lock", ".gopher.newest"]))
+        self.assertStopsCleanly(new)
 
     def test_same_instance_still_refused(self):
         kl = self.kubelet()

@@ -44,6 +44,8 @@ EXPECTED_HOST_DIR = {
     "base": "/var/lib/kubelet/device-plugins",
     "overlays/k3s": "/var/lib/kubelet/device-plugins",
     "overlays/microk8s": "/var/lib/kubelet/device-plugins",
+    "overlays/watcher": "/var/lib/kubelet/device-plugins",
+    "overlays/rolling-update": "/var/lib/kubelet/device-plugins",
 }
 
 failures = []
@@ -107,7 +109,8 @@ def flags_of(sources):
 
 def smp(base, patch):
     """Strategic merge patch, enough for Kubernetes objects: dicts merge, lists
-    of dicts with a "name" merge by name, other lists are replaced."""
+    of dicts with a "name" merge by name (an item the base lacks goes first,
+    as kustomize puts it), other lists are replaced."""
     if isinstance(base, dict) and isinstance(patch, dict):
         out = dict(base)
         for k, v in patch.items():
@@ -116,14 +119,15 @@ def smp(base, patch):
     if isinstance(base, list) and isinstance(patch, list) and \
             all(isinstance(x, dict) and "name" in x for x in base + patch):
         out = [copy.deepcopy(x) for x in base]
+        new = []
         for p in patch:
             for i, b in enumerate(out):
                 if b["name"] == p["name"]:
                     out[i] = smp(b, p)
                     break
             else:
-                out.append(copy.deepcopy(p))
-        return out
+                new.append(copy.deepcopy(p))
+        return new + out
     return copy.deepcopy(patch)
 
 
@@ -263,6 +267,32 @@ def check_daemonset(ds, where, host_dir, plugin_dir):
           % (where, sorted(wanted), binary, ", ".join(sorted(known))))
 
 
+def check_registration(ds, where):
+    """The watcher overlay: KDP_REGISTRATION=watcher and plugins_registry
+    mounted writable at the same path; the rolling-update overlay: surge,
+    and each instance named by its pod UID, ordered by the template's
+    generation (docs/registration.md)."""
+    c = ds["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e for e in c.get("env", [])}
+    volumes = {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}
+    reg = "/var/lib/kubelet/plugins_registry"
+    if where.endswith("watcher"):
+        check(env.get("KDP_REGISTRATION", {}).get("value") == "watcher",
+              "%s: KDP_REGISTRATION=watcher" % where)
+        m = [x for x in c.get("volumeMounts", []) if x["mountPath"] == reg]
+        check(len(m) == 1 and not m[0].get("readOnly") and
+              volumes.get(m[0]["name"], {}).get("hostPath") == {"path": reg, "type": "Directory"},
+              "%s: %s mounted writable from the same hostPath (type Directory)" % (where, reg))
+    if where.endswith("rolling-update"):
+        ru = ds["spec"]["updateStrategy"].get("rollingUpdate", {})
+        check(ru.get("maxSurge") == 1 and ru.get("maxUnavailable") == 0,
+              "%s: maxSurge 1, maxUnavailable 0" % where)
+        ref = lambda n: env.get(n, {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")  # noqa: E731
+        check(ref("KDP_INSTANCE") == "metadata.uid", "%s: KDP_INSTANCE is the pod's UID" % where)
+        check(ref("KDP_GENERATION") == "metadata.labels['pod-template-generation']",
+              "%s: KDP_GENERATION is the pod-template-generation label" % where)
+
+
 def check_manifests():
     for path in sorted(glob.glob(os.path.join(DEPLOY, "**", "*.y*ml"), recursive=True)):
         rel = os.path.relpath(path, SRC)
@@ -284,6 +314,7 @@ def check_manifests():
             schema_round_trip(o, kdir_rel)
             if o["kind"] == "DaemonSet":
                 check_daemonset(o, kdir_rel, host_dir, plugin_dir)
+                check_registration(o, kdir_rel)
         if kubectl:
             p = subprocess.run([kubectl, "kustomize", kdir], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, universal_newlines=True, timeout=120)

@@ -14,6 +14,7 @@
  * directory.
  *
  *   kdp-generic --config FILE [--device-plugin-dir DIR | --kubelet-root ROOT]
+ *       [--registration kubelet|watcher|auto]
  *               [--watch-config]
  *               [--check | --list] [--quiet]
  */
@@ -49,8 +50,9 @@ typedef struct gres {
 
 typedef struct app {
     const char *file;
-    const char *dp_dir; /* --device-plugin-dir, $KDP_DEVICE_PLUGIN_DIR or the root's */
-    const char *root;   /* --kubelet-root; NULL = $KDP_KUBELET_ROOT, else the default */
+    const char *dp_dir;            /* --device-plugin-dir, $KDP_DEVICE_PLUGIN_DIR or the root's */
+    const char *root;              /* --kubelet-root; NULL = $KDP_KUBELET_ROOT, else the default */
+    kdp_registration registration; /* --registration; 0 = $KDP_REGISTRATION, else kubelet.sock */
     kdp_ctx *ctx;
     gres *running;
     bool stopping;
@@ -227,6 +229,8 @@ static int start_resource(app *a, gen_resource *r)
         .resource_name = g->cfg.name,
         .socket_name = g->cfg.socket,
         .device_plugin_dir = a->dp_dir,
+        .kubelet_root = a->root,
+        .registration = a->registration,
         .preferred = g->cfg.preferred,
         .replicas = g->cfg.count,
         .replicas_one_per_container = g->cfg.one_per_container,
@@ -491,16 +495,22 @@ static const char *flag_value(int argc, char **argv, int *i, const char *name)
 
 static int usage(const char *argv0)
 {
-    fprintf(stderr,
-            "usage: %s --config FILE [--device-plugin-dir DIR | --kubelet-root ROOT]\n"
-            "                   [--watch-config] [--check | --list] [--quiet]\n"
-            "  --device-plugin-dir DIR  default: $KDP_DEVICE_PLUGIN_DIR, else ROOT/device-plugins\n"
-            "  --kubelet-root ROOT      default: $KDP_KUBELET_ROOT, else " KDP_KUBELET_ROOT "\n"
-            "  --watch-config  re-read FILE when its content changes (as on SIGHUP)\n"
-            "  --check         validate FILE and exit\n"
-            "  --list          print the devices each resource would expose now, and exit\n"
-            "  --quiet         warnings and errors only\n",
-            argv0);
+    fprintf(
+        stderr,
+        "usage: %s --config FILE [--device-plugin-dir DIR | --kubelet-root ROOT]\n"
+        "                   [--registration kubelet|watcher|auto]\n"
+        "                   [--watch-config] [--check | --list] [--quiet]\n"
+        "  --device-plugin-dir DIR  default: $KDP_DEVICE_PLUGIN_DIR, else " KDP_DEVICE_PLUGIN_DIR
+        " (a root does not move it)\n"
+        "  --kubelet-root ROOT      default: $KDP_KUBELET_ROOT, else " KDP_KUBELET_ROOT "\n"
+        "  --registration MODE      kubelet.sock (kubelet), the plugin watcher in\n"
+        "                           ROOT/plugins_registry (watcher), or auto; default:\n"
+        "                           $KDP_REGISTRATION, else kubelet\n"
+        "  --watch-config  re-read FILE when its content changes (as on SIGHUP)\n"
+        "  --check         validate FILE and exit\n"
+        "  --list          print the devices each resource would expose now, and exit\n"
+        "  --quiet         warnings and errors only\n",
+        argv0);
     return 2;
 }
 
@@ -520,6 +530,12 @@ static bool parse_args(int argc, char **argv, app *a, bool *check, bool *list)
             a->dp_dir = v;
         } else if ((v = flag_value(argc, argv, &i, "--kubelet-root"))) {
             a->root = v;
+        } else if ((v = flag_value(argc, argv, &i, "--registration"))) {
+            if (kdp_registration_parse(v, &a->registration) < 0) {
+                fprintf(stderr,
+                        "kdp-generic: --registration: kubelet, watcher or auto, not \"%s\"\n", v);
+                return false;
+            }
         } else if (is_flag(argv[i], "--check")) {
             *check = true;
         } else if (is_flag(argv[i], "--list")) {
