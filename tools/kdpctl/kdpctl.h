@@ -34,8 +34,17 @@ enum {
     KC_F_SIZE = 1U << 7,
     KC_F_ROOT = 1U << 8,
     KC_F_REGISTRY = 1U << 9,
+    KC_F_TRACKING = 1U << 10,
 };
 #define KC_F_COMMON (KC_F_DIR | KC_F_ROOT | KC_F_JSON | KC_F_TIMEOUT)
+
+/* kubelet --endpoint-tracking: how the emulated kubelet finds the
+ * registration to drop when a plugin's stream ends or its watcher socket
+ * goes (kubernetes/kubernetes PR #135437). */
+typedef enum kc_tracking {
+    KC_TRACK_SOCKET,   /* per socket path (PR #135437): the default */
+    KC_TRACK_RESOURCE, /* by resource name: kubelets 1.25+ before that PR */
+} kc_tracking;
 
 /* A list of strings (borrowed from argv, or split copies: see owned). */
 typedef struct kc_strv {
@@ -48,6 +57,7 @@ typedef struct kc_opts {
     const char *dir;      /* device-plugin dir: flag, $KDP_DEVICE_PLUGIN_DIR, the root's */
     const char *root;     /* --kubelet-root; NULL = $KDP_KUBELET_ROOT, else the default */
     const char *registry; /* --plugins-registry; NULL = not given */
+    kc_tracking tracking; /* kubelet --endpoint-tracking */
     bool json;            /* one JSON object per line on stdout */
     uint64_t timeout_us;  /* 0 = not given */
     long count;           /* watch --count; 0 = not given */

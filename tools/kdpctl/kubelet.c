@@ -68,6 +68,8 @@ static void say_serving(kl *k, const kc_strv *removed, const kc_strv *expected)
             kc_json_str(&j, "plugins_registry", k->registry);
         }
         kc_json_int(&j, "pid", (long long)getpid());
+        kc_json_str(&j, "endpoint_tracking",
+                    k->o->tracking == KC_TRACK_RESOURCE ? "resource" : "socket");
         json_names(&j, "removed", removed);
         if (k->restarts) {
             json_names(&j, "expected", expected);
@@ -83,6 +85,9 @@ static void say_serving(kl *k, const kc_strv *removed, const kc_strv *expected)
     kc_buf_puts(&b, removed->n ? ")" : "");
     if (k->registry) {
         kc_buf_printf(&b, "; watching %s", k->registry);
+    }
+    if (k->o->tracking == KC_TRACK_RESOURCE) {
+        kc_buf_puts(&b, "; endpoint tracking by resource name (kubelets before PR #135437)");
     }
     for (size_t i = 0; i < expected->n; i++) {
         kc_buf_printf(&b, "%s%s", i ? ", " : "; waiting for ", expected->v[i]);
@@ -340,6 +345,7 @@ static void restart(kl *k)
     int r = expect_collect(k, &names);
     free_plugins(k);
     kl_watcher_stop(k); /* the new kubelet knows nothing of the old one's */
+    kl_cap_forget(k);
     if (r == 0) {
         r = serve(k, &removed);
     }
@@ -419,6 +425,7 @@ static void teardown(kl *k)
     free_plugins(k);
     kl_watcher_stop(k);
     expect_clear(k);
+    kl_cap_free(k);
     kdp__timer_free(k->deadline);
     kdp__timer_free(k->report);
     for (int i = 0; i < 3; i++) {

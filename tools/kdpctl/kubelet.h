@@ -68,6 +68,19 @@ typedef struct kl_plugin {
     uint64_t dialed_us;  /* options answered */
 } kl_plugin;
 
+/* What the node status says of one resource: its devices as its current
+ * registration last listed them; all counted unhealthy (allocatable 0)
+ * after a stream end or a deregistration, until the next list. */
+typedef struct kl_res {
+    struct kl_res *next;
+    char *name;
+    size_t n;       /* devices */
+    size_t healthy; /* of them */
+    bool marked;    /* every device counted unhealthy */
+    bool reported;  /* a capacity line was printed: */
+    size_t last_capacity, last_allocatable;
+} kl_res;
+
 typedef struct kl_expect {
     char *resource;
     bool back;
@@ -92,6 +105,7 @@ struct kl {
     char *registry;   /* plugins_registry/ watched; NULL = no watcher side */
     kdp__watch *watch;
     kw_entry *entries; /* the sockets found there */
+    kl_res *res;       /* every resource seen (capacity.c) */
 };
 
 /* registration.c */
@@ -104,6 +118,13 @@ void kl_plugin_free(kl_plugin *p);
  * goes to kl_watcher_connected(). Returns 0 or -errno. */
 int kl_connect_watcher(kl *k, const char *resource, const char *endpoint, const char *reg_socket,
                        uint64_t arrived_us);
+/* The resource's current registration (KL_ACTIVE), or NULL. */
+kl_plugin *kl_current(kl *k, const char *resource);
+/* The kubelet closes p's connection (endpoint tracking by resource name:
+ * p was found by its resource's name after the end of another
+ * registration, cause "stream_end" or "deregistered", of cause_endpoint):
+ * p ends (KL_ENDED) and must register again. Prints it. */
+void kl_disconnect(kl_plugin *p, const char *cause, const char *cause_endpoint);
 /* Appends s as Go's %q shows it, for the kubelet's messages. */
 void kl_go_quote(kc_buf *b, const char *s);
 /* grpc-go's name of a status code ("Unimplemented"). */
@@ -123,6 +144,19 @@ void kl_watcher_connected(kl *k, kl_plugin *p, const char *error);
  * ("type" or "validate"). */
 int kl_info_check(const Pluginregistration__PluginInfo *info, const char *socket, kc_buf *reason,
                   const char **ret_stage);
+
+/* capacity.c: the node status of each resource; a line (a "capacity"
+ * event) whenever its capacity or allocatable changes. cause: "devices",
+ * "stream_end", "deregistered" or "restart"; endpoint: whose (may be NULL). */
+/* p, the resource's current registration, has listed its devices. */
+void kl_cap_devices(kl_plugin *p);
+/* Every device of the resource is counted unhealthy (allocatable 0). */
+void kl_cap_mark(kl *k, const char *resource, const char *cause, const char *endpoint);
+/* How many devices the resource has (what a stream end marks unhealthy). */
+size_t kl_cap_count(kl *k, const char *resource);
+/* A kubelet restart: every resource forgotten (0 and 0). */
+void kl_cap_forget(kl *k);
+void kl_cap_free(kl *k);
 
 /* kubelet.c */
 /* Starts a JSON event line: {"event": name, "t_ns": ...}. */

@@ -28,17 +28,27 @@ typedef struct kc_command {
     "  --json                   one JSON object per line on stdout, for scripts\n"
 
 static const kc_command commands[] = {
-    {"kubelet", KC_F_COMMON | KC_F_REGISTRY, 0, 0, kc_cmd_kubelet,
+    {"kubelet", KC_F_COMMON | KC_F_REGISTRY | KC_F_TRACKING, 0, 0, kc_cmd_kubelet,
      "kdpctl kubelet [--device-plugin-dir DIR | --kubelet-root ROOT] [--plugins-registry DIR2]\n"
-     "                      [--json] [--timeout D]",
+     "                      [--endpoint-tracking socket|resource] [--json] [--timeout D]",
      "emulate the kubelet: accept registrations, watch devices",
      "Serves DIR/kubelet.sock like the kubelet: at start deletes stale socket files in DIR\n"
      "(keeps other files and kubelet_internal_checkpoint), checks each Register like the\n"
      "kubelet (version v1beta1, the resource-name rule, the kubelet's messages), dials the\n"
      "plugin back and calls GetDevicePluginOptions before answering, then opens\n"
      "ListAndWatch and prints every registration, rejection, device change (added,\n"
-     "removed, health, NUMA) and stream end. A later registration of a resource replaces\n"
-     "the earlier one.\n"
+     "removed, health, NUMA) and stream end, and the resource's capacity and allocatable\n"
+     "(what the node status would say) whenever they change. A later registration of a\n"
+     "resource replaces the earlier one.\n"
+     "\n"
+     "--endpoint-tracking picks the kubelet generation when two registrations of one\n"
+     "resource exist (a rolling update with two instances of a plugin on two sockets):\n"
+     "socket (the default; kubelets with kubernetes/kubernetes PR #135437): endpoints are\n"
+     "tracked per socket path, the end of the older registration leaves the resource\n"
+     "alone. resource (kubelets 1.25+ before it): when ANY registration's ListAndWatch\n"
+     "ends, or its watcher socket goes, the kubelet looks the registration up by resource\n"
+     "name, finds the newest and disconnects it: allocatable drops to 0 until the plugin\n"
+     "registers again.\n"
      "\n"
      "With --kubelet-root ROOT (or $KDP_KUBELET_ROOT) it also plays the kubelet's plugin\n"
      "watcher on ROOT/plugins_registry (--plugins-registry DIR2: on DIR2; created if\n"
@@ -55,7 +65,9 @@ static const kc_command commands[] = {
      "restart to its Register or GetInfo (and, after 10s, any still missing).\n"
      "\n"
      "Runs until SIGINT or SIGTERM (exit 0) or for --timeout D (exit 0).\n"
-     "  --plugins-registry DIR2  play the plugin watcher on DIR2\n"},
+     "  --plugins-registry DIR2  play the plugin watcher on DIR2\n"
+     "  --endpoint-tracking socket|resource\n"
+     "                           per socket path (default) or by resource name\n"},
     {"info", KC_F_COMMON | KC_F_REGISTRY, 1, 1, kc_cmd_info, "kdpctl info SOCK",
      "GetInfo on a plugin-watcher registration socket",
      "Calls pluginregistration.Registration/GetInfo, as the kubelet's plugin watcher does,\n"
@@ -166,11 +178,17 @@ static const struct {
     const char *name;
     unsigned bit;
 } flag_table[] = {
-    {"--device-plugin-dir", KC_F_DIR},     {"--kubelet-root", KC_F_ROOT},
-    {"--plugins-registry", KC_F_REGISTRY}, {"--json", KC_F_JSON},
-    {"--timeout", KC_F_TIMEOUT},           {"--count", KC_F_COUNT},
-    {"--container", KC_F_CONTAINER},       {"--available", KC_F_AVAILABLE},
-    {"--must-include", KC_F_MUST},         {"--size", KC_F_SIZE},
+    {"--device-plugin-dir", KC_F_DIR},
+    {"--kubelet-root", KC_F_ROOT},
+    {"--plugins-registry", KC_F_REGISTRY},
+    {"--json", KC_F_JSON},
+    {"--timeout", KC_F_TIMEOUT},
+    {"--count", KC_F_COUNT},
+    {"--container", KC_F_CONTAINER},
+    {"--available", KC_F_AVAILABLE},
+    {"--must-include", KC_F_MUST},
+    {"--size", KC_F_SIZE},
+    {"--endpoint-tracking", KC_F_TRACKING},
 };
 
 static int parse_number(const char *cmd, const char *flag, const char *v, long min, long *ret)
@@ -199,6 +217,12 @@ static int set_flag(kc_opts *o, const char *cmd, unsigned bit, const char *v)
     case KC_F_REGISTRY:
         o->registry = v;
         return *v ? 0 : usage_error(cmd, "--plugins-registry wants a directory");
+    case KC_F_TRACKING:
+        if (strcmp(v, "socket") == 0 || strcmp(v, "resource") == 0) {
+            o->tracking = *v == 'r' ? KC_TRACK_RESOURCE : KC_TRACK_SOCKET;
+            return 0;
+        }
+        return usage_error(cmd, "--endpoint-tracking wants socket or resource, not \"%s\"", v);
     case KC_F_TIMEOUT:
         return kc_parse_duration(v, &o->timeout_us) == 0
                    ? 0

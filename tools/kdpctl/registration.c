@@ -6,7 +6,10 @@
  * (10 s) and asked GetDevicePluginOptions while Register is held; Register
  * is answered; ListAndWatch is opened and every device list compared with
  * the one before. A later registration of the same resource replaces this
- * one; its stream stays open (as the kubelet keeps it) but is ignored.
+ * one; its stream stays open (as the kubelet keeps it) but is ignored. When
+ * it ends: nothing more with endpoint tracking per socket path; by resource
+ * name (--endpoint-tracking resource), the kubelet finds the resource's
+ * newest registration instead and disconnects it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -183,11 +186,12 @@ static void on_list_msg(const uint8_t *msg, size_t len, void *ud)
     p->seq++;
     say_devices(p, &old, len);
     kdp__devtab_clear(&old);
+    kl_cap_devices(p);
 }
 
-static void say_stream_end(kl_plugin *p, int status, const char *message)
+/* marked: how many devices the end made the kubelet count unhealthy. */
+static void say_stream_end(kl_plugin *p, int status, const char *message, size_t marked)
 {
-    size_t n = p->tab.n;
     if (p->k->o->json) {
         kc_json j;
         kl_json(&j, "stream_end");
@@ -197,7 +201,7 @@ static void say_stream_end(kl_plugin *p, int status, const char *message)
         kc_json_int(&j, "code", status);
         kc_json_str(&j, "message", message);
         kc_json_bool(&j, "replaced", p->state == KL_REPLACED);
-        kc_json_uint(&j, "marked_unhealthy", p->state == KL_REPLACED ? 0 : n);
+        kc_json_uint(&j, "marked_unhealthy", marked);
         kc_json_emit(&j);
         return;
     }
@@ -213,10 +217,49 @@ static void say_stream_end(kl_plugin *p, int status, const char *message)
         kc_buf_printf(&b,
                       ": the kubelet now counts its %zu device%s as unhealthy until it "
                       "registers again",
-                      n, n == 1 ? "" : "s");
+                      marked, marked == 1 ? "" : "s");
     }
     say(p, b.failed ? "ListAndWatch ended" : b.s, NULL);
     kc_buf_free(&b);
+}
+
+kl_plugin *kl_current(kl *k, const char *resource)
+{
+    for (kl_plugin *p = k->plugins; p; p = p->next) {
+        if (p->state == KL_ACTIVE && strcmp(p->resource, resource) == 0) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+void kl_disconnect(kl_plugin *p, const char *cause, const char *cause_endpoint)
+{
+    kdp__client_call_cancel(p->list_stream); /* closes the connection */
+    p->list_stream = NULL;
+    p->state = KL_ENDED;
+    size_t n = kl_cap_count(p->k, p->resource);
+    if (p->k->o->json) {
+        kc_json j;
+        kl_json(&j, "disconnected");
+        kc_json_str(&j, "resource", p->resource);
+        kc_json_str(&j, "endpoint", p->endpoint);
+        kc_json_str(&j, "via", p->via_watcher ? "watcher" : KL_SOCKET);
+        kc_json_str(&j, "cause", cause);
+        kc_json_str(&j, "cause_endpoint", cause_endpoint);
+        kc_json_uint(&j, "marked_unhealthy", n);
+        kc_json_emit(&j);
+        return;
+    }
+    char text[1400];
+    snprintf(text, sizeof(text),
+             "disconnected (endpoint %s, the newest registration): endpoint tracking by resource "
+             "name found it when %s%s; its %zu device%s counted unhealthy until it registers "
+             "again",
+             p->endpoint, cause_endpoint,
+             strcmp(cause, "stream_end") == 0 ? "'s ListAndWatch ended" : " was deregistered", n,
+             n == 1 ? "" : "s");
+    say(p, text, NULL);
 }
 
 static void on_list_done(int status, const char *message, const uint8_t *resp, size_t len, void *ud)
@@ -224,8 +267,25 @@ static void on_list_done(int status, const char *message, const uint8_t *resp, s
     (void)resp;
     (void)len;
     kl_plugin *p = ud;
+    kl *k = p->k;
     p->list_stream = NULL; /* freed by the client when this returns */
-    say_stream_end(p, status, message);
+    /* The kubelet's PluginDisconnected: per socket path only the current
+     * registration's end counts; by resource name, the end of any of them
+     * finds the newest one, which is disconnected. */
+    kl_plugin *victim = NULL;
+    bool mark = p->state == KL_ACTIVE;
+    if (p->state == KL_REPLACED && k->o->tracking == KC_TRACK_RESOURCE) {
+        victim = kl_current(k, p->resource);
+        mark = victim != NULL;
+    }
+    size_t marked = mark ? kl_cap_count(k, p->resource) : 0;
+    say_stream_end(p, status, message, marked);
+    if (victim) {
+        kl_disconnect(victim, "stream_end", p->endpoint);
+    }
+    if (mark) {
+        kl_cap_mark(k, p->resource, "stream_end", p->endpoint);
+    }
     if (p->state == KL_REPLACED) {
         kl_plugin_free(p);
         return;
@@ -321,7 +381,7 @@ static void open_stream(kl_plugin *p)
     int r = kdp__client_stream(p->k->loop, p->socket, KC_METHOD_LIST_AND_WATCH, NULL, 0, &opts,
                                on_list_msg, on_list_done, p, &p->list_stream);
     if (r < 0) {
-        say_stream_end(p, KDP__ST_INTERNAL, strerror(-r));
+        say_stream_end(p, KDP__ST_INTERNAL, strerror(-r), kl_cap_count(p->k, p->resource));
         p->state = KL_ENDED;
     }
 }

@@ -130,20 +130,54 @@ static kw_entry *entry_find(kl *k, const char *path)
 
 /* ---- deregistration ---- */
 
-/* The kubelet's unregister: the device manager's DeRegisterPlugin closes
- * the connection of the registration made through this socket. */
-static void deregister(kw_entry *e, const char *why)
+/* The registration DeRegisterPlugin closes for e's socket: the one made
+ * through it (endpoint tracking per socket path), or, by resource name, the
+ * resource's newest registration, whichever socket it came through. */
+static kl_plugin *deregister_target(kw_entry *e, const char *res)
 {
-    kl_plugin *p = NULL;
+    if (e->k->o->tracking == KC_TRACK_RESOURCE && *res) {
+        return kl_current(e->k, res);
+    }
     for (kl_plugin *q = e->k->plugins; q; q = q->next) {
         if (q->via_watcher && q->state != KL_DIALING && strcmp(q->reg_socket, e->path) == 0) {
-            p = q;
-            break;
+            return q;
         }
     }
-    size_t marked = p && p->state == KL_ACTIVE ? p->tab.n : 0;
+    return NULL;
+}
+
+static void say_deregistered(kw_entry *e, const char *res, const char *why, const kl_plugin *p,
+                             bool mark, size_t marked)
+{
+    bool other = p && !(p->via_watcher && strcmp(p->reg_socket, e->path) == 0);
+    kc_buf b = {0};
+    kc_buf_printf(&b, "deregistered via watcher: %s %s", e->path, why);
+    if (other) {
+        kc_buf_printf(&b,
+                      "; endpoint tracking by resource name: the newest registration "
+                      "(endpoint %s) disconnected",
+                      p->endpoint);
+    } else if (p) {
+        kc_buf_puts(&b, "; connection closed");
+    }
+    if (mark) {
+        kc_buf_printf(&b, ", its %zu device%s counted unhealthy", marked, marked == 1 ? "" : "s");
+    }
+    kl_say(*res ? res : "watcher", b.failed ? "deregistered via watcher" : b.s, NULL);
+    kc_buf_free(&b);
+}
+
+/* The kubelet's unregister: the device manager's DeRegisterPlugin closes
+ * the connection of deregister_target(); the resource's devices count as
+ * unhealthy if that was its current registration. */
+static void deregister(kw_entry *e, const char *why)
+{
+    kl *k = e->k;
     const char *res = e->resource ? e->resource : "";
-    if (e->k->o->json) {
+    kl_plugin *p = deregister_target(e, res);
+    bool mark = p && p->state == KL_ACTIVE;
+    size_t marked = mark ? kl_cap_count(k, res) : 0;
+    if (k->o->json) {
         kc_json j;
         kl_json(&j, "deregistered");
         kc_json_str(&j, "resource", res);
@@ -155,18 +189,12 @@ static void deregister(kw_entry *e, const char *why)
         kc_json_uint(&j, "marked_unhealthy", marked);
         kc_json_emit(&j);
     } else {
-        kc_buf b = {0};
-        kc_buf_printf(&b, "deregistered via watcher: %s %s", e->path, why);
-        if (p && p->state == KL_ACTIVE) {
-            kc_buf_printf(&b, "; connection closed, its %zu device%s counted unhealthy", marked,
-                          marked == 1 ? "" : "s");
-        } else if (p) {
-            kc_buf_puts(&b, "; connection closed");
-        }
-        kl_say(*res ? res : "watcher", b.failed ? "deregistered via watcher" : b.s, NULL);
-        kc_buf_free(&b);
+        say_deregistered(e, res, why, p, mark, marked);
     }
     kl_plugin_free(p);
+    if (mark) {
+        kl_cap_mark(k, res, "deregistered", e->path);
+    }
 }
 
 /* ---- NotifyRegistrationStatus ---- */
