@@ -25,6 +25,17 @@ typedef struct stream {
     kdp__devplugin *d;
 } stream;
 
+/* A registration went out: every kubelet opens ListAndWatch within
+ * milliseconds of it. One that cut our connection before it did (a kubelet
+ * tracking plugins by resource name, during a handover) would leave us
+ * registered and never told: after a wait without the stream, the kubelet
+ * is taken for gone (the lifecycle registers again). The wait starts at 1 s
+ * and doubles each time it expires, up to 30 s, so that a kubelet too busy
+ * to open the stream in time is not registered with over and over; a stream
+ * that comes resets it. */
+#define PEER_WAIT_MIN_US (1ULL * 1000000ULL)
+#define PEER_WAIT_MAX_US (30ULL * 1000000ULL)
+
 /* ---- GetDevicePluginOptions ---- */
 
 void kdp__devplugin_options(const kdp__devplugin *d, V1beta1__DevicePluginOptions *out)
@@ -89,6 +100,11 @@ static void h_list_and_watch(kdp__call *call, const uint8_t *req, size_t len, vo
          * restart trigger, the others' (kdpctl watch ...) are not */
         d->peer_stream = l;
         d->expect_peer = false;
+        kdp__timer_stop(d->peer_wait);
+        d->peer_wait_us = PEER_WAIT_MIN_US;
+        if (d->base.up.peer_connected) {
+            d->base.up.peer_connected(d->base.up.ud);
+        }
     }
     (void)kdp__call_send_latest(call, msg, msg_len);
 }
@@ -648,12 +664,46 @@ static void op_serving(kdp__svc *svc, bool on)
          * server did counts as the kubelet going away */
         d->peer_stream = NULL;
         d->expect_peer = false;
+        kdp__timer_stop(d->peer_wait);
+    }
+}
+
+static void on_peer_wait(kdp__timer *t, void *ud)
+{
+    (void)t;
+    kdp__devplugin *d = ud;
+    if (d->expect_peer && !d->peer_stream) {
+        d->expect_peer = false;
+        log_warn("%s: the kubelet opened no ListAndWatch within %llu ms of the registration",
+                 d->resource, (unsigned long long)(d->peer_wait_us / 1000U));
+        d->peer_wait_us =
+            d->peer_wait_us * 2 > PEER_WAIT_MAX_US ? PEER_WAIT_MAX_US : d->peer_wait_us * 2;
+        d->base.up.peer_gone(d->base.up.ud,
+                             "the kubelet opened no ListAndWatch after the registration");
     }
 }
 
 static void op_expect_peer(kdp__svc *svc, bool on)
 {
-    OF(svc)->expect_peer = on;
+    kdp__devplugin *d = OF(svc);
+    d->expect_peer = on;
+    if (on && !d->peer_stream) {
+        kdp__timer_start(d->peer_wait, d->peer_wait_us);
+    } else if (!on) {
+        kdp__timer_stop(d->peer_wait);
+    }
+}
+
+int kdp__devplugin_init_loop(kdp__devplugin *d, kdp__loop *l)
+{
+    d->peer_wait_us = PEER_WAIT_MIN_US;
+    return kdp__timer_new(l, on_peer_wait, d, &d->peer_wait);
+}
+
+void kdp__devplugin_release_loop(kdp__devplugin *d)
+{
+    kdp__timer_free(d->peer_wait);
+    d->peer_wait = NULL;
 }
 
 static const kdp__svc_ops ops = {

@@ -19,6 +19,7 @@
 #include "plugin/jobs.h"
 #include "plugin/svc.h"
 #include "plugin/table.h"
+#include "runtime/loop.h"
 
 /* At most this many ListAndWatch streams at once (the kubelet opens one;
  * tools a few): each holds up to two copies of the list. */
@@ -40,11 +41,17 @@ typedef struct kdp__devplugin {
     unsigned n_streams;
     void *peer_stream; /* the kubelet's, once it opened it after a Register */
     bool expect_peer;
+    kdp__timer *peer_wait; /* a registration went out and no stream came yet */
+    uint64_t peer_wait_us; /* 1 s, doubled (to 30 s) each time it expires */
 } kdp__devplugin;
 
 void kdp__devplugin_init(kdp__devplugin *d, kdp_plugin *owner, const kdp_ops *ops, void *ud,
                          const char *resource, const char *env_name, kdp__table *table,
                          kdp__jobs *jobs, const kdp__svc_up *up);
+/* The timer of the wait for the kubelet's stream (loop thread; before the
+ * plugin serves), and its release (before the loop goes). */
+int kdp__devplugin_init_loop(kdp__devplugin *d, kdp__loop *l);
+void kdp__devplugin_release_loop(kdp__devplugin *d);
 /* The options that follow from the ops (the same in Register and in
  * GetDevicePluginOptions). */
 void kdp__devplugin_options(const kdp__devplugin *d, V1beta1__DevicePluginOptions *out);

@@ -293,6 +293,7 @@ static kdp__server *detach_server(kdp__lifecycle *lc)
 /* For a restart: the kubelet is gone or going, close at once. */
 static void stop_serving(kdp__lifecycle *lc)
 {
+    lc->peer_connected = false;
     kdp__server_free(detach_server(lc)); /* ends every stream; removes our socket */
 }
 
@@ -347,7 +348,9 @@ static void reg_state(void *ud, kdp__reg_state st, const char *why)
         lc->registered_us = kdp__now_us();
         kdp__backoff_reset(&lc->backoff);
         set_state(lc, KDP__LC_REGISTERED, why);
-        handover_check(lc, true);
+        if (lc->peer_connected) { /* the plugin watcher: the stream came first */
+            handover_check(lc, true);
+        }
         break;
     }
 }
@@ -394,6 +397,7 @@ static void svc_peer_gone(void *ud, const char *why)
     if (s != KDP__LC_REGISTERING && s != KDP__LC_REGISTERED) {
         return;
     }
+    lc->peer_connected = false;
     kdp__reg *reg = lc->cfg.reg;
     if (reg->ops->peer_gone && reg->ops->peer_gone(reg, why)) {
         return;
@@ -401,9 +405,21 @@ static void svc_peer_gone(void *ud, const char *why)
     kdp__lifecycle_restart(lc, why);
 }
 
+/* The kubelet's stream began. The handover waits for it rather than for
+ * the registration alone: an older instance that stopped between the two
+ * would make a kubelet tracking plugins by resource name cut this one
+ * before its stream opened. */
+static void svc_peer_connected(void *ud)
+{
+    kdp__lifecycle *lc = ud;
+    lc->peer_connected = true;
+    handover_check(lc, true);
+}
+
 kdp__svc_up kdp__lifecycle_svc_up(kdp__lifecycle *lc)
 {
-    return (kdp__svc_up){.peer_gone = svc_peer_gone, .ud = lc};
+    return (kdp__svc_up){
+        .peer_gone = svc_peer_gone, .peer_connected = svc_peer_connected, .ud = lc};
 }
 
 static void dir_event(void *ud, int what, const char *name)

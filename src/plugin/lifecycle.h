@@ -93,6 +93,7 @@ typedef struct kdp__lifecycle {
     kdp__timer *start_timer;
     kdp__timer *restart_timer;
     kdp__timer *supersede_timer; /* a newer instance registered: stop, from the loop */
+    bool peer_connected;         /* the kubelet's stream is open (since serving began) */
     const char *restart_why;     /* static string */
     kdp__backoff backoff;        /* start retries */
     /* Restarts back off when the same kubelet keeps ending registrations

@@ -249,6 +249,10 @@ static int make_parts(kdp_plugin *p, const kdp_config *cfg)
     kdp__svc_up sup = kdp__lifecycle_svc_up(&p->lc);
     kdp__devplugin_init(&p->devplugin, p, &p->ops, p->ud, p->resource, p->env_name, &p->table,
                         &p->jobs, &sup);
+    r = kdp__devplugin_init_loop(&p->devplugin, l);
+    if (r < 0) {
+        return r;
+    }
     p->devplugin.preferred = cfg->preferred;
     p->devplugin.replicas = cfg->replicas;
     p->devplugin.one_per_container = cfg->replicas_one_per_container;
@@ -421,6 +425,9 @@ static void plugin_free(kdp_plugin *p)
         kdp__reg_watcher_done(&p->watcher);
     } else if (p->made >= MADE_REG) {
         kdp__reg_kubelet_done(&p->reg);
+    }
+    if (p->made >= MADE_LOCK) {
+        kdp__devplugin_release_loop(&p->devplugin); /* NULL until made: calloc */
     }
     if (p->made >= MADE_REG) {
         kdp__pdir_done(&p->pdir);

@@ -21,6 +21,9 @@ typedef struct kdp__svc kdp__svc;
 typedef struct kdp__svc_up {
     /* The peer's stream ended (the kubelet's ListAndWatch): restart. */
     void (*peer_gone)(void *ud, const char *why);
+    /* The peer's stream began: the kubelet is fully connected. May be
+     * NULL. */
+    void (*peer_connected)(void *ud);
     void *ud;
 } kdp__svc_up;
 
