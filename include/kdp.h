@@ -354,14 +354,15 @@ typedef struct kdp_config {
      * second instance on it is refused (-EADDRINUSE). With an instance (1-64
      * of [A-Za-z0-9_.-], e.g. the pod's UID from the downward API), the
      * socket is "<socket_name without .sock>-<instance>.sock", each instance
-     * its own; the one that registers says so in ".<stem>.newest" next to
-     * the sockets, and an older instance that sees it (and the new socket
-     * answering) stops quietly: its socket removed, destroy called, the new
-     * one's never touched, kdp_plugin_status.superseded set, and
-     * kdp_plugin_run() returns 0. Kubelets that track plugins per socket
-     * (kubernetes/kubernetes PR #135437) then keep the capacity throughout;
-     * older ones drop the new instance's connection when the old one ends,
-     * and it registers again at once (see docs/registration.md). */
+     * its own; the one that registers (and whose ListAndWatch the kubelet
+     * opened) says so in ".<stem>.newest" next to the sockets, and an older
+     * instance that sees it (and the new socket answering) stops quietly:
+     * its socket removed, destroy called, the new one's never touched,
+     * kdp_plugin_status.superseded set, and kdp_plugin_run() returns 0.
+     * Kubelets that track plugins per socket (kubernetes/kubernetes PR
+     * #135437) then keep the capacity throughout; older ones drop the new
+     * instance's connection when the old one ends, and it registers again
+     * at once (see docs/registration.md). */
     const char *instance;
     /* Which instance is newer: the higher generation (0 =
      * $KDP_GENERATION if set, else 0), then the later registration. Set it
