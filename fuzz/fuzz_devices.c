@@ -243,14 +243,7 @@ static void check_single_changes(const kdp__devtab *base, const rec *recs, size_
     kdp__devtab_init(&t);
     CHECK(kdp__devtab_copy(&t, base) == 0);
     for (size_t i = 0; i < base->n; i++) {
-        const kdp__dev *d = &base->devs[i];
-        kdp_device pd = {.id = d->id,
-                         .health = d->health,
-                         .numa_nodes = d->numa,
-                         .n_numa_nodes = d->n_numa,
-                         .host_path = d->host_path,
-                         .container_path = d->container_path,
-                         .permissions = d->permissions};
+        kdp_device pd = kdp__dev_view(&base->devs[i]);
         CHECK(kdp_plugin_set_device(plugin, &pd) == 0);
     }
     static kdp__tabop ops[MAX_DEVS];

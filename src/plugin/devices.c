@@ -164,16 +164,7 @@ static int dev_from_public(kdp__dev *dst, const kdp_device *d)
 
 int kdp__dev_dup(kdp__dev *dst, const kdp__dev *s)
 {
-    kdp_device d = {
-        .id = s->id,
-        .health = s->health,
-        .numa_nodes = s->numa,
-        .n_numa_nodes = s->n_numa,
-        .host_path = s->host_path,
-        .container_path = s->container_path,
-        .permissions = s->permissions,
-        .data = s->data,
-    };
+    kdp_device d = kdp__dev_view(s);
     return dev_from_public(dst, &d);
 }
 

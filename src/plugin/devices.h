@@ -48,6 +48,28 @@ struct kdp_device_list {
 /* One device: validated (*why names a bad field, as kdp__devtab_add) deep
  * copy of d into dst. Returns 0, -EINVAL, -ENOMEM. */
 int kdp__dev_from_public(kdp__dev *dst, const kdp_device *d, const char **why);
+/* d seen as the public struct (its strings and nodes borrowed from d). */
+static inline kdp_device kdp__dev_view(const kdp__dev *d)
+{
+    return (kdp_device){.id = d->id,
+                        .health = d->health,
+                        .numa_nodes = d->numa,
+                        .n_numa_nodes = d->n_numa,
+                        .host_path = d->host_path,
+                        .container_path = d->container_path,
+                        .permissions = d->permissions,
+                        .data = d->data};
+}
+/* Decimal digits of v (replica suffixes). */
+static inline size_t kdp__digits(size_t v)
+{
+    size_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
 /* A deep copy of s (already valid). Returns 0 or -ENOMEM. */
 int kdp__dev_dup(kdp__dev *dst, const kdp__dev *s);
 /* Frees what d holds (d itself is the caller's); NULL ok. */

@@ -45,23 +45,12 @@ static int layout_add(size_t *total, size_t count, size_t elem, size_t *ret_off)
     return 0;
 }
 
-/* Decimal digits of v. */
-static size_t digits(size_t v)
-{
-    size_t n = 1;
-    while (v >= 10) {
-        v /= 10;
-        n++;
-    }
-    return n;
-}
-
 static int enc_plan(const kdp__devtab *t, unsigned replicas, enc_layout *l)
 {
     memset(l, 0, sizeof(*l));
     l->reps = replicas > 1 ? replicas : 1;
     /* the replicas of a device share its TopologyInfo */
-    size_t id_room = l->reps > 1 ? 1 + digits(l->reps - 1) + 1 : 0; /* "-<k>" and the NUL */
+    size_t id_room = l->reps > 1 ? 1 + kdp__digits(l->reps - 1) + 1 : 0; /* "-<k>" and the NUL */
     for (size_t i = 0; i < t->n; i++) {
         if (t->devs[i].n_numa > 0) {
             l->n_topo++;

@@ -238,6 +238,7 @@ static void fail(kdp__call *call, int status, const char *fmt, ...)
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is the line above
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     (void)kdp__call_finish(call, status, msg);
@@ -264,13 +265,8 @@ static bool check_ids(kdp__devplugin *p, kdp__call *call, char **ids, size_t n, 
         if (kdp__devtab_find(devs, d->id)) {
             continue;
         }
-        kdp_device dev = {.id = d->id,
-                          .health = d->health,
-                          .numa_nodes = d->numa,
-                          .n_numa_nodes = d->n_numa,
-                          .host_path = d->host_path,
-                          .container_path = d->container_path,
-                          .permissions = d->permissions};
+        kdp_device dev = kdp__dev_view(d);
+        dev.data = NULL; /* a call's copy: the author's data is looked up, never copied */
         if (kdp__devtab_add(devs, &dev, NULL) < 0) {
             fail(call, KDP__ST_RESOURCE_EXHAUSTED, "out of memory");
             return false;

@@ -7,12 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "base/log.h"
+#include "runtime/sock.h"
 
 #define SOCK_SUFFIX ".sock"
 
@@ -155,19 +153,17 @@ static int write_marker(const kdp__handover *h)
 /* The other instance's socket accepts connections. */
 static bool alive(const kdp__handover *h, const char *name)
 {
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    int n = snprintf(a.sun_path, sizeof(a.sun_path), "%s/%s", h->dir, name);
-    if (n < 0 || (size_t)n >= sizeof(a.sun_path)) {
+    char path[4200];
+    int n = snprintf(path, sizeof(path), "%s/%s", h->dir, name);
+    if (n < 0 || (size_t)n >= sizeof(path)) {
         return false;
     }
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        return false;
+    int fd = -1;
+    int r = kdp__sock_connect(path, &fd);
+    if (r == 0) {
+        close(fd);
     }
-    int r = connect(fd, (struct sockaddr *)&a, sizeof(a));
-    bool ok = r == 0 || errno == EAGAIN || errno == EINPROGRESS;
-    close(fd);
-    return ok;
+    return r == 0 || r == -EAGAIN; /* a full listen queue: someone listens */
 }
 
 static bool is_us(const kdp__handover *h, const marker *m)

@@ -82,20 +82,15 @@ static void on_retry(kdp__timer *t, void *ud)
     }
 }
 
-/* The kubelet's reason, made printable (it comes from the peer). */
+/* The kubelet's reason comes from the peer: bounded here, its control
+ * characters blanked by the log. */
 static void refused(kdp__reg_watcher *w, const char *error)
 {
-    char why[512];
-    snprintf(why, sizeof(why), "%s", error && *error ? error : "(no reason given)");
-    for (char *c = why; *c; c++) {
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) {
-            *c = ' ';
-        }
-    }
     uint64_t delay = kdp__backoff_next(&w->backoff);
-    log_error("%s: the kubelet refused the registration: %s; re-creating %s in %llu ms so that it "
-              "asks again",
-              w->resource, why, w->socket_path, (unsigned long long)(delay / 1000));
+    log_error("%s: the kubelet refused the registration: %.400s; re-creating %s in %llu ms so "
+              "that it asks again",
+              w->resource, error && *error ? error : "(no reason given)", w->socket_path,
+              (unsigned long long)(delay / 1000));
     w->base.up.attempt(w->base.up.ud, false);
     set_state(w, KDP__REG_REGISTERING, "the kubelet refused the registration");
     kdp__timer_start(w->retry, delay);

@@ -5,19 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static size_t digits(unsigned v)
-{
-    size_t n = 1;
-    while (v >= 10) {
-        v /= 10;
-        n++;
-    }
-    return n;
-}
-
 size_t kdp__replica_suffix_max(unsigned replicas)
 {
-    return kdp__replicas_on(replicas) ? 1 + digits(replicas - 1) : 0;
+    return kdp__replicas_on(replicas) ? 1 + kdp__digits(replicas - 1) : 0;
 }
 
 int kdp__replica_format(char *buf, size_t size, const char *id, size_t id_len, unsigned k,

@@ -182,7 +182,7 @@ static void take_whole(kdp__table *t, kdp__devtab *fresh)
     use_message(t, buf, len, changed);
 }
 
-static void log_op(kdp__table *t, const kdp__tabundo *u, change_log *c)
+static void log_op(const kdp__tabundo *u, change_log *c)
 {
     kdp__dev old_dev = {.id = (char *)u->id, .health = u->old_health};
     kdp__dev new_dev = {.id = (char *)u->id, .health = u->new_health};
@@ -194,7 +194,6 @@ static void log_op(kdp__table *t, const kdp__tabundo *u, change_log *c)
     } else {
         log_change(&old_dev, &new_dev, c);
     }
-    (void)t;
 }
 
 /* Single changes: applied to tab, and taken back if the message would not
@@ -240,7 +239,7 @@ static void take_ops(kdp__table *t, kdp__tabops *q)
         change_log c = {.resource = t->resource};
         for (size_t i = 0; i < n; i++) {
             if (undo[i].visible) {
-                log_op(t, &undo[i], &c);
+                log_op(&undo[i], &c);
             }
         }
         if (c.n > LOG_CHANGES_MAX) {
@@ -292,14 +291,21 @@ static void take_shared(kdp__table *t)
 }
 
 /* Hands a new table to the loop thread (takes d's content). Any thread. */
-static void publish(kdp__table *t, kdp__devtab *d, size_t bytes)
+/* d (taken) becomes the shared table; t->mu held. The loop takes it whole
+ * (the queued single changes are of no use against it). */
+static void replace_shared_locked(kdp__table *t, kdp__devtab *d, size_t bytes)
 {
-    pthread_mutex_lock(&t->mu);
     kdp__devtab_move(&t->shared, d);
     t->shared_bytes = bytes;
     kdp__tabops_clear(&t->pending);
-    t->pending.lost = true; /* the loop takes the whole table */
+    t->pending.lost = true;
     t->shared_ver++;
+}
+
+static void publish(kdp__table *t, kdp__devtab *d, size_t bytes)
+{
+    pthread_mutex_lock(&t->mu);
+    replace_shared_locked(t, d, bytes);
     pthread_mutex_unlock(&t->mu);
     kdp__wakeup_signal(t->wake);
 }
@@ -375,13 +381,9 @@ static void publish_list(kdp__table *t, kdp__devtab *d)
     bool lost = t->since_list.lost;
     int r = kdp__tabops_replay(d, &t->since_list);
     t->listing = false;
-    kdp__devtab_move(&t->shared, d);
     /* under the lock with the replay: a change made in between would be
      * in neither */
-    t->shared_bytes = kdp__devtab_encoded_size_replicas(&t->shared, t->replicas);
-    kdp__tabops_clear(&t->pending);
-    t->pending.lost = true; /* the loop takes the whole table */
-    t->shared_ver++;
+    replace_shared_locked(t, d, kdp__devtab_encoded_size_replicas(d, t->replicas));
     pthread_mutex_unlock(&t->mu);
     kdp__wakeup_signal(t->wake);
     if (lost || r < 0) {
