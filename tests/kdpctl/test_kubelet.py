@@ -77,10 +77,15 @@ class GoPeer(KdpctlTest):
         self.assertEqual([b["resource"] for b in summary["back"]], [RES])
         kl.wait_event("registered", since=mark, resource=RES)
         kl.wait_event("devices", since=mark, resource=RES, seq=1)
-        kl.wait_event("capacity", since=mark, resource=RES, cause="devices")
-        # The node status: forgotten at the restart, back with the devices.
-        caps = [(e["capacity"], e["allocatable"], e["cause"])
-                for e in kl.events() if e["event"] == "capacity"]
+        # The node status: forgotten at the restart, back with the devices
+        # (each capacity line follows its devices line: wait for the third).
+        deadline = time.monotonic() + T
+        while True:
+            caps = [(e["capacity"], e["allocatable"], e["cause"])
+                    for e in kl.events() if e["event"] == "capacity"]
+            if len(caps) >= 3 or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
         self.assertEqual(caps, [(2, 2, "devices"), (0, 0, "restart"), (2, 2, "devices")])
         # The peer saw its socket deleted and kubelet.sock re-created.
         p.wait_event("socket_gone")
