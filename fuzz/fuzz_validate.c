@@ -390,10 +390,14 @@ static void check_plugin_new(char **s, size_t n)
         .device_plugin_dir = dir,
         .env_name = n > 3 && s[3][0] ? s[3] : NULL,
     };
-    bool want =
-        ref_resource_name(cfg.resource_name) && ref_socket_name(cfg.socket_name) &&
-        ref_abs_path(dir) && (!cfg.env_name || ref_env_key(cfg.env_name)) &&
-        strlen(dir) + (dir[strlen(dir) - 1] == '/' ? 0 : 1) + strlen(cfg.socket_name) <= 107;
+    /* the directory as kdp uses it: trailing slashes dropped ("/" stays) */
+    size_t dir_len = strlen(dir);
+    while (dir_len > 1 && dir[dir_len - 1] == '/') {
+        dir_len--;
+    }
+    bool want = ref_resource_name(cfg.resource_name) && ref_socket_name(cfg.socket_name) &&
+                ref_abs_path(dir) && (!cfg.env_name || ref_env_key(cfg.env_name)) &&
+                dir_len + (dir_len == 1 ? 0 : 1) + strlen(cfg.socket_name) <= 107;
     kdp_plugin *p = NULL;
     int r = kdp_plugin_new(ctx, &cfg, NULL, NULL, &p);
     CHECK(r == 0 || r == -EINVAL || r == -ENAMETOOLONG || r == -EADDRINUSE);
