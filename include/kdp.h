@@ -796,6 +796,118 @@ KDP_EXPORT int kdp_cdi_write_spec(const char *dir, const char *kind, const kdp_c
  * "/var/run/cdi"). Returns 1 (removed), 0 (there was none), -EINVAL, -errno. */
 KDP_EXPORT int kdp_cdi_remove_spec(const char *dir, const char *kind);
 
+/* ------------------------------------------------------------------------
+ * Pod identity: the kubelet's PodResources API v1 (List, Get,
+ * GetAllocatableResources) on <kubelet-root>/pod-resources/kubelet.sock
+ * (KDP_POD_RESOURCES_SUBPATH): which pod, namespace and container hold a
+ * device, and the reverse. In a DaemonSet, mount the directory
+ * /var/lib/kubelet/pod-resources (not the socket: the kubelet re-creates it
+ * at each restart). List and GetAllocatableResources are GA since
+ * Kubernetes 1.28, Get is beta (on by default) in 1.34.
+ *
+ * Each call makes one connection, has a deadline, and accepts an answer of
+ * at most KDP_PODS_MAX_MESSAGE bytes holding at most KDP_PODS_MAX_DEVICES
+ * devices. Errors (each also logged, naming the socket): -ENOENT (no socket:
+ * is the kubelet's pod-resources directory mounted?), -ECONNREFUSED (nobody
+ * listens: the kubelet is down or restarting), -ETIMEDOUT (no answer before
+ * the deadline), -EOPNOTSUPP (the kubelet does not serve the method: for
+ * Get, its KubeletPodResourcesGet feature gate is off), -EMSGSIZE (an
+ * answer over KDP_PODS_MAX_MESSAGE), -E2BIG (more than KDP_PODS_MAX_DEVICES
+ * devices), -EPROTO (a gRPC error status, or an answer that is not a valid
+ * message of the API: an empty pod, container, resource or device name;
+ * the status's message or what is wrong is logged), -ENOMEM.
+ * ------------------------------------------------------------------------ */
+
+#define KDP_PODS_MAX_MESSAGE 16777216U /* 16 MiB */
+#define KDP_PODS_MAX_DEVICES 262144U
+#define KDP_PODS_TIMEOUT_MS  5000U /* timeout_ms 0 */
+#define KDP_PODS_MAX_QUERIES 64U   /* kdp_plugin_query_pods() per plugin */
+
+/* One device held by one container (a snapshot's entry), or, in the answer
+ * of kdp_allocatable_get(), one device the kubelet can allocate (the three
+ * pod fields then ""). Every string is non-NULL and lives as long as the
+ * snapshot. */
+typedef struct kdp_pod_device {
+    const char *pod_namespace, *pod_name, *container_name;
+    const char *resource_name;
+    const char *device_id; /* as the kubelet holds it (a replica ID with replicas) */
+    /* With a plugin query (kdp_plugin_query_pods, kdp_plugin_get_pods) and
+     * kdp_config.replicas > 1: the device's own ID (the replica ID's suffix
+     * dropped); else device_id. */
+    const char *physical_id;
+    /* The NUMA nodes the kubelet reports for the device's group (the
+     * ContainerDevices' topology), n_numa_nodes of them (NULL if none). */
+    const int64_t *numa_nodes;
+    size_t n_numa_nodes;
+} kdp_pod_device;
+
+/* A snapshot: the devices in the kubelet's order (pods, their containers,
+ * their device groups, the IDs of each). Immutable (any thread may read it
+ * at once), freed with kdp_pods_free(). */
+typedef struct kdp_pods kdp_pods;
+
+/* A query's end: err 0 and pods (yours: free it with kdp_pods_free()), or
+ * err < 0 (see above) and pods NULL. */
+typedef void (*kdp_pods_fn)(int err, kdp_pods *pods, void *ud);
+
+/* Asynchronous List for p's resource on p's kubelet root's socket
+ * (kdp_config.kubelet_root), with kdp_config.replicas resolved into
+ * physical_id, deadline KDP_PODS_TIMEOUT_MS. Thread-safe, also from
+ * callbacks: queues the query to p's context loop through a wakeup and
+ * returns at once. done runs exactly once, on the context's loop thread
+ * (keep it short: the loop waits for it; it must not call
+ * kdp_plugin_get_pods()), once the context runs (a query made before it
+ * runs waits for it): with the snapshot or an error; or with -ECANCELED on
+ * the thread freeing p if kdp_plugin_free() comes first. Returns 0 (done
+ * will run), -EINVAL (p or done NULL), -EAGAIN (KDP_PODS_MAX_QUERIES
+ * queries already pending or running for p), -ENOMEM. */
+KDP_EXPORT int kdp_plugin_query_pods(kdp_plugin *p, kdp_pods_fn done, void *ud);
+/* The same, blocking: from callbacks and author threads, never from the
+ * thread running p's context (-EDEADLK, with a log line saying to use
+ * kdp_plugin_query_pods()). The call runs on a private loop of the calling
+ * thread, so it works whether or not the context runs. timeout_ms 0 =
+ * KDP_PODS_TIMEOUT_MS. Returns 0 with *ret the snapshot, -EINVAL, -EDEADLK
+ * or an error above. */
+KDP_EXPORT int kdp_plugin_get_pods(kdp_plugin *p, unsigned timeout_ms, kdp_pods **ret);
+/* Without a plugin (kdpctl, any tool): List. socket NULL = the
+ * pod_resources_socket of kdp_kubelet_paths_get(NULL, NULL) (so
+ * $KDP_KUBELET_ROOT, else /var/lib/kubelet); resource NULL = every resource.
+ * physical_id = device_id. Blocking, on a private loop, any thread.
+ * timeout_ms 0 = KDP_PODS_TIMEOUT_MS. Returns 0 with *ret, -EINVAL or an
+ * error above. */
+KDP_EXPORT int kdp_pods_get(const char *socket, const char *resource, unsigned timeout_ms,
+                            kdp_pods **ret);
+/* Get: the devices of one pod (namespace ns, name pod; both required),
+ * resource NULL = every resource; as kdp_pods_get() otherwise. A pod the
+ * kubelet does not know is the kubelet's error: -EPROTO, its message
+ * logged. A kubelet without Get (before 1.34, or the KubeletPodResourcesGet
+ * gate off) gives -EOPNOTSUPP. */
+KDP_EXPORT int kdp_pods_get_pod(const char *socket, const char *ns, const char *pod,
+                                const char *resource, unsigned timeout_ms, kdp_pods **ret);
+/* GetAllocatableResources: every device the kubelet can allocate, one entry
+ * each (pod fields ""), resource NULL = every resource, with its NUMA
+ * nodes. Beware: the kubelet includes unhealthy devices in this answer
+ * (kubernetes/kubernetes #104122); ask the plugin for health. As
+ * kdp_pods_get() otherwise. */
+KDP_EXPORT int kdp_allocatable_get(const char *socket, const char *resource, unsigned timeout_ms,
+                                   kdp_pods **ret);
+/* The snapshot's devices: count, and entry i (NULL past the end). pods may
+ * be NULL (0, NULL). */
+KDP_EXPORT size_t kdp_pods_count(const kdp_pods *pods);
+KDP_EXPORT const kdp_pod_device *kdp_pods_at(const kdp_pods *pods, size_t i);
+/* Who holds device id (its device_id or physical_id) of resource (NULL =
+ * any resource): the first entry, or NULL. O(n). */
+KDP_EXPORT const kdp_pod_device *kdp_pods_find_device(const kdp_pods *pods, const char *resource,
+                                                      const char *id);
+/* The reverse: the devices pod (namespace ns, name pod) holds, in container
+ * (NULL = any of its containers): the first max entries go into
+ * out[0..max) (out may be NULL with max 0). Returns how many there are (may
+ * exceed max). O(n). */
+KDP_EXPORT size_t kdp_pods_find_pod(const kdp_pods *pods, const char *ns, const char *pod,
+                                    const char *container, const kdp_pod_device **out, size_t max);
+/* Frees a snapshot. NULL ok. */
+KDP_EXPORT void kdp_pods_free(kdp_pods *pods);
+
 #ifdef __cplusplus
 }
 #endif

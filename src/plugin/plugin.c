@@ -296,6 +296,9 @@ static int make_parts(kdp_plugin *p, const kdp_config *cfg)
         r = kdp__wakeup_new(l, on_stop_wake, p, &p->stop_wake);
     }
     if (r == 0) {
+        r = kdp__podres_queue_new(l, &p->podres);
+    }
+    if (r == 0) {
         p->made = MADE_ALL;
     }
     return r;
@@ -358,7 +361,12 @@ KDP_EXPORT int kdp_plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops
     }
     p->regmode = mode;
     r = fill_strings(p, cfg, kdp__regmode_dir(mode, paths));
+    p->podres_socket = strdup(paths->pod_resources_socket);
+    p->replicas = cfg->replicas;
     free(paths);
+    if (r == 0 && !p->podres_socket) {
+        r = -ENOMEM;
+    }
     if (r == 0) {
         r = attach(p, ctx);
     }
@@ -418,6 +426,8 @@ static void plugin_free(kdp_plugin *p)
         }
     }
     kdp__wakeup_free(p->stop_wake);
+    kdp__podres_queue_free(p->podres);
+    p->podres = NULL;
     if (p->made >= MADE_LC) {
         kdp__lifecycle_done(&p->lc);
     }
@@ -466,7 +476,39 @@ static void plugin_free(kdp_plugin *p)
     free(p->dir);
     free(p->socket_path);
     free(p->env_name);
+    free(p->podres_socket);
     free(p);
+}
+
+KDP_EXPORT int kdp_plugin_query_pods(kdp_plugin *p, kdp_pods_fn done, void *ud)
+{
+    if (!p || !done) {
+        return -EINVAL;
+    }
+    kdp__podres_req req = {.kind = KDP__PODRES_LIST,
+                           .socket = p->podres_socket,
+                           .resource = p->resource,
+                           .replicas = p->replicas};
+    return kdp__podres_queue_add(p->podres, &req, done, ud);
+}
+
+KDP_EXPORT int kdp_plugin_get_pods(kdp_plugin *p, unsigned timeout_ms, kdp_pods **ret)
+{
+    if (!p || !ret) {
+        return -EINVAL;
+    }
+    if (atomic_load(&p->ctx->owner) == (int)gettid()) {
+        log_error("%s: kdp_plugin_get_pods() from the thread running the context would block "
+                  "its loop: use kdp_plugin_query_pods() there",
+                  p->resource);
+        return -EDEADLK;
+    }
+    kdp__podres_req req = {.kind = KDP__PODRES_LIST,
+                           .socket = p->podres_socket,
+                           .resource = p->resource,
+                           .replicas = p->replicas,
+                           .timeout_ms = timeout_ms};
+    return kdp__podres_run(&req, ret);
 }
 
 KDP_EXPORT int kdp_plugin_run(kdp_plugin *p)

@@ -20,6 +20,7 @@
 #include "plugin/lockfile.h"
 #include "plugin/pdir.h"
 #include "plugin/plugin.h"
+#include "plugin/podres.h"
 #include "plugin/reg_kubelet.h"
 #include "plugin/reg_watcher.h"
 #include "plugin/status.h"
@@ -39,6 +40,9 @@ struct kdp_plugin {
     char *dir;
     char *socket_path;
     char *env_name;
+    char *podres_socket; /* the kubelet root's PodResources socket */
+    unsigned replicas;
+    kdp__podres_queue *podres; /* kdp_plugin_query_pods() */
 
     kdp__status status;
     kdp__jobs jobs;
