@@ -878,10 +878,11 @@ KDP_EXPORT int kdp_plugin_get_pods(kdp_plugin *p, unsigned timeout_ms, kdp_pods 
 KDP_EXPORT int kdp_pods_get(const char *socket, const char *resource, unsigned timeout_ms,
                             kdp_pods **ret);
 /* Get: the devices of one pod (namespace ns, name pod; both required),
- * resource NULL = every resource; as kdp_pods_get() otherwise. A pod the
- * kubelet does not know is the kubelet's error: -EPROTO, its message
- * logged. A kubelet without Get (before 1.34, or the KubeletPodResourcesGet
- * gate off) gives -EOPNOTSUPP. */
+ * resource NULL = every resource; as kdp_pods_get() otherwise. Returns
+ * -ESRCH for a pod the kubelet does not know, and -EOPNOTSUPP from a
+ * kubelet without Get: its KubeletPodResourcesGet feature gate off (the
+ * default before 1.34) or a kubelet older than 1.27 (the log line says
+ * which). */
 KDP_EXPORT int kdp_pods_get_pod(const char *socket, const char *ns, const char *pod,
                                 const char *resource, unsigned timeout_ms, kdp_pods **ret);
 /* GetAllocatableResources: every device the kubelet can allocate, one entry

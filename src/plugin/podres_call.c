@@ -51,15 +51,24 @@ static int call_error(const kdp__podres_call *c, int status, const char *message
         log_error("PodResources %s: %s: is the kubelet running?", m, message);
         return -ECONNREFUSED;
     }
+    if (c->kind == KDP__PODRES_GET && status == KDP__ST_UNKNOWN) {
+        /* The kubelet's plain errors (code Unknown): its words. */
+        if (strstr(message, "Get method disabled")) {
+            status = KDP__ST_UNIMPLEMENTED;
+        } else if (strstr(message, " not found")) {
+            log_error("PodResources Get at %s: %s", c->socket, message);
+            return -ESRCH;
+        }
+    }
     switch (status) {
     case KDP__ST_DEADLINE_EXCEEDED:
         log_error("PodResources %s at %s: no answer in time (%s)", m, c->socket, message);
         return -ETIMEDOUT;
     case KDP__ST_UNIMPLEMENTED:
         if (c->kind == KDP__PODRES_GET) {
-            log_error("PodResources Get at %s: the kubelet does not serve it (%s): Get needs "
-                      "Kubernetes 1.34+ (beta), or the kubelet's KubeletPodResourcesGet feature "
-                      "gate is off; use List (kdp_pods_get) instead",
+            log_error("PodResources Get at %s: the kubelet does not serve it (%s): the "
+                      "kubelet's KubeletPodResourcesGet feature gate is off (on by default since "
+                      "Kubernetes 1.34, alpha since 1.27): turn it on, or use List (kdp_pods_get)",
                       c->socket, message);
         } else {
             log_error("PodResources %s at %s: the kubelet does not serve it (%s): List and "

@@ -3,7 +3,8 @@
 # plugin (kdp-go-testplugin) offline into OUTDIR (scripts/go-build.sh does
 # the work; tests/kubelet/api.proto is the v1beta1 messages plus the
 # kubelet's Registration and DevicePlugin services, pluginregistration.proto
-# the plugin-watcher Registration service a watcher-mode plugin serves).
+# the plugin-watcher Registration service a watcher-mode plugin serves,
+# proto/podresources.proto the kubelet's PodResources API the emulator serves).
 #
 #   tests/kubelet/build.sh OUTDIR
 set -euo pipefail
@@ -13,6 +14,7 @@ if [ $# -ne 1 ] || [ -z "$1" ]; then
 fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-exec "$root/scripts/go-build.sh" "$1" "$here/api.proto,$here/pluginregistration.proto" \
-    "kdp-test-kubelet=$here/main.go,$here/registry.go,$here/watcher.go" \
+exec "$root/scripts/go-build.sh" "$1" \
+    "$here/api.proto,$here/pluginregistration.proto,$root/proto/podresources.proto" \
+    "kdp-test-kubelet=$here/main.go,$here/registry.go,$here/watcher.go,$here/podres.go" \
     "kdp-go-testplugin=$here/testplugin/main.go"

@@ -6,6 +6,13 @@
 //	                 [-dial-timeout D] [-max-recv-msg BYTES]
 //	                 [-watcher | -plugins-registry DIR2]
 //	                 [-endpoint-tracking default|resource|socket]
+//	                 [-kubelet-root ROOT | -pod-resources]
+//	                 [-podres-get on|off|absent] [-podres-delay D]
+//
+// With -kubelet-root ROOT (or -pod-resources: ROOT = DIR/..) it also serves
+// the kubelet's PodResources API v1 on ROOT/pod-resources/kubelet.sock (see
+// podres.go), from the devices the plugins stream and the allocations made
+// by "allocate ... pod=NS/NAME".
 //
 // At start it removes every socket file in DIR (never other files, never
 // kubelet_internal_checkpoint), serves the Registration service on
@@ -268,18 +275,51 @@ func (k *kubelet) doAllocate(cmd *command) {
 	if c == nil {
 		return
 	}
+	rest, ns, pod, ctrs, perr := parsePodArgs(cmd.args[1:])
+	if perr != nil {
+		cmd.fail("Usage", "allocate: %v", perr)
+		return
+	}
 	req := &pb.AllocateRequest{}
 	groups := ""
-	if len(cmd.args) > 1 {
-		groups = cmd.args[1]
+	if len(rest) > 0 {
+		groups = rest[0]
 	}
+	var ids [][]string
 	for _, g := range strings.Split(groups, ";") {
+		ids = append(ids, splitIDs(g))
 		req.ContainerRequests = append(req.ContainerRequests, &pb.ContainerAllocateRequest{DevicesIds: splitIDs(g)})
+	}
+	if pod != "" {
+		if k.pr == nil {
+			cmd.fail("Usage", "allocate: pod= needs -kubelet-root or -pod-resources")
+			return
+		}
+		for i := len(ctrs); i < len(ids); i++ {
+			ctrs = append(ctrs, fmt.Sprintf("c%d", i))
+		}
 	}
 	ctx, cancel := rpcCtx()
 	defer cancel()
 	resp, err := c.api.Allocate(ctx, req)
+	if err == nil && pod != "" {
+		// Like the kubelet: the pod holds the devices once Allocate succeeded.
+		k.pr.add(ns, pod, ctrs, c.resource, ids)
+	}
 	k.rpcReply(cmd, c, resp, err)
+}
+
+func (k *kubelet) doReleasePod(cmd *command) {
+	if k.pr == nil {
+		cmd.fail("Usage", "release-pod needs -kubelet-root or -pod-resources")
+		return
+	}
+	_, ns, pod, _, err := parsePodArgs([]string{"pod=" + strings.Join(cmd.args, " ")})
+	if err != nil || len(cmd.args) != 1 {
+		cmd.fail("Usage", "release-pod NAMESPACE/NAME")
+		return
+	}
+	cmd.reply(M{"ok": true, "released": k.pr.release(ns, pod)})
 }
 
 func (k *kubelet) doPrestart(cmd *command) {
@@ -443,6 +483,9 @@ func (k *kubelet) shutdown(why string) {
 		k.w.stop()
 	}
 	k.dropAll("exit")
+	if k.pr != nil {
+		k.pr.stop()
+	}
 	os.Remove(k.sockPath())
 	emit("exit", M{"reason": why})
 	os.Exit(0)
@@ -478,6 +521,8 @@ func (k *kubelet) dispatch(cmd *command) {
 		go k.doStopServer(cmd)
 	case "start-server":
 		go k.doStartServer(cmd)
+	case "release-pod":
+		k.doReleasePod(cmd)
 	case "list":
 		st := k.state()
 		ev := M{"resources": st}
@@ -503,12 +548,17 @@ func main() {
 	fs.StringVar(&fRegistry, "plugins-registry", "", "play the plugin-watcher side too, on this directory (implies -watcher)")
 	fs.StringVar(&fManagerVersion, "manager-version", apiVersion, "the version the watcher side's device manager asks of a plugin's GetInfo (another one: a kubelet this plugin is too old for)")
 	fs.StringVar(&fTracking, "endpoint-tracking", "default", `"default" (this emulator's historic rule), "resource" (kubelets 1.25+ before PR #135437) or "socket" (PR #135437)`)
+	fs.StringVar(&fKubeletRoot, "kubelet-root", "", "serve the PodResources API on ROOT/pod-resources/kubelet.sock")
+	fs.BoolVar(&fPodResources, "pod-resources", false, "serve the PodResources API with ROOT = DIR/..")
+	fs.StringVar(&fPodresGet, "podres-get", "on", `PodResources Get: "on", "off" (the kubelet's gate-off error) or "absent" (Unimplemented: kubelets before 1.27)`)
+	fs.DurationVar(&fPodresDelay, "podres-delay", 0, "every PodResources answer waits this long first")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
 	if fDir == "" || fs.NArg() != 0 || (fDial != "unix" && fDial != "legacy") ||
-		(fTracking != "default" && fTracking != "resource" && fTracking != "socket") {
-		fmt.Fprintln(os.Stderr, "usage: kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy] [-rpc-timeout D] [-dial-timeout D] [-max-recv-msg BYTES] [-watcher | -plugins-registry DIR2] [-endpoint-tracking default|resource|socket]")
+		(fTracking != "default" && fTracking != "resource" && fTracking != "socket") ||
+		(fPodresGet != "on" && fPodresGet != "off" && fPodresGet != "absent") {
+		fmt.Fprintln(os.Stderr, "usage: kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy] [-rpc-timeout D] [-dial-timeout D] [-max-recv-msg BYTES] [-watcher | -plugins-registry DIR2] [-endpoint-tracking default|resource|socket] [-kubelet-root ROOT | -pod-resources] [-podres-get on|off|absent] [-podres-delay D]")
 		os.Exit(2)
 	}
 	dir, err := filepath.Abs(fDir)
@@ -532,6 +582,21 @@ func main() {
 		}
 		k.w = newWatcher(k, registry)
 	}
+	podresSock := ""
+	if fKubeletRoot != "" || fPodResources {
+		root := filepath.Dir(dir)
+		if fKubeletRoot != "" {
+			if root, err = filepath.Abs(fKubeletRoot); err != nil {
+				logf("kubelet-root: %v", err)
+				os.Exit(1)
+			}
+		}
+		if k.pr, err = startPodres(k, root); err != nil {
+			logf("pod-resources: %v", err)
+			os.Exit(1)
+		}
+		podresSock = k.pr.socket
+	}
 	removed := k.removeSockets()
 	if err := k.startServer(); err != nil {
 		logf("%v", err)
@@ -553,7 +618,7 @@ func main() {
 
 	emit("ready", M{"socket": k.sockPath(), "dir": dir, "legacy": fLegacy, "dial": fDial,
 		"pid": os.Getpid(), "removed": removed, "plugins_registry": registry,
-		"endpoint_tracking": fTracking})
+		"endpoint_tracking": fTracking, "pod_resources": podresSock})
 
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 64*1024), 16<<20)

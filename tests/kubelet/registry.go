@@ -106,6 +106,7 @@ type kubelet struct {
 	res     map[string]*resource
 	adminMu sync.Mutex // serializes restart/stop-server/start-server/quit
 	w       *watcher   // nil unless -plugins-registry/-watcher
+	pr      *podres    // nil unless -kubelet-root/-pod-resources
 	// lastCap: the (capacity, allocatable) last reported per resource by a
 	// "capacity" event (k.mu); kept across restarts.
 	lastCap map[string][2]int

@@ -24,6 +24,9 @@
  *                           SIGTERM does), then returns after --slow-ms: a
  *                           plugin shut down mid-call
  *   --prestart FILE         enable PreStartContainer: append "prestart ids" to FILE
+ *   --prestart-pods         the prestart op also asks the kubelet's PodResources
+ *                           API (kdp_plugin_get_pods, blocking, on the worker)
+ *                           and prints a "pods" JSON line (tag "prestart")
  *   --preferred             enable GetPreferredAllocation: available reversed
  *   --preferred-strategy packed|spread
  *                           kdp's own answer instead (kdp_config.preferred)
@@ -52,7 +55,11 @@
  *        microseconds apart: a load of ListAndWatch updates;
  *        "many N LEN": N devices with LEN-byte IDs (kdp_plugin_set_devices);
  *        "status": prints "status RES {json}" (kdp_plugin_get_status);
- *        "free": kdp_plugin_free from this (non-loop) thread while running.
+ *        "free": kdp_plugin_free from this (non-loop) thread while running;
+ *        "get-pods": kdp_plugin_get_pods from this author thread, "query-pods":
+ *        kdp_plugin_query_pods (its done, on the loop thread, also tries
+ *        kdp_plugin_get_pods there: "deadlk" is its -EDEADLK): each prints a
+ *        {"event": "pods", "tag", "resource", "rc", "devices": [...]} line.
  * The list file (--list-file) may hold "many N LEN" instead of a SPEC, and
  * may start with a line "sleep MS": the list op prints "list sleeping MS
  * ms", sleeps that long, then prints "list slept MS ms".
@@ -202,12 +209,68 @@ static int op_allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_re
     return r;
 }
 
+static bool prestart_pods;
+
+/* A JSON string without escapes: the tests' names need none; anything
+ * else becomes '?'. */
+static void json_str(char *buf, size_t cap, size_t *len, const char *s)
+{
+    *len += (size_t)snprintf(buf + *len, *len < cap ? cap - *len : 0, "\"");
+    for (; *s && *len + 2 < cap; s++) {
+        buf[(*len)++] = (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20) ? '?' : *s;
+    }
+    *len += (size_t)snprintf(buf + *len, *len < cap ? cap - *len : 0, "\"");
+}
+
+/* One line: {"event": "pods", "tag", "resource", "rc", "deadlk", "devices"}. */
+static void print_pods(const char *tag, kdp_plugin *p, int rc, int deadlk, const kdp_pods *pods)
+{
+    static char buf[65536];
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
+    size_t len = (size_t)snprintf(buf, sizeof(buf),
+                                  "{\"event\": \"pods\", \"tag\": \"%s\", \"resource\": \"%s\", "
+                                  "\"rc\": %d, \"deadlk\": %d, \"devices\": [",
+                                  tag, kdp_plugin_resource(p), rc, deadlk);
+    for (size_t i = 0; i < kdp_pods_count(pods) && len + 1024 < sizeof(buf); i++) {
+        const kdp_pod_device *d = kdp_pods_at(pods, i);
+        const char *keys[] = {"ns", "pod", "container", "id", "physical"};
+        const char *vals[] = {d->pod_namespace, d->pod_name, d->container_name, d->device_id,
+                              d->physical_id};
+        len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s{", i ? ", " : "");
+        for (size_t k = 0; k < 5; k++) {
+            len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s\"%s\": ", k ? ", " : "",
+                                    keys[k]);
+            json_str(buf, sizeof(buf), &len, vals[k]);
+        }
+        len += (size_t)snprintf(buf + len, sizeof(buf) - len, "}");
+    }
+    printf("%s]}\n", buf);
+    fflush(stdout);
+    pthread_mutex_unlock(&mu);
+}
+
 static int op_prestart(kdp_plugin *p, const char *const *ids, size_t n, void *ud)
 {
-    (void)p;
     (void)ud;
     note(prestart_file, "prestart", ids, n);
+    if (prestart_pods) {
+        kdp_pods *pods = NULL;
+        int r = kdp_plugin_get_pods(p, 0, &pods);
+        print_pods("prestart", p, r, 0, pods);
+        kdp_pods_free(pods);
+    }
     return 0;
+}
+
+static void on_query(int err, kdp_pods *pods, void *ud)
+{
+    kdp_plugin *p = ud;
+    kdp_pods *again = NULL;
+    int deadlk = kdp_plugin_get_pods(p, 0, &again); /* on the loop thread: refused */
+    kdp_pods_free(again);
+    print_pods("query", p, err, deadlk, pods);
+    kdp_pods_free(pods);
 }
 
 static int op_preferred(kdp_plugin *p, const kdp_preferred_request *req, kdp_id_list *out, void *ud)
@@ -396,6 +459,13 @@ static void *read_commands(void *arg)
                 free(ids);
             } else if (strcmp(line, "status") == 0) {
                 print_status(plugins[i]);
+            } else if (strcmp(line, "get-pods") == 0) {
+                kdp_pods *pods = NULL;
+                r = kdp_plugin_get_pods(plugins[i], 0, &pods);
+                print_pods("get", plugins[i], r, 0, pods);
+                kdp_pods_free(pods);
+            } else if (strcmp(line, "query-pods") == 0) {
+                r = kdp_plugin_query_pods(plugins[i], on_query, plugins[i]);
             } else if (strcmp(line, "free") == 0) {
                 kdp_plugin_free(plugins[i]); /* refused while the context runs */
             }
@@ -495,6 +565,10 @@ int main(int argc, char **argv)
             sink_reenters = true;
             continue;
         }
+        if (strcmp(a, "--prestart-pods") == 0) {
+            prestart_pods = true;
+            continue;
+        }
         if (strcmp(a, "--one-per-container") == 0) {
             cfg.replicas_one_per_container = true;
             continue;
@@ -565,7 +639,7 @@ int main(int argc, char **argv)
     kdp_log_set(KDP_LOG_INFO, sink_reenters ? reentrant_sink : NULL, NULL);
     kdp_ops ops = {
         .allocate = default_alloc ? NULL : op_allocate,
-        .prestart = prestart ? op_prestart : NULL,
+        .prestart = prestart || prestart_pods ? op_prestart : NULL,
         .preferred = preferred ? op_preferred : NULL,
         .refresh = lifecycle_file ? op_refresh : NULL,
         .destroy = lifecycle_file ? op_destroy : NULL,

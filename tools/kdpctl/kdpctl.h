@@ -35,6 +35,11 @@ enum {
     KC_F_ROOT = 1U << 8,
     KC_F_REGISTRY = 1U << 9,
     KC_F_TRACKING = 1U << 10,
+    KC_F_SOCKET = 1U << 11,
+    KC_F_RESOURCE = 1U << 12,
+    KC_F_DEVICE = 1U << 13,
+    KC_F_POD = 1U << 14,
+    KC_F_ALLOCATABLE = 1U << 15,
 };
 #define KC_F_COMMON (KC_F_DIR | KC_F_ROOT | KC_F_JSON | KC_F_TIMEOUT)
 
@@ -65,6 +70,12 @@ typedef struct kc_opts {
     const char *available;
     const char *must_include;
     long size; /* preferred --size; -1 = not given */
+    /* pods */
+    const char *socket;   /* --socket: the PodResources socket */
+    const char *resource; /* --resource */
+    const char *device;   /* --device ID */
+    const char *pod;      /* --pod NS/NAME */
+    bool allocatable;     /* --allocatable */
     kc_strv pos;
 } kc_opts;
 
@@ -102,6 +113,9 @@ int kc_cmd_info(const kc_opts *o);
  * root's (explicit_only: only from --kubelet-root or $KDP_KUBELET_ROOT;
  * NULL if neither is given). NULL also if the root is not absolute. */
 const char *kc_registry_dir(const kc_opts *o, bool explicit_only);
+
+/* pods.c: the kubelet's PodResources API. */
+int kc_cmd_pods(const kc_opts *o);
 
 /* kubelet.c: the emulator. */
 int kc_cmd_kubelet(const kc_opts *o);

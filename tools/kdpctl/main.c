@@ -75,6 +75,23 @@ static const kc_command commands[] = {
      "them (exit 1 with the kubelet's refusal if not). A SOCK without '/' is looked up in\n"
      "the plugins_registry directory (--plugins-registry, else ROOT/plugins_registry).\n"
      "  --plugins-registry DIR2  where SOCK is looked up\n"},
+    {"pods", KC_F_COMMON | KC_F_SOCKET | KC_F_RESOURCE | KC_F_DEVICE | KC_F_POD | KC_F_ALLOCATABLE,
+     0, 0, kc_cmd_pods,
+     "kdpctl pods [--kubelet-root ROOT | --socket PATH] [--resource NAME] [--device ID]\n"
+     "                   [--pod NS/NAME] [--allocatable] [--json]",
+     "which pod holds which device (the kubelet's PodResources API)",
+     "Asks the kubelet's PodResources API v1 on ROOT/pod-resources/kubelet.sock (--socket\n"
+     "PATH: that socket) and prints one row per container and resource: NAMESPACE, POD,\n"
+     "CONTAINER, RESOURCE and the DEVICES it holds (List; with --pod, Get, falling back to\n"
+     "List when the kubelet's KubeletPodResourcesGet gate is off). --allocatable prints\n"
+     "what the kubelet can allocate instead (GetAllocatableResources: RESOURCE, DEVICE,\n"
+     "NUMA; the kubelet includes unhealthy devices, kubernetes/kubernetes #104122). In a\n"
+     "pod, mount the host's /var/lib/kubelet/pod-resources directory.\n"
+     "  --socket PATH            the PodResources socket itself\n"
+     "  --resource NAME          only this resource's devices\n"
+     "  --device ID              only this device (its ID as the kubelet holds it)\n"
+     "  --pod NS/NAME            only this pod's devices\n"
+     "  --allocatable            the devices the kubelet can allocate\n"},
     {"options", KC_F_COMMON, 1, 1, kc_cmd_options, "kdpctl options SOCK",
      "GetDevicePluginOptions: what the plugin offers",
      "Prints pre_start_required and get_preferred_allocation_available.\n"},
@@ -189,6 +206,11 @@ static const struct {
     {"--must-include", KC_F_MUST},
     {"--size", KC_F_SIZE},
     {"--endpoint-tracking", KC_F_TRACKING},
+    {"--socket", KC_F_SOCKET},
+    {"--resource", KC_F_RESOURCE},
+    {"--device", KC_F_DEVICE},
+    {"--pod", KC_F_POD},
+    {"--allocatable", KC_F_ALLOCATABLE},
 };
 
 static int parse_number(const char *cmd, const char *flag, const char *v, long min, long *ret)
@@ -237,6 +259,25 @@ static int set_flag(kc_opts *o, const char *cmd, unsigned bit, const char *v)
     case KC_F_AVAILABLE:
         o->available = v;
         return 0;
+    case KC_F_SOCKET:
+        o->socket = v;
+        return *v ? 0 : usage_error(cmd, "--socket wants a path");
+    case KC_F_RESOURCE:
+        o->resource = v;
+        return *v ? 0 : usage_error(cmd, "--resource wants a resource name");
+    case KC_F_DEVICE:
+        o->device = v;
+        return *v ? 0 : usage_error(cmd, "--device wants a device ID");
+    case KC_F_POD: {
+        const char *slash = strchr(v, '/');
+        o->pod = v;
+        return slash && slash != v && slash[1] && !strchr(slash + 1, '/')
+                   ? 0
+                   : usage_error(cmd, "--pod wants NAMESPACE/NAME, not \"%s\"", v);
+    }
+    case KC_F_ALLOCATABLE:
+        o->allocatable = true;
+        return 0;
     case KC_F_MUST:
         o->must_include = v;
         return 0;
@@ -263,8 +304,9 @@ static int take_flag(kc_opts *o, const char *cmd, unsigned mask, int argc, char 
             return usage_error(cmd, "%s is not an option of this command", flag_table[f].name);
         }
         const char *v = arg[n] == '=' ? arg + n + 1 : NULL;
-        if (flag_table[f].bit == KC_F_JSON) {
-            return v ? usage_error(cmd, "--json takes no value") : set_flag(o, cmd, 0, "");
+        if (flag_table[f].bit == KC_F_JSON || flag_table[f].bit == KC_F_ALLOCATABLE) {
+            return v ? usage_error(cmd, "%s takes no value", flag_table[f].name)
+                     : set_flag(o, cmd, flag_table[f].bit == KC_F_JSON ? 0 : KC_F_ALLOCATABLE, "");
         }
         if (!v && *i + 1 >= argc) {
             return usage_error(cmd, "%s needs a value", flag_table[f].name);

@@ -21,6 +21,8 @@ Emulator CLI:
                      [-rpc-timeout 60s] [-dial-timeout 10s]
                      [-watcher | -plugins-registry DIR2]
                      [-endpoint-tracking default|resource|socket]
+                     [-kubelet-root ROOT | -pod-resources]
+                     [-podres-get on|off|absent] [-podres-delay D]
   -legacy       kubelet <= 1.24: answers Register first, then dials and uses
                 the options of the RegisterRequest (never calls
                 GetDevicePluginOptions by itself). Default: kubelet >= 1.25,
@@ -54,11 +56,27 @@ Emulator CLI:
                 Under every rule the resource has ONE device set: the last
                 ListAndWatch message from any live instance replaces it (the
                 devicemanager keys devices by resource name): not a union.
+  -kubelet-root ROOT  also serve the kubelet's PodResources API v1 on
+                ROOT/pod-resources/kubelet.sock (-pod-resources: ROOT =
+                DIR/..): List (the allocations made with "allocate ...
+                pod=NS/NAME", grouped by pod and container, with the NUMA
+                nodes the plugin streamed for those devices), Get (one pod;
+                "pod NAME in namespace NS not found" otherwise, the kubelet's
+                words) and GetAllocatableResources (every streamed device,
+                unhealthy ones included, as the kubelet does: #104122).
+  -podres-get   on (default); off: Get answers the kubelet's gate-off error
+                (code Unknown, "PodResources API Get method disabled");
+                absent: Unimplemented (kubelets before 1.27).
+  -podres-delay D  every PodResources answer waits D first (a stalled
+                kubelet; the caller's deadline cuts it short).
 
 Events (one JSON object per stdout line; all have "event" and "t_ns" =
 time.Now().UnixNano(), comparable with time.time_ns()):
   ready          socket, dir, legacy, dial, pid, removed (stale sockets),
-                 plugins_registry ("" without -watcher), endpoint_tracking
+                 plugins_registry ("" without -watcher), endpoint_tracking,
+                 pod_resources (its socket, "" without -kubelet-root)
+  podres_call    method (a PodResources call arrived)
+  podres_abandoned method, error (the caller gave up during -podres-delay)
   registered     resource, endpoint, version, options{pre_start_required,
                  get_preferred_allocation_available}, options_source
                  ("rpc"|"request"), request_options (null if absent),
@@ -106,7 +124,13 @@ time.Now().UnixNano(), comparable with time.time_ns()):
   exit           reason
 
 Commands (stdin lines; an optional last word "#ID" is echoed as "id"):
-  allocate RES ids[;ids...]   one AllocateRequest, one container per group
+  allocate RES ids[;ids...] [pod=NS/NAME [container=C1,C2...]]
+                              one AllocateRequest, one container per group;
+                              with pod= (needs -kubelet-root), a success
+                              gives the pod those devices in PodResources
+                              (containers named C1, C2 ..., default c0, c1 ...)
+  release-pod NS/NAME         the pod's devices leave PodResources (reply:
+                              released, the number of allocations dropped)
   prestart RES id,id
   preferred RES available=a,b [must=c] size=N
   options RES                 a fresh GetDevicePluginOptions
@@ -133,8 +157,15 @@ class Kubelet(Proc):
     _ids = itertools.count(1)
 
     def __init__(self, dir, legacy=False, dial=None, rpc_timeout=None, args=(), env=None,
-                 registry=None, tracking=None):
+                 registry=None, tracking=None, kubelet_root=None, podres_get=None,
+                 podres_delay=None):
         argv = [binary("kdp-test-kubelet"), "-dir", dir]
+        if kubelet_root:
+            argv += ["-kubelet-root", kubelet_root]
+        if podres_get:
+            argv += ["-podres-get", podres_get]
+        if podres_delay is not None:
+            argv += ["-podres-delay", "%gs" % podres_delay]
         if legacy:
             argv.append("-legacy")
         if registry:
@@ -150,6 +181,8 @@ class Kubelet(Proc):
         self.dir = dir
         self.socket = os.path.join(dir, "kubelet.sock")
         self.registry = registry
+        self.pod_resources = (os.path.join(kubelet_root, "pod-resources", "kubelet.sock")
+                              if kubelet_root else None)
         self.ready = None
 
     def start(self, timeout=T):
