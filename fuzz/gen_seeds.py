@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the seed inputs of fuzz_plugin_rpc, fuzz_validate and fuzz_devices
+"""Writes the seed inputs of fuzz_plugin_rpc, fuzz_validate, fuzz_devices and fuzz_podres
 into fuzz/corpus/<target>/seed_* (see each target's header comment for the
 input format). Run from anywhere; overwrites only seed_* files, never the
 crash regressions (crash_*) or units libFuzzer added.
@@ -132,7 +132,36 @@ def devices():
     write("devices", "health", device(128, [], "a") + device(129, [2**62, -(2**63)], "b"))
 
 
+def cdevs(resource, ids, numa=()):
+    """A ContainerDevices (proto/podresources.proto)."""
+    topo = b"".join(ld(1, vi(1, n)) for n in numa)
+    return ld(1, resource) + b"".join(ld(2, i) for i in ids) + (ld(3, topo) if numa else b"")
+
+
+def pod(ns, name, *containers):
+    """A PodResources: containers are (name, [cdevs bytes])."""
+    c = b"".join(ld(3, ld(1, cn) + b"".join(ld(2, g) for g in groups) + vi(3, 4))
+                 for cn, groups in containers)
+    return ld(1, name) + ld(2, ns) + c
+
+
+def podres():
+    gpu = cdevs("example.com/gpu", ["gpu0-1", "gpu1-0"], [0, 1])
+    nic = cdevs("example.com/nic", ["nic3"])
+    listed = (ld(1, pod("default", "trainer", ("main", [gpu]), ("side", [nic, gpu]))) +
+              ld(1, pod("batch", "job-7", ("w", [cdevs("example.com/gpu", ["gpu0-0"], [1])]))))
+    write("podres", "list", bytes([0, 2]) + listed)
+    write("podres", "list_plain", bytes([0, 0]) + listed)
+    write("podres", "get", bytes([1, 2]) + ld(1, pod("default", "trainer", ("main", [gpu]))))
+    write("podres", "allocatable", bytes([2, 0]) + ld(1, gpu) + ld(1, nic) + vi(2, 3))
+    write("podres", "empty_names", bytes([0, 0]) + ld(1, pod("", "p")) +
+          ld(1, pod("ns", "p", ("", []))))
+    write("podres", "empty_id", bytes([0, 3]) + ld(1, pod("ns", "p", ("c", [cdevs("r/x", ["a", ""])]))))
+    write("podres", "truncated", bytes([0, 1]) + listed[:-5])
+
+
 if __name__ == "__main__":
     plugin_rpc()
     validate()
     devices()
+    podres()

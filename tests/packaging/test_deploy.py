@@ -46,6 +46,7 @@ EXPECTED_HOST_DIR = {
     "overlays/microk8s": "/var/lib/kubelet/device-plugins",
     "overlays/watcher": "/var/lib/kubelet/device-plugins",
     "overlays/rolling-update": "/var/lib/kubelet/device-plugins",
+    "overlays/pod-identity": "/var/lib/kubelet/device-plugins",
 }
 
 failures = []
@@ -283,6 +284,12 @@ def check_registration(ds, where):
         check(len(m) == 1 and not m[0].get("readOnly") and
               volumes.get(m[0]["name"], {}).get("hostPath") == {"path": reg, "type": "Directory"},
               "%s: %s mounted writable from the same hostPath (type Directory)" % (where, reg))
+    if where.endswith("pod-identity"):
+        pr = "/var/lib/kubelet/pod-resources"
+        m = [x for x in c.get("volumeMounts", []) if x["mountPath"] == pr]
+        check(len(m) == 1 and m[0].get("readOnly") is True and
+              volumes.get(m[0]["name"], {}).get("hostPath") == {"path": pr, "type": "Directory"},
+              "%s: %s mounted read-only from the same hostPath (type Directory)" % (where, pr))
     if where.endswith("rolling-update"):
         ru = ds["spec"]["updateStrategy"].get("rollingUpdate", {})
         check(ru.get("maxSurge") == 1 and ru.get("maxUnavailable") == 0,
