@@ -215,6 +215,63 @@ class WithoutGet(PodresTest):
         self.check("absent", "the kubelet does not serve it")
 
 
+def podres_pb2(tmp):
+    """podresources_pb2 from proto/podresources.proto (protoc --python_out)."""
+    import importlib
+    import subprocess
+    proto = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "proto")
+    subprocess.run(["protoc", "--proto_path=" + proto, "--python_out=" + tmp,
+                    "podresources.proto"], check=True, timeout=60)
+    sys.path.insert(0, tmp)
+    try:
+        return importlib.import_module("podresources_pb2")
+    finally:
+        sys.path.remove(tmp)
+
+
+class Grpcio(PodresTest):
+    """The emulator's PodResources server, checked by an independent client:
+    grpcio (Python, the C-core gRPC) with protoc-generated messages, against
+    what kdp's client (kdpctl) reads from the same server."""
+
+    def test_list_get_allocatable(self):
+        try:
+            import grpc
+        except ImportError:
+            self.skipTest("python3-grpcio is not installed")
+        pb = podres_pb2(self.subdir("pb2"))
+        kl, pl = self.start("--devices", "a@0,b@1,c:unhealthy")
+        kl.ok("allocate %s a;b pod=default/trainer container=main,side" % RES)
+        ch = grpc.insecure_channel("unix:" + kl.pod_resources)
+        self.addCleanup(ch.close)
+
+        def call(method, req, resp):
+            return ch.unary_unary("/v1.PodResourcesLister/" + method,
+                                  request_serializer=req.SerializeToString,
+                                  response_deserializer=resp.FromString)(req, timeout=T)
+
+        listed = call("List", pb.ListPodResourcesRequest(), pb.ListPodResourcesResponse)
+        got = [(p.namespace, p.name, c.name, d.resource_name, list(d.device_ids),
+                [n.ID for n in d.topology.nodes])
+               for p in listed.pod_resources for c in p.containers for d in c.devices]
+        self.assertEqual(got, [("default", "trainer", "main", RES, ["a"], [0]),
+                               ("default", "trainer", "side", RES, ["b"], [1])])
+        ours = [json.loads(x) for x in self.kdpctl("--json").stdout.splitlines()]
+        self.assertEqual([(j["namespace"], j["pod"], j["container"], j["resource"], j["devices"],
+                           j["numa"]) for j in ours], got)
+        one = call("Get", pb.GetPodResourcesRequest(pod_name="trainer", pod_namespace="default"),
+                   pb.GetPodResourcesResponse)
+        self.assertEqual([c.name for c in one.pod_resources.containers], ["main", "side"])
+        with self.assertRaises(grpc.RpcError) as cm:
+            call("Get", pb.GetPodResourcesRequest(pod_name="x", pod_namespace="y"),
+                 pb.GetPodResourcesResponse)
+        self.assertEqual(cm.exception.details(), "pod x in namespace y not found")
+        alloc = call("GetAllocatableResources", pb.AllocatableResourcesRequest(),
+                     pb.AllocatableResourcesResponse)
+        self.assertEqual([(d.resource_name, list(d.device_ids)) for d in alloc.devices],
+                         [(RES, ["a"]), (RES, ["b"]), (RES, ["c"])])
+
+
 class Stalled(PodresTest):
     def test_kdpctl_timeout(self):
         self.start("--devices", "a", podres_delay=60)

@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	pb "kdptest/kubeletpb"
 	prpb "kdptest/podrespb"
 )
 
@@ -220,9 +221,9 @@ func (s *podres) Get(ctx context.Context, r *prpb.GetPodResourcesRequest) (*prpb
 	return &prpb.GetPodResourcesResponse{PodResources: p[0]}, nil
 }
 
-// GetAllocatableResources: every device of every registered resource, one
-// ContainerDevices each with its NUMA nodes, unhealthy ones included like
-// the kubelet (kubernetes/kubernetes #104122).
+// GetAllocatableResources: every device of every registered resource (by
+// name, then ID), one ContainerDevices each with its NUMA nodes, unhealthy
+// ones included like the kubelet (kubernetes/kubernetes #104122).
 func (s *podres) GetAllocatableResources(ctx context.Context, r *prpb.AllocatableResourcesRequest) (*prpb.AllocatableResourcesResponse, error) {
 	if err := wait(ctx, "GetAllocatableResources"); err != nil {
 		return nil, err
@@ -235,7 +236,9 @@ func (s *podres) GetAllocatableResources(ctx context.Context, r *prpb.Allocatabl
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		for _, d := range s.k.res[n].devices {
+		devs := append([]*pb.Device(nil), s.k.res[n].devices...)
+		sort.Slice(devs, func(i, j int) bool { return devs[i].ID < devs[j].ID })
+		for _, d := range devs {
 			cd := &prpb.ContainerDevices{ResourceName: n, DeviceIds: []string{d.ID}}
 			if nodes := d.GetTopology().GetNodes(); len(nodes) > 0 {
 				cd.Topology = &prpb.TopologyInfo{}
