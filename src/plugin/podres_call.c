@@ -234,14 +234,15 @@ static int default_socket(const char *socket, char *buf, size_t cap, const char 
     return r;
 }
 
-static int run_at(const char *socket, kdp__podres_req *req, kdp_pods **ret)
+static int run_at(const char *socket, const kdp__podres_req *req, kdp_pods **ret)
 {
     char buf[4096];
     if (!ret) {
         return -EINVAL;
     }
-    int r = default_socket(socket, buf, sizeof(buf), &req->socket);
-    return r < 0 ? r : kdp__podres_run(req, ret);
+    kdp__podres_req at = *req;
+    int r = default_socket(socket, buf, sizeof(buf), &at.socket);
+    return r < 0 ? r : kdp__podres_run(&at, ret);
 }
 
 KDP_EXPORT int kdp_pods_get(const char *socket, const char *resource, unsigned timeout_ms,

@@ -64,7 +64,9 @@ static void on_wake(kdp__wakeup *w, void *ud)
         kdp__list_append(&batch, l);
     }
     pthread_mutex_unlock(&q->mu);
-    while ((l = kdp__list_first(&batch))) {
+    kdp__link *tmp;
+    kdp__list_for_each_safe(l, tmp, &batch)
+    {
         query *x = KDP__CONTAINER_OF(l, query, link);
         kdp__link_remove(l);
         kdp__list_append(&q->running, l);
@@ -106,24 +108,26 @@ void kdp__podres_queue_free(kdp__podres_queue *q)
     }
     kdp__wakeup_free(q->wake);
     kdp__link *l;
-    while ((l = kdp__list_first(&q->running))) {
+    kdp__link *tmp;
+    kdp__list_for_each_safe(l, tmp, &q->running)
+    {
         query *x = KDP__CONTAINER_OF(l, query, link);
         kdp__podres_cancel(x->call);
-        kdp__link_remove(l);
         x->done(-ECANCELED, NULL, x->ud);
         query_free(x);
     }
     kdp__link batch;
     kdp__link_init(&batch);
     pthread_mutex_lock(&q->mu);
-    while ((l = kdp__list_first(&q->pending))) {
+    kdp__list_for_each_safe(l, tmp, &q->pending)
+    {
         kdp__link_remove(l);
         kdp__list_append(&batch, l);
     }
     pthread_mutex_unlock(&q->mu);
-    while ((l = kdp__list_first(&batch))) {
+    kdp__list_for_each_safe(l, tmp, &batch)
+    {
         query *x = KDP__CONTAINER_OF(l, query, link);
-        kdp__link_remove(l);
         x->done(-ECANCELED, NULL, x->ud);
         query_free(x);
     }

@@ -266,7 +266,7 @@ static void test_missing_fields(void **state)
     (void)state;
     static const pod_spec no_name[] = {{"ns", "", {{0}}, 0}};
     expect_bad(no_name, 1, "pod_resources[0]: empty name");
-    static const pod_spec no_ns[] = {two_pods[0], {"", "p", {{0}}, 0}};
+    const pod_spec no_ns[] = {two_pods[0], {"", "p", {{0}}, 0}};
     expect_bad(no_ns, 2, "pod_resources[1]: empty namespace");
     static const pod_spec no_ctr[] = {{"ns", "p", {{"", {{0}}, 0}}, 1}};
     expect_bad(no_ctr, 1, "pod_resources[0].containers[0]: empty name");

@@ -42,6 +42,7 @@ enum {
     KC_F_ALLOCATABLE = 1U << 15,
 };
 #define KC_F_COMMON (KC_F_DIR | KC_F_ROOT | KC_F_JSON | KC_F_TIMEOUT)
+#define KC_SWITCHES (KC_F_JSON | KC_F_ALLOCATABLE) /* flags without a value */
 
 /* kubelet --endpoint-tracking: how the emulated kubelet finds the
  * registration to drop when a plugin's stream ends or its watcher socket

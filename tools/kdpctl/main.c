@@ -225,6 +225,32 @@ static int parse_number(const char *cmd, const char *flag, const char *v, long m
     return 0;
 }
 
+/* kdpctl pods's own flags. */
+static int set_pods_flag(kc_opts *o, const char *cmd, unsigned bit, const char *v)
+{
+    switch (bit) {
+    case KC_F_SOCKET:
+        o->socket = v;
+        return *v ? 0 : usage_error(cmd, "--socket wants a path");
+    case KC_F_RESOURCE:
+        o->resource = v;
+        return *v ? 0 : usage_error(cmd, "--resource wants a resource name");
+    case KC_F_DEVICE:
+        o->device = v;
+        return *v ? 0 : usage_error(cmd, "--device wants a device ID");
+    case KC_F_POD: {
+        const char *slash = strchr(v, '/');
+        o->pod = v;
+        return slash && slash != v && slash[1] && !strchr(slash + 1, '/')
+                   ? 0
+                   : usage_error(cmd, "--pod wants NAMESPACE/NAME, not \"%s\"", v);
+    }
+    default:
+        o->allocatable = true;
+        return 0;
+    }
+}
+
 /* Stores the value of one flag. Returns 0 or an exit status. */
 static int set_flag(kc_opts *o, const char *cmd, unsigned bit, const char *v)
 {
@@ -260,24 +286,11 @@ static int set_flag(kc_opts *o, const char *cmd, unsigned bit, const char *v)
         o->available = v;
         return 0;
     case KC_F_SOCKET:
-        o->socket = v;
-        return *v ? 0 : usage_error(cmd, "--socket wants a path");
     case KC_F_RESOURCE:
-        o->resource = v;
-        return *v ? 0 : usage_error(cmd, "--resource wants a resource name");
     case KC_F_DEVICE:
-        o->device = v;
-        return *v ? 0 : usage_error(cmd, "--device wants a device ID");
-    case KC_F_POD: {
-        const char *slash = strchr(v, '/');
-        o->pod = v;
-        return slash && slash != v && slash[1] && !strchr(slash + 1, '/')
-                   ? 0
-                   : usage_error(cmd, "--pod wants NAMESPACE/NAME, not \"%s\"", v);
-    }
+    case KC_F_POD:
     case KC_F_ALLOCATABLE:
-        o->allocatable = true;
-        return 0;
+        return set_pods_flag(o, cmd, bit, v);
     case KC_F_MUST:
         o->must_include = v;
         return 0;
@@ -304,9 +317,9 @@ static int take_flag(kc_opts *o, const char *cmd, unsigned mask, int argc, char 
             return usage_error(cmd, "%s is not an option of this command", flag_table[f].name);
         }
         const char *v = arg[n] == '=' ? arg + n + 1 : NULL;
-        if (flag_table[f].bit == KC_F_JSON || flag_table[f].bit == KC_F_ALLOCATABLE) {
+        if (flag_table[f].bit & KC_SWITCHES) {
             return v ? usage_error(cmd, "%s takes no value", flag_table[f].name)
-                     : set_flag(o, cmd, flag_table[f].bit == KC_F_JSON ? 0 : KC_F_ALLOCATABLE, "");
+                     : set_flag(o, cmd, flag_table[f].bit, "");
         }
         if (!v && *i + 1 >= argc) {
             return usage_error(cmd, "%s needs a value", flag_table[f].name);

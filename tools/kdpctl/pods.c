@@ -78,56 +78,58 @@ static void json_numa(kc_json *j, const kdp_pod_device *d)
     kc_json_end(j);
 }
 
-/* The devices of one container and resource as one row / line, in order. */
+/* One container's devices of one resource, from entry i on: a table row or
+ * a JSON line (nothing if the filters leave none). Returns the index past
+ * the group; counts a printed one in *rows. */
+static size_t print_group(const kc_opts *o, const kdp_pods *pods, size_t i, kc_table *t,
+                          size_t *rows)
+{
+    size_t n = kdp_pods_count(pods);
+    const kdp_pod_device *first = kdp_pods_at(pods, i);
+    kc_buf ids = {0};
+    kc_json j;
+    kc_json_begin(&j);
+    kc_json_str(&j, "namespace", first->pod_namespace);
+    kc_json_str(&j, "pod", first->pod_name);
+    kc_json_str(&j, "container", first->container_name);
+    kc_json_str(&j, "resource", first->resource_name);
+    kc_json_arr(&j, "devices");
+    size_t shown = 0;
+    size_t end = i;
+    for (; end < n && same_group(first, kdp_pods_at(pods, end)); end++) {
+        const kdp_pod_device *d = kdp_pods_at(pods, end);
+        if (wanted(o, d)) {
+            kc_json_str(&j, NULL, d->device_id);
+            kc_buf_printf(&ids, "%s%s", shown++ ? "," : "", d->device_id);
+        }
+    }
+    kc_json_end(&j);
+    json_numa(&j, first);
+    if (shown && o->json) {
+        kc_json_emit(&j);
+    } else {
+        kc_buf_free(&j.b);
+    }
+    if (shown && !o->json) {
+        const char *row[] = {first->pod_namespace, first->pod_name, first->container_name,
+                             first->resource_name, ids.s};
+        kc_table_row(t, row);
+    }
+    kc_buf_free(&ids);
+    *rows += shown ? 1 : 0;
+    return end;
+}
+
+/* The devices of each container and resource as one row / line, in order. */
 static size_t print_pods(const kc_opts *o, const kdp_pods *pods)
 {
     kc_table t;
     kc_table_init(&t, 5);
     const char *head[] = {"NAMESPACE", "POD", "CONTAINER", "RESOURCE", "DEVICES"};
     kc_table_row(&t, head);
-    size_t n = kdp_pods_count(pods), rows = 0;
-    for (size_t i = 0; i < n;) {
-        const kdp_pod_device *first = kdp_pods_at(pods, i);
-        size_t end = i;
-        kc_buf ids = {0};
-        kc_json j;
-        if (o->json) {
-            kc_json_begin(&j);
-            kc_json_str(&j, "namespace", first->pod_namespace);
-            kc_json_str(&j, "pod", first->pod_name);
-            kc_json_str(&j, "container", first->container_name);
-            kc_json_str(&j, "resource", first->resource_name);
-            kc_json_arr(&j, "devices");
-        }
-        size_t shown = 0;
-        for (; end < n && same_group(first, kdp_pods_at(pods, end)); end++) {
-            const kdp_pod_device *d = kdp_pods_at(pods, end);
-            if (!wanted(o, d)) {
-                continue;
-            }
-            shown++;
-            if (o->json) {
-                kc_json_str(&j, NULL, d->device_id);
-            } else {
-                kc_buf_printf(&ids, "%s%s", shown > 1 ? "," : "", d->device_id);
-            }
-        }
-        if (o->json) {
-            kc_json_end(&j);
-            json_numa(&j, first);
-            if (shown) {
-                kc_json_emit(&j);
-            } else {
-                kc_buf_free(&j.b);
-            }
-        } else if (shown) {
-            const char *row[] = {first->pod_namespace, first->pod_name, first->container_name,
-                                 first->resource_name, ids.s};
-            kc_table_row(&t, row);
-        }
-        rows += shown ? 1 : 0;
-        kc_buf_free(&ids);
-        i = end;
+    size_t rows = 0;
+    for (size_t i = 0; i < kdp_pods_count(pods);) {
+        i = print_group(o, pods, i, &t, &rows);
     }
     if (!o->json && rows) {
         kc_buf out = {0};
@@ -206,6 +208,36 @@ static int fail(const kc_opts *o, const char *path, int r)
     return KC_EXIT_FAIL;
 }
 
+/* --pod: Get, or List where the kubelet has no Get. */
+static int get_pod(const kc_opts *o, const char *path, unsigned ms, kdp_pods **ret)
+{
+    const char *slash = strchr(o->pod, '/');
+    char *ns = strndup(o->pod, (size_t)(slash - o->pod));
+    if (!ns) {
+        return -ENOMEM;
+    }
+    int r = kdp_pods_get_pod(path, ns, slash + 1, o->resource, ms, ret);
+    if (r == -EOPNOTSUPP) {
+        /* List has the same answer, bigger. */
+        kc_buf warn = {0};
+        kc_buf_printf(&warn, "%s; using List", last_log);
+        kc_print_warnings(o->cmd, &warn);
+        kc_buf_free(&warn);
+        kdp_pods *all = NULL;
+        r = kdp_pods_get(path, o->resource, ms, &all);
+        if (r == 0 && kdp_pods_find_pod(all, ns, slash + 1, NULL, NULL, 0) == 0) {
+            r = -ESRCH;
+        }
+        if (r == 0) {
+            *ret = all;
+        } else {
+            kdp_pods_free(all);
+        }
+    }
+    free(ns);
+    return r;
+}
+
 int kc_cmd_pods(const kc_opts *o)
 {
     char buf[4096];
@@ -222,26 +254,7 @@ int kc_cmd_pods(const kc_opts *o)
     if (o->allocatable) {
         r = kdp_allocatable_get(path, o->resource, ms, &pods);
     } else if (o->pod) {
-        const char *slash = strchr(o->pod, '/');
-        char *ns = strndup(o->pod, (size_t)(slash - o->pod));
-        r = ns ? kdp_pods_get_pod(path, ns, slash + 1, o->resource, ms, &pods) : -ENOMEM;
-        if (r == -EOPNOTSUPP) {
-            /* No Get on this kubelet: List has the same answer, bigger. */
-            kc_buf warn = {0};
-            kc_buf_printf(&warn, "%s; using List", last_log);
-            kc_print_warnings(o->cmd, &warn);
-            kc_buf_free(&warn);
-            kdp_pods *all = NULL;
-            r = kdp_pods_get(path, o->resource, ms, &all);
-            if (r == 0 && kdp_pods_find_pod(all, ns, slash + 1, NULL, NULL, 0) == 0) {
-                r = -ESRCH;
-            }
-            pods = r == 0 ? all : NULL;
-            if (r < 0) {
-                kdp_pods_free(all);
-            }
-        }
-        free(ns);
+        r = get_pod(o, path, ms, &pods);
     } else {
         r = kdp_pods_get(path, o->resource, ms, &pods);
     }
