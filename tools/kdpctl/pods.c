@@ -2,6 +2,7 @@
 /* pods: which pod holds which device, from the kubelet's PodResources API
  * (libkdp's kdp_pods_get, kdp_pods_get_pod, kdp_allocatable_get). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,7 +248,8 @@ int kc_cmd_pods(const kc_opts *o)
                        "$KDP_KUBELET_ROOT must be an absolute path");
         return KC_EXIT_USAGE;
     }
-    unsigned ms = o->timeout_us ? (unsigned)((o->timeout_us + 999) / 1000) : 0;
+    uint64_t ms64 = (o->timeout_us + 999) / 1000;
+    unsigned ms = ms64 > UINT_MAX ? UINT_MAX : (unsigned)ms64; /* 0: the default */
     kdp_log_set(KDP_LOG_WARNING, keep_log, NULL);
     kdp_pods *pods = NULL;
     int r;
