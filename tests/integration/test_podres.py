@@ -108,6 +108,22 @@ class Plugin(PodresTest):
             got[ev["resource"]] = [d["id"] for d in ev["devices"]]
         self.assertEqual(got, {RES: ["x"], "kdp.test/other": ["y"]})
 
+    def test_emulator_controls(self):
+        """The emulator's pod controls: a bad pod= is a usage error, a failed
+        Allocate gives the pod nothing, release-pod of an unknown pod drops
+        nothing."""
+        kl, pl = self.start("--devices", "a,b:unhealthy")
+        r = kl.command("allocate %s a pod=nonamespace" % RES)
+        self.assertEqual((r["ok"], r["code"]), (False, "Usage"), r)
+        r = kl.command("allocate %s b pod=default/p" % RES)
+        self.assertEqual((r["ok"], r["code"]), (False, "InvalidArgument"), r)
+        self.assertEqual(kl.ok("release-pod default/p")["released"], 0)
+        r = kl.command("release-pod nonamespace")
+        self.assertEqual((r["ok"], r["code"]), (False, "Usage"), r)
+        mark = pl.mark()
+        pl.command("get-pods")
+        self.assertEqual(self.pods_line(pl, "get", mark)["devices"], [])
+
     def test_stalled_kubelet_is_bounded(self):
         """A kubelet that never answers: the query fails with -ETIMEDOUT after
         the default 5 s deadline, and the emulator sees the call abandoned."""
