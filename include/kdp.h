@@ -856,9 +856,10 @@ typedef void (*kdp_pods_fn)(int err, kdp_pods *pods, void *ud);
  * callbacks: queues the query to p's context loop through a wakeup and
  * returns at once. done runs exactly once, on the context's loop thread
  * (keep it short: the loop waits for it; it must not call
- * kdp_plugin_get_pods()), once the context runs (a query made before it
- * runs waits for it): with the snapshot or an error; or with -ECANCELED on
- * the thread freeing p if kdp_plugin_free() comes first. Returns 0 (done
+ * kdp_plugin_get_pods()), while the context runs (a query made while it
+ * does not run waits for it to run): with the snapshot or an error; or with
+ * -ECANCELED on the thread freeing p if kdp_plugin_free() comes first (so a
+ * query made after the context's last run ends there). Returns 0 (done
  * will run), -EINVAL (p or done NULL), -EAGAIN (KDP_PODS_MAX_QUERIES
  * queries already pending or running for p), -ENOMEM. */
 KDP_EXPORT int kdp_plugin_query_pods(kdp_plugin *p, kdp_pods_fn done, void *ud);
