@@ -20,6 +20,7 @@
 #include "plugin/lockfile.h"
 #include "plugin/pdir.h"
 #include "plugin/plugin.h"
+#include "plugin/prober.h"
 #include "plugin/reg_kubelet.h"
 #include "plugin/reg_watcher.h"
 #include "plugin/status.h"
@@ -43,6 +44,7 @@ struct kdp_plugin {
     kdp__status status;
     kdp__jobs jobs;
     kdp__table table;
+    kdp__prober prober;
     kdp__lockfile lock;
     kdp__pdir pdir;
     kdp__devplugin devplugin;
