@@ -412,7 +412,8 @@ typedef struct kdp_config {
      * from the DaemonSet's pod-template-generation label, so that an old
      * pod's container restarted during the update never takes over. */
     uint64_t generation;
-    /* Health checks (kdp_ops.probe; ignored without it). One round, every
+    /* Health checks (kdp_ops.probe; unused without it, but checked by
+     * kdp_plugin_new() all the same). One round, every
      * device probed once, this often: 0 = 10000 ms; else at least 100 ms and
      * at most a day. */
     unsigned probe_interval_ms;
