@@ -30,6 +30,11 @@ static void end_round(kdp__prober *pr)
 static int snapshot(kdp__prober *pr)
 {
     const kdp__devtab *tab = kdp__table_told(pr->table);
+    pr->round = NULL;
+    pr->round_n = pr->round_next = 0;
+    if (tab->n == 0) {
+        return 0; /* no device: an empty round */
+    }
     const kdp__dev **sorted = NULL;
     if (kdp__devtab_sorted(tab, &sorted) < 0) {
         return -ENOMEM;
@@ -38,8 +43,8 @@ static int snapshot(kdp__prober *pr)
     for (size_t i = 0; i < tab->n; i++) {
         bytes += strlen(sorted[i]->id) + 1;
     }
-    char **v = tab->n ? malloc(bytes) : NULL;
-    if (tab->n && !v) {
+    char **v = malloc(bytes);
+    if (!v) {
         free((void *)sorted);
         return -ENOMEM;
     }
