@@ -521,7 +521,9 @@ KDP_EXPORT int kdp_plugin_set_device(kdp_plugin *p, const kdp_device *d);
 KDP_EXPORT int kdp_plugin_remove_device(kdp_plugin *p, const char *id);
 /* Sets one device's health (a single change, as above). With replicas, id
  * may also be a replica ID: its physical device (so every replica of it)
- * changes. Returns 0, -ENOENT (no such ID), -EINVAL, -ENOMEM. */
+ * changes. With a probe op (kdp_ops.probe), this is the author's health:
+ * the kubelet sees Unhealthy while the probe holds the device so, whatever
+ * is set here. Returns 0, -ENOENT (no such ID), -EINVAL, -ENOMEM. */
 KDP_EXPORT int kdp_plugin_set_health(kdp_plugin *p, const char *id, kdp_health health);
 /* Reading the table back. Both read the plugin's latest table: the one last
  * set through kdp_plugin_set_devices(), the single changes above or the list
@@ -531,7 +533,9 @@ KDP_EXPORT int kdp_plugin_set_health(kdp_plugin *p, const char *id, kdp_health h
  * IDs (an ID the kubelet sent): either answers for the physical device; a
  * device's own ID wins if an ID is both.
  *
- * One device's health. Returns 0, -ENOENT (no such ID), -EINVAL. */
+ * One device's health: the one the kubelet sees (with a probe op, Unhealthy
+ * also while the probe holds the device so). Returns 0, -ENOENT (no such
+ * ID), -EINVAL. */
 KDP_EXPORT int kdp_plugin_get_health(kdp_plugin *p, const char *id, kdp_health *ret);
 /* The data set with a device (kdp_device.data; NULL if none was). Returns
  * 0, -ENOENT (no such ID), -EINVAL. */
