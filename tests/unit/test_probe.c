@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <kdp.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -516,6 +517,111 @@ static void test_rounds_down_keep(void **state)
     kdp_ctx_free(ctx);
 }
 
+/* ---- probes and author changes from another thread, at once ---- */
+
+static atomic_uint chaos;
+static atomic_bool frozen;
+
+static int chaotic_probe(kdp_plugin *p, const kdp_device *d, void *ud)
+{
+    (void)p;
+    (void)d;
+    (void)ud;
+    if (atomic_load(&frozen)) {
+        return KDP_PROBE_HEALTHY;
+    }
+    unsigned n = (atomic_fetch_add(&chaos, 1) * 2654435761U) >> 16;
+    static const int answers_of[8] = {
+        KDP_PROBE_HEALTHY, KDP_PROBE_HEALTHY,   KDP_PROBE_HEALTHY, KDP_PROBE_UNHEALTHY, -EIO,
+        KDP_PROBE_HEALTHY, KDP_PROBE_UNHEALTHY, KDP_PROBE_DOWN};
+    return answers_of[n % 8];
+}
+
+#define N_CHAOS 20
+
+/* cmocka asserts only on the test's thread: errors are counted here */
+static atomic_int author_errors;
+
+static void *author_thread(void *arg)
+{
+    kdp_plugin *p = arg;
+    char cids[N_CHAOS][8];
+    kdp_device devs[N_CHAOS];
+    for (int i = 0; i < N_CHAOS; i++) {
+        snprintf(cids[i], sizeof(cids[i]), "c%d", i);
+    }
+    for (unsigned k = 0; k < 400; k++) {
+        unsigned r = k * 2246822519U;
+        const char *id = cids[(r >> 8) % N_CHAOS];
+        if (k % 50 == 0) {
+            for (int i = 0; i < N_CHAOS; i++) {
+                devs[i] = (kdp_device){.id = cids[i], .health = (kdp_health)((r >> i) & 1)};
+            }
+            if (kdp_plugin_set_devices(p, devs, N_CHAOS - (k % 100 == 0)) != 0) {
+                atomic_fetch_add(&author_errors, 1);
+            }
+        } else if (k % 7 == 0) {
+            (void)kdp_plugin_remove_device(p, id);
+        } else if (k % 5 == 0) {
+            kdp_device d = {.id = id, .health = (kdp_health)((r >> 4) & 1)};
+            if (kdp_plugin_set_device(p, &d) != 0) {
+                atomic_fetch_add(&author_errors, 1);
+            }
+        } else {
+            (void)kdp_plugin_set_health(p, id, (kdp_health)((r >> 5) & 1));
+        }
+        sleep_ms(2);
+    }
+    return NULL;
+}
+
+static void test_overlay_threads(void **state)
+{
+    (void)state;
+    atomic_store(&frozen, false);
+    kdp_ctx *ctx;
+    assert_int_equal(kdp_ctx_new(&ctx), 0);
+    kdp_ops ops = {.probe = chaotic_probe};
+    kdp_config cfg = {.resource_name = "example.com/chaos",
+                      .socket_name = "chaos.sock",
+                      .device_plugin_dir = dir,
+                      .callback_timeout_ms = 500,
+                      .probe_interval_ms = 100,
+                      .probe_unhealthy_after = 1,
+                      .probe_healthy_after = 1};
+    kdp_plugin *p = NULL;
+    assert_int_equal(kdp_plugin_new(ctx, &cfg, &ops, NULL, &p), 0);
+    pthread_t tid;
+    assert_int_equal(pthread_create(&tid, NULL, author_thread, p), 0);
+    dispatch_for(ctx, 1000);
+    pthread_join(tid, NULL);
+    assert_int_equal(atomic_load(&author_errors), 0);
+    assert_true(kdp__probe_stat(&p->prober.stats.to_unhealthy) > 0);
+    /* every device healthy for the probe, every author's health set Healthy:
+     * after a round, the kubelet's view, the shared table and the counts agree */
+    atomic_store(&frozen, true);
+    kdp_device *all = NULL;
+    size_t n = 0;
+    assert_int_equal(kdp_plugin_get_devices(p, &all, &n), 0);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(kdp_plugin_set_health(p, all[i].id, KDP_HEALTHY), 0);
+    }
+    free(all);
+    dispatch_for(ctx, 400);
+    pthread_mutex_lock(&p->table.mu);
+    assert_int_equal(p->table.shared_bytes,
+                     kdp__devtab_encoded_size_replicas(&p->table.shared, p->table.replicas));
+    assert_int_equal(p->table.shared_probe_bad, 0);
+    assert_true(kdp__devtab_same_for_kubelet(&p->table.shared, kdp__table_told(&p->table)));
+    assert_int_equal(kdp__devtab_count_healthy(kdp__table_told(&p->table)), n);
+    pthread_mutex_unlock(&p->table.mu);
+    kdp_plugin_status st;
+    assert_int_equal(kdp_plugin_get_status(p, &st), 0);
+    assert_int_equal(st.probe_unhealthy, 0);
+    assert_false(st.probe_down);
+    kdp_ctx_free(ctx);
+}
+
 int main(void)
 {
     kdp_log_set(KDP_LOG_ERROR, NULL, NULL);
@@ -530,7 +636,7 @@ int main(void)
         cmocka_unit_test(test_classify),         cmocka_unit_test(test_down_policies),
         cmocka_unit_test(test_config_bounds),    cmocka_unit_test(test_verdict_op_and_undo),
         cmocka_unit_test(test_overlay),          cmocka_unit_test(test_rounds),
-        cmocka_unit_test(test_rounds_down_keep),
+        cmocka_unit_test(test_rounds_down_keep), cmocka_unit_test(test_overlay_threads),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];
