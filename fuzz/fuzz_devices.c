@@ -16,12 +16,15 @@
  *     reports exactly the IDs that differ.
  *
  * Input: a sequence of device records, each
- *   flags(1) numa_count(1, & 7) numa values (8 bytes each, little-endian)
+ *   flags(1) numa_count(1, & 7; bit 3: a probe's answer too) numa values
+ *   (8 bytes each, little-endian)
  *   then NUL-terminated strings: id, host_path, container_path, permissions
  *   flags: bits 0-1 health (0 healthy, 1 unhealthy, 2-3 invalid: 2, -1),
  *          bit 2 id NULL, bit 3 host_path set, bit 4 container_path set,
  *          bit 5 permissions set, bit 6 numa_nodes NULL with a count,
  *          bit 7 also set this device's health through set_health.
+ * The probe's answer (in the single changes): the device's verdict turned
+ * (N = M = 1) through kdp__table_probe_result, as the prober does.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -53,6 +56,7 @@ typedef struct rec {
     kdp_device d;
     int64_t numa[MAX_NUMA];
     bool set_health;
+    bool verdict; /* the probe's verdict on it turns (single changes) */
 } rec;
 
 static kdp_ctx *ctx;
@@ -101,7 +105,9 @@ static size_t parse(const uint8_t *data, size_t size, rec *out)
         rec *r = &out[n];
         memset(r, 0, sizeof(*r));
         uint8_t flags = *p++;
-        size_t nn = *p++ & MAX_NUMA;
+        uint8_t nb = *p++;
+        size_t nn = nb & MAX_NUMA;
+        r->verdict = nb & 8;
         if ((size_t)(end - p) < nn * 8) {
             break;
         }
@@ -246,8 +252,8 @@ static void check_single_changes(const kdp__devtab *base, const rec *recs, size_
         kdp_device pd = kdp__dev_view(&base->devs[i]);
         CHECK(kdp_plugin_set_device(plugin, &pd) == 0);
     }
-    static kdp__tabop ops[MAX_DEVS];
-    static kdp__tabundo undo[MAX_DEVS];
+    static kdp__tabop ops[2 * MAX_DEVS];
+    static kdp__tabundo undo[2 * MAX_DEVS];
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         const kdp_device *d = &recs[i].d;
@@ -264,7 +270,27 @@ static void check_single_changes(const kdp__devtab *base, const rec *recs, size_
         CHECK(r == (device_ok(d) ? 0 : -EINVAL));
         if (r == 0) {
             ops[k] = (kdp__tabop){.kind = KDP__TABOP_PUT};
-            CHECK(kdp__dev_from_public(&ops[k++].dev, d, NULL) == 0);
+            CHECK(kdp__dev_from_public(&ops[k].dev, d, NULL) == 0);
+            /* a replacement keeps the probe's state, as the plugin's put does */
+            pthread_mutex_lock(&plugin->table.mu);
+            ops[k].dev.probe = kdp__devtab_find(&plugin->table.shared, d->id)->probe;
+            pthread_mutex_unlock(&plugin->table.mu);
+            kdp__dev_apply_overlay(&ops[k++].dev);
+        }
+        if (r == 0 && recs[i].verdict) {
+            /* the probe's verdict turns, a single change too */
+            static const kdp__probe_cfg one = {
+                .interval_ms = 1000, .unhealthy_after = 1, .healthy_after = 1};
+            pthread_mutex_lock(&plugin->table.mu);
+            bool was = kdp__devtab_find(&plugin->table.shared, d->id)->probe.bad;
+            pthread_mutex_unlock(&plugin->table.mu);
+            kdp__devprobe st;
+            int turn = kdp__table_probe_result(&plugin->table, d->id,
+                                               was ? KDP__PROBE_OK : KDP__PROBE_FAIL, &one, &st);
+            CHECK(turn == (was ? KDP__PROBE_TURNED_HEALTHY : KDP__PROBE_TURNED_UNHEALTHY));
+            CHECK(st.bad == !was);
+            ops[k] = (kdp__tabop){.kind = KDP__TABOP_VERDICT, .id = strdup(d->id), .bad = !was};
+            CHECK(ops[k++].id);
         }
     }
     CHECK(kdp__tabops_apply(&t, ops, k, undo) == 0);

@@ -216,6 +216,27 @@ typedef int (*kdp_list_fn)(kdp_plugin *p, kdp_device_list *out, void *ud);
  * line naming the call to use instead) when called from a callback. */
 #define KDP_MAX_STUCK_CALLBACKS 4
 
+/* What a probe op (kdp_ops.probe) says about one device. */
+typedef enum kdp_probe_result {
+    KDP_PROBE_HEALTHY = 0,
+    /* Any other value except KDP_PROBE_DOWN counts as a failure too (e.g.
+     * -errno). */
+    KDP_PROBE_UNHEALTHY = 1,
+    /* The health subsystem itself cannot tell (driver library gone, NVML not
+     * answering): see kdp_probe_down_policy. */
+    KDP_PROBE_DOWN = 2,
+} kdp_probe_result;
+
+/* What kdp does while probes answer KDP_PROBE_DOWN (kdp_config.probe_down). */
+typedef enum kdp_probe_down_policy {
+    /* The default: every device Unhealthy at once (a node that keeps
+     * admitting pods onto broken devices causes admission storms); each
+     * comes back after probe_healthy_after successes in a row. */
+    KDP_PROBE_DOWN_UNHEALTHY = 0,
+    /* Keep every device's last state; DOWN answers count neither way. */
+    KDP_PROBE_DOWN_KEEP,
+} kdp_probe_down_policy;
+
 typedef struct kdp_ops {
     /* Simple mode's one function (see kdp_list_fn). With list NULL, the
      * table is whatever kdp_plugin_set_devices() last set. */
@@ -236,6 +257,28 @@ typedef struct kdp_ops {
     int (*refresh)(kdp_plugin *p, void *ud);
     /* After each stop of the server (kubelet restart, shutdown). */
     void (*destroy)(kdp_plugin *p, void *ud);
+    /* Set = health checks: called for each device of the table (physical
+     * devices, not replicas) once per kdp_config.probe_interval_ms while the
+     * plugin serves, on the worker like every op and under the callback
+     * deadline, ONE probe at a time (spread over the interval), so a
+     * kubelet call waits for one probe at most, never a whole round. d is
+     * a copy valid during the call. Return a kdp_probe_result: 0 healthy,
+     * KDP_PROBE_DOWN when the health subsystem cannot tell, anything else
+     * (KDP_PROBE_UNHEALTHY, -errno) a failure; a probe past its deadline is
+     * a failure too. Give the reason with kdp_plugin_set_error() (logged
+     * with the transition). Hysteresis: the probe's verdict on a device
+     * turns Unhealthy after kdp_config.probe_unhealthy_after consecutive
+     * failures and Healthy again after probe_healthy_after consecutive
+     * successes (a device new to the table starts Healthy; a removed one
+     * drops its state). The health the kubelet sees (and
+     * kdp_plugin_get_health() and kdp_plugin_get_devices() return) is
+     * Unhealthy when the author's health (the list op, set_devices,
+     * set_device, set_health) is Unhealthy OR the probe's verdict is; the
+     * author's health is kept as set and applies again once the probe's
+     * verdict is Healthy. Transitions are logged (warning to Unhealthy,
+     * info back) with the counts and the reason, and counted
+     * (kdp_plugin_status.probe_unhealthy). See docs/observability.md. */
+    int (*probe)(kdp_plugin *p, const kdp_device *d, void *ud);
 } kdp_ops;
 
 /* What kdp answers GetPreferredAllocation with when the plugin has no
@@ -369,6 +412,19 @@ typedef struct kdp_config {
      * from the DaemonSet's pod-template-generation label, so that an old
      * pod's container restarted during the update never takes over. */
     uint64_t generation;
+    /* Health checks (kdp_ops.probe; unused without it, but checked by
+     * kdp_plugin_new() all the same). One round, every
+     * device probed once, this often: 0 = 10000 ms; else at least 100 ms and
+     * at most a day. */
+    unsigned probe_interval_ms;
+    /* Consecutive failures that turn a device Unhealthy: 0 = 3; at most
+     * 1000. */
+    unsigned probe_unhealthy_after;
+    /* Consecutive successes that turn it Healthy again: 0 = 2; at most
+     * 1000. */
+    unsigned probe_healthy_after;
+    /* While probes answer KDP_PROBE_DOWN (0 = every device Unhealthy). */
+    kdp_probe_down_policy probe_down;
 } kdp_config;
 
 /* A context: one event loop that can run several plugins.
@@ -465,7 +521,9 @@ KDP_EXPORT int kdp_plugin_set_device(kdp_plugin *p, const kdp_device *d);
 KDP_EXPORT int kdp_plugin_remove_device(kdp_plugin *p, const char *id);
 /* Sets one device's health (a single change, as above). With replicas, id
  * may also be a replica ID: its physical device (so every replica of it)
- * changes. Returns 0, -ENOENT (no such ID), -EINVAL, -ENOMEM. */
+ * changes. With a probe op (kdp_ops.probe), this is the author's health:
+ * the kubelet sees Unhealthy while the probe holds the device so, whatever
+ * is set here. Returns 0, -ENOENT (no such ID), -EINVAL, -ENOMEM. */
 KDP_EXPORT int kdp_plugin_set_health(kdp_plugin *p, const char *id, kdp_health health);
 /* Reading the table back. Both read the plugin's latest table: the one last
  * set through kdp_plugin_set_devices(), the single changes above or the list
@@ -475,7 +533,9 @@ KDP_EXPORT int kdp_plugin_set_health(kdp_plugin *p, const char *id, kdp_health h
  * IDs (an ID the kubelet sent): either answers for the physical device; a
  * device's own ID wins if an ID is both.
  *
- * One device's health. Returns 0, -ENOENT (no such ID), -EINVAL. */
+ * One device's health: the one the kubelet sees (with a probe op, Unhealthy
+ * also while the probe holds the device so). Returns 0, -ENOENT (no such
+ * ID), -EINVAL. */
 KDP_EXPORT int kdp_plugin_get_health(kdp_plugin *p, const char *id, kdp_health *ret);
 /* The data set with a device (kdp_device.data; NULL if none was). Returns
  * 0, -ENOENT (no such ID), -EINVAL. */
@@ -544,6 +604,11 @@ typedef struct kdp_plugin_status {
     /* This instance stopped because a newer instance of the plugin
      * registered (kdp_config.instance: a rolling update's handover). */
     bool superseded;
+    /* Devices the probe (kdp_ops.probe) holds Unhealthy right now. */
+    unsigned probe_unhealthy;
+    /* The last probe answered KDP_PROBE_DOWN: the health subsystem is down
+     * (kdp_config.probe_down says what the devices' health is meanwhile). */
+    bool probe_down;
 } kdp_plugin_status;
 
 /* A snapshot of p's status. Thread-safe (not async-signal-safe). Returns 0

@@ -140,6 +140,7 @@ static int dev_from_public(kdp__dev *dst, const kdp_device *d)
 {
     kdp__dev n = {0};
     n.health = d->health;
+    n.author_health = d->health;
     n.data = d->data;
     int r = strdup_opt(d->id, &n.id);
     if (r == 0) {
@@ -165,7 +166,12 @@ static int dev_from_public(kdp__dev *dst, const kdp_device *d)
 int kdp__dev_dup(kdp__dev *dst, const kdp__dev *s)
 {
     kdp_device d = kdp__dev_view(s);
-    return dev_from_public(dst, &d);
+    int r = dev_from_public(dst, &d);
+    if (r == 0) {
+        dst->author_health = s->author_health;
+        dst->probe = s->probe;
+    }
+    return r;
 }
 
 static int devtab_reserve(kdp__devtab *t, size_t want)
@@ -475,6 +481,15 @@ const kdp__dev *kdp__devtab_find(const kdp__devtab *t, const char *id)
     return at >= 0 ? &t->devs[at] : NULL;
 }
 
+kdp__dev *kdp__devtab_find_mut(kdp__devtab *t, const char *id)
+{
+    if (!t || !id) {
+        return NULL;
+    }
+    ptrdiff_t at = devtab_pos(t, id);
+    return at >= 0 ? &t->devs[at] : NULL;
+}
+
 int kdp__devtab_set_health(kdp__devtab *t, const char *id, kdp_health health)
 {
     if (!t || !id || (health != KDP_HEALTHY && health != KDP_UNHEALTHY)) {
@@ -484,10 +499,30 @@ int kdp__devtab_set_health(kdp__devtab *t, const char *id, kdp_health health)
     if (at < 0) {
         return -ENOENT;
     }
-    if (t->devs[at].health == health) {
+    kdp__dev *d = &t->devs[at];
+    if (d->author_health == health) {
         return 0;
     }
-    t->devs[at].health = health;
+    d->author_health = health;
+    kdp__dev_apply_overlay(d);
+    return 1;
+}
+
+int kdp__devtab_set_verdict(kdp__devtab *t, const char *id, bool bad)
+{
+    if (!t || !id) {
+        return -EINVAL;
+    }
+    ptrdiff_t at = devtab_pos(t, id);
+    if (at < 0) {
+        return -ENOENT;
+    }
+    kdp__dev *d = &t->devs[at];
+    if (d->probe.bad == bad) {
+        return 0;
+    }
+    d->probe.bad = bad;
+    kdp__dev_apply_overlay(d);
     return 1;
 }
 

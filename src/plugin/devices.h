@@ -14,9 +14,25 @@
 
 #include "kdp.h"
 
+/* A device's health check state (plugin/probe.h): consecutive failures
+ * and successes of the probe op, and its verdict. Kept with the device in
+ * the plugin's table, so that it follows the device's ID: a device new to
+ * the table starts with zero counts and a Healthy verdict, a removed one
+ * drops it, a replaced one (same ID) keeps it. */
+typedef struct kdp__devprobe {
+    uint32_t fails; /* consecutive failures (saturating) */
+    uint32_t oks;   /* consecutive successes (saturating) */
+    bool bad;       /* the verdict: the probe holds the device Unhealthy */
+} kdp__devprobe;
+
 typedef struct kdp__dev {
     char *id;
+    /* What the kubelet sees (and the public calls read): Unhealthy when the
+     * author says so OR the probe's verdict is Unhealthy (the overlay: see
+     * kdp__dev_effective). Only the setters below change it. */
     kdp_health health;
+    kdp_health author_health; /* the author's own (list op, set_devices, set_device, set_health) */
+    kdp__devprobe probe;
     int64_t *numa; /* sorted, de-duplicated, only >= 0 */
     size_t n_numa;
     char *host_path;      /* NULL if none */
@@ -70,7 +86,19 @@ static inline size_t kdp__digits(size_t v)
     }
     return n;
 }
-/* A deep copy of s (already valid). Returns 0 or -ENOMEM. */
+/* The health the kubelet is told: the author's, or Unhealthy while the
+ * probe holds the device so. */
+static inline kdp_health kdp__dev_effective(kdp_health author_health, bool probe_bad)
+{
+    return author_health == KDP_UNHEALTHY || probe_bad ? KDP_UNHEALTHY : KDP_HEALTHY;
+}
+/* Sets d's health to what its author's health and verdict make it. */
+static inline void kdp__dev_apply_overlay(kdp__dev *d)
+{
+    d->health = kdp__dev_effective(d->author_health, d->probe.bad);
+}
+/* A deep copy of s (already valid; its health check state too). Returns 0
+ * or -ENOMEM. */
 int kdp__dev_dup(kdp__dev *dst, const kdp__dev *s);
 /* Frees what d holds (d itself is the caller's); NULL ok. */
 void kdp__dev_free(kdp__dev *d);
@@ -104,8 +132,16 @@ void kdp__devtab_move(kdp__devtab *dst, kdp__devtab *src);
  * host paths are not compared). Order-insensitive. O(n). */
 bool kdp__devtab_same_for_kubelet(const kdp__devtab *a, const kdp__devtab *b);
 const kdp__dev *kdp__devtab_find(const kdp__devtab *t, const char *id);
-/* Returns 1 if the health changed, 0 if it was already so, -ENOENT. */
+/* The same, to change in place what the index does not depend on (not the
+ * ID). */
+kdp__dev *kdp__devtab_find_mut(kdp__devtab *t, const char *id);
+/* Sets the author's health (the kubelet sees it unless the probe holds the
+ * device Unhealthy). Returns 1 if the author's health changed, 0 if it was
+ * already so, -ENOENT, -EINVAL. */
 int kdp__devtab_set_health(kdp__devtab *t, const char *id, kdp_health health);
+/* Sets the probe's verdict (bad: Unhealthy). Returns 1 if it changed, 0 if
+ * it was already so, -ENOENT, -EINVAL. */
+int kdp__devtab_set_verdict(kdp__devtab *t, const char *id, bool bad);
 size_t kdp__devtab_count_healthy(const kdp__devtab *t);
 /* A copy of t in the public form, sorted by ID, in ONE allocation (the
  * devices, then their NUMA nodes, then their strings): *ret is freed with

@@ -264,6 +264,9 @@ static void serve(kdp__lifecycle *lc)
         c->svcs[i]->ops->serving(c->svcs[i], true);
     }
     kdp__table_serving(c->table, true);
+    if (c->prober) {
+        kdp__prober_serving(c->prober, true);
+    }
     c->reg->ops->start(c->reg); /* reports WAITING or REGISTERING */
 }
 
@@ -282,6 +285,9 @@ static kdp__server *detach_server(kdp__lifecycle *lc)
         c->svcs[i]->ops->serving(c->svcs[i], false);
     }
     kdp__table_serving(c->table, false);
+    if (c->prober) {
+        kdp__prober_serving(c->prober, false);
+    }
     kdp__timer_stop(lc->start_timer);
     kdp__timer_stop(lc->restart_timer);
     lc->registered_us = 0;

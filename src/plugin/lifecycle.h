@@ -28,6 +28,7 @@
 #include "plugin/jobs.h"
 #include "plugin/lockfile.h"
 #include "plugin/pdir.h"
+#include "plugin/prober.h"
 #include "plugin/reg.h"
 #include "plugin/status.h"
 #include "plugin/svc.h"
@@ -56,6 +57,7 @@ typedef struct kdp__lifecycle_cfg {
     void *ud;
     kdp__jobs *jobs;
     kdp__table *table;
+    kdp__prober *prober; /* health checks: rounds run while serving */
     kdp__lockfile *lock;
     kdp__pdir *dir;
     kdp__reg *reg;

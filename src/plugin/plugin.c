@@ -65,6 +65,10 @@ static int check_config(const kdp_config *cfg, const char *dir)
     if (check_replicas(cfg) < 0) {
         return -EINVAL;
     }
+    kdp__probe_cfg pc;
+    if (kdp__probe_cfg_from(cfg, &pc) < 0) {
+        return -EINVAL;
+    }
     if (kdp__validate_abs_path(dir, &why) < 0) {
         log_error("invalid directory for the plugin's socket \"%s\": %s", dir, why);
         return -EINVAL;
@@ -222,6 +226,20 @@ static void on_stop_wake(kdp__wakeup *w, void *ud)
     }
 }
 
+/* Health checks: rounds of the probe op while serving, the verdicts kept in
+ * the table. */
+static int make_prober(kdp_plugin *p, const kdp_config *cfg)
+{
+    kdp__probe_cfg pc;
+    (void)kdp__probe_cfg_from(cfg, &pc); /* checked by check_config */
+    int r = kdp__prober_init(&p->prober, p->ctx->loop, &p->table, &p->jobs, p, p->ops.probe, p->ud,
+                             p->resource, &pc);
+    if (r == 0 && p->ops.probe) {
+        p->table.probe_stats = &p->prober.stats;
+    }
+    return r;
+}
+
 static int make_parts(kdp_plugin *p, const kdp_config *cfg)
 {
     kdp__loop *l = p->ctx->loop;
@@ -236,6 +254,9 @@ static int make_parts(kdp_plugin *p, const kdp_config *cfg)
     p->made = MADE_TABLE;
     r = kdp__table_init(&p->table, l, p->resource, &p->status, &p->jobs, p, p->ops.list, p->ud,
                         cfg->rescan_interval_ms, &tcbs);
+    if (r == 0) {
+        r = make_prober(p, cfg);
+    }
     if (r < 0) {
         return r;
     }
@@ -280,6 +301,7 @@ static int make_parts(kdp_plugin *p, const kdp_config *cfg)
         .ud = p->ud,
         .jobs = &p->jobs,
         .table = &p->table,
+        .prober = &p->prober,
         .lock = &p->lock,
         .dir = &p->pdir,
         .reg = watcher ? &p->watcher.base : &p->reg.base,
@@ -443,6 +465,7 @@ static void plugin_free(kdp_plugin *p)
         kdp__pdir_done(&p->pdir);
     }
     if (p->made >= MADE_TABLE) {
+        kdp__prober_release_loop(&p->prober); /* zeroed until made: calloc */
         kdp__table_release_loop(&p->table);
     }
     if (p->ctx) {
@@ -624,6 +647,9 @@ KDP_EXPORT int kdp_plugin_get_status(kdp_plugin *p, kdp_plugin_status *ret)
     kdp__status_unlock(&p->status);
     st.state = states[kdp__lifecycle_state(&p->lc)];
     st.stuck_callbacks = kdp__jobs_stuck(&p->jobs);
+    st.probe_unhealthy =
+        (unsigned)atomic_load_explicit(&p->prober.stats.held_unhealthy, memory_order_relaxed);
+    st.probe_down = atomic_load_explicit(&p->prober.stats.down, memory_order_relaxed);
     *ret = st;
     return 0;
 }

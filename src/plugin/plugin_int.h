@@ -21,6 +21,7 @@
 #include "plugin/pdir.h"
 #include "plugin/plugin.h"
 #include "plugin/podres.h"
+#include "plugin/prober.h"
 #include "plugin/reg_kubelet.h"
 #include "plugin/reg_watcher.h"
 #include "plugin/status.h"
@@ -47,6 +48,7 @@ struct kdp_plugin {
     kdp__status status;
     kdp__jobs jobs;
     kdp__table table;
+    kdp__prober prober;
     kdp__lockfile lock;
     kdp__pdir pdir;
     kdp__devplugin devplugin;

@@ -290,11 +290,48 @@ static void take_shared(kdp__table *t)
     }
 }
 
+/* ---- health checks: the probe's state follows the ID ---- */
+
+/* The count of devices the probe holds Unhealthy, for the stats; t->mu
+ * held. */
+static void held_changed_locked(kdp__table *t)
+{
+    if (t->probe_stats) {
+        atomic_store_explicit(&t->probe_stats->held_unhealthy, t->shared_probe_bad,
+                              memory_order_relaxed);
+    }
+}
+
+/* d (a new whole table) gets the probe state of the devices `shared` has
+ * (by ID), and the health that makes; *bytes (its message's size) follows.
+ * t->mu held. O(n). */
+static void carry_probe_state_locked(kdp__table *t, kdp__devtab *d, size_t *bytes)
+{
+    if (!t->probe_stats) {
+        return;
+    }
+    size_t held = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        kdp__dev *nd = &d->devs[i];
+        const kdp__dev *od = kdp__devtab_find(&t->shared, nd->id);
+        nd->probe = od ? od->probe : (kdp__devprobe){0};
+        if (nd->probe.bad) {
+            size_t before = kdp__dev_encoded_size(nd, t->replicas);
+            kdp__dev_apply_overlay(nd);
+            *bytes = *bytes - before + kdp__dev_encoded_size(nd, t->replicas);
+            held++;
+        }
+    }
+    t->shared_probe_bad = held;
+    held_changed_locked(t);
+}
+
 /* Hands a new table to the loop thread (takes d's content). Any thread. */
 /* d (taken) becomes the shared table; t->mu held. The loop takes it whole
  * (the queued single changes are of no use against it). */
 static void replace_shared_locked(kdp__table *t, kdp__devtab *d, size_t bytes)
 {
+    carry_probe_state_locked(t, d, &bytes);
     kdp__devtab_move(&t->shared, d);
     t->shared_bytes = bytes;
     kdp__tabops_clear(&t->pending);
@@ -640,6 +677,12 @@ int kdp__table_put(kdp__table *t, const kdp_device *d)
     kdp__dev old = {0};
     pthread_mutex_lock(&t->mu);
     const kdp__dev *cur = kdp__devtab_find(&t->shared, shared_dev.id);
+    if (cur) { /* a replacement keeps the probe's state (the ID's) */
+        shared_dev.probe = op.dev.probe = spare.dev.probe = cur->probe;
+        kdp__dev_apply_overlay(&shared_dev);
+        kdp__dev_apply_overlay(&op.dev);
+        kdp__dev_apply_overlay(&spare.dev);
+    }
     size_t bytes = t->shared_bytes - (cur ? kdp__dev_encoded_size(cur, t->replicas) : 0) +
                    kdp__dev_encoded_size(&shared_dev, t->replicas);
     size_t n = t->shared.n + !cur;
@@ -681,6 +724,10 @@ int kdp__table_remove(kdp__table *t, const char *id)
     if (r == 0) {
         t->shared_bytes -= kdp__dev_encoded_size(&old, t->replicas);
         queue_op(t, &op);
+        if (old.probe.bad) { /* its probe state goes with it */
+            t->shared_probe_bad--;
+            held_changed_locked(t);
+        }
     }
     keep_for_list(t, &spare);
     pthread_mutex_unlock(&t->mu);
@@ -732,6 +779,77 @@ int kdp__table_set_health(kdp__table *t, const char *id, kdp_health health)
         kdp__wakeup_signal(t->wake);
     }
     return r < 0 ? r : 0;
+}
+
+/* d's verdict turned (it is in shared): its health, the message's size,
+ * the count, and a single change for the loop. t->mu held. */
+static void verdict_turned_locked(kdp__table *t, kdp__dev *d, kdp__tabop *op)
+{
+    size_t before = kdp__dev_encoded_size(d, t->replicas);
+    kdp__dev_apply_overlay(d);
+    t->shared_bytes = t->shared_bytes - before + kdp__dev_encoded_size(d, t->replicas);
+    if (d->probe.bad) {
+        t->shared_probe_bad++;
+    } else {
+        t->shared_probe_bad--;
+    }
+    held_changed_locked(t);
+    op->bad = d->probe.bad;
+    queue_op(t, op);
+}
+
+int kdp__table_probe_result(kdp__table *t, const char *id, kdp__probe_answer a,
+                            const kdp__probe_cfg *c, kdp__devprobe *ret)
+{
+    kdp__tabop op = {.kind = KDP__TABOP_VERDICT, .id = strdup(id)};
+    if (!op.id) {
+        return -ENOMEM;
+    }
+    pthread_mutex_lock(&t->mu);
+    kdp__dev *d = kdp__devtab_find_mut(&t->shared, id);
+    int turn = -ENOENT;
+    if (d) {
+        bool was = d->probe.bad;
+        turn = (int)kdp__probe_step(&d->probe, a, c);
+        if (d->probe.bad != was) {
+            verdict_turned_locked(t, d, &op);
+        }
+        *ret = d->probe;
+    }
+    pthread_mutex_unlock(&t->mu);
+    kdp__tabop_free(&op);
+    if (turn > 0) {
+        kdp__wakeup_signal(t->wake);
+    }
+    return turn;
+}
+
+size_t kdp__table_probe_all(kdp__table *t, kdp__probe_answer a, const kdp__probe_cfg *c)
+{
+    size_t turned = 0;
+    pthread_mutex_lock(&t->mu);
+    for (size_t i = 0; i < t->shared.n; i++) {
+        kdp__dev *d = &t->shared.devs[i];
+        bool was = d->probe.bad;
+        if (kdp__probe_step(&d->probe, a, c) == KDP__PROBE_SAME || d->probe.bad == was) {
+            continue;
+        }
+        turned += d->probe.bad;
+        /* out of memory for the op: the queue is lost, the loop takes the
+         * whole table (which has the verdict) */
+        kdp__tabop op = {.kind = KDP__TABOP_VERDICT, .id = strdup(d->id)};
+        if (!op.id) {
+            kdp__tabops_clear(&t->pending);
+            t->pending.lost = true;
+        }
+        verdict_turned_locked(t, d, &op);
+        kdp__tabop_free(&op);
+    }
+    pthread_mutex_unlock(&t->mu);
+    if (turned) {
+        kdp__wakeup_signal(t->wake);
+    }
+    return turned;
 }
 
 int kdp__table_get_health(kdp__table *t, const char *id, kdp_health *ret)

@@ -26,6 +26,14 @@
  *
  * With replicas (plugin/replicas.h) both tables hold physical devices; only
  * the message expands them. The setters and readers take a replica ID too.
+ *
+ * Health checks (plugin/probe.h): each device keeps its author's health and
+ * the probe's state apart (devices.h); the health the kubelet sees, and the
+ * readers return, is Unhealthy when either says so. A verdict change is a
+ * single change (KDP__TABOP_VERDICT) like a kdp_plugin_set_health; a device
+ * replaced by ID keeps its probe state, and so does a device of a whole new
+ * table (set_devices, a list's result) that the table had: the state follows
+ * the ID, and only a removal drops it.
  */
 #ifndef KDP_TABLE_H
 #define KDP_TABLE_H
@@ -39,6 +47,7 @@
 #include "kdp.h"
 #include "plugin/devices.h"
 #include "plugin/jobs.h"
+#include "plugin/probe.h"
 #include "plugin/status.h"
 #include "plugin/tabops.h"
 #include "runtime/loop.h"
@@ -60,13 +69,17 @@ typedef struct kdp__table {
     void *list_ud;
     unsigned replicas; /* kdp_config.replicas: set once, before the context runs */
     kdp__table_cbs cbs;
+    /* Health checks: set once, before the context runs; NULL = none (no
+     * probe state is carried over). held_unhealthy is kept here. */
+    kdp__probe_stats *probe_stats;
 
     /* any thread */
     pthread_mutex_t mu;
     kdp__devtab shared;
     size_t shared_bytes; /* its ListAndWatch message's size */
     uint64_t shared_ver;
-    kdp__tabops pending; /* changes to `shared` the loop has not taken */
+    kdp__tabops pending;     /* changes to `shared` the loop has not taken */
+    size_t shared_probe_bad; /* devices of `shared` the probe holds Unhealthy */
     kdp__tabops since_list;
     bool listing; /* a list op runs: changes go to since_list too */
     atomic_bool rescan_wanted;
@@ -112,6 +125,16 @@ void kdp__table_rescan(kdp__table *t);
 int kdp__table_get_health(kdp__table *t, const char *id, kdp_health *ret);
 int kdp__table_get_data(kdp__table *t, const char *id, void **ret);
 int kdp__table_get_devices(kdp__table *t, kdp_device **ret, size_t *ret_n);
+
+/* Health checks (loop thread): counts answer a into device id's state (a
+ * device's own ID) under c; a verdict that turns is queued as a single
+ * change. *ret gets the state after. Returns the kdp__probe_turn, or -ENOENT
+ * (no such device any more), -ENOMEM. */
+int kdp__table_probe_result(kdp__table *t, const char *id, kdp__probe_answer a,
+                            const kdp__probe_cfg *c, kdp__devprobe *ret);
+/* The same answer for every device at once (probing went down). Returns
+ * how many verdicts turned Unhealthy. */
+size_t kdp__table_probe_all(kdp__table *t, kdp__probe_answer a, const kdp__probe_cfg *c);
 
 /* Loop thread. The start's list: 1 if there is no list op (the table is
  * taken at once), 0 if the job runs (start_listed follows), or -errno if it

@@ -17,6 +17,7 @@ int kdp__tabop_dup(kdp__tabop *dst, const kdp__tabop *op)
     memset(dst, 0, sizeof(*dst));
     dst->kind = op->kind;
     dst->health = op->health;
+    dst->bad = op->bad;
     if (op->kind == KDP__TABOP_PUT) {
         return kdp__dev_dup(&dst->dev, &op->dev);
     }
@@ -95,14 +96,22 @@ static int apply_one(kdp__devtab *t, kdp__tabop *op, kdp__tabundo *u)
         u->had = kdp__devtab_take(t, u->id, &u->old) == 0;
         u->did = u->visible = u->had;
         break;
-    case KDP__TABOP_HEALTH: {
+    case KDP__TABOP_HEALTH:
+    case KDP__TABOP_VERDICT: {
         u->owned_id = op->id;
         op->id = NULL;
         u->id = u->owned_id;
         const kdp__dev *cur = kdp__devtab_find(t, u->id);
-        u->old_health = cur ? cur->health : op->health;
-        u->new_health = op->health;
-        u->did = u->visible = kdp__devtab_set_health(t, u->id, op->health) == 1;
+        if (!cur) {
+            break;
+        }
+        u->old_health = cur->health;
+        u->old_author = cur->author_health;
+        u->old_bad = cur->probe.bad;
+        u->did = (op->kind == KDP__TABOP_HEALTH ? kdp__devtab_set_health(t, u->id, op->health)
+                                                : kdp__devtab_set_verdict(t, u->id, op->bad)) == 1;
+        u->new_health = cur->health; /* cur stays where it is: set in place */
+        u->visible = u->new_health != u->old_health;
         break;
     }
     }
@@ -166,7 +175,10 @@ void kdp__tabops_undo(kdp__devtab *t, kdp__tabundo *undo, size_t n)
             break;
         }
         case KDP__TABOP_HEALTH:
-            (void)kdp__devtab_set_health(t, u->id, u->old_health);
+            (void)kdp__devtab_set_health(t, u->id, u->old_author);
+            break;
+        case KDP__TABOP_VERDICT:
+            (void)kdp__devtab_set_verdict(t, u->id, u->old_bad);
             break;
         }
         u->did = false;

@@ -14,16 +14,18 @@
 #include "plugin/devices.h"
 
 typedef enum kdp__tabop_kind {
-    KDP__TABOP_PUT,    /* add or replace dev */
-    KDP__TABOP_REMOVE, /* remove id */
-    KDP__TABOP_HEALTH, /* set id's health */
+    KDP__TABOP_PUT,     /* add or replace dev */
+    KDP__TABOP_REMOVE,  /* remove id */
+    KDP__TABOP_HEALTH,  /* set id's health (the author's) */
+    KDP__TABOP_VERDICT, /* set id's probe verdict (plugin/probe.h) */
 } kdp__tabop_kind;
 
 typedef struct kdp__tabop {
     kdp__tabop_kind kind;
     kdp__dev dev; /* PUT: owned (its id is the op's) */
-    char *id;     /* REMOVE, HEALTH: owned */
+    char *id;     /* REMOVE, HEALTH, VERDICT: owned */
     kdp_health health;
+    bool bad; /* VERDICT */
 } kdp__tabop;
 
 /* Queued changes. Past KDP__TABOPS_MAX they are dropped and `lost` is set:
@@ -56,12 +58,14 @@ int kdp__tabops_replay(kdp__devtab *t, kdp__tabops *q);
 typedef struct kdp__tabundo {
     kdp__tabop_kind kind;
     const char *id; /* the device's ID (valid until kdp__tabundo_free) */
-    char *owned_id; /* REMOVE, HEALTH: the op's ID, kept for the log */
+    char *owned_id; /* REMOVE, HEALTH, VERDICT: the op's ID, kept for the log */
     bool did;       /* the op changed t */
     bool visible;   /* ... in what the kubelet sees (health, NUMA, presence) */
     bool had;       /* PUT, REMOVE: a device was there; it is in old */
     kdp__dev old;
-    kdp_health old_health, new_health;
+    kdp_health old_health, new_health; /* what the kubelet sees, before and after */
+    kdp_health old_author;             /* HEALTH: the author's health before */
+    bool old_bad;                      /* VERDICT: the verdict before */
 } kdp__tabundo;
 
 /* Applies ops[0..n) to t, consuming them, filling undo[0..n). Returns 0, or

@@ -7,4 +7,9 @@ if(KDP_INTEROP AND TARGET kdp-generic)
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/generic/test_generic.py)
   set_tests_properties(generic_e2e PROPERTIES TIMEOUT 600 LABELS integration
     ENVIRONMENT "KDP_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
+  # health: (node exists, file, command) with the probe op's hysteresis
+  add_test(NAME generic_health
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/generic/test_health.py)
+  set_tests_properties(generic_health PROPERTIES TIMEOUT 300 LABELS integration
+    ENVIRONMENT "KDP_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
 endif()

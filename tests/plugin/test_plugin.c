@@ -43,6 +43,15 @@
  *   --misuse-id ID          allocate of ID first calls what a callback must not
  *                           (kdp_plugin_free, kdp_ctx_dispatch, kdp_ctx_run,
  *                           kdp_plugin_watch_path), printing each return code
+ *   --probe-dir DIR         health checks (kdp_ops.probe): the probe of device x
+ *                           reads DIR/x: missing or "ok" healthy, "fail"
+ *                           unhealthy (with a reason), "down" the health
+ *                           subsystem down, "hang" sleeps 60 s, "slow MS"
+ *                           sleeps MS then healthy, "flap" alternates fail/ok;
+ *                           each probe appends "probe x" to DIR/probes.log
+ *   --probe-interval-ms N --probe-unhealthy-after N --probe-healthy-after N
+ *   --probe-down keep|unhealthy|bad
+ *                           kdp_config.probe_* ("bad": an invalid value)
  *   --sink-reenters         a log sink (lines on stderr as "sink: L msg") that
  *                           calls kdp_log_set and, once, a kdp call that logs
  *
@@ -94,6 +103,7 @@ static const char *watcher_resource;
 static const char *positive_id;
 static const char *misuse_id;
 static const char *alloc_log;
+static const char *probe_dir;
 static kdp_ctx *the_ctx;
 
 typedef struct spec {
@@ -395,6 +405,58 @@ static int churn(kdp_plugin *p, unsigned n, unsigned m, unsigned us)
     return 0;
 }
 
+/* --probe-dir: what DIR/<id> says (see the top). */
+static int op_probe(kdp_plugin *p, const kdp_device *d, void *ud)
+{
+    (void)ud;
+    static pthread_mutex_t flap_mu = PTHREAD_MUTEX_INITIALIZER;
+    static unsigned flaps;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/probes.log", probe_dir);
+    FILE *f = fopen(path, "a");
+    if (f) {
+        fprintf(f, "probe %s\n", d->id);
+        fclose(f);
+    }
+    snprintf(path, sizeof(path), "%s/%s", probe_dir, d->id);
+    char what[64] = "";
+    f = fopen(path, "r");
+    if (!f) {
+        return KDP_PROBE_HEALTHY;
+    }
+    if (!fgets(what, sizeof(what), f)) {
+        what[0] = '\0';
+    }
+    fclose(f);
+    what[strcspn(what, "\n")] = '\0';
+    if (strcmp(what, "fail") == 0) {
+        kdp_plugin_set_error(p, "device %s: the test says it fails", d->id);
+        return KDP_PROBE_UNHEALTHY;
+    }
+    if (strcmp(what, "down") == 0) {
+        kdp_plugin_set_error(p, "the test's health subsystem is down");
+        return KDP_PROBE_DOWN;
+    }
+    if (strcmp(what, "hang") == 0) {
+        sleep(60);
+        return KDP_PROBE_HEALTHY;
+    }
+    if (strncmp(what, "slow ", 5) == 0) {
+        usleep((useconds_t)atoi(what + 5) * 1000U);
+        return KDP_PROBE_HEALTHY;
+    }
+    if (strcmp(what, "flap") == 0) {
+        pthread_mutex_lock(&flap_mu);
+        unsigned n = flaps++;
+        pthread_mutex_unlock(&flap_mu);
+        if (n % 2 == 0) {
+            kdp_plugin_set_error(p, "device %s: flapping", d->id);
+            return -EIO;
+        }
+    }
+    return KDP_PROBE_HEALTHY;
+}
+
 static void print_status(kdp_plugin *p)
 {
     kdp_plugin_status st;
@@ -403,9 +465,11 @@ static void print_status(kdp_plugin *p)
     }
     printf("status %s {\"state\": %d, \"devices\": %zu, \"message_bytes\": %zu, "
            "\"rejected_devices\": %zu, \"rejected_bytes\": %zu, \"list_error\": %d, "
-           "\"dir_error\": %d, \"stuck_callbacks\": %u, \"restarts\": %u}\n",
+           "\"dir_error\": %d, \"stuck_callbacks\": %u, \"restarts\": %u, "
+           "\"probe_unhealthy\": %u, \"probe_down\": %s}\n",
            kdp_plugin_resource(p), (int)st.state, st.devices, st.message_bytes, st.rejected_devices,
-           st.rejected_bytes, st.list_error, st.dir_error, st.stuck_callbacks, st.restarts);
+           st.rejected_bytes, st.list_error, st.dir_error, st.stuck_callbacks, st.restarts,
+           st.probe_unhealthy, st.probe_down ? "true" : "false");
 }
 
 static void *read_commands(void *arg)
@@ -593,6 +657,18 @@ int main(int argc, char **argv)
             cfg.preferred = strcmp(v, "packed") == 0   ? KDP_PREFERRED_PACKED
                             : strcmp(v, "spread") == 0 ? KDP_PREFERRED_SPREAD
                                                        : (kdp_preferred_strategy)99;
+        } else if (strcmp(a, "--probe-dir") == 0) {
+            probe_dir = v;
+        } else if (strcmp(a, "--probe-interval-ms") == 0) {
+            cfg.probe_interval_ms = (unsigned)atoi(v);
+        } else if (strcmp(a, "--probe-unhealthy-after") == 0) {
+            cfg.probe_unhealthy_after = (unsigned)atoi(v);
+        } else if (strcmp(a, "--probe-healthy-after") == 0) {
+            cfg.probe_healthy_after = (unsigned)atoi(v);
+        } else if (strcmp(a, "--probe-down") == 0) {
+            cfg.probe_down = strcmp(v, "keep") == 0        ? KDP_PROBE_DOWN_KEEP
+                             : strcmp(v, "unhealthy") == 0 ? KDP_PROBE_DOWN_UNHEALTHY
+                                                           : (kdp_probe_down_policy)99;
         } else if (strcmp(a, "--replicas") == 0) {
             cfg.replicas = (unsigned)atoi(v);
         } else if (strcmp(a, "--alloc-log") == 0) {
@@ -644,6 +720,7 @@ int main(int argc, char **argv)
         .refresh = lifecycle_file ? op_refresh : NULL,
         .destroy = lifecycle_file ? op_destroy : NULL,
         .list = list_file ? op_list : NULL,
+        .probe = probe_dir ? op_probe : NULL,
     };
     kdp_ctx *ctx;
     if (kdp_ctx_new(&ctx) < 0) {

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "config_health.h"
 #include "yamlwalk.h"
 
 #define SCALAR_BUDGET 200000 /* scalars copied per load, aliases included */
@@ -471,6 +472,11 @@ static int f_cdi(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
     return yw_parse_map(c, v, key, cdi_fields, CDI_FIELDS, rp, &seen);
 }
 
+static int f_health(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
+{
+    return gen_health_parse(c, v, key, &((rparse *)obj)->r->health);
+}
+
 enum {
     RES_NAME,
     RES_SOCKET,
@@ -482,6 +488,7 @@ enum {
     RES_CDI,
     RES_PREFERRED,
     RES_ONE_PER_CONTAINER,
+    RES_HEALTH,
     RES_FIELDS
 };
 static const yw_field resource_fields[RES_FIELDS] = {
@@ -495,6 +502,7 @@ static const yw_field resource_fields[RES_FIELDS] = {
     [RES_CDI] = {"cdi", f_cdi},
     [RES_PREFERRED] = {"preferred", f_preferred},
     [RES_ONE_PER_CONTAINER] = {"onePerContainer", f_one_per_container},
+    [RES_HEALTH] = {"health", f_health},
 };
 
 /* A resource name's character in a default socket name: lower case letters
@@ -730,6 +738,7 @@ static char *fingerprint(const gen_resource *r)
         put_field(f, r->env[i].key);
         put_field(f, r->env[i].value);
     }
+    gen_health_fingerprint(f, &r->health);
     if (fclose(f) != 0) {
         free(buf);
         return NULL;
@@ -891,6 +900,7 @@ void gen_resource_clear(gen_resource *r)
         free(r->env[i].value);
     }
     free(r->env);
+    gen_health_clear(&r->health);
     char *strs[] = {r->name, r->socket, r->permissions, r->cdi_kind,
                     r->root, r->sysfs,  r->cdi_dir,     r->fingerprint};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {

@@ -45,6 +45,27 @@ typedef struct gen_env {
     char *value;
 } gen_env;
 
+/* health: a resource's health checks (docs/generic.md), kdp's probe op. */
+#define GEN_MAX_ARGV 64U
+typedef struct gen_health {
+    bool set;                 /* health: is present */
+    unsigned interval_ms;     /* interval; 0 = kdp's default (10 s) */
+    unsigned unhealthy_after; /* unhealthyAfter; 0 = kdp's default (3) */
+    unsigned healthy_after;   /* healthyAfter; 0 = kdp's default (2) */
+    int on_down;              /* onProbeDown: a kdp_probe_down_policy */
+    bool node_exists;         /* nodeExists (default true) */
+    char *file;               /* file: a template ({path}, {name}, {id}); NULL = none */
+    char **command;           /* command: argv templates, NULL-terminated; NULL = none */
+    size_t n_command;
+    unsigned timeout_ms; /* timeout: the command's; 0 = GEN_HEALTH_TIMEOUT_MS */
+} gen_health;
+
+/* The command's default deadline, and its bound: below kdp's callback
+ * deadline (10 s), so that the command is killed and reaped, and its
+ * failure counted, before kdp gives up on the probe. */
+#define GEN_HEALTH_TIMEOUT_MS     5000U
+#define GEN_HEALTH_MAX_TIMEOUT_MS 9000U
+
 typedef struct gen_resource {
     char *name;
     char *socket;
@@ -61,6 +82,7 @@ typedef struct gen_resource {
     bool cdi_device_specs;  /* also hand out the nodes as DeviceSpecs */
     int preferred;          /* preferred: a kdp_preferred_strategy */
     bool one_per_container; /* onePerContainer: kdp_config.replicas_one_per_container */
+    gen_health health;
     /* The global settings too */
     char *root;
     char *sysfs;

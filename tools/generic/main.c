@@ -9,6 +9,11 @@
  * disappears is stopped, a new one started, a changed one restarted, an
  * unchanged one left alone; an invalid file is logged and ignored.
  *
+ * A resource with a health: section gets kdp's probe op (health.c): its
+ * devices' nodes, a file or a command checked every interval, with kdp's
+ * hysteresis; with nodeExists, a device whose nodes vanish stays listed
+ * and turns Unhealthy rather than leaving at once.
+ *
  * With --watch-config, a change of the file's content (an edit, a
  * ConfigMap update) does the same without a signal: inotify on its
  * directory.
@@ -32,6 +37,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "health.h"
 #include "scan.h"
 #include "util.h"
 
@@ -97,6 +103,13 @@ static int list_devices(kdp_plugin *p, kdp_device_list *out, void *ud)
     gres *g = ud;
     gen_scan s;
     int r = gen_scan_run(&g->cfg, &s);
+    if (r == 0 && g->cfg.health.set && g->cfg.health.node_exists) {
+        /* a device whose nodes vanish stays, for its probe to turn it
+         * Unhealthy (after unhealthyAfter rounds) */
+        pthread_mutex_lock(&g->mu);
+        r = gen_scan_keep_missing(&g->cfg, &s, &g->scan);
+        pthread_mutex_unlock(&g->mu);
+    }
     for (size_t i = 0; r == 0 && i < s.n; i++) {
         const gen_dev *d = &s.devs[i]; /* shared as `count` IDs by kdp's replicas */
         kdp_device dev = {.id = d->id, .numa_nodes = d->numa, .n_numa_nodes = d->n_numa};
@@ -118,6 +131,27 @@ static int list_devices(kdp_plugin *p, kdp_device_list *out, void *ud)
     }
     gen_scan_clear(&s);
     return r < 0 ? r : 0;
+}
+
+/* health: the probe op, on a copy of the device's latest scan. */
+static int probe_device(kdp_plugin *p, const kdp_device *d, void *ud)
+{
+    gres *g = ud;
+    gen_dev copy;
+    pthread_mutex_lock(&g->mu);
+    const gen_dev *cur = gen_scan_lookup(&g->scan, d->id);
+    int r = cur ? gen_dev_copy(&copy, cur) : -ENOENT;
+    pthread_mutex_unlock(&g->mu);
+    if (r == -ENOENT) {
+        return KDP_PROBE_HEALTHY; /* gone since: the list drops it */
+    }
+    if (r < 0) {
+        kdp_plugin_set_error(p, "out of memory");
+        return r;
+    }
+    r = gen_health_check(p, &g->cfg, &copy);
+    gen_dev_clear(&copy);
+    return r;
 }
 
 /* The devices behind the requested IDs (resolved by kdp), each once, under
@@ -234,8 +268,14 @@ static int start_resource(app *a, gen_resource *r)
         .preferred = g->cfg.preferred,
         .replicas = g->cfg.count,
         .replicas_one_per_container = g->cfg.one_per_container,
+        .probe_interval_ms = g->cfg.health.interval_ms,
+        .probe_unhealthy_after = g->cfg.health.unhealthy_after,
+        .probe_healthy_after = g->cfg.health.healthy_after,
+        .probe_down = (kdp_probe_down_policy)g->cfg.health.on_down,
     };
-    kdp_ops ops = {.list = list_devices, .allocate = allocate};
+    kdp_ops ops = {.list = list_devices,
+                   .allocate = allocate,
+                   .probe = g->cfg.health.set ? probe_device : NULL};
     int rc = kdp_plugin_new(a->ctx, &cfg, &ops, g, &g->p);
     if (rc < 0) {
         log_e("%s: cannot start: %s", g->cfg.name, strerror(-rc));

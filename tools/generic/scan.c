@@ -367,6 +367,74 @@ const gen_dev *gen_scan_lookup(const gen_scan *s, const char *id)
     return s->n ? bsearch(id, s->devs, s->n, sizeof(*s->devs), cmp_dev_id) : NULL;
 }
 
+int gen_dev_copy(gen_dev *dst, const gen_dev *src)
+{
+    memset(dst, 0, sizeof(*dst));
+    dst->id = strdup(src->id);
+    dst->paths = calloc(src->n_paths + 1, sizeof(*dst->paths));
+    if (!dst->id || !dst->paths) {
+        gen_dev_clear(dst);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < src->n_paths; i++) {
+        if (!(dst->paths[i] = strdup(src->paths[i]))) {
+            gen_dev_clear(dst);
+            return -ENOMEM;
+        }
+        dst->n_paths++;
+    }
+    memcpy(dst->numa, src->numa, sizeof(dst->numa));
+    dst->n_numa = src->n_numa;
+    return 0;
+}
+
+void gen_dev_clear(gen_dev *d)
+{
+    dev_clear(d);
+    memset(d, 0, sizeof(*d));
+}
+
+static int cmp_dev(const void *a, const void *b)
+{
+    return strcmp(((const gen_dev *)a)->id, ((const gen_dev *)b)->id);
+}
+
+int gen_scan_keep_missing(const gen_resource *r, gen_scan *s, const gen_scan *old)
+{
+    size_t missing = 0;
+    for (size_t i = 0; i < old->n; i++) {
+        missing += !gen_scan_lookup(s, old->devs[i].id);
+    }
+    if (missing == 0) {
+        return 0;
+    }
+    if (s->n + missing > GEN_MAX_DEVICES || (s->n + missing) * r->count > GEN_MAX_IDS) {
+        log_w("%s: %zu devices whose nodes are missing are left out: over the caps of %u "
+              "devices and %u device IDs",
+              r->name, missing, GEN_MAX_DEVICES, GEN_MAX_IDS);
+        return 0;
+    }
+    gen_dev *v = realloc(s->devs, (s->n + missing) * sizeof(*v));
+    if (!v) {
+        return -ENOMEM;
+    }
+    s->devs = v;
+    size_t n = s->n;
+    for (size_t i = 0; i < old->n; i++) {
+        if (!gen_scan_lookup(s, old->devs[i].id)) {
+            if (gen_dev_copy(&v[n], &old->devs[i]) < 0) {
+                break;
+            }
+            n++;
+        }
+    }
+    bool complete = n == s->n + missing;
+    s->n = n;
+    qsort(s->devs, s->n, sizeof(*s->devs), cmp_dev);
+    s->n_ids = s->n * r->count;
+    return complete ? 0 : -ENOMEM;
+}
+
 /* ---- hot-plug directories ---- */
 
 static size_t add_watch(char **dirs, unsigned *depths, size_t n, size_t max, const char *dir,

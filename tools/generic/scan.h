@@ -35,6 +35,16 @@ int gen_scan_run(const gen_resource *r, gen_scan *out);
 void gen_scan_clear(gen_scan *s);
 /* The device of that (physical) ID, or NULL. */
 const gen_dev *gen_scan_lookup(const gen_scan *s, const char *id);
+/* A deep copy of src into dst. Returns 0 or -ENOMEM (dst empty). */
+int gen_dev_copy(gen_dev *dst, const gen_dev *src);
+void gen_dev_clear(gen_dev *d);
+/* Health checks with nodeExists (docs/generic.md): the devices of old (the
+ * previous scan) that s (a fresh one) lacks are added to s, copied, so
+ * that a device whose nodes vanish stays listed and its probe turns it
+ * Unhealthy (after unhealthyAfter rounds) rather than the device leaving
+ * at once. Within the caps (else left out, logged). Returns 0 or
+ * -ENOMEM. */
+int gen_scan_keep_missing(const gen_resource *r, gen_scan *s, const gen_scan *old);
 /* Every directory to watch for r's hot-plug: host paths (not under root)
  * with a depth each. Returns how many (at most max). */
 size_t gen_watch_dirs(const gen_resource *r, char **dirs, unsigned *depths, size_t max);
