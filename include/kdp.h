@@ -259,9 +259,10 @@ typedef struct kdp_ops {
     void (*destroy)(kdp_plugin *p, void *ud);
     /* Set = health checks: called for each device of the table (physical
      * devices, not replicas) once per kdp_config.probe_interval_ms while the
-     * plugin serves, on the worker like every op and under the callback
-     * deadline, ONE probe at a time (spread over the interval), so a
-     * kubelet call waits for one probe at most, never a whole round. d is
+     * plugin serves, on the worker like every op and under its own deadline
+     * (kdp_config.probe_timeout_ms: 1 s by default), ONE probe at a time
+     * (spread over the interval), so a kubelet call waits for one probe at
+     * most, never a whole round. d is
      * a copy valid during the call. Return a kdp_probe_result: 0 healthy,
      * KDP_PROBE_DOWN when the health subsystem cannot tell, anything else
      * (KDP_PROBE_UNHEALTHY, -errno) a failure; a probe past its deadline is
@@ -425,6 +426,13 @@ typedef struct kdp_config {
     unsigned probe_healthy_after;
     /* While probes answer KDP_PROBE_DOWN (0 = every device Unhealthy). */
     kdp_probe_down_policy probe_down;
+    /* The deadline of each probe: 0 = the smaller of 1000 ms and the
+     * callback deadline (callback_timeout_ms); else at most the callback
+     * deadline. A probe past it counts as a failure (its thread is left
+     * behind as any late callback's). Keep probes short: a kubelet call
+     * (Allocate) that comes while a probe runs waits for it, at most this
+     * long. */
+    unsigned probe_timeout_ms;
 } kdp_config;
 
 /* A context: one event loop that can run several plugins.

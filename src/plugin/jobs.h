@@ -22,6 +22,8 @@
 #include "runtime/worker.h"
 
 #define KDP__JOB_MSG_MAX 512
+/* kdp_config.callback_timeout_ms 0 */
+#define KDP__DEFAULT_CB_TIMEOUT_MS 10000U
 
 typedef struct kdp__jobs {
     kdp__loop *loop;

@@ -27,8 +27,6 @@
 #include "plugin/status.h"
 #include "plugin/table.h"
 
-#define KDP__DEFAULT_CB_TIMEOUT_MS 10000U
-
 struct kdp_plugin {
     kdp__member member; /* in the context */
     kdp_ctx *ctx;

@@ -4,6 +4,7 @@
 #include <errno.h>
 
 #include "base/log.h"
+#include "plugin/jobs.h"
 
 /* Counts stop here (a device failing for years must not wrap to 0). */
 #define COUNT_MAX 1000000U
@@ -42,6 +43,19 @@ int kdp__probe_cfg_from(const kdp_config *cfg, kdp__probe_cfg *ret)
         log_error("invalid kdp_config.probe_down %d: KDP_PROBE_DOWN_UNHEALTHY or "
                   "KDP_PROBE_DOWN_KEEP",
                   (int)cfg->probe_down);
+        return -EINVAL;
+    }
+    unsigned callback_ms =
+        cfg->callback_timeout_ms ? cfg->callback_timeout_ms : KDP__DEFAULT_CB_TIMEOUT_MS;
+    c.timeout_ms = cfg->probe_timeout_ms;
+    if (c.timeout_ms == 0) {
+        c.timeout_ms = callback_ms < KDP__PROBE_DEFAULT_TIMEOUT_MS ? callback_ms
+                                                                   : KDP__PROBE_DEFAULT_TIMEOUT_MS;
+    } else if (c.timeout_ms > callback_ms) {
+        log_error("invalid kdp_config.probe_timeout_ms %u: 0 (the default: %u ms, or the callback "
+                  "deadline if shorter), or at most the callback deadline (callback_timeout_ms, "
+                  "%u ms)",
+                  cfg->probe_timeout_ms, KDP__PROBE_DEFAULT_TIMEOUT_MS, callback_ms);
         return -EINVAL;
     }
     *ret = c;

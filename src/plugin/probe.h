@@ -30,15 +30,17 @@
 #define KDP__PROBE_MIN_INTERVAL_MS     100U
 #define KDP__PROBE_MAX_INTERVAL_MS     86400000U /* a day */
 #define KDP__PROBE_MAX_AFTER           1000U
+#define KDP__PROBE_DEFAULT_TIMEOUT_MS  1000U
 
 typedef struct kdp__probe_cfg {
     unsigned interval_ms;
     unsigned unhealthy_after; /* N: consecutive failures, >= 1 */
     unsigned healthy_after;   /* M: consecutive successes, >= 1 */
     kdp_probe_down_policy down;
+    unsigned timeout_ms; /* each probe's deadline, <= the callback deadline */
 } kdp__probe_cfg;
 
-/* kdp_config's four fields with their defaults applied, checked. Returns 0,
+/* kdp_config's probe fields with their defaults applied, checked. Returns 0,
  * or -EINVAL (logged, naming the field, the bound and the value). */
 int kdp__probe_cfg_from(const kdp_config *cfg, kdp__probe_cfg *ret);
 

@@ -119,7 +119,7 @@ static void reason_of(const kdp__prober *pr, const kdp__pjob *j, bool timed_out,
 {
     if (timed_out) {
         snprintf(buf, cap, "the probe did not answer within its deadline (%u ms)",
-                 pr->jobs->timeout_ms);
+                 pr->cfg.timeout_ms);
     } else if (j->has_msg) {
         snprintf(buf, cap, "%s", j->msg);
     } else if (result == KDP_PROBE_UNHEALTHY) {
@@ -274,7 +274,7 @@ static void run_next(kdp__prober *pr)
         j->complete = complete_probe;
         j->cleanup = cleanup_probe;
         pr->job = j;
-        int r = kdp__pjob_submit(j, 0);
+        int r = kdp__pjob_submit(j, kdp__now_us() + (uint64_t)pr->cfg.timeout_ms * 1000U);
         if (r == 0) {
             return;
         }

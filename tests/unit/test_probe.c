@@ -166,6 +166,24 @@ static void test_config_bounds(void **state)
     assert_int_equal(kdp__probe_cfg_from(&c, &pc), 0);
     c.probe_down = (kdp_probe_down_policy)7;
     assert_int_equal(kdp__probe_cfg_from(&c, &pc), -EINVAL);
+    c.probe_down = KDP_PROBE_DOWN_KEEP;
+    /* the probe's deadline: 1 s, or the callback deadline if shorter; never
+     * longer than it */
+    assert_int_equal(kdp__probe_cfg_from(&c, &pc), 0);
+    assert_int_equal(pc.timeout_ms, 1000);
+    c.callback_timeout_ms = 300;
+    assert_int_equal(kdp__probe_cfg_from(&c, &pc), 0);
+    assert_int_equal(pc.timeout_ms, 300);
+    c.probe_timeout_ms = 300;
+    assert_int_equal(kdp__probe_cfg_from(&c, &pc), 0);
+    assert_int_equal(pc.timeout_ms, 300);
+    c.probe_timeout_ms = 301;
+    assert_int_equal(kdp__probe_cfg_from(&c, &pc), -EINVAL);
+    c.callback_timeout_ms = 0;
+    c.probe_timeout_ms = 10000;
+    assert_int_equal(kdp__probe_cfg_from(&c, &pc), 0);
+    c.probe_timeout_ms = 10001;
+    assert_int_equal(kdp__probe_cfg_from(&c, &pc), -EINVAL);
     /* kdp_plugin_new refuses them too */
     kdp_config bad = {.resource_name = "example.com/p",
                       .socket_name = "p.sock",
@@ -244,7 +262,8 @@ static kdp_plugin *new_plugin(kdp_ctx *ctx, const char *res, const char *sock, c
     kdp_config cfg = {.resource_name = res,
                       .socket_name = sock,
                       .device_plugin_dir = dir,
-                      .callback_timeout_ms = 150,
+                      .callback_timeout_ms = 2000,
+                      .probe_timeout_ms = 150, /* the probe's own deadline applies */
                       .probe_interval_ms = interval_ms,
                       .probe_unhealthy_after = 3,
                       .probe_healthy_after = 2,
@@ -401,7 +420,7 @@ static int scripted_probe(kdp_plugin *p, const kdp_device *d, void *ud)
     int a = atomic_load(&answers[i]);
     if (a == 99) {
         atomic_fetch_sub(&in_probe, 1);
-        sleep_ms(400); /* past the 150 ms deadline */
+        sleep_ms(400); /* past the probe's 150 ms deadline */
         return KDP_PROBE_HEALTHY;
     }
     if (a != KDP_PROBE_HEALTHY) {

@@ -63,7 +63,9 @@ typedef struct gen_health {
 /* The command's default deadline, and its bound: below kdp's callback
  * deadline (10 s), so that the command is killed and reaped, and its
  * failure counted, before kdp gives up on the probe. */
-#define GEN_HEALTH_TIMEOUT_MS     5000U
+#define GEN_HEALTH_TIMEOUT_MS 5000U
+/* the probe's deadline is the command's timeout and this */
+#define GEN_HEALTH_REAP_MARGIN_MS 500U
 #define GEN_HEALTH_MAX_TIMEOUT_MS 9000U
 
 typedef struct gen_resource {

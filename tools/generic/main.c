@@ -272,6 +272,11 @@ static int start_resource(app *a, gen_resource *r)
         .probe_unhealthy_after = g->cfg.health.unhealthy_after,
         .probe_healthy_after = g->cfg.health.healthy_after,
         .probe_down = (kdp_probe_down_policy)g->cfg.health.on_down,
+        /* the command is killed at its own timeout: the probe's deadline
+         * leaves it room to be reaped and answer */
+        .probe_timeout_ms =
+            (g->cfg.health.timeout_ms ? g->cfg.health.timeout_ms : GEN_HEALTH_TIMEOUT_MS) +
+            GEN_HEALTH_REAP_MARGIN_MS,
     };
     kdp_ops ops = {.list = list_devices,
                    .allocate = allocate,
