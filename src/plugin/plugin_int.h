@@ -20,6 +20,7 @@
 #include "plugin/lockfile.h"
 #include "plugin/pdir.h"
 #include "plugin/plugin.h"
+#include "plugin/pstats.h"
 #include "plugin/reg_kubelet.h"
 #include "plugin/reg_watcher.h"
 #include "plugin/status.h"
@@ -41,6 +42,7 @@ struct kdp_plugin {
     char *env_name;
 
     kdp__status status;
+    kdp__pstats pstats; /* the /metrics counters */
     kdp__jobs jobs;
     kdp__table table;
     kdp__lockfile lock;

@@ -39,6 +39,7 @@
 #include "kdp.h"
 #include "plugin/devices.h"
 #include "plugin/jobs.h"
+#include "plugin/pstats.h"
 #include "plugin/status.h"
 #include "plugin/tabops.h"
 #include "runtime/loop.h"
@@ -58,7 +59,8 @@ typedef struct kdp__table {
     kdp_plugin *owner;    /* handed to the list op */
     kdp_list_fn list_fn;  /* NULL: the table is what was set */
     void *list_ud;
-    unsigned replicas; /* kdp_config.replicas: set once, before the context runs */
+    unsigned replicas;  /* kdp_config.replicas: set once, before the context runs */
+    kdp__pstats *stats; /* health transitions counted (NULL: none); set once, like replicas */
     kdp__table_cbs cbs;
 
     /* any thread */
