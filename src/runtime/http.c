@@ -309,6 +309,8 @@ static void on_timer(kdp__timer *t, void *ud)
     run(ud);
 }
 
+static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
