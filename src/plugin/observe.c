@@ -20,6 +20,7 @@ typedef struct observe {
     kdp__registry reg;
     kdp__http *http;
     bool serve_called;  /* kdp_ctx_serve_metrics was: $KDP_METRICS_ADDRESS is not read */
+    int env_error;      /* $KDP_METRICS_ADDRESS could not be served: every run fails with it */
     pthread_mutex_t mu; /* address, for kdp_ctx_get_metrics_address from any thread */
     char address[ADDRESS_MAX];
 } observe;
@@ -171,6 +172,9 @@ static int serve(observe *o, const char *address, const char *from)
 static int addon_start(kdp_ctx *ctx)
 {
     observe *o = atomic_load(&ctx->addon_data);
+    if (o && o->env_error) {
+        return o->env_error;
+    }
     if (o && (o->serve_called || o->http)) {
         return 0;
     }
@@ -182,9 +186,9 @@ static int addon_start(kdp_ctx *ctx)
     if (!o) {
         return -ENOMEM;
     }
-    o->serve_called = true; /* once */
     int r = serve(o, env, "$" KDP_METRICS_ADDRESS_ENV);
     if (r < 0) {
+        o->env_error = r;
         log_error("metrics: $%s=\"%.200s\" cannot be served (%s): not running",
                   KDP_METRICS_ADDRESS_ENV, env, strerror(-r));
     }
