@@ -380,7 +380,7 @@ static void reg_failed(void *ud, const char *reason)
     size_t n = 0;
     for (; reason[n] && n < sizeof(s->reg_error) - 1; n++) {
         unsigned char c = (unsigned char)reason[n];
-        s->reg_error[n] = c < ' ' || c == 0x7f ? ' ' : (char)c;
+        s->reg_error[n] = (char)(c < ' ' || c == 0x7f ? ' ' : c);
     }
     s->reg_error[n] = '\0';
     kdp__status_unlock(s);

@@ -62,10 +62,12 @@ static void metric_free(kdp_metric *m)
 void kdp__registry_done(kdp__registry *r)
 {
     kdp__link *l;
-    while ((l = kdp__list_first(&r->metrics))) {
-        kdp__link_remove(l);
+    kdp__link *tmp;
+    kdp__list_for_each_safe(l, tmp, &r->metrics)
+    {
         metric_free(KDP__CONTAINER_OF(l, kdp_metric, link));
     }
+    kdp__link_init(&r->metrics);
     pthread_mutex_destroy(&r->mu);
 }
 
@@ -128,6 +130,31 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
+static int check_labels(const char *name, const char *const *labels, size_t n_labels)
+{
+    const char *why = NULL;
+    if (n_labels > KDP_METRIC_MAX_LABELS || (n_labels && !labels)) {
+        log_error("kdp_metric_new: %s: %zu labels: %s", name, n_labels,
+                  n_labels > KDP_METRIC_MAX_LABELS ? "at most KDP_METRIC_MAX_LABELS (4)"
+                                                   : "labels is NULL");
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < n_labels; i++) {
+        if (kdp__metric_check_label(labels[i], &why) < 0) {
+            log_error("kdp_metric_new: %s: invalid label name \"%.200s\": %s", name,
+                      labels[i] ? labels[i] : "(null)", why);
+            return -EINVAL;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(labels[i], labels[j]) == 0) {
+                log_error("kdp_metric_new: %s: the label \"%s\" is named twice", name, labels[i]);
+                return -EINVAL;
+            }
+        }
+    }
+    return 0;
+}
+
 static int check_new(kdp_metric_type type, const char *name, const char *help,
                      const char *const *labels, size_t n_labels)
 {
@@ -150,26 +177,7 @@ static int check_new(kdp_metric_type type, const char *name, const char *help,
                   !help ? "it is NULL" : "it is more than one line of at most 1000 bytes");
         return -EINVAL;
     }
-    if (n_labels > KDP_METRIC_MAX_LABELS || (n_labels && !labels)) {
-        log_error("kdp_metric_new: %s: %zu labels: %s", name, n_labels,
-                  n_labels > KDP_METRIC_MAX_LABELS ? "at most KDP_METRIC_MAX_LABELS (4)"
-                                                   : "labels is NULL");
-        return -EINVAL;
-    }
-    for (size_t i = 0; i < n_labels; i++) {
-        if (kdp__metric_check_label(labels[i], &why) < 0) {
-            log_error("kdp_metric_new: %s: invalid label name \"%.200s\": %s", name,
-                      labels[i] ? labels[i] : "(null)", why);
-            return -EINVAL;
-        }
-        for (size_t j = 0; j < i; j++) {
-            if (strcmp(labels[i], labels[j]) == 0) {
-                log_error("kdp_metric_new: %s: the label \"%s\" is named twice", name, labels[i]);
-                return -EINVAL;
-            }
-        }
-    }
-    return 0;
+    return check_labels(name, labels, n_labels);
 }
 
 static kdp_metric *find(kdp__registry *r, const char *name)
@@ -237,7 +245,8 @@ static bool utf8_ok(const char *s)
         if (c < 0x80) {
             p++;
             continue;
-        } else if ((c & 0xe0) == 0xc0) {
+        }
+        if ((c & 0xe0) == 0xc0) {
             n = 1;
             min = 0x80;
             c &= 0x1f;
@@ -302,6 +311,9 @@ static int new_series(kdp_metric *m, const char *const *values, series **ret)
         }
         m->series = v;
         m->cap = cap;
+    }
+    if (!m->series) {
+        return -ENOMEM; /* cannot happen: cap > n_series here */
     }
     series s = {0};
     if (m->n_labels) {

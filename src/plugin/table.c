@@ -209,6 +209,22 @@ static void log_op(const kdp__tabundo *u, change_log *c)
     }
 }
 
+/* kdp_health_transitions_total for a batch of single changes. */
+static void count_ops(kdp__pstats *stats, const kdp__tabundo *undo, size_t n)
+{
+    for (size_t i = 0; stats && i < n; i++) {
+        const kdp__tabundo *u = &undo[i];
+        if (u->visible && u->kind == KDP__TABOP_PUT && u->had) {
+            kdp__dev new_dev = {.health = u->new_health};
+            count_change(&u->old, &new_dev, stats);
+        } else if (u->visible && u->kind == KDP__TABOP_HEALTH) {
+            kdp__dev old_dev = {.health = u->old_health};
+            kdp__dev new_dev = {.health = u->new_health};
+            count_change(&old_dev, &new_dev, stats);
+        }
+    }
+}
+
 /* Single changes: applied to tab, and taken back if the message would not
  * fit (or cannot be made). O(changes) plus one message. */
 static void take_ops(kdp__table *t, kdp__tabops *q)
@@ -248,17 +264,7 @@ static void take_ops(kdp__table *t, kdp__tabops *q)
             changed = false; /* the batch undid itself (a device added, then removed) */
         }
     }
-    for (size_t i = 0; changed && t->stats && i < n; i++) {
-        const kdp__tabundo *u = &undo[i];
-        if (u->visible && u->kind == KDP__TABOP_PUT && u->had) {
-            kdp__dev new_dev = {.health = u->new_health};
-            count_change(&u->old, &new_dev, t->stats);
-        } else if (u->visible && u->kind == KDP__TABOP_HEALTH) {
-            kdp__dev old_dev = {.health = u->old_health};
-            kdp__dev new_dev = {.health = u->new_health};
-            count_change(&old_dev, &new_dev, t->stats);
-        }
-    }
+    count_ops(t->stats, undo, n); /* a batch that undid itself changed health twice */
     if (changed && kdp__log_enabled(KDP_LOG_INFO)) {
         change_log c = {.resource = t->resource};
         for (size_t i = 0; i < n; i++) {

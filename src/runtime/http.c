@@ -24,8 +24,9 @@
 #endif
 
 #define DEFAULT_MAX_CONNS   32U
+#define DEFAULT_PER_IP      16U /* over it, a connection is closed at accept */
 #define DEFAULT_TIMEOUT_S   10U
-#define DEFAULT_CONN_MEMORY (32U * 1024U)
+#define DEFAULT_CONN_MEMORY ((size_t)32 * 1024)
 #define BACKLOG             16
 #define ADDR_MAX            128 /* the bound address as text; a socket path fits */
 #define HOST_MAX            256
@@ -94,7 +95,7 @@ static int parse(const char *address, parsed *out, const char **why)
             return bad(why, "the unix socket path is over 107 bytes");
         }
         out->is_unix = true;
-        strcpy(out->path, path);
+        memcpy(out->path, path, strlen(path) + 1);
         return 0;
     }
     const char *colon = strrchr(address, ':');
@@ -144,21 +145,28 @@ static int new_socket(int family)
     return socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 }
 
-static void format_address(const struct sockaddr *sa, char *out, size_t cap)
+/* The address fd is bound to, as text: "127.0.0.1:9400", "[::1]:9400". */
+static int bound_address(int fd, char *out, size_t cap)
 {
-    char ip[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
-        port = ntohs(in->sin_port);
-        snprintf(out, cap, "%s:%u", ip, port);
-    } else {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-        port = ntohs(in6->sin6_port);
-        snprintf(out, cap, "[%s]:%u", ip, port);
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in;
+        struct sockaddr_in6 in6;
+    } u;
+    memset(&u, 0, sizeof(u));
+    socklen_t len = sizeof(u);
+    if (getsockname(fd, &u.sa, &len) < 0) {
+        return -errno;
     }
+    char ip[INET6_ADDRSTRLEN] = "?";
+    if (u.sa.sa_family == AF_INET) {
+        inet_ntop(AF_INET, &u.in.sin_addr, ip, sizeof(ip));
+        snprintf(out, cap, "%s:%u", ip, (unsigned)ntohs(u.in.sin_port));
+    } else {
+        inet_ntop(AF_INET6, &u.in6.sin6_addr, ip, sizeof(ip));
+        snprintf(out, cap, "[%s]:%u", ip, (unsigned)ntohs(u.in6.sin6_port));
+    }
+    return 0;
 }
 
 static int bind_one(const struct sockaddr *sa, socklen_t len, bool dual, int *ret_fd)
@@ -219,14 +227,11 @@ static int listen_tcp(kdp__http *h, const parsed *p)
     if (r < 0) {
         return r;
     }
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
-        r = -errno;
+    r = bound_address(fd, h->address, sizeof(h->address));
+    if (r < 0) {
         close(fd);
         return r;
     }
-    format_address((struct sockaddr *)&ss, h->address, sizeof(h->address));
     h->fd = fd;
     return 0;
 }
@@ -243,7 +248,7 @@ static int clear_unix_path(const char *path)
         return -EADDRINUSE;
     }
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    strcpy(sa.sun_path, path);
+    memcpy(sa.sun_path, path, strlen(path) + 1); /* fits: checked by parse() */
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         return -errno;
@@ -264,14 +269,14 @@ static int listen_unix(kdp__http *h, const parsed *p)
         return r;
     }
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    strcpy(sa.sun_path, p->path);
+    memcpy(sa.sun_path, p->path, sizeof(sa.sun_path));
     int fd = -1;
     r = bind_one((struct sockaddr *)&sa, sizeof(sa), false, &fd);
     if (r < 0) {
         return r;
     }
     snprintf(h->address, sizeof(h->address), "%s", p->path);
-    strcpy(h->unix_path, p->path);
+    memcpy(h->unix_path, p->path, sizeof(h->unix_path));
     h->fd = fd;
     return 0;
 }
@@ -388,11 +393,15 @@ static int start_mhd(kdp__http *h, const kdp__http_cfg *cfg)
     unsigned max = cfg && cfg->max_connections ? cfg->max_connections : DEFAULT_MAX_CONNS;
     unsigned timeout = cfg && cfg->timeout_s ? cfg->timeout_s : DEFAULT_TIMEOUT_S;
     size_t mem = cfg && cfg->conn_memory ? cfg->conn_memory : DEFAULT_CONN_MEMORY;
+    /* At the total limit MHD stops accepting (the kernel's backlog, 16, waits);
+     * over the per-address one it closes the new connection at once. */
+    unsigned per_ip = max / 2 < DEFAULT_PER_IP ? (max + 1) / 2 : DEFAULT_PER_IP;
     h->d = MHD_start_daemon(
         MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET,
-        (MHD_socket)h->fd, MHD_OPTION_CONNECTION_LIMIT, max, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_END);
+        (MHD_socket)h->fd, MHD_OPTION_CONNECTION_LIMIT, max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        per_ip, MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+        MHD_OPTION_END);
     if (!h->d) {
         log_error("metrics: libmicrohttpd did not start on %s", h->address);
         return -EIO;
