@@ -174,7 +174,9 @@ void kdp__expfmt_histogram(kdp__expfmt *w, const char *name, const kdp__label *l
         return;
     }
     kdp__label ls[MAX_HIST_LABELS];
-    memcpy(ls, labels, n_labels * sizeof(*ls));
+    if (n_labels > 0) {
+        memcpy(ls, labels, n_labels * sizeof(*ls));
+    }
     char le[40];
     ls[n_labels].name = "le";
     ls[n_labels].value = le;
