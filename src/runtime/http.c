@@ -20,7 +20,9 @@
 #include "base/log.h"
 
 #ifdef KDP_HAVE_MHD
+#include <dlfcn.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #endif
 
 #define DEFAULT_MAX_CONNS   32U
@@ -283,12 +285,87 @@ static int listen_unix(kdp__http *h, const parsed *p)
 
 #ifdef KDP_HAVE_MHD
 
+/* ---- libmicrohttpd, loaded when the first endpoint starts ----
+ *
+ * Linking it would load it, and gnutls with the nine libraries gnutls
+ * needs, into every program that links kdp, endpoint or not: 10 more
+ * shared libraries, about 2.5 MB more RSS at idle, and 1 ms more from exec
+ * to Register. Loaded on first use instead, it costs only the plugins that
+ * serve metrics. */
+
+#define MHD_SONAME "libmicrohttpd.so.12"
+
+static struct {
+    __typeof__(MHD_start_daemon) *start_daemon;
+    __typeof__(MHD_stop_daemon) *stop_daemon;
+    __typeof__(MHD_run) *run;
+    __typeof__(MHD_get_timeout) *get_timeout;
+    __typeof__(MHD_get_daemon_info) *get_daemon_info;
+    __typeof__(MHD_add_connection) *add_connection;
+    __typeof__(MHD_create_response_from_buffer) *create_response_from_buffer;
+    __typeof__(MHD_add_response_header) *add_response_header;
+    __typeof__(MHD_queue_response) *queue_response;
+    __typeof__(MHD_destroy_response) *destroy_response;
+    __typeof__(MHD_lookup_connection_value) *lookup_connection_value;
+} mhd;
+
+static pthread_once_t mhd_once = PTHREAD_ONCE_INIT;
+static char mhd_error[256] = "not loaded"; /* "" once loaded */
+
+/* dlsym into a function pointer (POSIX guarantees the conversion works). */
+static bool sym(void *lib, const char *name, void *fn_ptr)
+{
+    void *p = dlsym(lib, name);
+    if (p) {
+        memcpy(fn_ptr, &p, sizeof(p));
+    }
+    return p != NULL;
+}
+
+static void mhd_load(void)
+{
+    void *lib = dlopen(MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        snprintf(mhd_error, sizeof(mhd_error), "%s", e ? e : "dlopen failed");
+        return;
+    }
+    bool ok = sym(lib, "MHD_start_daemon", &mhd.start_daemon) &&
+              sym(lib, "MHD_stop_daemon", &mhd.stop_daemon) && sym(lib, "MHD_run", &mhd.run) &&
+              sym(lib, "MHD_get_timeout", &mhd.get_timeout) &&
+              sym(lib, "MHD_get_daemon_info", &mhd.get_daemon_info) &&
+              sym(lib, "MHD_add_connection", &mhd.add_connection) &&
+              sym(lib, "MHD_create_response_from_buffer", &mhd.create_response_from_buffer) &&
+              sym(lib, "MHD_add_response_header", &mhd.add_response_header) &&
+              sym(lib, "MHD_queue_response", &mhd.queue_response) &&
+              sym(lib, "MHD_destroy_response", &mhd.destroy_response) &&
+              sym(lib, "MHD_lookup_connection_value", &mhd.lookup_connection_value);
+    if (!ok) {
+        snprintf(mhd_error, sizeof(mhd_error), "%s lacks a function kdp uses", MHD_SONAME);
+        dlclose(lib);
+        return;
+    }
+    mhd_error[0] = '\0'; /* loaded; kept for the process's lifetime */
+}
+
+/* 0, or -ENOTSUP after a log line naming what to install. Any thread. */
+static int mhd_ready(void)
+{
+    (void)pthread_once(&mhd_once, mhd_load);
+    if (mhd_error[0]) {
+        log_error("metrics: cannot load %s (on Debian: apt-get install libmicrohttpd12): %s",
+                  MHD_SONAME, mhd_error);
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
 /* ---- libmicrohttpd on the loop ---- */
 
 static void rearm(kdp__http *h)
 {
     MHD_UNSIGNED_LONG_LONG ms = 0;
-    if (MHD_get_timeout(h->d, &ms) == MHD_YES) {
+    if (mhd.get_timeout(h->d, &ms) == MHD_YES) {
         kdp__timer_start(h->timer, ms > UINT64_MAX / 1000U ? UINT64_MAX : ms * 1000U);
     } else {
         kdp__timer_stop(h->timer);
@@ -297,7 +374,7 @@ static void rearm(kdp__http *h)
 
 static void run(kdp__http *h)
 {
-    (void)MHD_run(h->d);
+    (void)mhd.run(h->d);
     rearm(h);
 }
 
@@ -344,20 +421,20 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 static enum MHD_Result respond(struct MHD_Connection *c, kdp__http_resp *resp)
 {
     struct MHD_Response *r =
-        resp->body ? MHD_create_response_from_buffer(resp->len, resp->body, MHD_RESPMEM_MUST_FREE)
-                   : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        resp->body ? mhd.create_response_from_buffer(resp->len, resp->body, MHD_RESPMEM_MUST_FREE)
+                   : mhd.create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (!r) {
         free(resp->body);
         return MHD_NO; /* MHD closes the connection */
     }
-    (void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+    (void)mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
                                   resp->content_type ? resp->content_type
                                                      : "text/plain; charset=utf-8");
     if (resp->allow) {
-        (void)MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
+        (void)mhd.add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
     }
-    enum MHD_Result ok = MHD_queue_response(c, (unsigned)resp->status, r);
-    MHD_destroy_response(r);
+    enum MHD_Result ok = mhd.queue_response(c, (unsigned)resp->status, r);
+    mhd.destroy_response(r);
     return ok;
 }
 
@@ -376,8 +453,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     *con_cls = &body_marker;
     kdp__http_resp resp = {0};
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-    const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+    const char *cl = mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    const char *te = mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
     if ((cl && strcmp(cl, "0") != 0) || te) {
         resp.status = 413;
         resp.body = strdup("a request body is not accepted here\n");
@@ -390,13 +467,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static int start_mhd(kdp__http *h, const kdp__http_cfg *cfg)
 {
+    int r = mhd_ready();
+    if (r < 0) {
+        return r;
+    }
     unsigned max = cfg && cfg->max_connections ? cfg->max_connections : DEFAULT_MAX_CONNS;
     unsigned timeout = cfg && cfg->timeout_s ? cfg->timeout_s : DEFAULT_TIMEOUT_S;
     size_t mem = cfg && cfg->conn_memory ? cfg->conn_memory : DEFAULT_CONN_MEMORY;
     /* At the total limit MHD stops accepting (the kernel's backlog, 16, waits);
      * over the per-address one it closes the new connection at once. */
     unsigned per_ip = max / 2 < DEFAULT_PER_IP ? (max + 1) / 2 : DEFAULT_PER_IP;
-    h->d = MHD_start_daemon(
+    h->d = mhd.start_daemon(
         MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET,
         (MHD_socket)h->fd, MHD_OPTION_CONNECTION_LIMIT, max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         per_ip, MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem,
@@ -407,11 +488,11 @@ static int start_mhd(kdp__http *h, const kdp__http_cfg *cfg)
         return -EIO;
     }
     h->fd = -1; /* MHD's now: closed by MHD_stop_daemon */
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
+    const union MHD_DaemonInfo *info = mhd.get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
     if (!info) {
         return -EIO;
     }
-    int r = kdp__io_add(h->loop, info->epoll_fd, EPOLLIN, on_io, h, &h->io);
+    r = kdp__io_add(h->loop, info->epoll_fd, EPOLLIN, on_io, h, &h->io);
     if (r == 0) {
         r = kdp__timer_new(h->loop, on_timer, h, &h->timer);
     }
@@ -424,7 +505,7 @@ static int start_mhd(kdp__http *h, const kdp__http_cfg *cfg)
 int kdp__http_adopt(kdp__http *h, int fd)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (MHD_add_connection(h->d, fd, (struct sockaddr *)&sa, sizeof(sa_family_t)) != MHD_YES) {
+    if (mhd.add_connection(h->d, fd, (struct sockaddr *)&sa, sizeof(sa_family_t)) != MHD_YES) {
         return -EIO; /* MHD closed fd */
     }
     run(h);
@@ -506,7 +587,7 @@ void kdp__http_free(kdp__http *h)
     kdp__timer_free(h->timer);
 #ifdef KDP_HAVE_MHD
     if (h->d) {
-        MHD_stop_daemon(h->d); /* closes the connections and the listening socket */
+        mhd.stop_daemon(h->d); /* closes the connections and the listening socket */
     }
 #endif
     if (h->fd >= 0) {
