@@ -183,9 +183,8 @@ class MetricsTest(PluginTest):
         p, addr = self.plugin_with_metrics("unix:" + sock, "--devices", "d0")
         self.assertEqual(addr, sock)
         # no kubelet yet
-        wait_for(lambda: get(sock, "/healthz")[0] == 503, T, "/healthz 503 before the kubelet")
-        status, _, body = get(sock, "/healthz")
-        self.assertEqual(body, "%s: waiting for kubelet.sock\n" % RES)
+        want = (503, "%s: waiting for kubelet.sock\n" % RES)
+        wait_for(lambda: get(sock, "/healthz")[::2] == want, T, "/healthz 503 before the kubelet")
         kl = self.kubelet()
         kl.wait_event("registered", resource=RES)
         wait_for(lambda: get(sock, "/healthz")[0] == 200, T, "/healthz 200 once registered")
@@ -206,11 +205,10 @@ class MetricsTest(PluginTest):
         p = self.start_test_plugin("--metrics-address", "127.0.0.1:0", "--devices", "a",
                                    resources=(RES, "kdp.test/other"))
         addr = re.search(SERVING, p.wait_log(SERVING)).group(1)
-        status, _, body = get(addr, "/healthz")
-        self.assertEqual(status, 503)
-        self.assertEqual(sorted(body.splitlines()),
-                         sorted(["%s: waiting for kubelet.sock" % r
-                                 for r in (RES, "kdp.test/other")]))
+        want = sorted("%s: waiting for kubelet.sock" % r for r in (RES, "kdp.test/other"))
+        wait_for(lambda: sorted(get(addr, "/healthz")[2].splitlines()) == want, T,
+                 "/healthz: one line per plugin")
+        self.assertEqual(get(addr, "/healthz")[0], 503)
         f = parse(get(addr, "/metrics")[2])
         self.assertEqual({m["labels"]["resource"] for m in f["kdp_plugin_up"]["metrics"]},
                          {RES, "kdp.test/other"})
@@ -292,10 +290,10 @@ class MetricsTest(PluginTest):
         env = dict(os.environ, KDP_METRICS_ADDRESS="127.0.0.1:0")
         s = self.plugin("kdp-example-simple", ["--device-plugin-dir", self.dir, "--count", "2"],
                         "simple.sock", ["example.com/simple"], name="simple2", env=env)
-        addr = re.search(SERVING, s.wait_log(SERVING)).group(1)
-        f = parse(get(addr, "/metrics")[2])
-        self.assertEqual(value(f, "kdp_devices", resource="example.com/simple",
-                               health="healthy")["value"], 2)
+        addr = re.search(SERVING, s.wait_log(SERVING)).group(1)  # before the first list
+        wait_for(lambda: value(parse(get(addr, "/metrics")[2]), "kdp_devices",
+                               resource="example.com/simple", health="healthy")["value"] == 2,
+                 T, "the two devices of the first list on the page")
         self.assertStopsCleanly(s)
 
 
