@@ -69,13 +69,13 @@ static void on_registered(int status, const char *message, const uint8_t *resp, 
         do_register(k);
         return;
     }
-    /* kubelet.sock appears at bind(), a moment before listen(): a connect in
-     * between is refused. Right after the file appeared, retry at once. */
-    if (k->base.up.failed) {
+    if (k->base.up.failed) { /* counted, and said by /healthz until a success */
         char why[300];
         snprintf(why, sizeof(why), "%s: %s", kdp__status_name(status), message ? message : "");
         k->base.up.failed(k->base.up.ud, why);
     }
+    /* kubelet.sock appears at bind(), a moment before listen(): a connect in
+     * between is refused. Right after the file appeared, retry at once. */
     uint64_t delay = k->fast_retries > 0 ? FAST_RETRY_US : kdp__backoff_next(&k->backoff);
     if (k->fast_retries > 0) {
         k->fast_retries--;
