@@ -10,21 +10,17 @@
 static const double bounds[KDP__HIST_N] = KDP__HIST_BOUNDS;
 static const char *const op_names[KDP__OP_N] = KDP__OP_NAMES;
 
-bool kdp__builtins_up(const kdp__pview *v, char *why, size_t cap)
+/* Why a plugin in state st is not up. */
+static void state_reason(const kdp__pview *v, char *why, size_t cap)
 {
     const kdp_plugin_status *st = &v->st;
     switch (st->state) {
-    case KDP_PLUGIN_REGISTERED:
-        snprintf(why, cap, "registered");
-        return true;
     case KDP_PLUGIN_IDLE:
         snprintf(why, cap, "not started");
         break;
     case KDP_PLUGIN_STARTING:
         if (st->dir_error) {
             snprintf(why, cap, "device-plugin directory unusable: %s", strerror(-st->dir_error));
-        } else if (st->list_error) {
-            snprintf(why, cap, "list op failing: %s", strerror(-st->list_error));
         } else {
             snprintf(why, cap, "starting");
         }
@@ -46,6 +42,23 @@ bool kdp__builtins_up(const kdp__pview *v, char *why, size_t cap)
     default:
         snprintf(why, cap, st->superseded ? "superseded by a newer instance" : "stopped");
         break;
+    }
+}
+
+bool kdp__builtins_up(const kdp__pview *v, char *why, size_t cap)
+{
+    const kdp_plugin_status *st = &v->st;
+    if (st->state == KDP_PLUGIN_REGISTERED) {
+        snprintf(why, cap, "registered");
+        return true;
+    }
+    state_reason(v, why, cap);
+    /* a failing list op does not keep a plugin from serving (it serves the
+     * last list, or none): said along with what does */
+    bool live = st->state != KDP_PLUGIN_STOPPED && st->state != KDP_PLUGIN_STOPPING;
+    if (st->list_error && live) {
+        size_t n = strlen(why);
+        snprintf(why + n, cap - n, "; list op failing: %s", strerror(-st->list_error));
     }
     return false;
 }

@@ -200,6 +200,31 @@ class MetricsTest(PluginTest):
         self.assertStopsCleanly(p)
         self.assertFalse(os.path.exists(sock), "the metrics socket is removed at exit")
 
+    def test_healthz_says_what_keeps_a_plugin_from_starting(self):
+        # the list op fails (its file is missing): retried with backoff until it works
+        lst = self.file("list")
+        p, addr = self.plugin_with_metrics("127.0.0.1:0", "--list-file", lst)
+        want = (503, "%s: waiting for kubelet.sock; list op failing: No such file or directory\n"
+                % RES)  # it serves meanwhile (no devices)
+        wait_for(lambda: get(addr, "/healthz")[::2] == want, T, "/healthz: the list op failing")
+        with open(lst + ".tmp", "w") as f:
+            f.write("d0\n")
+        os.rename(lst + ".tmp", lst)
+        want = (503, "%s: waiting for kubelet.sock\n" % RES)
+        wait_for(lambda: get(addr, "/healthz")[::2] == want, 2 * T, "/healthz once it lists")
+        self.assertStopsCleanly(p)
+        # the device-plugin directory does not exist (yet)
+        missing = self.path("files", "not-yet")
+        q = self.start_test_plugin("--metrics-address", "127.0.0.1:0", "--devices", "d0",
+                                   dir=missing, name="no-dir")
+        addr = re.search(SERVING, q.wait_log(SERVING)).group(1)
+        want = (503, "%s: device-plugin directory unusable: No such file or directory\n" % RES)
+        wait_for(lambda: get(addr, "/healthz")[::2] == want, T, "/healthz: no directory")
+        os.makedirs(missing)
+        want = (503, "%s: waiting for kubelet.sock\n" % RES)
+        wait_for(lambda: get(addr, "/healthz")[::2] == want, T, "/healthz once it exists")
+        self.assertStopsCleanly(q)
+
     def test_several_plugins_one_page(self):
         # two plugins on one context: one page, one /healthz line per plugin
         p = self.start_test_plugin("--metrics-address", "127.0.0.1:0", "--devices", "a",

@@ -57,7 +57,13 @@ static void test_healthz_reasons(void **state)
     v.st.state = KDP_PLUGIN_STARTING;
     expect(&v, 1, 503, "a.b/c: starting\n");
     v.st.list_error = -EIO;
-    expect(&v, 1, 503, "a.b/c: list op failing: Input/output error\n");
+    expect(&v, 1, 503, "a.b/c: starting; list op failing: Input/output error\n");
+    v.st.state = KDP_PLUGIN_WAITING;
+    expect(&v, 1, 503, "a.b/c: waiting for kubelet.sock; list op failing: Input/output error\n");
+    v.st.state = KDP_PLUGIN_REGISTERED; /* registered: up, whatever the list op does */
+    expect(&v, 1, 200, "ok\n");
+    v.st.state = KDP_PLUGIN_STARTING;
+    v.st.list_error = 0;
     v.st.dir_error = -ENOENT;
     expect(&v, 1, 503, "a.b/c: device-plugin directory unusable: No such file or directory\n");
     v.st.state = KDP_PLUGIN_IDLE;
