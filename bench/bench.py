@@ -270,17 +270,31 @@ def run(args):
         # --- one session each: idle, Allocate, updates, restarts ---
         log("idle: RSS, threads, %.0f s of CPU ticks and wakeups (both at once)" % cfg["idle_s"])
         ds = sessions("main")
-        both(ds, "start", 180)
+        # kdp with its metrics endpoint on (no client scrapes it), idle at the same time
+        mroot = os.path.join(tmp, "kdp-metrics-idle")
+        make_devices(os.path.join(mroot, "devices"), ids8, shuffle=False)
+        dm = Driver("kdp-metrics", args.tools, mroot,
+                    argv["kdp"] + ["--metrics-address", "127.0.0.1:0"],
+                    os.path.join(mroot, "devices"))
+        ds3 = dict(ds, kdp_metrics=dm)
+        both(ds3, "start", 180)
         time.sleep(1.0)
-        st = both(ds, "status")
+        st = both(ds3, "status")
         for k in PLUGINS:
             pr = st[k]["proc"]
             R[k]["idle"] = {key: pr[key] for key in ("rss_kb", "rss_anon_kb", "rss_file_kb",
                                                      "pss_kb", "uss_kb", "threads")}
-        idle = both(ds, "idle %g" % cfg["idle_s"], cfg["idle_s"] + 60)
+        idle = both(ds3, "idle %g" % cfg["idle_s"], cfg["idle_s"] + 60)
         for k in PLUGINS:
             R[k]["idle"].update({"seconds": cfg["idle_s"], "cpu_ticks": idle[k]["cpu_ticks"],
                                  "wakeups": idle[k]["wakeups"], "run_ns": idle[k]["run_ns"]})
+        R["kdp"]["idle_metrics"] = {"seconds": cfg["idle_s"],
+                                    "cpu_ticks": idle["kdp_metrics"]["cpu_ticks"],
+                                    "wakeups": idle["kdp_metrics"]["wakeups"],
+                                    "rss_kb": st["kdp_metrics"]["proc"]["rss_kb"],
+                                    "threads": st["kdp_metrics"]["proc"]["threads"]}
+        dm.cmd("stop")
+        dm.close()
 
         def allocate_rounds(ds, total, file_tag):
             """total Allocates each, in cfg rounds, alternating; CPU ticks summed."""
@@ -358,6 +372,15 @@ def run(args):
                       os.path.join(tmp, "default-pinned", "devices"), pin=True)
         dflt.cmd("start", 180)
         dflt.cmd("allocate %d dev-0" % cfg["warmup"])
+        # kdp-example-gopher again with its metrics endpoint on: the cost of the counters
+        mroot = os.path.join(tmp, "kdp-metrics-pinned")
+        make_devices(os.path.join(mroot, "devices"), ids8, shuffle=False)
+        dmet = Driver("kdp-metrics", args.tools, mroot,
+                      argv["kdp"] + ["--metrics-address", "127.0.0.1:0"],
+                      os.path.join(mroot, "devices"), pin=True)
+        dmet.cmd("start", 180)
+        dmet.cmd("allocate %d g0" % cfg["warmup"])
+        met_ticks = 0
         echo_srv = os.path.join(args.bin, "kdp-echo-server")
         echo_cli = os.path.join(args.bin, "kdp-go-client")
         echo = None
@@ -381,6 +404,9 @@ def run(args):
                 ticks[k] += r["cpu_ticks"]
                 run_ns[k] += r["run_ns"]
             dflt.cmd("allocate %d dev-0 %s" % (per, os.path.join(samples, "alloc_pinned_default.txt")))
+            r = dmet.cmd("allocate %d g0 %s" % (per, os.path.join(samples,
+                                                                  "alloc_pinned_metrics.txt")))
+            met_ticks += r["cpu_ticks"]
             if echo:
                 p = subprocess.run(["taskset", "-c", "0", echo_cli, "-socket", esock, "-scenario",
                                     "bench", "-n", str(per), "-timeout", "120s"],
@@ -406,6 +432,12 @@ def run(args):
                                                "p99_us": pct(lat, 99)}
         dflt.cmd("stop")
         dflt.close()
+        lat = read_samples(os.path.join(samples, "alloc_pinned_metrics.txt"))
+        R["kdp"]["allocate_pinned_metrics"] = {"n": len(lat), "p50_us": pct(lat, 50),
+                                               "p99_us": pct(lat, 99),
+                                               "cpu_ms_per_10k": met_ticks * 1000.0 / hz * 10000 / n}
+        dmet.cmd("stop")
+        dmet.close()
 
         # --- large device lists ---
         for size in cfg["list_sizes"]:
@@ -541,6 +573,13 @@ def render(res):
         rows.append("| Allocate p50, one core, no allocate op (kdp-example-simple: kdp's default "
                     "answer, on the loop thread) | %s | | | <= 1.2x the echo floor (%s): %s |" % (
                         fmt(kv, "us"), fmt(echo, "us"), "met" if ok else "**not met**"))
+    if "allocate_pinned_metrics" in K:
+        m = K["allocate_pinned_metrics"]
+        rows.append("| Allocate p50 / p99, one core, metrics endpoint on (`--metrics-address`; "
+                    "off: the row above) | %s / %s | | | |" % (fmt(m["p50_us"], "us"),
+                                                             fmt(m["p99_us"], "us")))
+        rows.append("| plugin CPU per 10,000 Allocates, one core, metrics on (off: below) | %s "
+                    "| | | |" % fmt(m["cpu_ms_per_10k"], "ms"))
     row("plugin CPU per 10,000 Allocates, unpinned (utime+stime)",
         *both_of("allocate", "cpu_ms_per_10k"), "ms", "cpu_per_alloc")
     row("plugin CPU per 10,000 Allocates, one core", *both_of("allocate_pinned", "cpu_ms_per_10k"),
@@ -577,6 +616,12 @@ def render(res):
         target="idle_ticks")
     row("wakeups (voluntary context switches) over %gs idle" % K["idle"]["seconds"],
         *both_of("idle", "wakeups"))
+    if "idle_metrics" in K:
+        m = K["idle_metrics"]
+        rows.append("| CPU ticks / wakeups over %gs idle, metrics endpoint on, no client | %s / %s "
+                    "| | | 0 / 0: %s |" % (m["seconds"], fmt(m["cpu_ticks"]), fmt(m["wakeups"]),
+                                          "met" if m["cpu_ticks"] == 0 and m["wakeups"] == 0
+                                          else "**not met**"))
     f = res["floor"]
     floor_rows = [
         "| floor: exec -> Register of a canned request (C, libc only), p50 | %s | | | |" %

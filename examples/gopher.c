@@ -12,6 +12,7 @@
  *
  *   kdp-example-gopher [--devices-dir DIR] [--resource NAME]
  *       [--device-plugin-dir DIR | --kubelet-root ROOT] [--registration MODE]
+ *       [--metrics-address ADDR]
  */
 #include <dirent.h>
 #include <errno.h>
@@ -159,9 +160,12 @@ static void *watch_devices(void *arg)
 int main(int argc, char **argv)
 {
     kdp_config cfg = {.resource_name = "example.com/gopher", .socket_name = "gopher.sock"};
+    const char *metrics = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v;
-        if ((v = flag_value(argc, argv, &i, "--devices-dir"))) {
+        if ((v = flag_value(argc, argv, &i, "--metrics-address"))) {
+            metrics = v;
+        } else if ((v = flag_value(argc, argv, &i, "--devices-dir"))) {
             devices_dir = v;
         } else if ((v = flag_value(argc, argv, &i, "--resource"))) {
             cfg.resource_name = v;
@@ -177,7 +181,8 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr,
                     "usage: %s [--devices-dir DIR] [--resource NAME] "
-                    "[--device-plugin-dir DIR | --kubelet-root ROOT] [--registration MODE]\n",
+                    "[--device-plugin-dir DIR | --kubelet-root ROOT] [--registration MODE] "
+                    "[--metrics-address ADDR]\n",
                     argv[0]);
             return 2;
         }
@@ -186,6 +191,10 @@ int main(int argc, char **argv)
     kdp_ops ops = {.list = list_gophers, .allocate = allocate};
     kdp_plugin *p;
     if (kdp_plugin_new(NULL, &cfg, &ops, NULL, &p) < 0) {
+        return 1;
+    }
+    if (serve_metrics(p, metrics) < 0) {
+        kdp_plugin_free(p);
         return 1;
     }
     pthread_t tid;

@@ -44,6 +44,8 @@ int main(int argc, char **argv)
             count = (int)n;
         } else if ((v = flag_value(argc, argv, &i, "--resource"))) {
             resource = v;
+        } else if ((v = flag_value(argc, argv, &i, "--metrics-address"))) {
+            setenv(KDP_METRICS_ADDRESS_ENV, v, 1); /* kdp_run_simple() takes no config */
         } else if ((v = flag_value(argc, argv, &i, "--device-plugin-dir"))) {
             setenv(KDP_DEVICE_PLUGIN_DIR_ENV, v, 1); /* kdp_run_simple() takes no config */
         } else if ((v = flag_value(argc, argv, &i, "--kubelet-root"))) {
@@ -58,7 +60,8 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr,
                     "usage: %s [--count N] [--resource NAME] "
-                    "[--device-plugin-dir DIR | --kubelet-root ROOT] [--registration MODE]\n",
+                    "[--device-plugin-dir DIR | --kubelet-root ROOT] [--registration MODE] "
+                    "[--metrics-address ADDR]\n",
                     argv[0]);
             return 2;
         }

@@ -149,7 +149,7 @@ static void discard_log(kdp_log_level level, const char *msg, void *ud)
 
 #define M(name, kind, fn)                                                                          \
     {                                                                                              \
-        "/kdptest.Echo/" name, kind, fn, (void *)"/kdptest.Echo/" name                             \
+        "/kdptest.Echo/" name, kind, fn, (void *)"/kdptest.Echo/" name, NULL                       \
     }
 static const kdp__method methods[] = {
     M("Unary", KDP__UNARY, handle_echo),

@@ -630,6 +630,73 @@ KDP_EXPORT int kdp_run_simple(const char *resource_name, const char *socket_name
                               void *ud);
 
 /* ------------------------------------------------------------------------
+ * Metrics and health endpoint (docs/observability.md)
+ * ------------------------------------------------------------------------ */
+
+/* Read at a context's first run or dispatch when kdp_ctx_serve_metrics()
+ * was never called on it (kdp_run_simple() included). */
+#define KDP_METRICS_ADDRESS_ENV "KDP_METRICS_ADDRESS"
+
+/* Serves GET /metrics (Prometheus text format 0.0.4: kdp's kdp_* metrics
+ * for every plugin of ctx, then the author's, see kdp_metric_new) and GET
+ * /healthz (200 "ok" while every plugin of ctx serves and is registered,
+ * else 503 with one "resource: reason" line per plugin that is not: a
+ * liveness or readiness probe) on ctx's own loop: no thread, and no wakeup
+ * while no client is connected. Off by default.
+ *
+ * address: "HOST:PORT" (HOST an IPv4 literal, "[IPv6]", a name resolved
+ * once here, or empty for every interface: ":9400"; PORT 0 = any free port,
+ * see kdp_ctx_get_metrics_address), or a unix socket: "unix:/abs/path" or
+ * "/abs/path" (a stale socket file there is replaced). Binds at once, so
+ * errors come back here. Returns 0, -EINVAL (malformed: logged with the
+ * accepted forms), -EADDRINUSE, -EACCES, -EADDRNOTAVAIL, -ENOENT (a name
+ * that does not resolve), -EALREADY (already serving), -ENOTSUP (a build
+ * without libmicrohttpd: the fully static tools), -EBUSY (ctx runs on
+ * another thread), -EPERM (from a callback), -ENOMEM. Call it before the
+ * context runs or on its thread.
+ *
+ * When never called, $KDP_METRICS_ADDRESS (if set and not empty) is served
+ * from the context's first run or dispatch; a failure then is fatal for the
+ * run (returned by it, and logged). The endpoint logs "metrics: serving
+ * /metrics and /healthz on ADDR" at info level. The listener closes (a unix
+ * socket's file removed) at kdp_ctx_free(). */
+KDP_EXPORT int kdp_ctx_serve_metrics(kdp_ctx *ctx, const char *address);
+/* The bound address ("127.0.0.1:41234", "[::1]:9400", or the socket's
+ * path) into buf, NUL-terminated: for port 0. Thread-safe. Returns its
+ * length, -ENOTCONN (not serving), -ENOSPC (buf too small), -EINVAL. */
+KDP_EXPORT int kdp_ctx_get_metrics_address(kdp_ctx *ctx, char *buf, size_t len);
+/* The context a plugin runs on (its private one when it was created with
+ * ctx NULL). Thread-safe. NULL if p is NULL. */
+KDP_EXPORT kdp_ctx *kdp_plugin_get_ctx(kdp_plugin *p);
+
+typedef struct kdp_metric kdp_metric;
+typedef enum kdp_metric_type { KDP_METRIC_COUNTER = 0, KDP_METRIC_GAUGE = 1 } kdp_metric_type;
+#define KDP_METRIC_MAX_LABELS 4
+#define KDP_METRIC_MAX_SERIES 1000
+
+/* An author's metric on ctx's /metrics page, after kdp's own. name:
+ * Prometheus's rule [a-zA-Z_:][a-zA-Z0-9_:]*, not starting "kdp_" (kdp's
+ * own), a counter's ending in "_total"; help: one line (escaped on output);
+ * labels: 0..KDP_METRIC_MAX_LABELS names with the label rule
+ * [a-zA-Z_][a-zA-Z0-9_]*, not starting "__", not "le", no duplicates
+ * (copied). Before the context runs or on its thread, not from a callback
+ * (as kdp_plugin_new). Freed with ctx (kdp_ctx_free); *ret stays valid until
+ * then. Returns 0, -EINVAL (logged naming what is wrong), -EEXIST (a metric
+ * of that name on ctx), -EBUSY, -EPERM, -ENOMEM. */
+KDP_EXPORT int kdp_metric_new(kdp_ctx *ctx, kdp_metric_type type, const char *name,
+                              const char *help, const char *const *labels, size_t n_labels,
+                              kdp_metric **ret);
+/* Counter: adds v (finite, >= 0); gauge: adds v (finite, any sign).
+ * label_values: the metric's n_labels values in the order of its labels
+ * (valid UTF-8, copied; NULL when it has none). A new combination creates
+ * its series; at most KDP_METRIC_MAX_SERIES per metric (-ENOSPC past it,
+ * logged once). Thread-safe (any thread, callbacks too). Returns 0,
+ * -EINVAL, -ENOSPC, -ENOMEM. */
+KDP_EXPORT int kdp_metric_add(kdp_metric *m, const char *const *label_values, double v);
+/* Gauge only: sets v (-EINVAL on a counter). Same rules as kdp_metric_add. */
+KDP_EXPORT int kdp_metric_set(kdp_metric *m, const char *const *label_values, double v);
+
+/* ------------------------------------------------------------------------
  * Devices
  * ------------------------------------------------------------------------ */
 

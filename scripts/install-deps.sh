@@ -9,6 +9,8 @@ packages=(
   # build
   gcc make cmake ninja-build pkg-config
   libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
+  # the metrics endpoint: libmicrohttpd's header (the library is loaded at run time)
+  libmicrohttpd-dev
   # kdp-generic's configuration files
   libyaml-dev
   # tests, sanitizers, fuzzing
@@ -21,6 +23,8 @@ packages=(
   python3 python3-grpcio python3-protobuf
   # packaging and deploy/ checks (tests/packaging): manifests, unit file, binaries
   python3-yaml python3-kubernetes systemd file
+  # the metrics tests (tests/metrics): Prometheus's own text parser and server
+  golang-github-prometheus-common-dev prometheus
 )
 
 # Optional groups, only when asked for: scripts/install-deps.sh bench

@@ -271,6 +271,9 @@ static int finish(kdp__call *call, int status, const char *message, int http_sta
     }
     call->finished = true;
     call->status = status;
+    if (call->method && call->method->ended) {
+        call->method->ended(status, call->method->ud);
+    }
     if (message && *message) {
         call->message = kdp__percent_encode(message, strlen(message), NULL);
     }
@@ -347,6 +350,9 @@ void kdp__call_closed(kdp__call *call)
     if (!call->finished) {
         call->sc->srv->stats.calls_cancelled++;
         call->finished = true;
+        if (call->method && call->method->ended) {
+            call->method->ended(KDP__ST_CANCELLED, call->method->ud);
+        }
         notify_cancel(call, KDP__ST_CANCELLED);
     }
 }

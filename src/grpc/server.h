@@ -47,6 +47,11 @@ typedef struct kdp__method {
     kdp__method_kind kind;
     kdp__handler_fn handler;
     void *ud;
+    /* May be NULL: runs once per call of this method when its final status
+     * is decided (finished by the handler, or ended by a cancel, a deadline
+     * or the server's shutdown: CANCELLED when the client went away), with
+     * the same ud. For counting outcomes; it must not touch the call. */
+    void (*ended)(int status, void *ud);
 } kdp__method;
 
 typedef struct kdp__server_config {

@@ -91,6 +91,9 @@ KDP_EXPORT void kdp_ctx_free(kdp_ctx *ctx)
         kdp__member *m = KDP__CONTAINER_OF(l, kdp__member, link);
         m->ops->free(m); /* detaches itself */
     }
+    if (ctx->addon) {
+        ctx->addon->free(ctx);
+    }
     kdp__wakeup_free(ctx->stop_wake);
     kdp__loop_free(ctx->loop);
     free(ctx);
@@ -138,6 +141,17 @@ void kdp__ctx_member_stopped(kdp_ctx *ctx, int error)
     if (error < 0) {
         kdp_ctx_stop(ctx); /* a fatal error in one plugin stops the process */
     }
+}
+
+/* The add-on's start, once, before the first start of the plugins. */
+static int start_addon(kdp_ctx *ctx)
+{
+    if (ctx->addon_started || !ctx->addon) {
+        return 0;
+    }
+    int r = ctx->addon->start(ctx);
+    ctx->addon_started = r == 0;
+    return r;
 }
 
 /* Starts every plugin not started yet (plugins may be added between
@@ -188,6 +202,11 @@ KDP_EXPORT int kdp_ctx_dispatch(kdp_ctx *ctx)
     int self = (int)gettid();
     int none = 0;
     (void)atomic_compare_exchange_strong(&ctx->owner, &none, self);
+    r = start_addon(ctx);
+    if (r < 0) {
+        atomic_store(&ctx->owner, 0);
+        return r;
+    }
     start_all(ctx);
     r = turn(ctx, 0);
     if (r > 0) {
@@ -267,6 +286,8 @@ KDP_EXPORT int kdp_ctx_run(kdp_ctx *ctx)
         log_error("kdp_ctx_run: every plugin of this context has already run and stopped: a "
                   "stopped plugin does not start again; create a new one with kdp_plugin_new()");
         r = -ESHUTDOWN;
+    } else {
+        r = start_addon(ctx);
     }
     if (r < 0) {
         atomic_store(&ctx->owner, 0);

@@ -13,6 +13,7 @@
 
 #include "base/list.h"
 #include "kdp.h"
+#include "plugin/pstats.h"
 #include "runtime/loop.h"
 
 typedef struct kdp__member kdp__member;
@@ -22,8 +23,17 @@ typedef struct kdp__member_ops {
     void (*stop)(kdp__member *m);  /* begin stopping (async); STOPPED when done */
     bool (*idle)(const kdp__member *m);
     bool (*stopped)(const kdp__member *m);
-    void (*free)(kdp__member *m); /* kdp_ctx_free: stop at once and free */
+    void (*free)(kdp__member *m);                  /* kdp_ctx_free: stop at once and free */
+    void (*view)(kdp__member *m, kdp__pview *out); /* for /metrics and /healthz */
 } kdp__member_ops;
+
+/* Something that lives with a context and is not a plugin (the metrics
+ * endpoint): started on the context's first run or dispatch, freed by
+ * kdp_ctx_free. Set by the module that makes it (upward calls are hooks). */
+typedef struct kdp__ctx_addon {
+    int (*start)(kdp_ctx *ctx); /* < 0: the run fails with it */
+    void (*free)(kdp_ctx *ctx);
+} kdp__ctx_addon;
 
 struct kdp__member {
     const kdp__member_ops *ops;
@@ -44,6 +54,9 @@ struct kdp_ctx {
     bool stop_requested; /* loop thread's view */
     bool started;
     int error; /* the first fatal member error, returned by run */
+    const kdp__ctx_addon *addon;
+    void *_Atomic addon_data; /* the add-on's (read by any thread) */
+    bool addon_started;       /* its start succeeded */
 };
 
 /* Attaches m (-EADDRINUSE if a member has its key already). */

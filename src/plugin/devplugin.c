@@ -106,7 +106,9 @@ static void h_list_and_watch(kdp__call *call, const uint8_t *req, size_t len, vo
             d->base.up.peer_connected(d->base.up.ud);
         }
     }
-    (void)kdp__call_send_latest(call, msg, msg_len);
+    if (kdp__call_send_latest(call, msg, msg_len) == 0 && d->stats) {
+        kdp__count(&d->stats->lw_messages, 1);
+    }
 }
 
 void kdp__devplugin_broadcast(kdp__devplugin *d)
@@ -121,6 +123,8 @@ void kdp__devplugin_broadcast(kdp__devplugin *d)
          * read holds at most two lists, however often the devices change */
         if (!msg || kdp__call_send_latest(l->call, msg, len) < 0) {
             log_error("%s: cannot queue the device list for a ListAndWatch stream", d->resource);
+        } else if (d->stats) {
+            kdp__count(&d->stats->lw_messages, 1);
         }
     }
 }
@@ -634,15 +638,25 @@ static void h_prestart(kdp__call *call, const uint8_t *msg, size_t len, void *ud
     rpc_start(p, call, "pre-start", req, free_prestart_req, &devs, fn_prestart);
 }
 
+/* Every Allocate's outcome, whichever path ended it (a refused ID, the
+ * callback's error, its deadline, the kubelet gone). */
+static void allocate_ended(int status, void *ud)
+{
+    kdp__devplugin *d = ud;
+    if (d->stats && status >= 0 && status < KDP__GRPC_CODES) {
+        kdp__count(&d->stats->allocations[status], 1);
+    }
+}
+
 static size_t op_methods(kdp__svc *svc, kdp__method *out, size_t cap)
 {
     kdp__devplugin *d = OF(svc);
     const kdp__method m[] = {
-        {"/v1beta1.DevicePlugin/GetDevicePluginOptions", KDP__UNARY, h_options, d},
-        {"/v1beta1.DevicePlugin/ListAndWatch", KDP__SERVER_STREAMING, h_list_and_watch, d},
-        {"/v1beta1.DevicePlugin/GetPreferredAllocation", KDP__UNARY, h_preferred, d},
-        {"/v1beta1.DevicePlugin/Allocate", KDP__UNARY, h_allocate, d},
-        {"/v1beta1.DevicePlugin/PreStartContainer", KDP__UNARY, h_prestart, d},
+        {"/v1beta1.DevicePlugin/GetDevicePluginOptions", KDP__UNARY, h_options, d, NULL},
+        {"/v1beta1.DevicePlugin/ListAndWatch", KDP__SERVER_STREAMING, h_list_and_watch, d, NULL},
+        {"/v1beta1.DevicePlugin/GetPreferredAllocation", KDP__UNARY, h_preferred, d, NULL},
+        {"/v1beta1.DevicePlugin/Allocate", KDP__UNARY, h_allocate, d, allocate_ended},
+        {"/v1beta1.DevicePlugin/PreStartContainer", KDP__UNARY, h_prestart, d, NULL},
     };
     size_t n = sizeof(m) / sizeof(m[0]);
     if (n > cap) {

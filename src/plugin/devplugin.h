@@ -17,6 +17,7 @@
 #include "deviceplugin.pb-c.h"
 #include "kdp.h"
 #include "plugin/jobs.h"
+#include "plugin/pstats.h"
 #include "plugin/svc.h"
 #include "plugin/table.h"
 #include "runtime/loop.h"
@@ -43,6 +44,7 @@ typedef struct kdp__devplugin {
     bool expect_peer;
     kdp__timer *peer_wait; /* a registration went out and no stream came yet */
     uint64_t peer_wait_us; /* 1 s, doubled (to 30 s) each time it expires */
+    kdp__pstats *stats;    /* the plugin's counters (NULL: none) */
 } kdp__devplugin;
 
 void kdp__devplugin_init(kdp__devplugin *d, kdp_plugin *owner, const kdp_ops *ops, void *ud,

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "base/log.h"
 
@@ -18,6 +19,7 @@ int kdp__jobs_init(kdp__jobs *js, kdp__loop *l, unsigned timeout_ms, unsigned ma
     js->timeout_ms = timeout_ms;
     js->resource = resource;
     js->busy_logged_us = 0;
+    js->stats = NULL;
     kdp__link_init(&js->pending);
     return kdp__worker_new(l, max_stuck, &js->worker);
 }
@@ -52,10 +54,27 @@ unsigned kdp__jobs_stuck(kdp__jobs *js)
     return js->worker ? kdp__worker_stuck(js->worker, NULL, NULL) : 0;
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Worker thread. The counters outlive a callback left running: the plugin
+ * is kept for it (kdp_plugin_free). */
 static void run(kdp__job *b)
 {
     kdp__pjob *j = JOB_OF(b);
+    kdp__pstats *stats = j->js->stats;
+    kdp__op op = kdp__op_of(j->what);
+    if (!stats || op == KDP__OP_N) {
+        j->fn(j);
+        return;
+    }
+    uint64_t t0 = now_ns();
     j->fn(j);
+    kdp__hist_observe(&stats->callbacks[op], now_ns() - t0);
 }
 
 static void done(kdp__job *b)
@@ -100,8 +119,15 @@ static void on_deadline(kdp__timer *t, void *ud)
     log_error("%s: the %s callback did not return within its deadline; its result will be "
               "dropped",
               js->resource, j->what);
+    kdp__op op = kdp__op_of(j->what);
+    if (js->stats && op != KDP__OP_N) {
+        kdp__count(&js->stats->deadline_exceeded[op], 1);
+    }
     j->complete(j, true);
-    (void)kdp__worker_abandon(js->worker, &j->base); /* frees j, now or when fn returns */
+    /* frees j, now or when fn returns */
+    if (kdp__worker_abandon(js->worker, &j->base) && js->stats) {
+        kdp__count(&js->stats->threads_abandoned, 1);
+    }
 }
 
 int kdp__pjob_submit(kdp__pjob *j, uint64_t deadline_us)

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "base/list.h"
+#include "plugin/pstats.h"
 #include "runtime/loop.h"
 #include "runtime/worker.h"
 
@@ -32,6 +33,7 @@ typedef struct kdp__jobs {
     const char *resource;    /* for log lines; borrowed */
     kdp__link pending;       /* jobs whose complete may still run */
     uint64_t busy_logged_us; /* the last "callbacks are stuck" line */
+    kdp__pstats *stats;      /* callback durations, overruns (NULL: none); set after init */
 } kdp__jobs;
 
 typedef struct kdp__pjob kdp__pjob;

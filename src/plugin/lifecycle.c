@@ -351,6 +351,12 @@ static void reg_state(void *ud, kdp__reg_state st, const char *why)
         set_state(lc, KDP__LC_REGISTERING, why);
         break;
     case KDP__REG_REGISTERED:
+        if (lc->cfg.stats) {
+            kdp__count(&lc->cfg.stats->registrations, 1);
+        }
+        kdp__status_lock(lc->cfg.status);
+        lc->cfg.status->reg_error[0] = '\0';
+        kdp__status_unlock(lc->cfg.status);
         lc->registered_us = kdp__now_us();
         kdp__backoff_reset(&lc->backoff);
         set_state(lc, KDP__LC_REGISTERED, why);
@@ -367,6 +373,23 @@ static void reg_attempt(void *ud, bool sent)
     for (size_t i = 0; i < lc->cfg.n_svcs; i++) {
         lc->cfg.svcs[i]->ops->expect_peer(lc->cfg.svcs[i], sent);
     }
+}
+
+static void reg_failed(void *ud, const char *reason)
+{
+    kdp__lifecycle *lc = ud;
+    if (lc->cfg.stats) {
+        kdp__count(&lc->cfg.stats->registration_failures, 1);
+    }
+    kdp__status *s = lc->cfg.status;
+    kdp__status_lock(s);
+    size_t n = 0;
+    for (; reason[n] && n < sizeof(s->reg_error) - 1; n++) {
+        unsigned char c = (unsigned char)reason[n];
+        s->reg_error[n] = (char)(c < ' ' || c == 0x7f ? ' ' : c);
+    }
+    s->reg_error[n] = '\0';
+    kdp__status_unlock(s);
 }
 
 static void reg_restart(void *ud, const char *why)
@@ -392,6 +415,7 @@ kdp__reg_up kdp__lifecycle_reg_up(kdp__lifecycle *lc)
         .restart = reg_restart,
         .peer_appeared = reg_peer_appeared,
         .socket_intact = reg_socket_intact,
+        .failed = reg_failed,
         .ud = lc,
     };
 }

@@ -29,6 +29,7 @@
 #include "plugin/lockfile.h"
 #include "plugin/pdir.h"
 #include "plugin/prober.h"
+#include "plugin/pstats.h"
 #include "plugin/reg.h"
 #include "plugin/status.h"
 #include "plugin/svc.h"
@@ -65,6 +66,7 @@ typedef struct kdp__lifecycle_cfg {
     size_t n_svcs;
     kdp__handover *handover; /* an instance among several: the newest one stays */
     kdp__status *status;
+    kdp__pstats *stats; /* registrations counted (NULL: none) */
     /* The plugin stopped, cleanly (0) or on a fatal error (-errno). */
     void (*stopped)(void *ud, int err);
     void *stopped_ud;

@@ -12,6 +12,7 @@
 
 #include "base/log.h"
 #include "base/validate.h"
+#include "plugin/observe.h"
 #include "plugin/plugin_int.h"
 #include "plugin/regmode.h"
 #include "plugin/response.h"
@@ -185,12 +186,20 @@ static void member_free(kdp__member *m)
     plugin_free(OF_MEMBER(m));
 }
 
+static void plugin_view(kdp_plugin *p, kdp__pview *out);
+
+static void member_view(kdp__member *m, kdp__pview *out)
+{
+    plugin_view(OF_MEMBER(m), out);
+}
+
 static const kdp__member_ops member_ops = {
     .start = member_start,
     .stop = member_stop,
     .idle = member_idle,
     .stopped = member_stopped,
     .free = member_free,
+    .view = member_view,
 };
 
 static void table_changed(void *ud)
@@ -250,6 +259,7 @@ static int make_parts(kdp_plugin *p, const kdp_config *cfg)
     if (r < 0) {
         return r;
     }
+    p->jobs.stats = &p->pstats;
     kdp__table_cbs tcbs = {.changed = table_changed, .start_listed = table_start_listed, .ud = p};
     p->made = MADE_TABLE;
     r = kdp__table_init(&p->table, l, p->resource, &p->status, &p->jobs, p, p->ops.list, p->ud,
@@ -278,6 +288,8 @@ static int make_parts(kdp_plugin *p, const kdp_config *cfg)
     p->devplugin.replicas = cfg->replicas;
     p->devplugin.one_per_container = cfg->replicas_one_per_container;
     p->table.replicas = cfg->replicas;
+    p->table.stats = &p->pstats;
+    p->devplugin.stats = &p->pstats;
     kdp__reg_up rup = kdp__lifecycle_reg_up(&p->lc);
     p->made = MADE_REG;
     bool watcher = p->regmode == KDP_REGISTRATION_WATCHER;
@@ -309,6 +321,7 @@ static int make_parts(kdp_plugin *p, const kdp_config *cfg)
         .n_svcs = watcher ? 2 : 1,
         .handover = &p->handover,
         .status = &p->status,
+        .stats = &p->pstats,
         .stopped = lc_stopped,
         .stopped_ud = p,
     };
@@ -336,6 +349,9 @@ static int attach(kdp_plugin *p, kdp_ctx *ctx)
         p->own_ctx = true;
     }
     p->ctx = ctx;
+    if (!ctx->addon) {
+        ctx->addon = kdp__observe_addon(); /* $KDP_METRICS_ADDRESS at the first run */
+    }
     p->member.ops = &member_ops;
     p->member.key = p->socket_path;
     return kdp__ctx_attach(ctx, &p->member);
@@ -375,6 +391,7 @@ KDP_EXPORT int kdp_plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops
               cfg->resource_name, paths->device_plugin_dir, paths->device_plugin_dir_from,
               paths->root, paths->root_from);
     kdp__status_init(&p->status);
+    kdp__pstats_init(&p->pstats);
     kdp__link_init(&p->attached);
     kdp__link_init(&p->member.link);
     p->ud = ud;
@@ -684,6 +701,24 @@ kdp__loop *kdp__plugin_loop(const kdp_plugin *p)
 kdp_ctx *kdp__plugin_ctx(const kdp_plugin *p)
 {
     return p->ctx;
+}
+
+KDP_EXPORT kdp_ctx *kdp_plugin_get_ctx(kdp_plugin *p)
+{
+    return p ? p->ctx : NULL;
+}
+
+static void plugin_view(kdp_plugin *p, kdp__pview *out)
+{
+    out->resource = p->resource;
+    (void)kdp_plugin_get_status(p, &out->st);
+    kdp__status_lock(&p->status);
+    memcpy(out->reg_error, p->status.reg_error, sizeof(out->reg_error));
+    kdp__status_unlock(&p->status);
+    out->stats = &p->pstats;
+    out->healthy = kdp__devtab_count_healthy(&p->table.tab);
+    out->unhealthy = p->table.tab.n - out->healthy;
+    out->streams = p->devplugin.n_streams;
 }
 
 KDP_EXPORT int kdp_run_simple(const char *resource_name, const char *socket_name, kdp_list_fn list,

@@ -22,6 +22,7 @@
 #include "plugin/plugin.h"
 #include "plugin/podres.h"
 #include "plugin/prober.h"
+#include "plugin/pstats.h"
 #include "plugin/reg_kubelet.h"
 #include "plugin/reg_watcher.h"
 #include "plugin/status.h"
@@ -44,6 +45,7 @@ struct kdp_plugin {
     kdp__podres_queue *podres; /* kdp_plugin_query_pods() */
 
     kdp__status status;
+    kdp__pstats pstats; /* the /metrics counters */
     kdp__jobs jobs;
     kdp__table table;
     kdp__prober prober;

@@ -35,6 +35,10 @@ typedef struct kdp__reg_up {
     /* Our socket is still ours (Register failures tell a kubelet that could
      * not dial us back). */
     bool (*socket_intact)(void *ud);
+    /* A registration failed: refused by the kubelet (reason: its words,
+     * peer-controlled) or could not be made (reason: ours). Counted and
+     * kept for /healthz until one succeeds. May be NULL. */
+    void (*failed)(void *ud, const char *reason);
     void *ud;
 } kdp__reg_up;
 

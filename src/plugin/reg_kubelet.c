@@ -69,6 +69,11 @@ static void on_registered(int status, const char *message, const uint8_t *resp, 
         do_register(k);
         return;
     }
+    if (k->base.up.failed) { /* counted, and said by /healthz until a success */
+        char why[300];
+        snprintf(why, sizeof(why), "%s: %s", kdp__status_name(status), message ? message : "");
+        k->base.up.failed(k->base.up.ud, why);
+    }
     /* kubelet.sock appears at bind(), a moment before listen(): a connect in
      * between is refused. Right after the file appeared, retry at once. */
     uint64_t delay = k->fast_retries > 0 ? FAST_RETRY_US : kdp__backoff_next(&k->backoff);
@@ -114,6 +119,9 @@ static void do_register(kdp__reg_kubelet *k)
                                  &req.base, &o, on_registered, k, &k->call);
     if (r < 0) {
         log_error("%s: cannot start Register: %s", k->resource, strerror(-r));
+        if (k->base.up.failed) {
+            k->base.up.failed(k->base.up.ud, strerror(-r));
+        }
         k->base.up.attempt(k->base.up.ud, false);
         kdp__timer_start(k->retry, kdp__backoff_next(&k->backoff));
     }

@@ -91,6 +91,9 @@ static void refused(kdp__reg_watcher *w, const char *error)
               "that it asks again",
               w->resource, error && *error ? error : "(no reason given)", w->socket_path,
               (unsigned long long)(delay / 1000));
+    if (w->base.up.failed) {
+        w->base.up.failed(w->base.up.ud, error && *error ? error : "(no reason given)");
+    }
     w->base.up.attempt(w->base.up.ud, false);
     set_state(w, KDP__REG_REGISTERING, "the kubelet refused the registration");
     kdp__timer_start(w->retry, delay);
@@ -125,8 +128,9 @@ static size_t svc_methods(kdp__svc *svc, kdp__method *out, size_t cap)
 {
     kdp__reg_watcher *w = OF_SVC(svc);
     const kdp__method m[] = {
-        {"/pluginregistration.Registration/GetInfo", KDP__UNARY, h_get_info, w},
-        {"/pluginregistration.Registration/NotifyRegistrationStatus", KDP__UNARY, h_notify, w},
+        {"/pluginregistration.Registration/GetInfo", KDP__UNARY, h_get_info, w, NULL},
+        {"/pluginregistration.Registration/NotifyRegistrationStatus", KDP__UNARY, h_notify, w,
+         NULL},
     };
     size_t n = sizeof(m) / sizeof(m[0]);
     if (n > cap) {

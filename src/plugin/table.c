@@ -159,6 +159,16 @@ static void use_message(kdp__table *t, uint8_t *buf, size_t len, bool changed)
     }
 }
 
+/* kdp_health_transitions_total: a device in both tables whose health
+ * changed (added and removed devices are not transitions). */
+static void count_change(const kdp__dev *old_dev, const kdp__dev *new_dev, void *ud)
+{
+    kdp__pstats *stats = ud;
+    if (old_dev && new_dev && old_dev->health != new_dev->health) {
+        kdp__count(&stats->health_to[new_dev->health == KDP_HEALTHY ? 0 : 1], 1);
+    }
+}
+
 /* The whole table: fresh (taken) replaces tab if its message fits. */
 static void take_whole(kdp__table *t, kdp__devtab *fresh)
 {
@@ -176,6 +186,9 @@ static void take_whole(kdp__table *t, kdp__devtab *fresh)
     }
     if (changed) {
         log_changes(t, fresh);
+        if (t->stats) {
+            (void)kdp__devtab_diff(&t->tab, fresh, count_change, t->stats);
+        }
     }
     kdp__devtab_move(&t->tab, fresh);
     t->tab_stale = false;
@@ -193,6 +206,22 @@ static void log_op(const kdp__tabundo *u, change_log *c)
         log_change(&u->old, NULL, c);
     } else {
         log_change(&old_dev, &new_dev, c);
+    }
+}
+
+/* kdp_health_transitions_total for a batch of single changes. */
+static void count_ops(kdp__pstats *stats, const kdp__tabundo *undo, size_t n)
+{
+    for (size_t i = 0; stats && i < n; i++) {
+        const kdp__tabundo *u = &undo[i];
+        if (u->visible && u->kind == KDP__TABOP_PUT && u->had) {
+            kdp__dev new_dev = {.health = u->new_health};
+            count_change(&u->old, &new_dev, stats);
+        } else if (u->visible && u->kind == KDP__TABOP_HEALTH) {
+            kdp__dev old_dev = {.health = u->old_health};
+            kdp__dev new_dev = {.health = u->new_health};
+            count_change(&old_dev, &new_dev, stats);
+        }
     }
 }
 
@@ -235,6 +264,7 @@ static void take_ops(kdp__table *t, kdp__tabops *q)
             changed = false; /* the batch undid itself (a device added, then removed) */
         }
     }
+    count_ops(t->stats, undo, n); /* a batch that undid itself changed health twice */
     if (changed && kdp__log_enabled(KDP_LOG_INFO)) {
         change_log c = {.resource = t->resource};
         for (size_t i = 0; i < n; i++) {

@@ -48,6 +48,7 @@
 #include "plugin/devices.h"
 #include "plugin/jobs.h"
 #include "plugin/probe.h"
+#include "plugin/pstats.h"
 #include "plugin/status.h"
 #include "plugin/tabops.h"
 #include "runtime/loop.h"
@@ -67,7 +68,8 @@ typedef struct kdp__table {
     kdp_plugin *owner;    /* handed to the list op */
     kdp_list_fn list_fn;  /* NULL: the table is what was set */
     void *list_ud;
-    unsigned replicas; /* kdp_config.replicas: set once, before the context runs */
+    unsigned replicas;  /* kdp_config.replicas: set once, before the context runs */
+    kdp__pstats *stats; /* health transitions counted (NULL: none); set once, like replicas */
     kdp__table_cbs cbs;
     /* Health checks: set once, before the context runs; NULL = none (no
      * probe state is carried over). held_unhealthy is kept here. */

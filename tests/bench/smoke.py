@@ -31,6 +31,10 @@ FIGURES = [
     ("reregister", "p50_ms"), ("reregister", "max_ms"),
     ("binary", "stripped"), ("binary", "shared_libs"),
 ]
+# kdp only: the metrics endpoint on (idle with no client, Allocate on one core)
+KDP_ONLY = [("idle_metrics", "cpu_ticks"), ("idle_metrics", "wakeups"),
+            ("allocate_pinned_metrics", "p50_us"), ("allocate_pinned_metrics", "p99_us"),
+            ("allocate_pinned_metrics", "cpu_ms_per_10k")]
 LIST_AND_WATCH = ("update_ms", "bytes", "exec_to_first_list_ms", "rss_kb")
 FLOOR = [("exec_to_register_ms", "p50"), ("same_core", "p50"), ("cross_core", "p50"),
          ("echo_pinned_p50_us",), ("sleep_rss_kb",)]
@@ -63,6 +67,9 @@ def main():
             v = get(res[who], p)
             if not isinstance(v, (int, float)) or isinstance(v, bool):
                 missing.append("%s.%s = %r" % (who, ".".join(p), v))
+    for p in KDP_ONLY:
+        if not isinstance(get(res["kdp"], p), (int, float)):
+            missing.append("kdp.%s" % ".".join(p))
     for p in FLOOR:
         if not isinstance(get(res["floor"], p), (int, float)):
             missing.append("floor.%s" % ".".join(p))

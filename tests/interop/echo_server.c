@@ -206,9 +206,9 @@ int main(int argc, char **argv)
         return 2;
     }
     static const kdp__method methods[] = {
-        {"/kdptest.Echo/Unary", KDP__UNARY, handle_unary, NULL},
-        {"/kdptest.Echo/Stream", KDP__SERVER_STREAMING, handle_stream, NULL},
-        {"/kdptest.Echo/Stats", KDP__UNARY, handle_stats, NULL},
+        {"/kdptest.Echo/Unary", KDP__UNARY, handle_unary, NULL, NULL},
+        {"/kdptest.Echo/Stream", KDP__SERVER_STREAMING, handle_stream, NULL, NULL},
+        {"/kdptest.Echo/Stats", KDP__UNARY, handle_stats, NULL, NULL},
     };
     kdp__signal *sigterm = NULL;
     kdp__signal *sigint = NULL;

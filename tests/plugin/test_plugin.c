@@ -10,6 +10,8 @@
  *   --registration MODE     kubelet, watcher or auto (kdp_config.registration)
  *   --watcher-resource NAME this resource registers through the plugin watcher
  *                           (the others as --registration says): both in one process
+ *   --metrics-address ADDR  kdp_ctx_serve_metrics, with an author counter
+ *                           kdptest_allocated_ids_total{resource} (IDs allocated)
  *   --resource NAME         repeatable: several resources on one context;
  *                           socket = NAME with every non-alphanumeric as '-' + ".sock"
  *   --socket NAME           socket of the first resource
@@ -104,6 +106,7 @@ static const char *positive_id;
 static const char *misuse_id;
 static const char *alloc_log;
 static const char *probe_dir;
+static kdp_metric *allocs_metric; /* --metrics-address: kdptest_allocations_total{resource} */
 static kdp_ctx *the_ctx;
 
 typedef struct spec {
@@ -165,6 +168,10 @@ static int op_allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_re
                        void *ud)
 {
     (void)ud;
+    if (allocs_metric) {
+        const char *labels[] = {kdp_plugin_resource(p)};
+        (void)kdp_metric_add(allocs_metric, labels, (double)req->n_ids);
+    }
     if (alloc_log) {
         char *ids = kdp_ids_join(req->ids, req->n_ids, ",");
         char *devs = kdp_ids_join(req->device_ids, req->n_ids, ",");
@@ -610,6 +617,7 @@ int main(int argc, char **argv)
     bool embed = false;
     bool sink_reenters = false;
     kdp_config cfg = {0};
+    const char *metrics = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -673,6 +681,8 @@ int main(int argc, char **argv)
             cfg.replicas = (unsigned)atoi(v);
         } else if (strcmp(a, "--alloc-log") == 0) {
             alloc_log = v;
+        } else if (strcmp(a, "--metrics-address") == 0) {
+            metrics = v;
         } else if (strcmp(a, "--resource") == 0 && n_res < MAX_RES) {
             resources[n_res++] = v;
         } else if (strcmp(a, "--socket") == 0) {
@@ -727,6 +737,20 @@ int main(int argc, char **argv)
         return 1;
     }
     the_ctx = ctx;
+    if (metrics) {
+        const char *label = "resource";
+        int r = kdp_ctx_serve_metrics(ctx, metrics);
+        if (r == 0) {
+            r = kdp_metric_new(ctx, KDP_METRIC_COUNTER, "kdptest_allocated_ids_total",
+                               "Device IDs the test plugin's allocate op was asked for.", &label, 1,
+                               &allocs_metric);
+        }
+        if (r < 0) {
+            fprintf(stderr, "kdp-test-plugin: --metrics-address %s: %s\n", metrics, strerror(-r));
+            kdp_ctx_free(ctx);
+            return 1;
+        }
+    }
     static spec initial;
     parse_spec(devices, &initial);
     for (int i = 0; i < n_res; i++) {

@@ -157,7 +157,7 @@ static void h_register(kdp__call *call, const uint8_t *req, size_t len, void *ud
 static void fk_serve(fake_kubelet *k)
 {
     static const kdp__method methods[] = {
-        {"/v1beta1.Registration/Register", KDP__UNARY, h_register, &fk},
+        {"/v1beta1.Registration/Register", KDP__UNARY, h_register, &fk, NULL},
     };
     assert_int_equal(kdp__server_new(k->loop, methods, 1, NULL, &k->server), 0);
     assert_int_equal(kdp__server_listen(k->server, k->sock), 0);

@@ -20,7 +20,7 @@
  *
  *   kdp-generic --config FILE [--device-plugin-dir DIR | --kubelet-root ROOT]
  *       [--registration kubelet|watcher|auto]
- *               [--watch-config]
+ *               [--watch-config] [--metrics-address ADDR]
  *               [--check | --list] [--quiet]
  */
 #include <errno.h>
@@ -60,6 +60,7 @@ typedef struct app {
     const char *root;              /* --kubelet-root; NULL = $KDP_KUBELET_ROOT, else the default */
     kdp_registration registration; /* --registration; 0 = $KDP_REGISTRATION, else kubelet.sock */
     kdp_ctx *ctx;
+    const char *metrics; /* --metrics-address, NULL = $KDP_METRICS_ADDRESS or off */
     gres *running;
     bool stopping;
     bool watch_config;
@@ -473,6 +474,19 @@ static int run(app *a, gen_config *c)
         log_e("cannot start: %s", strerror(-r));
         return 1;
     }
+    if (a->metrics) {
+        r = kdp_ctx_serve_metrics(a->ctx, a->metrics);
+        if (r < 0) {
+            log_e("--metrics-address %s: %s: %s", a->metrics, strerror(-r),
+                  r == -EINVAL       ? "HOST:PORT (127.0.0.1:9400, [::1]:9400, :9400 for every "
+                                       "interface, port 0 for any free port) or unix:/abs/path"
+                  : r == -EADDRINUSE ? "choose another port or path"
+                                     : "see the line above");
+            kdp_ctx_free(a->ctx);
+            close(sfd);
+            return 1;
+        }
+    }
     int ifd = a->watch_config ? watch_config_dir(a) : -1;
     apply(a, c);
     r = a->running ? loop(a, sfd, ifd) : -EINVAL;
@@ -544,7 +558,8 @@ static int usage(const char *argv0)
         stderr,
         "usage: %s --config FILE [--device-plugin-dir DIR | --kubelet-root ROOT]\n"
         "                   [--registration kubelet|watcher|auto]\n"
-        "                   [--watch-config] [--check | --list] [--quiet]\n"
+        "                   [--watch-config] [--metrics-address ADDR] [--check | --list]\n"
+        "                   [--quiet]\n"
         "  --device-plugin-dir DIR  default: $KDP_DEVICE_PLUGIN_DIR, else " KDP_DEVICE_PLUGIN_DIR
         " (a root does not move it)\n"
         "  --kubelet-root ROOT      default: $KDP_KUBELET_ROOT, else " KDP_KUBELET_ROOT "\n"
@@ -552,6 +567,8 @@ static int usage(const char *argv0)
         "                           ROOT/plugins_registry (watcher), or auto; default:\n"
         "                           $KDP_REGISTRATION, else kubelet\n"
         "  --watch-config  re-read FILE when its content changes (as on SIGHUP)\n"
+        "  --metrics-address ADDR  serve /metrics and /healthz on HOST:PORT (\":9400\": every\n"
+        "                  interface) or unix:/abs/path; default: $KDP_METRICS_ADDRESS, else off\n"
         "  --check         validate FILE and exit\n"
         "  --list          print the devices each resource would expose now, and exit\n"
         "  --quiet         warnings and errors only\n",
@@ -575,6 +592,8 @@ static bool parse_args(int argc, char **argv, app *a, bool *check, bool *list)
             a->dp_dir = v;
         } else if ((v = flag_value(argc, argv, &i, "--kubelet-root"))) {
             a->root = v;
+        } else if ((v = flag_value(argc, argv, &i, "--metrics-address"))) {
+            a->metrics = v;
         } else if ((v = flag_value(argc, argv, &i, "--registration"))) {
             if (kdp_registration_parse(v, &a->registration) < 0) {
                 fprintf(stderr,

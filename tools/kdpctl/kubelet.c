@@ -154,7 +154,7 @@ static int serve(kl *k, kc_strv *removed)
         return r;
     }
     static const kdp__method methods[] = {
-        {"/v1beta1.Registration/Register", KDP__UNARY, kl_on_register, NULL},
+        {"/v1beta1.Registration/Register", KDP__UNARY, kl_on_register, NULL, NULL},
     };
     kdp__method m = methods[0];
     m.ud = k;

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/* The HTTP server on the loop: the address forms, a request over a real
+ * socket, and the timer that is armed only while a connection is open. */
+/* cmocka 1.1.5 needs these first, in this order. */
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "runtime/http.h"
+#include "runtime/loop.h"
+
+static void test_addresses(void **state)
+{
+    (void)state;
+    const char *good[] = {"127.0.0.1:9400",   ":9400",       "[::1]:0",           "localhost:80",
+                          "unix:/run/x.sock", "/run/x.sock", "host.example:65535"};
+    const char *bad[] = {
+        "",         "9400",      "127.0.0.1", "127.0.0.1:", "1.2.3.4:x", ":65536",
+        "::1:9400", "[::1]9400", "unix:rel",  "a b:80",     "[]:80",     ":123456"};
+    const char *why = NULL;
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        if (kdp__http_check_address(good[i], &why) != 0) {
+            fail_msg("%s refused: %s", good[i], why);
+        }
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        why = NULL;
+        if (kdp__http_check_address(bad[i], &why) != -EINVAL || !why) {
+            fail_msg("%s accepted", bad[i]);
+        }
+    }
+    char longpath[200];
+    memset(longpath, 'a', sizeof(longpath) - 1);
+    longpath[0] = '/';
+    longpath[sizeof(longpath) - 1] = '\0';
+    assert_int_equal(kdp__http_check_address(longpath, &why), -EINVAL);
+    assert_int_equal(kdp__http_check_address(NULL, &why), -EINVAL);
+}
+
+static int handled;
+
+static void handler(const char *method, const char *path, kdp__http_resp *resp, void *ud)
+{
+    (void)ud;
+    handled++;
+    resp->status = strcmp(path, "/x") == 0 ? 200 : 404;
+    char buf[64];
+    snprintf(buf, sizeof(buf), "%s %s\n", method, path);
+    resp->body = strdup(buf);
+    resp->len = strlen(buf);
+}
+
+static void test_request_on_the_loop(void **state)
+{
+    (void)state;
+    kdp__loop *l;
+    assert_int_equal(kdp__loop_new(&l), 0);
+    kdp__http *h;
+    assert_int_equal(kdp__http_listen(l, "127.0.0.1:0", NULL, handler, NULL, &h), 0);
+    assert_non_null(strstr(kdp__http_address(h), "127.0.0.1:"));
+    assert_int_equal(kdp__loop_next_timeout_ms(l), -1); /* idle: no timer armed */
+    kdp__http *again;
+    char addr[64];
+    snprintf(addr, sizeof(addr), "%s", kdp__http_address(h));
+    assert_int_equal(kdp__http_listen(l, addr, NULL, handler, NULL, &again), -EADDRINUSE);
+    assert_int_equal(kdp__http_listen(l, "nonsense", NULL, handler, NULL, &again), -EINVAL);
+
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    assert_int_equal(kdp__http_adopt(h, sv[0]), 0);
+    assert_int_equal(kdp__http_connections(h), 1);
+    assert_true(kdp__loop_next_timeout_ms(l) >= 0); /* the connection's timeout */
+    const char req[] = "GET /x?q=1 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    assert_int_equal(write(sv[1], req, strlen(req)), (ssize_t)strlen(req));
+    char out[2048] = "";
+    size_t got = 0;
+    for (int i = 0; i < 200 && !strstr(out, "GET /x\n"); i++) {
+        (void)kdp__loop_dispatch(l, 10);
+        ssize_t n = recv(sv[1], out + got, sizeof(out) - 1 - got, MSG_DONTWAIT);
+        if (n > 0) {
+            got += (size_t)n;
+            out[got] = '\0';
+        }
+    }
+    assert_int_equal(handled, 1);
+    assert_non_null(strstr(out, "HTTP/1.1 200"));
+    assert_non_null(strstr(out, "Content-Type: text/plain; charset=utf-8"));
+    assert_non_null(strstr(out, "GET /x\n"));
+    for (int i = 0; i < 100 && kdp__http_connections(h) > 0; i++) {
+        (void)kdp__loop_dispatch(l, 10);
+    }
+    assert_int_equal(kdp__http_connections(h), 0);
+    assert_int_equal(kdp__loop_next_timeout_ms(l), -1); /* idle again: no timer */
+    close(sv[1]);
+    kdp__http_free(h);
+
+    /* a unix socket: bound, its file removed at free; a stale one replaced */
+    char path[64];
+    snprintf(path, sizeof(path), "/tmp/kdp-test-http-%d.sock", (int)getpid());
+    int stale = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    strcpy(sa.sun_path, path);
+    (void)unlink(path);
+    assert_int_equal(bind(stale, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    close(stale); /* the file stays, nobody listens */
+    char unix_addr[80];
+    snprintf(unix_addr, sizeof(unix_addr), "unix:%s", path);
+    assert_int_equal(kdp__http_listen(l, unix_addr, NULL, handler, NULL, &h), 0);
+    assert_string_equal(kdp__http_address(h), path);
+    assert_int_equal(kdp__http_listen(l, path, NULL, handler, NULL, &again), -EADDRINUSE);
+    kdp__http_free(h);
+    assert_int_equal(access(path, F_OK), -1);
+    kdp__loop_free(l);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_addresses),
+        cmocka_unit_test(test_request_on_the_loop),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
