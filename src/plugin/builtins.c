@@ -6,6 +6,7 @@
 
 #include "grpc/wire.h"
 #include "kdp.h"
+#include "plugin/probe.h"
 
 static const double bounds[KDP__HIST_N] = KDP__HIST_BOUNDS;
 static const char *const op_names[KDP__OP_N] = KDP__OP_NAMES;
@@ -229,6 +230,74 @@ static void health(kdp__expfmt *w, const kdp__pview *v, size_t n)
     }
 }
 
+/* One counter or gauge of the health checks, for the plugins that have a
+ * probe op. */
+static void probe_family(kdp__expfmt *w, const kdp__pview *v, size_t n, const char *name,
+                         const char *type, const char *help, getter get)
+{
+    bool any = false;
+    for (size_t i = 0; i < n && !any; i++) {
+        any = v[i].probe != NULL;
+    }
+    if (!any) {
+        return;
+    }
+    kdp__expfmt_family(w, name, type, help);
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].probe) {
+            kdp__label l = {"resource", v[i].resource};
+            kdp__expfmt_sample_u64(w, name, &l, 1, get(&v[i]));
+        }
+    }
+}
+
+static uint64_t get_probes(const kdp__pview *v)
+{
+    return kdp__probe_stat(&v->probe->probes);
+}
+
+static uint64_t get_probe_failures(const kdp__pview *v)
+{
+    return kdp__probe_stat(&v->probe->failures);
+}
+
+static uint64_t get_probe_down_answers(const kdp__pview *v)
+{
+    return kdp__probe_stat(&v->probe->down_answers);
+}
+
+static uint64_t get_probe_skipped(const kdp__pview *v)
+{
+    return kdp__probe_stat(&v->probe->skipped_rounds);
+}
+
+static uint64_t get_probe_held(const kdp__pview *v)
+{
+    return v->st.probe_unhealthy;
+}
+
+static uint64_t get_probe_down(const kdp__pview *v)
+{
+    return v->st.probe_down ? 1 : 0;
+}
+
+static void probes(kdp__expfmt *w, const kdp__pview *v, size_t n)
+{
+    probe_family(w, v, n, "kdp_probes_total", "counter",
+                 "Health probes run (answered or past their deadline).", get_probes);
+    probe_family(w, v, n, "kdp_probe_failures_total", "counter",
+                 "Health probes that failed (deadline overruns included).", get_probe_failures);
+    probe_family(w, v, n, "kdp_probe_down_answers_total", "counter",
+                 "Health probes that said the health subsystem is down.", get_probe_down_answers);
+    probe_family(w, v, n, "kdp_probe_rounds_skipped_total", "counter",
+                 "Rounds of health probes skipped: callbacks stuck past their deadline.",
+                 get_probe_skipped);
+    probe_family(w, v, n, "kdp_probe_unhealthy_devices", "gauge",
+                 "Devices the health probes hold Unhealthy.", get_probe_held);
+    probe_family(w, v, n, "kdp_probe_down", "gauge",
+                 "1 while the health subsystem is down (the last probe said so).", get_probe_down);
+}
+
 void kdp__builtins_render(const kdp__pview *v, size_t n, kdp__expfmt *w)
 {
     kdp__expfmt_family(w, "kdp_build_info", "gauge", "kdp's version; always 1.");
@@ -261,4 +330,5 @@ void kdp__builtins_render(const kdp__pview *v, size_t n, kdp__expfmt *w)
     per_plugin(w, v, n, "kdp_listandwatch_message_limit_bytes", "gauge",
                "The kubelet's limit on a ListAndWatch message (4 MiB).", get_limit);
     health(w, v, n);
+    probes(w, v, n);
 }

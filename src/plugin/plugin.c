@@ -716,6 +716,7 @@ static void plugin_view(kdp_plugin *p, kdp__pview *out)
     memcpy(out->reg_error, p->status.reg_error, sizeof(out->reg_error));
     kdp__status_unlock(&p->status);
     out->stats = &p->pstats;
+    out->probe = p->ops.probe ? &p->prober.stats : NULL;
     out->healthy = kdp__devtab_count_healthy(&p->table.tab);
     out->unhealthy = p->table.tab.n - out->healthy;
     out->streams = p->devplugin.n_streams;

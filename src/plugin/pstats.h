@@ -27,12 +27,13 @@ typedef enum kdp__op {
     KDP__OP_PRESTART,
     KDP__OP_REFRESH,
     KDP__OP_DESTROY,
+    KDP__OP_PROBE,
     KDP__OP_N,
 } kdp__op;
 
 #define KDP__OP_NAMES                                                                              \
     {                                                                                              \
-        "list", "allocate", "preferred", "prestart", "refresh", "destroy"                          \
+        "list", "allocate", "preferred", "prestart", "refresh", "destroy", "probe"                 \
     }
 
 #define KDP__HIST_BOUNDS                                                                           \
@@ -67,8 +68,9 @@ typedef struct kdp__pview {
     kdp_plugin_status st;
     char reg_error[KDP__REG_ERROR_MAX]; /* the last registration failure, "" if none */
     const kdp__pstats *stats;
-    size_t healthy, unhealthy; /* physical devices in the table */
-    unsigned streams;          /* open ListAndWatch streams */
+    const struct kdp__probe_stats *probe; /* probe.h; NULL without a probe op */
+    size_t healthy, unhealthy;            /* physical devices in the table */
+    unsigned streams;                     /* open ListAndWatch streams */
 } kdp__pview;
 
 static inline void kdp__pstats_init(kdp__pstats *s)
@@ -102,7 +104,10 @@ static inline kdp__op kdp__op_of(const char *what)
         return KDP__OP_REFRESH;
     case 'd':
         return KDP__OP_DESTROY;
-    case 'p':
+    case 'p': /* "preferred allocation", "pre-start", "probe" */
+        if (what[1] == 'r' && what[2] == 'o') {
+            return KDP__OP_PROBE;
+        }
         return what[1] == 'r' && what[2] == 'e' && what[3] == 'f' ? KDP__OP_PREFERRED
                                                                   : KDP__OP_PRESTART;
     default:

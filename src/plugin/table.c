@@ -217,7 +217,7 @@ static void count_ops(kdp__pstats *stats, const kdp__tabundo *undo, size_t n)
         if (u->visible && u->kind == KDP__TABOP_PUT && u->had) {
             kdp__dev new_dev = {.health = u->new_health};
             count_change(&u->old, &new_dev, stats);
-        } else if (u->visible && u->kind == KDP__TABOP_HEALTH) {
+        } else if (u->visible && (u->kind == KDP__TABOP_HEALTH || u->kind == KDP__TABOP_VERDICT)) {
             kdp__dev old_dev = {.health = u->old_health};
             kdp__dev new_dev = {.health = u->new_health};
             count_change(&old_dev, &new_dev, stats);

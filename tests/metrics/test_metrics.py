@@ -178,6 +178,33 @@ class MetricsTest(PluginTest):
         self.assertGreaterEqual(value(f, "kdp_kubelet_restarts_total", resource=RES)["value"], 1)
         self.assertEqual(get(addr, "/healthz")[:3:2], (200, "ok\n"))
 
+    def test_health_checks_counted(self):
+        kl = self.kubelet()
+        probes = self.subdir("probes")
+        with open(os.path.join(probes, "d1"), "w") as f:
+            f.write("fail")
+        p, addr = self.plugin_with_metrics("127.0.0.1:0", "--devices", "d0,d1",
+                                           "--probe-dir", probes, "--probe-interval-ms", "100",
+                                           "--probe-unhealthy-after", "2")
+        kl.wait_event("devices", resource=RES, unhealthy=1)
+
+        def held():
+            f = parse(get(addr, "/metrics")[2])
+            return value(f, "kdp_probe_unhealthy_devices", resource=RES)["value"] == 1
+        wait_for(held, T, "the probe holds d1 Unhealthy on the page")
+        f = parse(get(addr, "/metrics")[2])
+        self.assertEqual(f["kdp_probes_total"]["type"], "COUNTER")
+        n = value(f, "kdp_probes_total", resource=RES)["value"]
+        fails = value(f, "kdp_probe_failures_total", resource=RES)["value"]
+        self.assertGreaterEqual(fails, 2)
+        self.assertGreater(n, fails)  # d0's probes succeed
+        self.assertEqual(value(f, "kdp_probe_down", resource=RES)["value"], 0)
+        h = value(f, "kdp_callback_duration_seconds", resource=RES, op="probe")
+        self.assertGreaterEqual(h["count"], n - 1)  # one may be running
+        self.assertEqual(value(f, "kdp_health_transitions_total", resource=RES,
+                               to="unhealthy")["value"], 1)
+        self.assertEqual(value(f, "kdp_devices", resource=RES, health="unhealthy")["value"], 1)
+
     def test_healthz_through_a_plugins_life(self):
         sock = self.file("metrics.sock")  # not in the dir: the kubelet clears its sockets
         p, addr = self.plugin_with_metrics("unix:" + sock, "--devices", "d0")

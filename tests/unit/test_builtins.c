@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "plugin/builtins.h"
+#include "plugin/probe.h"
 
 static kdp__pstats stats;
 
@@ -133,6 +134,44 @@ static void test_page(void **state)
     /* ops never called have no histogram series; codes never seen no series */
     assert_null(strstr(s, "op=\"list\",le="));
     assert_null(strstr(s, "code=\"INTERNAL\""));
+    /* no probe op: no probe families */
+    assert_null(strstr(s, "kdp_probe"));
+    free(s);
+}
+
+static void test_probe_families(void **state)
+{
+    (void)state;
+    kdp__pstats_init(&stats);
+    static kdp__probe_stats ps; /* zero: all-zero atomics are zero-valued */
+    kdp__probe_count(&ps.probes, 12);
+    kdp__probe_count(&ps.failures, 4);
+    kdp__probe_count(&ps.down_answers, 1);
+    kdp__pview v[2] = {view("a.b/probed", KDP_PLUGIN_REGISTERED),
+                       view("a.b/plain", KDP_PLUGIN_REGISTERED)};
+    v[0].probe = &ps;
+    v[0].st.probe_unhealthy = 2;
+    v[0].st.probe_down = true;
+    kdp__expfmt w;
+    kdp__expfmt_init(&w);
+    kdp__builtins_render(v, 2, &w);
+    char *s = kdp__expfmt_take(&w, NULL);
+    const char *want[] = {
+        "# TYPE kdp_probes_total counter\nkdp_probes_total{resource=\"a.b/probed\"} 12\n",
+        "kdp_probe_failures_total{resource=\"a.b/probed\"} 4\n",
+        "kdp_probe_down_answers_total{resource=\"a.b/probed\"} 1\n",
+        "kdp_probe_rounds_skipped_total{resource=\"a.b/probed\"} 0\n",
+        "# TYPE kdp_probe_unhealthy_devices gauge\n"
+        "kdp_probe_unhealthy_devices{resource=\"a.b/probed\"} 2\n",
+        "kdp_probe_down{resource=\"a.b/probed\"} 1\n",
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        if (!strstr(s, want[i])) {
+            fail_msg("not on the page: %s\n--- page ---\n%s", want[i], s);
+        }
+    }
+    /* only the plugin with a probe op has probe series */
+    assert_null(strstr(s, "kdp_probes_total{resource=\"a.b/plain\"}"));
     free(s);
 }
 
@@ -145,6 +184,7 @@ static void test_op_of(void **state)
     assert_int_equal(kdp__op_of("pre-start"), KDP__OP_PRESTART);
     assert_int_equal(kdp__op_of("refresh"), KDP__OP_REFRESH);
     assert_int_equal(kdp__op_of("destroy"), KDP__OP_DESTROY);
+    assert_int_equal(kdp__op_of("probe"), KDP__OP_PROBE);
     assert_int_equal(kdp__op_of("zzz"), KDP__OP_N);
     assert_int_equal(kdp__op_of(NULL), KDP__OP_N);
 }
@@ -154,6 +194,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_healthz_reasons),
         cmocka_unit_test(test_page),
+        cmocka_unit_test(test_probe_families),
         cmocka_unit_test(test_op_of),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
