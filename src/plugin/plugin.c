@@ -249,7 +249,8 @@ static int make_prober(kdp_plugin *p, const kdp_config *cfg)
     return r;
 }
 
-static int make_parts(kdp_plugin *p, const kdp_config *cfg)
+/* The worker's jobs, the device table and the health checks. */
+static int make_work(kdp_plugin *p, const kdp_config *cfg)
 {
     kdp__loop *l = p->ctx->loop;
     unsigned timeout =
@@ -267,6 +268,13 @@ static int make_parts(kdp_plugin *p, const kdp_config *cfg)
     if (r == 0) {
         r = make_prober(p, cfg);
     }
+    return r;
+}
+
+static int make_parts(kdp_plugin *p, const kdp_config *cfg)
+{
+    kdp__loop *l = p->ctx->loop;
+    int r = make_work(p, cfg);
     if (r < 0) {
         return r;
     }
