@@ -161,7 +161,7 @@ static void test_probe_families(void **state)
         "kdp_probe_failures_total{resource=\"a.b/probed\"} 4\n",
         "kdp_probe_down_answers_total{resource=\"a.b/probed\"} 1\n",
         "kdp_probe_rounds_skipped_total{resource=\"a.b/probed\"} 0\n",
-        "# TYPE kdp_probe_unhealthy_devices gauge\n"
+        "# TYPE kdp_probe_unhealthy_devices gauge\n",
         "kdp_probe_unhealthy_devices{resource=\"a.b/probed\"} 2\n",
         "kdp_probe_down{resource=\"a.b/probed\"} 1\n",
     };
