@@ -25,6 +25,13 @@ builds it, and the runtime stage's packages against that binary's libraries.
    /metrics with kdp_build_info and kdp_plugin_up 1; the same with the
    address from $KDP_METRICS_ADDRESS alone (how the image and the overlay
    set it); exits 0 on SIGTERM. Its idle RSS is printed.
+5. The same confined as the DaemonSet confines it (as root, when unshare
+   works; test_static.py's sandbox): uid 0 with no capability and
+   no_new_privs, every mount read-only but the device-plugin directory, a
+   network namespace of its own (loopback up), with the image's own
+   KDP_METRICS_ADDRESS (:9400): libmicrohttpd loads from a read-only file
+   system, port 9400 binds without a capability, and the endpoint answers
+   inside that namespace (nsenter).
 Everything runs in a temp dir that is removed; every process is stopped; a
 watchdog bounds the whole test.
 """
@@ -43,6 +50,8 @@ import kdptest  # noqa: E402
 from kdptest import dockerfile, log  # noqa: E402
 from kdptest.kubelet import Kubelet  # noqa: E402
 from kdptest.proc import _tmpdirs  # noqa: E402
+# The confinement of the static image's test, applied to this binary.
+from test_static import SANDBOX, proc_status, sandbox_works  # noqa: E402
 
 SRC = kdptest.REPO
 GOPHER = "kdp-example-gopher"
@@ -197,9 +206,21 @@ def check_libraries(path, name, runtime_pkgs, closure):
           "%s runs and prints its usage" % name)
 
 
-def get(addr, path):
+def get(addr, path, netns_pid=None):
+    """(status, body) of GET path; with netns_pid, from inside that
+    process's network namespace (nsenter, then this same function)."""
+    if netns_pid:
+        code = ("import sys; sys.path.insert(0, %r); import test_metrics_image as t; "
+                "s, b = t.get(%r, %r); print(s); print(b, end='')"
+                % (os.path.dirname(os.path.abspath(__file__)), addr, path))
+        p = kdptest.run(["nsenter", "--net=/proc/%d/ns/net" % netns_pid, sys.executable,
+                         "-B", "-c", code], 30, echo=False)
+        if p.returncode != 0:
+            raise AssertionError("GET %s in the plugin's namespace: %s" % (path, p.stderr))
+        status, _, body = p.stdout.partition("\n")
+        return int(status), body
     host, _, port = addr.rpartition(":")
-    c = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=kdptest.T)
+    c = http.client.HTTPConnection(host.strip("[]") or "127.0.0.1", int(port), timeout=kdptest.T)
     try:
         c.request("GET", path)
         r = c.getresponse()
@@ -216,10 +237,12 @@ def rss_kib(pid):
     return -1
 
 
-def gopher_serves(gopher, root, how, env_address=None):
+def gopher_serves(gopher, root, how, env_address=None, sandboxed=False):
     """The gopher registers with the emulator and serves the endpoint; the
-    address from --metrics-address or, with env_address, $KDP_METRICS_ADDRESS."""
-    run_dir = os.path.join(root, "env" if env_address else "flag")
+    address from --metrics-address or, with env_address, $KDP_METRICS_ADDRESS;
+    sandboxed: confined as the DaemonSet confines it, in its own network
+    namespace."""
+    run_dir = os.path.join(root, how)
     dp = os.path.join(run_dir, "dp")
     devices = os.path.join(run_dir, "gophers")
     os.makedirs(dp)
@@ -233,29 +256,49 @@ def gopher_serves(gopher, root, how, env_address=None):
         env["KDP_METRICS_ADDRESS"] = env_address
     else:
         argv += ["--metrics-address", "127.0.0.1:0"]
+    if sandboxed:
+        os.chmod(dp, 0o750)
+        script = SANDBOX.replace("set -e\n", "set -e\nip link set lo up\n", 1)
+        argv = ["unshare", "-m", "-n", "--propagation", "private", "sh", "-c", script, "sh",
+                dp] + argv
     proc = kdptest.Proc(argv, "gopher (%s)" % how, env=env, stdin=False)
+    ns = None
     kl = None
     try:
         proc.start()
         addr = re.search(SERVING, proc.wait_log(SERVING)).group(1)
         check(True, "%s: serves the endpoint on %s" % (how, addr))
+        if sandboxed:
+            ns = proc.pid
+            st = proc_status(proc.pid)
+            check(st.get("CapEff") == "0000000000000000" and
+                  st.get("CapBnd") == "0000000000000000" and st.get("NoNewPrivs") == "1"
+                  and st.get("Uid", "").split()[:1] == ["0"],
+                  "%s: as uid 0 with no capability and no_new_privs (%s)" %
+                  (how, {k: st.get(k) for k in ("Uid", "CapEff", "CapBnd", "NoNewPrivs")}))
+            mi = open("/proc/%d/mountinfo" % proc.pid).read().splitlines()
+            check(any(x.split()[4] == "/" and "ro" in x.split()[5].split(",") for x in mi),
+                  "%s: with a read-only /" % how)
+            check(os.readlink("/proc/%d/ns/net" % proc.pid) != os.readlink("/proc/self/ns/net"),
+                  "%s: in a network namespace of its own" % how)
+        get_ = lambda path: get(addr, path, ns)  # noqa: E731
         proc.wait_log(r"waiting for the kubelet")
-        st, body = get(addr, "/healthz")
+        st, body = get_("/healthz")
         check(st == 503 and "waiting for kubelet.sock" in body,
               "%s: /healthz 503 before the kubelet is there (%d %r)" % (how, st, body.strip()))
         kl = Kubelet(dp).start()
         kl.wait_event("registered", 10, resource=RES)
         check(True, "%s: registered with the kubelet emulator" % how)
         # registered is logged as the kubelet accepts; /healthz follows at once
-        kdptest.wait_for(lambda: get(addr, "/healthz")[0] == 200, 10, "/healthz 200", 0.1)
-        st, body = get(addr, "/healthz")
+        kdptest.wait_for(lambda: get_("/healthz")[0] == 200, 10, "/healthz 200", 0.1)
+        st, body = get_("/healthz")
         check(st == 200 and body.strip() == "ok", "%s: /healthz 200 ok once registered" % how)
-        st, page = get(addr, "/metrics")
+        st, page = get_("/metrics")
         check(st == 200 and re.search(r'^kdp_build_info\{version="[^"]+"\} 1$', page, re.M),
               "%s: /metrics 200 with kdp_build_info" % how)
         check(re.search(r'^kdp_plugin_up\{resource="%s"\} 1$' % re.escape(RES), page, re.M),
               "%s: ... and kdp_plugin_up 1" % how)
-        if not env_address:
+        if not env_address and not sandboxed:
             time.sleep(1)
             log("idle RSS of the dynamic gopher with the endpoint on: %d KiB" %
                 rss_kib(proc.pid))
@@ -323,8 +366,13 @@ def main():
                  name, out[name]], env=dict(os.environ, JOBS="2"))
             check_libraries(out[name], name, runtime_pkgs, closure)
         if os.path.exists(os.path.join(kdptest.bin_dir(), "kdp-test-kubelet")):
-            gopher_serves(out[GOPHER], work, "--metrics-address")
+            gopher_serves(out[GOPHER], work, "flag")
             gopher_serves(out[GOPHER], work, "env", env_address="127.0.0.1:0")
+            if sandbox_works():
+                gopher_serves(out[GOPHER], work, "confined", env_address=final["env"].get(
+                    "KDP_METRICS_ADDRESS"), sandboxed=True)
+            else:
+                log("skip: the confined run (needs root, unshare -m -n and setpriv)")
         else:
             log("skip: the endpoint against the kubelet emulator (no %s/kdp-test-kubelet: "
                 "KDP_INTEROP=OFF)" % kdptest.bin_dir())
