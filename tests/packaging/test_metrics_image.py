@@ -268,6 +268,9 @@ def gopher_serves(gopher, root, how, env_address=None, sandboxed=False):
         proc.start()
         addr = re.search(SERVING, proc.wait_log(SERVING)).group(1)
         check(True, "%s: serves the endpoint on %s" % (how, addr))
+        if env_address and env_address.startswith(":"):
+            check(addr.endswith(env_address), "%s: ... every interface, port %s"
+                  % (how, env_address[1:]))
         if sandboxed:
             ns = proc.pid
             st = proc_status(proc.pid)
