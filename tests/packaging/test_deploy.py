@@ -17,8 +17,16 @@ Manifests (deploy/base, deploy/overlays/*):
   escalation, read-only root, requests <= limits; the device-plugin hostPath
   is the one documented for that overlay and is mounted at kdp's default
   directory (read from include/kdp.h); every mount has its volume;
-- the image runs the Dockerfile's default binary, an executable of the tree,
-  and every --flag in args is one that binary parses.
+- the image is the one its Dockerfile builds (kdp-gopher:VERSION from
+  deploy/Dockerfile; kdp-gopher-metrics:VERSION from deploy/Dockerfile.metrics
+  for overlays/metrics; VERSION = the project's), runs that Dockerfile's default
+  binary, an executable of the tree, and every --flag in args is one that
+  binary parses;
+- the metrics overlay: KDP_METRICS_ADDRESS (or --metrics-address) is :PORT,
+  the port the image's ENV uses, a containerPort named metrics; liveness and
+  readiness probes GET /healthz on it, liveness tolerating at least a minute
+  of failures; prometheus.io/scrape and /port annotations; the overlays with
+  the static image ask for no endpoint (it would fail their start).
 systemd (deploy/systemd/*.service): `systemd-analyze verify` prints nothing
 (its exit status ignores unknown keys), the options this repository promises
 are there, and the writable path is the directory the plugin serves.
@@ -47,7 +55,12 @@ EXPECTED_HOST_DIR = {
     "overlays/watcher": "/var/lib/kubelet/device-plugins",
     "overlays/rolling-update": "/var/lib/kubelet/device-plugins",
     "overlays/pod-identity": "/var/lib/kubelet/device-plugins",
+    "overlays/metrics": "/var/lib/kubelet/device-plugins",
 }
+# The image each kustomization runs, and the Dockerfile that builds it (the
+# others: kdp-gopher from deploy/Dockerfile).
+IMAGES = {"overlays/metrics": ("kdp-gopher-metrics", "Dockerfile.metrics")}
+DEFAULT_IMAGE = ("kdp-gopher", "Dockerfile")
 
 failures = []
 
@@ -75,12 +88,30 @@ def default_plugin_dir():
     return m.group(1)
 
 
-def dockerfile_binary():
-    for line in open(os.path.join(DEPLOY, "Dockerfile")):
+def dockerfile_binary(name="Dockerfile"):
+    for line in open(os.path.join(DEPLOY, name)):
         m = re.match(r"ARG BINARY=(\S+)", line)
         if m:
             return m.group(1)
-    raise AssertionError("deploy/Dockerfile has no ARG BINARY=default")
+    raise AssertionError("deploy/%s has no ARG BINARY=default" % name)
+
+
+def dockerfile_env(name, var):
+    """The value the final stage's ENV gives var (None without one)."""
+    value = None
+    for line in open(os.path.join(DEPLOY, name)):
+        if re.match(r"FROM\s", line):
+            value = None  # a later stage: only the last one's ENV counts
+        m = re.match(r"ENV\s+%s[=\s]\s*\"?([^\"\s]*)" % re.escape(var), line)
+        if m:
+            value = m.group(1)
+    return value
+
+
+def project_version():
+    m = re.search(r"project\(kdp VERSION (\S+)", open(os.path.join(SRC, "CMakeLists.txt")).read())
+    assert m, "CMakeLists.txt: no project(kdp VERSION ...)"
+    return m.group(1).rstrip(")")
 
 
 def binary_sources(name):
@@ -257,7 +288,11 @@ def check_daemonset(ds, where, host_dir, plugin_dir):
         check(env["KDP_DEVICE_PLUGIN_DIR"] == plugin_dir,
               "%s: KDP_DEVICE_PLUGIN_DIR is the mounted path" % where)
     # the image, its binary and its flags
-    binary = dockerfile_binary()
+    image, dockerfile = IMAGES.get(where, DEFAULT_IMAGE)
+    check(c.get("image") == "%s:%s" % (image, project_version()),
+          "%s: image %s:%s, built by deploy/%s (got %s)"
+          % (where, image, project_version(), dockerfile, c.get("image")))
+    binary = dockerfile_binary(dockerfile)
     sources = binary_sources(binary)
     check(bool(sources) and all(os.path.exists(s) for s in sources),
           "%s: the image's binary %s is an executable of the tree" % (where, binary))
@@ -300,6 +335,55 @@ def check_registration(ds, where):
               "%s: KDP_GENERATION is the pod-template-generation label" % where)
 
 
+def check_metrics(ds, where):
+    """The metrics overlay serves the endpoint its probes and annotations use;
+    the others (the static image, which cannot) ask for none."""
+    tmpl = ds["spec"]["template"]
+    c = tmpl["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in c.get("env", [])}
+    args = c.get("args", [])
+    flag = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--metrics-address"] + \
+        [a.split("=", 1)[1] for a in args if a.startswith("--metrics-address=")]
+    address = flag[-1] if flag else env.get("KDP_METRICS_ADDRESS")
+    if IMAGES.get(where, DEFAULT_IMAGE)[1] != "Dockerfile.metrics":
+        check(address is None and "livenessProbe" not in c and "readinessProbe" not in c,
+              "%s: the static image: no metrics address (it would fail the start), no probes"
+              % where)
+        return
+    m = re.fullmatch(r":(\d+)", address or "")
+    check(m is not None, "%s: the metrics address is :PORT, every interface of the pod (%r, %s)"
+          % (where, address, "--metrics-address" if flag else "KDP_METRICS_ADDRESS"))
+    port = int(m.group(1)) if m else None
+    image_env = dockerfile_env("Dockerfile.metrics", "KDP_METRICS_ADDRESS")
+    check(image_env is None or image_env == ":%s" % port,
+          "%s: the image's ENV KDP_METRICS_ADDRESS (%s) agrees" % (where, image_env))
+    ports = {p.get("name"): p for p in c.get("ports", [])}
+    check(ports.get("metrics", {}).get("containerPort") == port and
+          ports["metrics"].get("protocol", "TCP") == "TCP",
+          "%s: containerPort %s named metrics" % (where, port))
+    check(not ds["spec"]["template"]["spec"].get("hostNetwork") and
+          not ports.get("metrics", {}).get("hostPort"),
+          "%s: the port is the pod's (no hostNetwork, no hostPort)" % where)
+    for kind in ("livenessProbe", "readinessProbe"):
+        probe = c.get(kind, {})
+        get = probe.get("httpGet", {})
+        check(get.get("path") == "/healthz" and get.get("port") in ("metrics", port) and
+              get.get("scheme", "HTTP") == "HTTP",
+              "%s: %s GETs /healthz on the metrics port (%s)" % (where, kind, get))
+        check(probe.get("timeoutSeconds", 1) < probe.get("periodSeconds", 10),
+              "%s: %s times out within its period" % (where, kind))
+    live, ready = c.get("livenessProbe", {}), c.get("readinessProbe", {})
+    live_s = live.get("periodSeconds", 10) * live.get("failureThreshold", 3)
+    check(live_s >= 60, "%s: liveness restarts only after %d s of failures (>= 60: the plugin "
+          "re-registers by itself after a kubelet restart)" % (where, live_s))
+    check(ready.get("periodSeconds", 10) <= 10,
+          "%s: readiness follows registration within %s s" % (where, ready.get("periodSeconds")))
+    ann = tmpl["metadata"].get("annotations", {})
+    check(ann.get("prometheus.io/scrape") == "true" and ann.get("prometheus.io/port") == str(port)
+          and ann.get("prometheus.io/path", "/metrics") == "/metrics",
+          "%s: prometheus.io annotations: scrape true, port %s, path /metrics" % (where, port))
+
+
 def check_manifests():
     for path in sorted(glob.glob(os.path.join(DEPLOY, "**", "*.y*ml"), recursive=True)):
         rel = os.path.relpath(path, SRC)
@@ -322,6 +406,7 @@ def check_manifests():
             if o["kind"] == "DaemonSet":
                 check_daemonset(o, kdir_rel, host_dir, plugin_dir)
                 check_registration(o, kdir_rel)
+                check_metrics(o, kdir_rel)
         if kubectl:
             p = subprocess.run([kubectl, "kustomize", kdir], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, universal_newlines=True, timeout=120)

@@ -26,7 +26,6 @@ builds it (container builds cannot run here).
    (PrivateNetwork). Not checked here: seccomp filters and systemd itself.
 """
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -35,7 +34,7 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 import kdptest  # noqa: E402
-from kdptest import log  # noqa: E402
+from kdptest import dockerfile, log  # noqa: E402
 from kdptest.kubelet import Kubelet  # noqa: E402
 
 SRC = kdptest.REPO
@@ -61,59 +60,6 @@ def run(argv, check_rc=True, **kw):
     if check_rc and p.returncode != 0:
         raise AssertionError("%s exited %d" % (argv[0], p.returncode))
     return p
-
-
-def parse_dockerfile(path):
-    """Returns (default BINARY, [(sources, dest)] of the build stage, the
-    build stage's RUN lines, final stage info)."""
-    lines, cur = [], ""
-    for raw in open(path):
-        line = raw.rstrip("\n")
-        if line.lstrip().startswith("#") and not cur:
-            continue
-        if line.endswith("\\"):
-            cur += line[:-1] + " "
-            continue
-        cur += line
-        if cur.strip():
-            lines.append(cur.strip())
-        cur = ""
-    default_binary, stages = None, []
-    for line in lines:
-        word, _, rest = line.partition(" ")
-        word = word.upper()
-        if word == "FROM":
-            parts = rest.split()
-            stages.append({"from": parts[0], "name": parts[2] if len(parts) > 2 else None,
-                           "copy": [], "run": [], "entrypoint": None, "copy_from": []})
-        elif word == "ARG" and not stages and rest.startswith("BINARY="):
-            default_binary = rest.split("=", 1)[1]
-        elif word == "COPY" and stages:
-            args = shlex.split(rest)
-            if args[0].startswith("--from="):
-                stages[-1]["copy_from"].append((args[0][7:], args[1], args[2]))
-            else:
-                stages[-1]["copy"].append((args[:-1], args[-1]))
-        elif word == "RUN" and stages:
-            stages[-1]["run"].append(rest)
-        elif word == "ENTRYPOINT" and stages:
-            stages[-1]["entrypoint"] = rest
-    return default_binary, stages
-
-
-def stage_sources(copies, dst_root):
-    """Copies what the build stage's COPY lines copy (WORKDIR = dst_root)."""
-    shutil.rmtree(dst_root, ignore_errors=True)
-    os.makedirs(dst_root)
-    for sources, dest in copies:
-        target = os.path.join(dst_root, dest)
-        for s in sources:
-            sp = os.path.join(SRC, s)
-            if os.path.isdir(sp):  # Docker copies a directory's contents, not the directory
-                shutil.copytree(sp, target, dirs_exist_ok=True, copy_function=shutil.copy2)
-            else:
-                os.makedirs(target, exist_ok=True)
-                shutil.copy2(sp, os.path.join(target, os.path.basename(s)))
 
 
 def check_binary(path, name):
@@ -224,8 +170,9 @@ def gopher_against_emulator(gopher, sandboxed=False):
 
 
 def main():
-    dockerfile = os.path.join(SRC, "deploy", "Dockerfile")
-    binary, stages = parse_dockerfile(dockerfile)
+    path = os.path.join(SRC, "deploy", "Dockerfile")
+    args, stages = dockerfile.parse(path)
+    binary = args.get("BINARY")
     check(binary is not None, "Dockerfile: ARG BINARY has a default (%s)" % binary)
     check(len(stages) == 2, "Dockerfile: two stages")
     build, final = stages[0], stages[-1]
@@ -242,7 +189,7 @@ def main():
 
     work = os.path.join(BUILD, "packaging", "static")
     src = os.path.join(work, "src")
-    stage_sources(build["copy"], src)
+    dockerfile.stage_sources(build["copy"], src)
     names = [binary] + ([GOPHER] if binary != GOPHER else [])
     out = {}
     for name in names:

@@ -5,6 +5,10 @@
 #                      built with pkg-config (shared, --static) and find_package
 #   packaging_static   the image's binary built as deploy/Dockerfile builds it:
 #                      static, < 2 MB, registers with the kubelet emulator
+#   packaging_metrics_image  the metrics image's binary built as
+#                      deploy/Dockerfile.metrics builds it: its libraries come
+#                      from the runtime stage's packages; /healthz and /metrics
+#                      while registered with the kubelet emulator
 #   packaging_deploy   deploy/ manifests (YAML, kinds, paths, flags), the systemd unit
 #   packaging_apidoc   docs/api.md up to date with include/kdp.h; libkdp.so exports
 #                      exactly the KDP_EXPORT functions
@@ -32,6 +36,10 @@ if(NOT KDP_SANITIZE AND NOT KDP_FUZZ)
   add_test(NAME packaging_static COMMAND /usr/bin/python3 ${KDP_PKG_DIR}/test_static.py)
   set_tests_properties(packaging_static PROPERTIES ENVIRONMENT
     "KDP_BUILD_DIR=${CMAKE_BINARY_DIR};KDP_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
+  add_test(NAME packaging_metrics_image
+    COMMAND /usr/bin/python3 ${KDP_PKG_DIR}/test_metrics_image.py)
+  set_tests_properties(packaging_metrics_image PROPERTIES ENVIRONMENT
+    "KDP_BUILD_DIR=${CMAKE_BINARY_DIR};KDP_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
 endif()
 
 add_test(NAME packaging_deploy COMMAND /usr/bin/python3 ${KDP_PKG_DIR}/test_deploy.py)
@@ -40,8 +48,8 @@ set_tests_properties(packaging_deploy PROPERTIES ENVIRONMENT "KDP_BUILD_DIR=${CM
 add_test(NAME packaging_apidoc COMMAND /usr/bin/python3 ${KDP_PKG_DIR}/apidoc.py --check
   --lib $<TARGET_FILE:kdp>)
 
-foreach(t IN ITEMS packaging_version packaging_install packaging_static packaging_deploy
-        packaging_apidoc)
+foreach(t IN ITEMS packaging_version packaging_install packaging_static packaging_metrics_image
+        packaging_deploy packaging_apidoc)
   if(TEST ${t})
     set_tests_properties(${t} PROPERTIES LABELS packaging TIMEOUT 300)
   endif()

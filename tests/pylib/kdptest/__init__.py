@@ -23,6 +23,8 @@ Modules:
   kdpctl    KdpctlTest: kdpctl against real plugins (tests/kdpctl)
   interop   InteropTest, Server, echo_pb2: gRPC peers (tests/interop)
   rawh2     a raw HTTP/2 + gRPC client (tests/robustness)
+  dockerfile  deploy/'s Dockerfiles read without Docker: stages, the files a
+            stage copies, the packages it installs (tests/packaging)
 """
 
 from .figures import figure, percentile, print_figures
