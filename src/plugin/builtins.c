@@ -27,7 +27,11 @@ static void state_reason(const kdp__pview *v, char *why, size_t cap)
         }
         break;
     case KDP_PLUGIN_WAITING:
-        snprintf(why, cap, "waiting for %s", KDP_KUBELET_SOCKET);
+        if (v->watcher) {
+            snprintf(why, cap, "waiting for the kubelet's plugin watcher (GetInfo)");
+        } else {
+            snprintf(why, cap, "waiting for %s", KDP_KUBELET_SOCKET);
+        }
         break;
     case KDP_PLUGIN_REGISTERING:
         if (v->reg_error[0]) {

@@ -728,6 +728,7 @@ static void plugin_view(kdp_plugin *p, kdp__pview *out)
     out->healthy = kdp__devtab_count_healthy(&p->table.tab);
     out->unhealthy = p->table.tab.n - out->healthy;
     out->streams = p->devplugin.n_streams;
+    out->watcher = p->regmode == KDP_REGISTRATION_WATCHER;
 }
 
 KDP_EXPORT int kdp_run_simple(const char *resource_name, const char *socket_name, kdp_list_fn list,

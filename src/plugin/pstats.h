@@ -12,6 +12,7 @@
 #define KDP_PSTATS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -71,6 +72,7 @@ typedef struct kdp__pview {
     const struct kdp__probe_stats *probe; /* probe.h; NULL without a probe op */
     size_t healthy, unhealthy;            /* physical devices in the table */
     unsigned streams;                     /* open ListAndWatch streams */
+    bool watcher;                         /* registers through the kubelet's plugin watcher */
 } kdp__pview;
 
 static inline void kdp__pstats_init(kdp__pstats *s)

@@ -51,6 +51,9 @@ static void test_healthz_reasons(void **state)
     expect(&v, 1, 200, "ok\n");
     v.st.state = KDP_PLUGIN_WAITING;
     expect(&v, 1, 503, "a.b/c: waiting for kubelet.sock\n");
+    v.watcher = true;
+    expect(&v, 1, 503, "a.b/c: waiting for the kubelet's plugin watcher (GetInfo)\n");
+    v.watcher = false;
     v.st.state = KDP_PLUGIN_REGISTERING;
     expect(&v, 1, 503, "a.b/c: registering\n");
     strcpy(v.reg_error, "INVALID_ARGUMENT: Unsupported version");
