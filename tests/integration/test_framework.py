@@ -1199,16 +1199,18 @@ class Handover(PluginTest):
 
     def test_per_resource_kubelet_gap_then_back(self):
         kl, new, mark, exit_ms = self.handover("resource")
+        # that kubelet drops the new instance when the old one's stream ends
+        # (which it may see after the old process has exited: wait for it);
+        # the new one registers again at once
+        kl.wait_event("capacity", T, since=mark, resource=RES, allocatable=0)
         caps = self.settle(kl, mark)
         polled = self.samples()
         self.assertEqual(kl.state()[RES]["allocatable"], 2, caps)
-        # that kubelet drops the new instance when the old one's stream ends;
-        # the new one registers again at once
         zero = [t for t, _, a in caps if a == 0]
         back = [t for t, _, a in caps if a == 2 and zero and t > zero[0]]
-        gap_ms = (back[0] - zero[0]) / 1e6 if zero and back else 0.0
-        if zero:
-            new.wait_log(r"restarting", T)
+        self.assertTrue(zero and back, caps)
+        gap_ms = (back[0] - zero[0]) / 1e6
+        new.wait_log(r"restarting", T)
         self.assertOk(kl.command("allocate %s a" % RES))
         figure("handover, per-resource kubelet: new instance started -> old instance exited",
                "%.0f ms" % exit_ms)
