@@ -41,8 +41,8 @@ char *kdp__expfmt_take(kdp__expfmt *w, size_t *ret_len)
 
 void kdp__expfmt_raw(kdp__expfmt *w, const char *s, size_t n)
 {
-    if (w->failed) {
-        return;
+    if (w->failed || n == 0) {
+        return; /* n 0: no buffer may exist yet, and memcpy wants one */
     }
     if (n > w->cap - w->len) {
         size_t cap = w->cap ? w->cap : 4096;
