@@ -27,6 +27,7 @@
 #define REASON_MAX 200
 #define SLICE_MS   20
 #define DRAIN_MAX  65536 /* bytes read after it exited (its children may go on) */
+#define REAP_MS    200   /* what it left, killed, is waited for this long (within the margin) */
 
 char *gen_health_expand(const char *tmpl, const gen_dev *d)
 {
@@ -143,11 +144,25 @@ static int spawn(char **argv, int out_fd, pid_t *ret)
 }
 
 /* Kills what is left of the command's group and reaps whatever of it is
- * ours (the command itself is reaped already). */
+ * ours (the command itself is reaped already). What the command left
+ * running becomes ours when kdp-generic is PID 1 (a container's
+ * entrypoint) or a subreaper: it is waited for, at most REAP_MS, to die of
+ * the SIGKILL, else it would stay a zombie; when none of the group is ours
+ * (ECHILD) there is nothing to wait for. */
 static void end_group(pid_t pid)
 {
     (void)kill(-pid, SIGKILL);
-    while (waitpid(-pid, NULL, WNOHANG) > 0) {
+    uint64_t until = now_ms() + REAP_MS;
+    for (;;) {
+        pid_t r = waitpid(-pid, NULL, WNOHANG);
+        if (r > 0 || (r < 0 && errno == EINTR)) {
+            continue;
+        }
+        if (r < 0 || now_ms() >= until) {
+            return;
+        }
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 1000000L};
+        nanosleep(&ts, NULL);
     }
 }
 
