@@ -41,8 +41,8 @@ char *kdp__expfmt_take(kdp__expfmt *w, size_t *ret_len)
 
 void kdp__expfmt_raw(kdp__expfmt *w, const char *s, size_t n)
 {
-    if (w->failed) {
-        return;
+    if (w->failed || n == 0) {
+        return; /* n 0: no buffer may exist yet, and memcpy wants one */
     }
     if (n > w->cap - w->len) {
         size_t cap = w->cap ? w->cap : 4096;
@@ -143,15 +143,22 @@ static void series(kdp__expfmt *w, const char *name, const char *suffix, const k
     put(w, "}");
 }
 
+/* One sample line: name+suffix{labels} value. */
+static void line(kdp__expfmt *w, const char *name, const char *suffix, const kdp__label *labels,
+                 size_t n, const char *value)
+{
+    series(w, name, suffix, labels, n);
+    put(w, " ");
+    put(w, value);
+    put(w, "\n");
+}
+
 void kdp__expfmt_sample(kdp__expfmt *w, const char *name, const kdp__label *labels, size_t n,
                         double value)
 {
     char v[40];
     kdp__expfmt_value(value, v, sizeof(v));
-    series(w, name, "", labels, n);
-    put(w, " ");
-    put(w, v);
-    put(w, "\n");
+    line(w, name, "", labels, n, v);
 }
 
 void kdp__expfmt_sample_u64(kdp__expfmt *w, const char *name, const kdp__label *labels, size_t n,
@@ -159,10 +166,7 @@ void kdp__expfmt_sample_u64(kdp__expfmt *w, const char *name, const kdp__label *
 {
     char v[32];
     snprintf(v, sizeof(v), "%" PRIu64, value);
-    series(w, name, "", labels, n);
-    put(w, " ");
-    put(w, v);
-    put(w, "\n");
+    line(w, name, "", labels, n, v);
 }
 
 void kdp__expfmt_histogram(kdp__expfmt *w, const char *name, const kdp__label *labels,
@@ -190,20 +194,11 @@ void kdp__expfmt_histogram(kdp__expfmt *w, const char *name, const kdp__label *l
         }
         char v[32];
         snprintf(v, sizeof(v), "%" PRIu64, cum);
-        series(w, name, "_bucket", ls, n_labels + 1);
-        put(w, " ");
-        put(w, v);
-        put(w, "\n");
+        line(w, name, "_bucket", ls, n_labels + 1, v);
     }
     char v[40];
     kdp__expfmt_value(sum, v, sizeof(v));
-    series(w, name, "_sum", labels, n_labels);
-    put(w, " ");
-    put(w, v);
-    put(w, "\n");
+    line(w, name, "_sum", labels, n_labels, v);
     snprintf(v, sizeof(v), "%" PRIu64, cum);
-    series(w, name, "_count", labels, n_labels);
-    put(w, " ");
-    put(w, v);
-    put(w, "\n");
+    line(w, name, "_count", labels, n_labels, v);
 }

@@ -5,7 +5,6 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "base/log.h"
 
@@ -54,13 +53,6 @@ unsigned kdp__jobs_stuck(kdp__jobs *js)
     return js->worker ? kdp__worker_stuck(js->worker, NULL, NULL) : 0;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* Worker thread. The counters outlive a callback left running: the plugin
  * is kept for it (kdp_plugin_free). */
 static void run(kdp__job *b)
@@ -72,9 +64,9 @@ static void run(kdp__job *b)
         j->fn(j);
         return;
     }
-    uint64_t t0 = now_ns();
+    uint64_t t0 = kdp__now_us(); /* microseconds: the smallest bucket is 100 */
     j->fn(j);
-    kdp__hist_observe(&stats->callbacks[op], now_ns() - t0);
+    kdp__hist_observe(&stats->callbacks[op], (kdp__now_us() - t0) * 1000U);
 }
 
 static void done(kdp__job *b)

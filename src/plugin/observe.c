@@ -69,7 +69,9 @@ static void addon_free(kdp_ctx *ctx)
 
 /* ---- the pages ---- */
 
-static kdp__pview *views(kdp_ctx *ctx, size_t *ret_n)
+/* Every plugin's view. Returns 0 (*ret NULL when there is none) or
+ * -ENOMEM. */
+static int views(kdp_ctx *ctx, kdp__pview **ret, size_t *ret_n)
 {
     size_t n = 0;
     kdp__link *l;
@@ -77,13 +79,14 @@ static kdp__pview *views(kdp_ctx *ctx, size_t *ret_n)
     {
         n++;
     }
+    *ret = NULL;
     *ret_n = 0;
     if (n == 0) {
-        return NULL;
+        return 0;
     }
     kdp__pview *v = calloc(n, sizeof(*v));
     if (!v) {
-        return NULL;
+        return -ENOMEM; /* not "no plugins" */
     }
     size_t i = 0;
     kdp__list_for_each(l, &ctx->members)
@@ -91,8 +94,9 @@ static kdp__pview *views(kdp_ctx *ctx, size_t *ret_n)
         kdp__member *m = KDP__CONTAINER_OF(l, kdp__member, link);
         m->ops->view(m, &v[i++]);
     }
+    *ret = v;
     *ret_n = n;
-    return v;
+    return 0;
 }
 
 static void text(kdp__http_resp *resp, int status, const char *body)
@@ -116,7 +120,11 @@ void kdp__observe_handle(kdp_ctx *ctx, const char *method, const char *path, kdp
         return;
     }
     size_t n = 0;
-    kdp__pview *v = views(ctx, &n);
+    kdp__pview *v = NULL;
+    if (views(ctx, &v, &n) < 0) {
+        text(resp, 500, "out of memory\n");
+        return;
+    }
     kdp__expfmt w;
     kdp__expfmt_init(&w);
     int status = 200;

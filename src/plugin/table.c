@@ -334,6 +334,8 @@ static void held_changed_locked(kdp__table *t)
 
 /* d (a new whole table) gets the probe state of the devices `shared` has
  * (by ID), and the health that makes; *bytes (its message's size) follows.
+ * A device of d may carry an older verdict (a replacement kept for a list's
+ * result): the health is made again from the verdict of now either way.
  * t->mu held. O(n). */
 static void carry_probe_state_locked(kdp__table *t, kdp__devtab *d, size_t *bytes)
 {
@@ -345,11 +347,11 @@ static void carry_probe_state_locked(kdp__table *t, kdp__devtab *d, size_t *byte
         kdp__dev *nd = &d->devs[i];
         const kdp__dev *od = kdp__devtab_find(&t->shared, nd->id);
         nd->probe = od ? od->probe : (kdp__devprobe){0};
-        if (nd->probe.bad) {
+        held += nd->probe.bad;
+        if (kdp__dev_effective(nd->author_health, nd->probe.bad) != nd->health) {
             size_t before = kdp__dev_encoded_size(nd, t->replicas);
             kdp__dev_apply_overlay(nd);
             *bytes = *bytes - before + kdp__dev_encoded_size(nd, t->replicas);
-            held++;
         }
     }
     t->shared_probe_bad = held;

@@ -38,7 +38,7 @@ typedef void (*kdp__http_handler)(const char *method, const char *path, kdp__htt
                                   void *ud);
 
 typedef struct kdp__http_cfg {
-    unsigned max_connections; /* 0 = 32; from one IP address, half that (16) */
+    unsigned max_connections; /* 0 = 32; from one IP address, half that, at most 16 */
     unsigned timeout_s;       /* idle connection timeout; 0 = 10 */
     size_t conn_memory;       /* per connection; 0 = 32 KiB */
 } kdp__http_cfg;

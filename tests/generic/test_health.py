@@ -9,7 +9,10 @@ usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_health.py [-v] [Test.name .
 """
 
 import os
+import shutil
+import signal
 import stat
+import subprocess
 import sys
 import time
 import unittest
@@ -20,7 +23,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
 sys.path.insert(0, HERE)
 import kdptest  # noqa: E402
 from kdptest import T, binary, figure  # noqa: E402
-from test_generic import GenericTest  # noqa: E402  (the fixture only: no test of its own)
+from kdptest.plugin import PluginProc  # noqa: E402
+from test_generic import GenericTest, sock_for  # noqa: E402  (the fixture only: no test of its own)
 
 SERIAL = "example.com/serial"
 
@@ -192,6 +196,33 @@ class Health(GenericTest):
         kdptest.wait_for(lambda: processes_running(script) == 0, T, "the checks to be gone")
         self.assertStopsCleanly(pl)
 
+
+    def test_command_as_pid_1_reaps_what_it_left(self):
+        """kdp-generic as a container's entrypoint (PID 1): what a check left
+        running is killed, re-parented to it, and reaped: no zombie."""
+        unshare = shutil.which("unshare")
+        if not unshare or subprocess.run([unshare, "--pid", "--fork", "--map-root-user", "true"],
+                                         capture_output=True).returncode != 0:
+            self.skipTest("no PID namespace here (unshare --pid --fork --map-root-user)")
+        script = self.file("leave.sh")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\nsleep 30 &\nsleep 30 &\necho fine\n")
+        os.chmod(script, stat.S_IRWXU)
+        kl = self.kubelet()
+        cfg = self.config(self.serial(["interval: 100ms", "nodeExists: false",
+                                       'command: ["%s"]' % script]))
+        argv = [unshare, "--pid", "--fork", "--kill-child", "--map-root-user",
+                binary("kdp-generic"), "--config", cfg, "--device-plugin-dir", self.dir]
+        pl = self.start_proc(PluginProc(argv, "kdp-generic-pid1", self.dir, sock_for(SERIAL),
+                                        [SERIAL]))
+        kl.wait_event("registered", T, since=0, resource=SERIAL)
+        gen = [c[0] for c in children_of(pl.pid) if "kdp-generic" in c[2]]
+        self.assertEqual(len(gen), 1)
+        time.sleep(2)  # some 20 checks, each leaving two sleeps behind
+        kdptest.wait_for(lambda: not [c for c in children_of(gen[0]) if c[1] == "Z"], 2,
+                         "no zombie under kdp-generic (PID 1)")
+        os.kill(gen[0], signal.SIGTERM)  # unshare does not pass SIGTERM on
+        self.assertEqual(pl.stop(), 0)
 
 # (text, the line, the key, a phrase of the message)
 BAD = [

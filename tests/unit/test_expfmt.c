@@ -112,6 +112,13 @@ static void test_grows_and_empty(void **state)
     s = page(&w);
     assert_int_equal(strlen(s), 10000 * strlen("m{i=\"some value\"} ") + 48890);
     free(s);
+    /* nothing written to a fresh writer (no buffer yet): still nothing */
+    kdp__expfmt_init(&w);
+    kdp__expfmt_raw(&w, "", 0);
+    s = kdp__expfmt_take(&w, &len);
+    assert_non_null(s);
+    assert_int_equal(len, 0);
+    free(s);
     /* done without take frees */
     kdp__expfmt_init(&w);
     kdp__expfmt_raw(&w, "abc", 3);

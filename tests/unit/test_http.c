@@ -10,7 +10,10 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,11 +128,51 @@ static void test_request_on_the_loop(void **state)
     kdp__loop_free(l);
 }
 
+/* A keep-alive request (what Prometheus and the kubelet send) is answered
+ * and its connection closed all the same: nothing stays open, so no timer
+ * wakes the loop between two scrapes. */
+static void test_answer_closes(void **state)
+{
+    (void)state;
+    kdp__loop *l;
+    assert_int_equal(kdp__loop_new(&l), 0);
+    kdp__http *h;
+    assert_int_equal(kdp__http_listen(l, "127.0.0.1:0", NULL, handler, NULL, &h), 0);
+    /* over TCP, as a scraper connects */
+    int sv[2] = {-1, socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    in.sin_port = htons((uint16_t)atoi(strrchr(kdp__http_address(h), ':') + 1));
+    assert_int_equal(connect(sv[1], (struct sockaddr *)&in, sizeof(in)), 0);
+    const char req[] = "GET /x HTTP/1.1\r\nHost: t\r\n\r\n";
+    assert_int_equal(write(sv[1], req, strlen(req)), (ssize_t)strlen(req));
+    char out[2048] = "";
+    size_t got = 0;
+    bool eof = false;
+    for (int i = 0; i < 100 && !eof; i++) {
+        (void)kdp__loop_dispatch(l, 10);
+        ssize_t n = recv(sv[1], out + got, sizeof(out) - 1 - got, MSG_DONTWAIT);
+        if (n > 0) {
+            got += (size_t)n;
+            out[got] = '\0';
+        }
+        eof = n == 0;
+    }
+    assert_non_null(strstr(out, "HTTP/1.1 200"));
+    assert_non_null(strstr(out, "Connection: close"));
+    assert_true(eof);
+    assert_int_equal(kdp__http_connections(h), 0);
+    assert_int_equal(kdp__loop_next_timeout_ms(l), -1);
+    close(sv[1]);
+    kdp__http_free(h);
+    kdp__loop_free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_addresses),
         cmocka_unit_test(test_request_on_the_loop),
+        cmocka_unit_test(test_answer_closes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

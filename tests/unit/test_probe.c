@@ -399,6 +399,71 @@ static void test_overlay(void **state)
     kdp_ctx_free(ctx);
 }
 
+/* A list op that waits, the second time, until released. */
+static atomic_int list_calls;
+static atomic_bool list_entered;
+static atomic_bool list_release;
+
+static int gated_list(kdp_plugin *p, kdp_device_list *out, void *ud)
+{
+    (void)p;
+    (void)ud;
+    if (atomic_fetch_add(&list_calls, 1) > 0) {
+        atomic_store(&list_entered, true);
+        for (int i = 0; i < 2000 && !atomic_load(&list_release); i++) {
+            sleep_ms(1);
+        }
+    }
+    kdp_device a = {.id = "a", .health = KDP_HEALTHY};
+    return kdp_device_list_add(out, &a);
+}
+
+/* A device replaced while a list runs (the change kept for the list's
+ * result, with the verdict of that moment), then turned Healthy again by
+ * the probe before the list returns: the list's result takes the verdict
+ * of now, and the health that makes, not the replacement's old Unhealthy. */
+static void test_verdict_across_list(void **state)
+{
+    (void)state;
+    atomic_store(&list_calls, 0);
+    atomic_store(&list_entered, false);
+    atomic_store(&list_release, false);
+    kdp_ctx *ctx;
+    assert_int_equal(kdp_ctx_new(&ctx), 0);
+    kdp_ops ops = {.list = gated_list, .probe = dummy_probe};
+    kdp_plugin *p = new_plugin(ctx, "example.com/vl", "vl.sock", &ops, 86400000, 0);
+    dispatch_for(ctx, 50);
+    assert_int_equal(told(ctx, p, "a"), KDP_HEALTHY);
+    for (int i = 0; i < 3; i++) {
+        (void)answer(p, "a", KDP__PROBE_FAIL);
+    }
+    assert_int_equal(told(ctx, p, "a"), KDP_UNHEALTHY);
+    assert_int_equal(kdp_plugin_rescan(p), 0);
+    for (int i = 0; i < 400 && !atomic_load(&list_entered); i++) {
+        assert_true(kdp_ctx_dispatch(ctx) >= 0);
+        sleep_ms(5);
+    }
+    assert_true(atomic_load(&list_entered));
+    kdp_device a2 = {.id = "a", .health = KDP_HEALTHY, .host_path = "/dev/a2"};
+    assert_int_equal(kdp_plugin_set_device(p, &a2), 0);
+    assert_int_equal(answer(p, "a", KDP__PROBE_OK), KDP__PROBE_SAME);
+    assert_int_equal(answer(p, "a", KDP__PROBE_OK), KDP__PROBE_TURNED_HEALTHY);
+    assert_int_equal(health_of(p, "a"), KDP_HEALTHY);
+    atomic_store(&list_release, true);
+    for (int i = 0; i < 400 && atomic_load(&list_calls) < 2; i++) {
+        sleep_ms(1);
+    }
+    dispatch_for(ctx, 100);
+    assert_int_equal(held(p), 0);
+    assert_int_equal(health_of(p, "a"), KDP_HEALTHY);
+    assert_int_equal(told(ctx, p, "a"), KDP_HEALTHY);
+    pthread_mutex_lock(&p->table.mu);
+    assert_int_equal(p->table.shared_bytes,
+                     kdp__devtab_encoded_size_replicas(&p->table.shared, p->table.replicas));
+    pthread_mutex_unlock(&p->table.mu);
+    kdp_ctx_free(ctx);
+}
+
 /* ---- rounds on the plugin's loop ---- */
 
 #define N_DEV 3
@@ -651,11 +716,17 @@ int main(void)
     }
     alarm(60);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_step_n_and_m),     cmocka_unit_test(test_flapping_never_turns),
-        cmocka_unit_test(test_classify),         cmocka_unit_test(test_down_policies),
-        cmocka_unit_test(test_config_bounds),    cmocka_unit_test(test_verdict_op_and_undo),
-        cmocka_unit_test(test_overlay),          cmocka_unit_test(test_rounds),
-        cmocka_unit_test(test_rounds_down_keep), cmocka_unit_test(test_overlay_threads),
+        cmocka_unit_test(test_step_n_and_m),
+        cmocka_unit_test(test_flapping_never_turns),
+        cmocka_unit_test(test_classify),
+        cmocka_unit_test(test_down_policies),
+        cmocka_unit_test(test_config_bounds),
+        cmocka_unit_test(test_verdict_op_and_undo),
+        cmocka_unit_test(test_overlay),
+        cmocka_unit_test(test_rounds),
+        cmocka_unit_test(test_rounds_down_keep),
+        cmocka_unit_test(test_overlay_threads),
+        cmocka_unit_test(test_verdict_across_list),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];

@@ -7,13 +7,17 @@
  * mask; the first line of what it prints (stdout and stderr, at most
  * REASON_MAX bytes) is the reason; at its deadline the group is killed
  * (SIGKILL) and the command reaped, and so is whatever it left behind when
- * it exits: no zombie, no stray process.
+ * it exits: no zombie, no stray process. A killed command that does not die
+ * at once (uninterruptible sleep: a read of a hung device dies only when
+ * the read returns) is not waited for beyond REAP_MS, so that the probe
+ * still answers within its deadline; it is reaped at a later check.
  */
 #include "health.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -27,6 +31,8 @@
 #define REASON_MAX 200
 #define SLICE_MS   20
 #define DRAIN_MAX  65536 /* bytes read after it exited (its children may go on) */
+#define REAP_MS    150   /* a killed process is waited for this long (twice: within the margin) */
+#define LEFT_MAX   64    /* killed commands not reaped yet, kept for a later check */
 
 char *gen_health_expand(const char *tmpl, const gen_dev *d)
 {
@@ -142,12 +148,70 @@ static int spawn(char **argv, int out_fd, pid_t *ret)
     return -r;
 }
 
+/* Commands killed at their deadline that had not died REAP_MS later: our
+ * children still, reaped by a later check (every resource's worker runs
+ * checks: one list, under a lock). */
+static pthread_mutex_t left_mu = PTHREAD_MUTEX_INITIALIZER;
+static pid_t killed_left[LEFT_MAX];
+static size_t n_left;
+
+static void reap_left(void)
+{
+    pthread_mutex_lock(&left_mu);
+    for (size_t i = 0; i < n_left;) {
+        pid_t r = waitpid(killed_left[i], NULL, WNOHANG);
+        if (r == killed_left[i] || (r < 0 && errno == ECHILD)) {
+            killed_left[i] = killed_left[--n_left];
+        } else {
+            i++;
+        }
+    }
+    pthread_mutex_unlock(&left_mu);
+}
+
+/* Waits at most REAP_MS for pid (killed) to exit; else keeps it for
+ * reap_left(). */
+static void reap_killed(pid_t pid, int *status)
+{
+    uint64_t until = now_ms() + REAP_MS;
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR)) {
+            return;
+        }
+        if (r == 0 && now_ms() >= until) {
+            break;
+        }
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    pthread_mutex_lock(&left_mu);
+    if (n_left < LEFT_MAX) {
+        killed_left[n_left++] = pid;
+    }
+    pthread_mutex_unlock(&left_mu);
+}
+
 /* Kills what is left of the command's group and reaps whatever of it is
- * ours (the command itself is reaped already). */
+ * ours (the command itself is reaped already). What the command left
+ * running becomes ours when kdp-generic is PID 1 (a container's
+ * entrypoint) or a subreaper: it is waited for, at most REAP_MS, to die of
+ * the SIGKILL, else it would stay a zombie; when none of the group is ours
+ * (ECHILD) there is nothing to wait for. */
 static void end_group(pid_t pid)
 {
     (void)kill(-pid, SIGKILL);
-    while (waitpid(-pid, NULL, WNOHANG) > 0) {
+    uint64_t until = now_ms() + REAP_MS;
+    for (;;) {
+        pid_t r = waitpid(-pid, NULL, WNOHANG);
+        if (r > 0 || (r < 0 && errno == EINTR)) {
+            continue;
+        }
+        if (r < 0 || now_ms() >= until) {
+            return;
+        }
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 1000000L};
+        nanosleep(&ts, NULL);
     }
 }
 
@@ -193,8 +257,7 @@ static bool step(child *c)
         c->res->timed_out = true;
         (void)kill(-c->pid, SIGKILL);
         (void)kill(c->pid, SIGKILL);
-        while (waitpid(c->pid, &c->res->status, 0) < 0 && errno == EINTR) {
-        }
+        reap_killed(c->pid, &c->res->status);
         return true;
     }
     if (c->eof) {
@@ -217,6 +280,7 @@ static bool step(child *c)
 static int run_command(char **argv, unsigned timeout_ms, run_result *res)
 {
     memset(res, 0, sizeof(*res));
+    reap_left();
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) < 0) {
         return -errno;

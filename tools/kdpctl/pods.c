@@ -121,6 +121,20 @@ static size_t print_group(const kc_opts *o, const kdp_pods *pods, size_t i, kc_t
     return end;
 }
 
+/* Prints the table (unless JSON lines were printed, or no row but its
+ * head), frees it, and returns rows. */
+static size_t end_table(const kc_opts *o, kc_table *t, size_t rows)
+{
+    if (!o->json && rows) {
+        kc_buf out = {0};
+        kc_table_render(t, &out, "");
+        (void)kc_buf_write(&out, stdout);
+        kc_buf_free(&out);
+    }
+    kc_table_free(t);
+    return rows;
+}
+
 /* The devices of each container and resource as one row / line, in order. */
 static size_t print_pods(const kc_opts *o, const kdp_pods *pods)
 {
@@ -132,14 +146,7 @@ static size_t print_pods(const kc_opts *o, const kdp_pods *pods)
     for (size_t i = 0; i < kdp_pods_count(pods);) {
         i = print_group(o, pods, i, &t, &rows);
     }
-    if (!o->json && rows) {
-        kc_buf out = {0};
-        kc_table_render(&t, &out, "");
-        (void)kc_buf_write(&out, stdout);
-        kc_buf_free(&out);
-    }
-    kc_table_free(&t);
-    return rows;
+    return end_table(o, &t, rows);
 }
 
 static size_t print_allocatable(const kc_opts *o, const kdp_pods *pods)
@@ -170,14 +177,7 @@ static size_t print_allocatable(const kc_opts *o, const kdp_pods *pods)
         kc_table_row(&t, row);
         kc_buf_free(&numa);
     }
-    if (!o->json && rows) {
-        kc_buf out = {0};
-        kc_table_render(&t, &out, "");
-        (void)kc_buf_write(&out, stdout);
-        kc_buf_free(&out);
-    }
-    kc_table_free(&t);
-    return rows;
+    return end_table(o, &t, rows);
 }
 
 static int fail(const kc_opts *o, const char *path, int r)
