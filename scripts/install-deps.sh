@@ -11,6 +11,8 @@ packages=(
   libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
   # the metrics endpoint: libmicrohttpd's header (the library is loaded at run time)
   libmicrohttpd-dev
+  # the Kubernetes API-server client (src/k8s/): HTTPS through libcurl
+  libcurl4-openssl-dev
   # kdp-generic's configuration files
   libyaml-dev
   # tests, sanitizers, fuzzing
