@@ -9,6 +9,8 @@
  * "Name:value"), timeout (ms), connect (ms), max (bytes), stream=1,
  * cancel_lines=N (cancel from the N-th line callback), cancel_ms=N (cancel
  * from a timer), count=N (N copies, retried on -EAGAIN when one ends).
+ * A line "free_ms=N" frees the client N ms after the start, calls in flight
+ * or not, and prints {"freed":true,"active":N}: no callback may follow.
  *
  * Prints one JSON line per event: {"id","line"} for a streamed line,
  * {"id","status","code","len","body","error"} at the end of a call,
@@ -53,6 +55,8 @@ static size_t eagain;                 /* -EAGAIN answers */
 static size_t max_active;             /* the most calls in flight at once */
 static struct run *queue[MAX_COPIES]; /* runs waiting for a free slot */
 static size_t nqueue;
+static struct run runs[MAX_COPIES];
+static size_t nruns;
 
 static void print_str(const char *s, size_t n)
 {
@@ -174,6 +178,24 @@ static void start_queued(void)
     }
 }
 
+static void on_free_timer(kdp__timer *t, void *ud)
+{
+    (void)ud;
+    kdp__timer_free(t);
+    size_t active = kdp__httpc_active(client);
+    kdp__httpc_client_free(client);
+    client = NULL;
+    for (size_t i = 0; i < nruns; i++) {
+        kdp__timer_free(runs[i].cancel_timer);
+        runs[i].cancel_timer = NULL;
+        runs[i].live = 0;
+    }
+    nqueue = 0;
+    printf("{\"freed\":true,\"active\":%zu}\n", active);
+    fflush(stdout);
+    kdp__loop_quit(loop);
+}
+
 static void parse(struct spec *s, char *line)
 {
     char *save = NULL;
@@ -226,12 +248,15 @@ static void parse(struct spec *s, char *line)
 int main(void)
 {
     static struct spec specs[MAX_SPECS];
-    static struct run runs[MAX_COPIES];
     static char lines[MAX_SPECS][4096];
     size_t nspecs = 0;
-    size_t nruns = 0;
+    long free_ms = 0;
     while (nspecs < MAX_SPECS && fgets(lines[nspecs], sizeof(lines[nspecs]), stdin)) {
         if (lines[nspecs][0] == '\n' || lines[nspecs][0] == '#') {
+            continue;
+        }
+        if (strncmp(lines[nspecs], "free_ms=", 8) == 0) {
+            free_ms = strtol(lines[nspecs] + 8, NULL, 10);
             continue;
         }
         parse(&specs[nspecs], lines[nspecs]);
@@ -254,6 +279,13 @@ int main(void)
             queue[nqueue++] = &runs[i];
         }
     }
+    if (free_ms > 0) {
+        kdp__timer *t;
+        if (kdp__timer_new(loop, on_free_timer, NULL, &t) < 0) {
+            return 2;
+        }
+        kdp__timer_start(t, (uint64_t)free_ms * 1000);
+    }
     if (pending > 0) {
         kdp__loop_run(loop);
     }
@@ -266,8 +298,8 @@ int main(void)
     }
     printf("{\"done\":true,\"eagain\":%zu,\"max_active\":%zu,\"timeout_ms\":%d,\"watched\":%zu,"
            "\"wakeups\":%d}\n",
-           eagain, max_active, kdp__loop_next_timeout_ms(loop), kdp__httpc_watched(client),
-           wakeups);
+           eagain, max_active, kdp__loop_next_timeout_ms(loop),
+           client ? kdp__httpc_watched(client) : 0, wakeups);
     kdp__httpc_client_free(client);
     kdp__loop_free(loop);
     return 0;

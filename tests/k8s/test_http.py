@@ -350,6 +350,23 @@ class HttpTest(ProcTest):
         self.assertNotIn("status", by_id["b"][-1])
         self.assertEqual(by_id["c"], [{"id": "c", "cancelled": True, "lines": 0}])
 
+    def test_free_with_calls_in_flight(self):
+        r = run([binary("kdp-test-http")], timeout=20, check_rc=0, echo=False, input="\n".join((
+            "free_ms=300",
+            "w GET %s/watch-forever %s stream=1" % (self.base, self.ca_arg()),
+            "s GET %s/stall %s count=3" % (self.base, self.ca_arg()))) + "\n")
+        self.assertFalse(sanitizer_report(r.stderr), r.stderr)
+        evs = [json.loads(line) for line in r.stdout.splitlines()]
+        freed = [i for i, e in enumerate(evs) if e.get("freed")]
+        self.assertEqual(len(freed), 1, evs)
+        self.assertEqual(evs[freed[0]]["active"], 4)
+        # lines of the watch before, nothing after but the idle summary
+        self.assertTrue(all("line" in e for e in evs[:freed[0]]), evs)
+        self.assertGreater(freed[0], 0, evs)
+        self.assertEqual(len(evs), freed[0] + 2, evs)
+        s = evs[-1]
+        self.assertEqual((s["timeout_ms"], s["wakeups"]), (-1, 0), s)
+
     def test_concurrent_and_cap(self):
         t0 = time.monotonic()
         by_id, summary = self.calls("c GET %s/slow %s count=100" % (self.base, self.ca_arg()),
