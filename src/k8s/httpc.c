@@ -22,6 +22,7 @@ struct kdp__httpc_client {
     size_t ncalls;   /* in calls */
     size_t nwatched; /* kdp__io registered for curl's sockets */
     int in_curl;     /* > 0 inside curl_multi_socket_action() */
+    int in_drain;    /* > 0 while drain() runs done callbacks */
     bool reap;       /* a call was cancelled inside curl: remove it after */
 };
 
@@ -259,6 +260,7 @@ static void drain(kdp__httpc_client *c)
     }
     CURLMsg *m;
     int left;
+    c->in_drain++;
     while ((m = curl_multi_info_read(c->multi, &left))) {
         if (m->msg != CURLMSG_DONE) {
             continue;
@@ -269,6 +271,7 @@ static void drain(kdp__httpc_client *c)
         assert(call);
         complete(call, rc);
     }
+    c->in_drain--;
 }
 
 static void socket_action(kdp__httpc_client *c, curl_socket_t s, int flags)
@@ -392,7 +395,7 @@ void kdp__httpc_client_free(kdp__httpc_client *c)
     if (!c) {
         return;
     }
-    assert(c->in_curl == 0);
+    assert(c->in_curl == 0 && c->in_drain == 0); /* not from a callback */
     kdp__link *l;
     kdp__link *tmp;
     kdp__list_for_each_safe(l, tmp, &c->calls)
