@@ -245,6 +245,7 @@ class Handover(KdpctlTest):
                           d["marked_unhealthy"]),
                          ("kdp-test-dev-new.sock", "kubelet.sock", "stream_end",
                           "kdp-test-dev-old.sock", 2))
+        kl.wait_event("capacity", since=mark, resource=KRES, allocatable=0)  # after the line above
         caps = self.caps(kl, mark)
         self.assertEqual(caps[0], (2, 0, "stream_end", "kdp-test-dev-old.sock"))
         # libkdp's new instance sees its stream cut and registers again at
@@ -304,6 +305,8 @@ class Handover(KdpctlTest):
         d = kl.wait_event("disconnected", since=mark, resource=RES)
         self.assertEqual((d["endpoint"], d["cause_endpoint"]), ("b.sock", "a.sock"))
         b.wait_event("list_and_watch", phase="closed")
+        # kdpctl prints the capacity line after the disconnected one
+        kl.wait_event("capacity", since=mark, resource=RES, allocatable=0)
         # the grpc-go plugin does not register again: allocatable stays 0
         self.assertEqual([c[:2] for c in self.caps(kl, resource=RES)], [(2, 2), (3, 3), (3, 0)])
         self.assertEqual(self.caps(kl, resource=RES)[-1][2:], ("stream_end", "a.sock"))
