@@ -1138,8 +1138,12 @@ class Handover(PluginTest):
                      T)
         self.assertEqual(old.wait_exit(T), 0, old.diagnostics())
         exit_ms = (time.monotonic() - t0) * 1e3
-        # the new one's socket untouched, the old one's removed, destroy called
-        self.assertTrue(os.path.exists(new.socket))
+        # the new one's socket untouched (a kubelet tracking by resource
+        # drops the new instance when the old one's stream ends, and the new
+        # one restarts, its socket re-created: checked once it is back), the
+        # old one's removed, destroy called
+        if tracking == "socket":
+            self.assertTrue(os.path.exists(new.socket))
         self.assertFalse(os.path.exists(old.socket))
         self.assertIn("destroy", read_lines(old_lf))
         return kl, new, mark, exit_ms
@@ -1206,6 +1210,7 @@ class Handover(PluginTest):
         caps = self.settle(kl, mark)
         polled = self.samples()
         self.assertEqual(kl.state()[RES]["allocatable"], 2, caps)
+        self.assertTrue(os.path.exists(new.socket))
         zero = [t for t, _, a in caps if a == 0]
         back = [t for t, _, a in caps if a == 2 and zero and t > zero[0]]
         self.assertTrue(zero and back, caps)
