@@ -8,6 +8,7 @@
 #
 # TARGET: any executable under examples/ or tools/ (kdp-example-gopher,
 # kdp-generic, ...). OUT: where the stripped binary goes. JOBS: build jobs (2).
+# KDP_STATIC_TOOLS=OFF links it dynamically instead (deploy/build-dynamic.sh).
 set -eu
 if [ $# -ne 3 ]; then
     echo "usage: $0 BUILD_DIR TARGET OUT" >&2
@@ -22,7 +23,7 @@ fi
 # RelWithDebInfo (-O2 -g, then stripped): the flags every test of the tree
 # runs with; -O3 or -Os change the size by under 2% (glibc is most of it).
 # shellcheck disable=SC2086 # $generator is empty or two words
-cmake -S "$src" -B "$build" $generator -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKDP_STATIC_TOOLS=ON \
+cmake -S "$src" -B "$build" $generator -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKDP_STATIC_TOOLS="${KDP_STATIC_TOOLS:-ON}" \
     -DKDP_WERROR=ON -DKDP_TESTS=OFF -DKDP_INTEROP=OFF
 cmake --build "$build" -j "${JOBS:-2}" --target "$target"
 strip -o "$out" "$build/bin/$target"
