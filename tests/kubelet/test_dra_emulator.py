@@ -188,6 +188,32 @@ class Instances(Base):
         b.assert_no_event("get_info", within=1.2)
         st = kl.dra_state()[DRV]
         self.assertEqual([i["registration_socket"] for i in st["instances"]], [a.reg_socket])
+        # The kubelet deregisters by (driver, endpoint): the refused
+        # instance's socket going away takes the instance it tried to hijack.
+        b.send("unlink")
+        ev = kl.wait_event("dra_deregistered", T, socket=b.reg_socket)
+        self.assertEqual((ev["endpoint"], ev["found"], ev["instances"]), (a.socket, True, 0))
+        st = kl.dra_state()[DRV]  # listed while its wipe is pending
+        self.assertEqual((st["instances"], st["wipe_pending"]), ([], True))
+
+    def test_connected_instance_preferred(self):
+        kl = self.kubelet()
+        a = self.instance("pod-a")
+        self.registered(kl, a)
+        kl.wait_event("dra_connection", T, endpoint=a.socket, connected=True)
+        # The newer instance names an endpoint nobody serves: never connected.
+        gone = self.path("plugins", DRV, "nobody.sock")
+        b = self.instance("pod-b", endpoint=gone)
+        self.registered(kl, b)
+        st = kl.dra_state()[DRV]
+        self.assertEqual([i["connected"] for i in st["instances"]], [True, False])
+        self.assertEqual(st["chosen"], a.socket)
+        self.assertEqual(kl.dra_prepare(DRV, ["ns/c1/u1"])["endpoint"], a.socket)
+        # The connected one leaves: the newest is used, connected or not.
+        self.assertClean(a)
+        kl.wait_event("dra_deregistered", T, endpoint=a.socket)
+        r = kl.dra_prepare(DRV, ["ns/c1/u1"])
+        self.assertEqual((r["ok"], r["endpoint"], r["code"]), (False, gone, "Unavailable"), r)
 
 
 class Calls(Base):
