@@ -8,6 +8,9 @@
 //	                 [-endpoint-tracking default|resource|socket]
 //	                 [-kubelet-root ROOT | -pod-resources]
 //	                 [-podres-get on|off|absent] [-podres-delay D]
+//	                 [-dra=false] [-dra-versions LIST] [-dra-call-timeout D]
+//	                 [-dra-health on|off] [-dra-health-retry D]
+//	                 [-dra-wipe-delay D]
 //
 // With -kubelet-root ROOT (or -pod-resources: ROOT = DIR/..) it also serves
 // the kubelet's PodResources API v1 on ROOT/pod-resources/kubelet.sock (see
@@ -30,7 +33,8 @@
 // With -watcher (DIR2 = DIR/../plugins_registry) or -plugins-registry DIR2 it
 // also plays the kubelet's plugin-watcher side on DIR2 (see watcher.go); a
 // restart then drops the connections and walks DIR2 again, never deleting
-// anything in it.
+// anything in it. The watcher side also plays the kubelet's DRA side
+// (dra.go, dracmd.go: "DRAPlugin" sockets, dra-* commands) unless -dra=false.
 //
 // -endpoint-tracking picks what the end of a plugin's stream (or the removal
 // of its watcher socket) does when several registrations of one resource
@@ -430,9 +434,15 @@ func (k *kubelet) doRestart(cmd *command) {
 		k.w.stop()
 	}
 	k.dropAll("restart")
+	if k.dra != nil {
+		k.dra.dropAll("restart")
+	}
 	removed := k.removeSockets()
 	err := k.startServer()
 	if err == nil && k.w != nil {
+		if k.dra != nil {
+			k.dra.start()
+		}
 		// plugins_registry/ is walked again, never emptied.
 		err = k.w.start()
 	}
@@ -452,6 +462,9 @@ func (k *kubelet) doStopServer(cmd *command) {
 		k.w.stop()
 	}
 	k.dropAll("stop-server")
+	if k.dra != nil {
+		k.dra.dropAll("stop-server")
+	}
 	if err := os.Remove(k.sockPath()); err != nil && !os.IsNotExist(err) {
 		cmd.fail("Internal", "remove %s: %v", k.sockPath(), err)
 		return
@@ -467,6 +480,9 @@ func (k *kubelet) doStartServer(cmd *command) {
 		return
 	}
 	if k.w != nil {
+		if k.dra != nil {
+			k.dra.start()
+		}
 		if err := k.w.start(); err != nil {
 			cmd.fail("Internal", "start-server: watcher: %v", err)
 			return
@@ -483,6 +499,9 @@ func (k *kubelet) shutdown(why string) {
 		k.w.stop()
 	}
 	k.dropAll("exit")
+	if k.dra != nil {
+		k.dra.dropAll("exit")
+	}
 	if k.pr != nil {
 		k.pr.stop()
 	}
@@ -523,6 +542,14 @@ func (k *kubelet) dispatch(cmd *command) {
 		go k.doStartServer(cmd)
 	case "release-pod":
 		k.doReleasePod(cmd)
+	case "dra-prepare":
+		go k.doDRAPrepare(cmd)
+	case "dra-unprepare":
+		go k.doDRAUnprepare(cmd)
+	case "dra-state":
+		k.doDRAState(cmd)
+	case "dra-health":
+		k.doDRAHealth(cmd)
 	case "list":
 		st := k.state()
 		ev := M{"resources": st}
@@ -552,13 +579,20 @@ func main() {
 	fs.BoolVar(&fPodResources, "pod-resources", false, "serve the PodResources API with ROOT = DIR/..")
 	fs.StringVar(&fPodresGet, "podres-get", "on", `PodResources Get: "on", "off" (the kubelet's gate-off error) or "absent" (Unimplemented: kubelets before 1.27)`)
 	fs.DurationVar(&fPodresDelay, "podres-delay", 0, "every PodResources answer waits this long first")
+	fs.BoolVar(&fDRA, "dra", true, "with the watcher side: handle \"DRAPlugin\" sockets (DRA, Kubernetes 1.34+; false: a kubelet without DRA)")
+	fs.StringVar(&fDRAVersions, "dra-versions", draServiceV1+","+draServiceV1beta1, "the DRA services this kubelet supports, comma-separated (\"v1beta1.DRAPlugin\": a 1.32/1.33 kubelet; empty: none)")
+	fs.DurationVar(&fDRACallTimeout, "dra-call-timeout", 45*time.Second, "per-call timeout of NodePrepareResources/NodeUnprepareResources (the kubelet's 45s)")
+	fs.StringVar(&fDRAHealth, "dra-health", "on", `"on": NodeWatchResources on every DRA instance (gate ResourceHealthStatus), "off": never`)
+	fs.DurationVar(&fDRAHealthRetry, "dra-health-retry", 5*time.Second, "wait before the health stream is opened again (the kubelet's 5s)")
+	fs.DurationVar(&fDRAWipeDelay, "dra-wipe-delay", 30*time.Second, "no instance of a driver connected this long -> dra_wipe (the kubelet deletes its ResourceSlices)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
 	if fDir == "" || fs.NArg() != 0 || (fDial != "unix" && fDial != "legacy") ||
 		(fTracking != "default" && fTracking != "resource" && fTracking != "socket") ||
-		(fPodresGet != "on" && fPodresGet != "off" && fPodresGet != "absent") {
-		fmt.Fprintln(os.Stderr, "usage: kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy] [-rpc-timeout D] [-dial-timeout D] [-max-recv-msg BYTES] [-watcher | -plugins-registry DIR2] [-endpoint-tracking default|resource|socket] [-kubelet-root ROOT | -pod-resources] [-podres-get on|off|absent] [-podres-delay D]")
+		(fPodresGet != "on" && fPodresGet != "off" && fPodresGet != "absent") ||
+		(fDRAHealth != "on" && fDRAHealth != "off") || fDRAHealthRetry <= 0 {
+		fmt.Fprintln(os.Stderr, "usage: kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy] [-rpc-timeout D] [-dial-timeout D] [-max-recv-msg BYTES] [-watcher | -plugins-registry DIR2] [-endpoint-tracking default|resource|socket] [-kubelet-root ROOT | -pod-resources] [-podres-get on|off|absent] [-podres-delay D] [-dra=false] [-dra-versions LIST] [-dra-call-timeout D] [-dra-health on|off] [-dra-health-retry D] [-dra-wipe-delay D]")
 		os.Exit(2)
 	}
 	dir, err := filepath.Abs(fDir)
@@ -581,6 +615,9 @@ func main() {
 			}
 		}
 		k.w = newWatcher(k, registry)
+		if fDRA {
+			k.dra = newDRAManager()
+		}
 	}
 	podresSock := ""
 	if fKubeletRoot != "" || fPodResources {
@@ -603,6 +640,9 @@ func main() {
 		os.Exit(1)
 	}
 	if k.w != nil {
+		if k.dra != nil {
+			k.dra.start()
+		}
 		if err := k.w.start(); err != nil {
 			logf("%v", err)
 			os.Exit(1)
@@ -618,7 +658,8 @@ func main() {
 
 	emit("ready", M{"socket": k.sockPath(), "dir": dir, "legacy": fLegacy, "dial": fDial,
 		"pid": os.Getpid(), "removed": removed, "plugins_registry": registry,
-		"endpoint_tracking": fTracking, "pod_resources": podresSock})
+		"endpoint_tracking": fTracking, "pod_resources": podresSock, "dra": k.dra != nil,
+		"dra_versions": draSupported(), "dra_health": fDRAHealth})
 
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 64*1024), 16<<20)

@@ -104,9 +104,10 @@ type kubelet struct {
 	serving bool
 	gen     int // bumped whenever every connection is dropped (restart/stop)
 	res     map[string]*resource
-	adminMu sync.Mutex // serializes restart/stop-server/start-server/quit
-	w       *watcher   // nil unless -plugins-registry/-watcher
-	pr      *podres    // nil unless -kubelet-root/-pod-resources
+	adminMu sync.Mutex  // serializes restart/stop-server/start-server/quit
+	w       *watcher    // nil unless -plugins-registry/-watcher
+	pr      *podres     // nil unless -kubelet-root/-pod-resources
+	dra     *draManager // nil unless the watcher side runs with -dra (dra.go)
 	// lastCap: the (capacity, allocatable) last reported per resource by a
 	// "capacity" event (k.mu); kept across restarts.
 	lastCap map[string][2]int

@@ -81,6 +81,7 @@ type wdesired struct {
 // wactual is one socket in the kubelet's actual state of world.
 type wactual struct {
 	seq      uint64
+	typ      string // devicePluginType or draPluginType
 	name     string
 	endpoint string // after the "" -> socket path substitution
 }
@@ -435,6 +436,10 @@ func (w *watcher) register(gen int, p string, seq uint64) {
 		}
 		emit("watcher_refused", ev)
 	}
+	if info.Type == draPluginType && w.k.dra != nil {
+		failed = w.registerDRA(gen, p, seq, api, info, refuse)
+		return
+	}
 	if info.Type != devicePluginType {
 		refuse("type", fmt.Sprintf("RegisterPlugin error -- no handler registered for plugin type: %s at socket %s", info.Type, p))
 		return
@@ -460,7 +465,7 @@ func (w *watcher) register(gen int, p string, seq uint64) {
 		w.mu.Unlock()
 		return
 	}
-	w.actual[p] = &wactual{seq: seq, name: info.Name, endpoint: endpoint}
+	w.actual[p] = &wactual{seq: seq, typ: devicePluginType, name: info.Name, endpoint: endpoint}
 	w.mu.Unlock()
 	failed = false
 
@@ -491,6 +496,10 @@ func (w *watcher) unregister(gen int, p string, a wactual) {
 	}
 	delete(w.actual, p)
 	w.mu.Unlock()
+	if a.typ == draPluginType {
+		w.k.dra.deregister(a.name, a.endpoint, p)
+		return
+	}
 	c, marked := w.k.deregisterPlugin(a.name, a.endpoint)
 	ev := M{"socket": p, "resource": a.name, "endpoint": a.endpoint, "via": "watcher",
 		"marked_unhealthy": marked, "disconnected": nil}
@@ -501,4 +510,39 @@ func (w *watcher) unregister(gen int, p string, a wactual) {
 	if c != nil {
 		c.conn.Close() // its stream_end follows, reason "deregistered"
 	}
+}
+
+// registerDRA is the rest of the register operation for a "DRAPlugin"
+// socket (see dra.go): ValidatePlugin, the actual state, RegisterPlugin,
+// NotifyRegistrationStatus. It returns whether the operation failed (to be
+// retried with backoff).
+func (w *watcher) registerDRA(gen int, p string, seq uint64, api regpb.RegistrationClient,
+	info *regpb.PluginInfo, refuse func(stage, reason string)) bool {
+	endpoint := info.Endpoint
+	if endpoint == "" {
+		endpoint = p
+	}
+	dgen := w.k.dra.generation()
+	if _, err := w.k.dra.validate(info.Name, endpoint, info.SupportedVersions); err != nil {
+		refuse("validate", "RegisterPlugin error -- plugin validation failed with err: "+err.Error())
+		return true
+	}
+	// Into the actual state before RegisterPlugin: from here on, no retry.
+	w.mu.Lock()
+	if w.gen != gen {
+		w.mu.Unlock()
+		return true
+	}
+	w.actual[p] = &wactual{seq: seq, typ: draPluginType, name: info.Name, endpoint: endpoint}
+	w.mu.Unlock()
+	if err := w.k.dra.register(dgen, info.Name, endpoint, p, info.SupportedVersions); err != nil {
+		refuse("register", "RegisterPlugin error -- plugin registration failed with err: "+err.Error())
+		return false
+	}
+	ev := M{"socket": p, "resource": info.Name, "driver": info.Name, "type": draPluginType, "registered": true}
+	if err := notify(api, true, ""); err != nil {
+		ev["notify_error"] = fmt.Sprintf("RegisterPlugin error -- failed to send registration status at socket %s, err: %v", p, err)
+	}
+	emit("watcher_notified", ev)
+	return false
 }

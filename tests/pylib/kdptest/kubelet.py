@@ -23,6 +23,9 @@ Emulator CLI:
                      [-endpoint-tracking default|resource|socket]
                      [-kubelet-root ROOT | -pod-resources]
                      [-podres-get on|off|absent] [-podres-delay D]
+                     [-dra=false] [-dra-versions LIST] [-dra-call-timeout 45s]
+                     [-dra-health on|off] [-dra-health-retry 5s]
+                     [-dra-wipe-delay 30s]
   -legacy       kubelet <= 1.24: answers Register first, then dials and uses
                 the options of the RegisterRequest (never calls
                 GetDevicePluginOptions by itself). Default: kubelet >= 1.25,
@@ -69,6 +72,29 @@ Emulator CLI:
                 absent: Unimplemented (kubelets before 1.27).
   -podres-delay D  every PodResources answer waits D first (a stalled
                 kubelet; the caller's deadline cuts it short).
+  DRA (with -watcher/-plugins-registry; tests/kubelet/dra.go has the facts):
+                a plugins_registry socket whose GetInfo type is "DRAPlugin"
+                is a DRA driver instance: name = driver name (not checked,
+                as in the kubelet), empty endpoint = the registration socket,
+                supported_versions walked in the PLUGIN's order, the first
+                one in -dra-versions (default "v1.DRAPlugin,
+                v1beta1.DRAPlugin") chosen; none -> NotifyRegistrationStatus
+                (false, "RegisterPlugin error -- plugin validation failed with
+                err: invalid supported gRPC versions of DRA driver plugin D at
+                endpoint E: none of services supported by the plugin (...)
+                are supported by the kubelet (...)"), retried with backoff.
+                A second instance naming a registered endpoint: "RegisterPlugin
+                error -- plugin registration failed with err: endpoint E
+                already registered for DRA driver plugin D" (not retried).
+                Several instances are kept; calls go to the newest connected
+                one (else the newest). -dra=false: no DRA handler ("no
+                handler registered for plugin type: DRAPlugin ...").
+  -dra-call-timeout D  per NodePrepare/NodeUnprepareResources call (45 s).
+  -dra-health on|off   NodeWatchResources on every instance, reopened
+                -dra-health-retry (5 s) after it ends; UNIMPLEMENTED is
+                reported once (dra_health_stream phase "unimplemented").
+  -dra-wipe-delay D    no instance of a driver connected for D -> dra_wipe
+                (the kubelet deletes the driver's ResourceSlices; 30 s).
 
 Events (one JSON object per stdout line; all have "event" and "t_ns" =
 time.Now().UnixNano(), comparable with time.time_ns()):
@@ -116,6 +142,23 @@ time.Now().UnixNano(), comparable with time.time_ns()):
   watcher_notified socket, resource, registered (true), notify_error
   deregistered   socket, resource, endpoint, via "watcher", marked_unhealthy,
                  disconnected (the socket path of the client closed, or null)
+  dra_registered driver, endpoint, registration_socket, service (chosen),
+                 supported_versions, seq (registration order), instances,
+                 name_valid, name_error (API-server driver-name rules; info),
+                 endpoint_absolute (a relative endpoint is dialed relative to
+                 the emulator's working directory, as the kubelet's)
+  dra_connection driver, endpoint, seq, connected (the gRPC connection)
+  dra_deregistered driver, endpoint, socket, found, seq, instances (left)
+  dra_dropped    driver, endpoint, seq, reason (restart, stop-server, exit)
+  dra_wipe_scheduled / dra_wipe_canceled  driver, delay_ms
+  dra_wipe       driver ("" = all, at start), reason ("startup"|"unusable")
+  dra_health     driver, endpoint, seq, devices[{pool, device, health
+                 ("Healthy"|"Unhealthy"|"Unknown"), message,
+                 last_updated_time, health_check_timeout_seconds}], n,
+                 message_seq (every NodeWatchResources message)
+  dra_health_stream driver, endpoint, seq, phase ("unimplemented"|"error"|
+                 "ended"), code, message, retry_ms (once per distinct end)
+  dra_health_cleared driver, endpoint (a stream ended: the driver's list goes)
   restart        phase "begin" | "done" (done: removed[] socket names)
   state          resources[...] (the "list" command)
   reply          cmd, id, ok, elapsed_us, and response{...} (protobuf JSON,
@@ -134,6 +177,23 @@ Commands (stdin lines; an optional last word "#ID" is echoed as "id"):
   prestart RES id,id
   preferred RES available=a,b [must=c] size=N
   options RES                 a fresh GetDevicePluginOptions
+  dra-prepare DRIVER NS/NAME/UID [...]   ONE NodePrepareResources call with
+                              all the claims; reply: driver, endpoint, service,
+                              method (the gRPC path), claims[{namespace, name,
+                              uid, result ("prepared"|"error"|"missing"),
+                              error, devices[{request_names, pool, device,
+                              cdi_device_ids, share_id}]}] in request order,
+                              missing[uid], failed[uid], unexpected[uid]
+                              (answers for claims not asked); a gRPC failure:
+                              ok false, code, message; no instance: code
+                              NotRegistered "DRA driver D is not registered"
+  dra-unprepare DRIVER NS/NAME/UID [...] likewise (result "unprepared")
+  dra-state                   drivers[{driver, instances[{endpoint,
+                              registration_socket, service, supported_versions,
+                              seq, connected, health_stream}], chosen, service,
+                              usable, wipe_pending, health}], supported, health
+  dra-health DRIVER           received, devices (the driver's last list),
+                              endpoint, updated_ns
   restart | stop-server | start-server | list | quit
                               (with -watcher, stop-server/start-server stop
                               and start the watcher too: the kubelet down)
@@ -158,8 +218,21 @@ class Kubelet(Proc):
 
     def __init__(self, dir, legacy=False, dial=None, rpc_timeout=None, args=(), env=None,
                  registry=None, tracking=None, kubelet_root=None, podres_get=None,
-                 podres_delay=None):
+                 podres_delay=None, dra=None, dra_versions=None, dra_call_timeout=None,
+                 dra_health=None, dra_health_retry=None, dra_wipe_delay=None):
         argv = [binary("kdp-test-kubelet"), "-dir", dir]
+        if dra is not None:
+            argv.append("-dra=%s" % ("true" if dra else "false"))
+        if dra_versions is not None:
+            argv += ["-dra-versions", ",".join(dra_versions)]
+        if dra_call_timeout is not None:
+            argv += ["-dra-call-timeout", "%gs" % dra_call_timeout]
+        if dra_health is not None:
+            argv += ["-dra-health", "on" if dra_health else "off"]
+        if dra_health_retry is not None:
+            argv += ["-dra-health-retry", "%gs" % dra_health_retry]
+        if dra_wipe_delay is not None:
+            argv += ["-dra-wipe-delay", "%gs" % dra_wipe_delay]
         if kubelet_root:
             argv += ["-kubelet-root", kubelet_root]
         if podres_get:
@@ -232,3 +305,46 @@ class Kubelet(Proc):
         """{resource name: state dict} from the "list" command."""
         r = self.ok("list", timeout)
         return {x["resource"]: x for x in r["resources"]}
+
+    # -- DRA ---------------------------------------------------------------
+
+    @staticmethod
+    def _claims(claims):
+        """Claims as "NS/NAME/UID" words: each claim a string or a
+        (namespace, name, uid) tuple."""
+        words = []
+        for c in claims:
+            w = c if isinstance(c, str) else "/".join(c)
+            if w.count("/") < 2 or any(ch.isspace() for ch in w):
+                raise ValueError("bad claim %r (want NS/NAME/UID)" % (c,))
+            words.append(w)
+        return " ".join(words)
+
+    def _dra_call(self, verb, driver, claims, timeout):
+        r = self.command("%s %s %s" % (verb, driver, self._claims(claims)), timeout)
+        if r.get("ok"):
+            r["by_uid"] = {c["uid"]: c for c in r["claims"]}
+        return r
+
+    def dra_prepare(self, driver, claims, timeout=60):
+        """ONE NodePrepareResources call to the driver's instance with all
+        the claims; returns the reply (check r["ok"]: the call itself;
+        r["by_uid"][uid]["result"] is "prepared", "error" or "missing")."""
+        return self._dra_call("dra-prepare", driver, claims, timeout)
+
+    def dra_unprepare(self, driver, claims, timeout=60):
+        """ONE NodeUnprepareResources call; like dra_prepare ("unprepared")."""
+        return self._dra_call("dra-unprepare", driver, claims, timeout)
+
+    def dra_state(self, timeout=T):
+        """{driver: state dict} from "dra-state"."""
+        r = self.ok("dra-state", timeout)
+        return {d["driver"]: d for d in r["drivers"]}
+
+    def dra_health(self, driver, timeout=T):
+        """The driver's last device health list (the "dra-health" reply)."""
+        return self.ok("dra-health %s" % driver, timeout)
+
+    def wait_dra_registered(self, driver, timeout=T, **fields):
+        """The dra_registered event of the driver (fields: endpoint=...)."""
+        return self.wait_event("dra_registered", timeout, driver=driver, **fields)
