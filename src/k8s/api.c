@@ -66,6 +66,11 @@ static int say(char *why, size_t n, int err, const char *fmt, ...)
     return err;
 }
 
+kdp__loop *kdp__api_loop(const kdp__api *a)
+{
+    return a->loop;
+}
+
 const char *kdp__api_server(const kdp__api *a)
 {
     return a->kc->server;

@@ -64,6 +64,8 @@ int kdp__api_new(kdp__loop *l, const kdp__kconfig *kc, kdp__api **ret);
 /* Cancels every call (no callback runs) and frees. NULL is fine. Not from
  * inside one of its callbacks. */
 void kdp__api_free(kdp__api *a);
+/* The loop it runs on. */
+kdp__loop *kdp__api_loop(const kdp__api *a);
 /* The server's URL and the configuration's source, for log lines. */
 const char *kdp__api_server(const kdp__api *a);
 const char *kdp__api_source(const kdp__api *a);
