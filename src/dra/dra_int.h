@@ -123,10 +123,11 @@ bool kdp__dra_name_of(kdp__dra *d, const kdp__dev *dev, char out[64]);
 int kdp__dra_api_new(kdp__dra *d, const char *kubeconfig, kdp__dra_api **ret);
 void kdp__dra_api_free(kdp__dra_api *a);
 void kdp__dra_api_serving(kdp__dra_api *a, bool on);
-/* Reads a claim (cb later, on the loop; or now with an error). Returns a
- * handle for kdp__dra_api_cancel, or NULL when cb already ran. */
-void *kdp__dra_api_get_claim(kdp__dra_api *a, const kdp_dra_claim_ref *ref,
-                             kdp__dra_claim_cb cb, void *ud);
+/* Reads a claim: 0 and cb later (on the loop, never from inside this
+ * call), *ret a handle for kdp__dra_api_cancel until then; or -errno with
+ * why (cb never runs). */
+int kdp__dra_api_get_claim(kdp__dra_api *a, const kdp_dra_claim_ref *ref, kdp__dra_claim_cb cb,
+                           void *ud, void **ret, char *why, size_t why_len);
 void kdp__dra_api_cancel(kdp__dra_api *a, void *handle);
 /* The described devices changed: publish them (d->described). */
 void kdp__dra_api_publish(kdp__dra_api *a);

@@ -616,7 +616,11 @@ static void op_start(cop *op)
         return;
     }
     kdp_dra_claim_ref ref = {op->ns, op->name, op->uid};
-    op->api_handle = kdp__dra_api_get_claim(d->api, &ref, on_claim, op);
+    char why[400];
+    if (kdp__dra_api_get_claim(d->api, &ref, on_claim, op, &op->api_handle, why, sizeof(why)) <
+        0) {
+        op_done(op, why, NULL);
+    }
 }
 
 /* ---- the handlers ---- */
