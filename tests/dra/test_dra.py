@@ -125,6 +125,29 @@ class Registration(Base):
         kl.ok("restart")
         kl.wait_event("dra_registered", T, since=mark, driver=DRV)
 
+    def test_refused_then_asked_again(self):
+        api = self.api()
+        kl = self.kubelet(dra_versions=["v2.DRAPlugin"])
+        drv = self.driver(api)
+        drv.wait_log("the kubelet refused the registration: .*none of services supported", T)
+        drv.wait_log("re-creating the registration socket after the kubelet's refusal", T)
+        st = kl.dra_state()
+        self.assertFalse(st.get(DRV, {}).get("usable", False), st)
+
+    def test_instance_sockets(self):
+        api = self.api()
+        kl = self.kubelet()
+        drv = self.driver(api, env={"POD_UID": "1234-abcd"})
+        ev = kl.wait_dra_registered(DRV, T)
+        self.assertEqual(ev["registration_socket"],
+                         self.path("root", "plugins_registry", DRV + "-1234-abcd-reg.sock"))
+        self.assertEqual(ev["endpoint"], self.path("root", "plugins", DRV, "dra-1234-abcd.sock"))
+        # another instance's sockets are left alone at start and stop
+        other = self.path("root", "plugins_registry", DRV + "-other-reg.sock")
+        open(other, "w").close()
+        self.assertEqual(drv.stop(), 0)
+        self.assertTrue(os.path.exists(other))
+
     def test_sockets_removed_at_stop(self):
         api, kl, drv, ev = self.up()
         self.assertEqual(drv.stop(), 0)
