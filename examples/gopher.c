@@ -47,13 +47,15 @@ static int describe(kdp_plugin *p, const kdp_device *d, kdp_dra_device *out, voi
 {
     (void)p;
     (void)ud;
-    size_t n = strlen(d->id), k = n;
+    size_t n = strlen(d->id);
+    size_t k = n;
     while (k > 0 && d->id[k - 1] >= '0' && d->id[k - 1] <= '9' && n - k < 9) {
         k--;
     }
     kdp_dra_attr model = {.name = "model", .type = KDP_DRA_ATTR_STRING, .string_value = "gopher"};
-    kdp_dra_attr index = {
-        .name = "index", .type = KDP_DRA_ATTR_INT, .int_value = k < n ? atoll(d->id + k) : 0};
+    kdp_dra_attr index = {.name = "index",
+                          .type = KDP_DRA_ATTR_INT,
+                          .int_value = k < n ? strtoll(d->id + k, NULL, 10) : 0};
     int r = kdp_dra_device_add_attr(out, &model);
     if (r == 0) {
         r = kdp_dra_device_add_attr(out, &index);
@@ -74,6 +76,26 @@ static int prepare(kdp_plugin *p, const kdp_dra_claim *c, kdp_dra_prepared *out,
         }
     }
     return 0;
+}
+
+/* The DRA flags: true if argv[*i] was one. */
+static bool dra_flag(int argc, char **argv, int *i, kdp_dra_config *dc)
+{
+    const char *v;
+    if ((v = flag_value(argc, argv, i, "--kubeconfig"))) {
+        dc->kubeconfig = v;
+    } else if ((v = flag_value(argc, argv, i, "--node"))) {
+        dc->node_name = v;
+    } else if ((v = flag_value(argc, argv, i, "--cdi-dir"))) {
+        dc->cdi_dir = v;
+    } else if ((v = flag_value(argc, argv, i, "--state-dir"))) {
+        dc->state_dir = v;
+    } else if (*i < argc && argv[*i] && strcmp(argv[*i], "--device-plugin-too") == 0) {
+        dc->device_plugin_too = true;
+    } else {
+        return false;
+    }
+    return true;
 }
 
 static int enable_dra(kdp_plugin *p, const char *driver, kdp_dra_config *dc)
@@ -224,16 +246,8 @@ int main(int argc, char **argv)
         if ((v = flag_value(argc, argv, &i, "--dra"))) {
             dra = v;
 #ifdef KDP_EXAMPLE_DRA
-        } else if ((v = flag_value(argc, argv, &i, "--kubeconfig"))) {
-            dc.kubeconfig = v;
-        } else if ((v = flag_value(argc, argv, &i, "--node"))) {
-            dc.node_name = v;
-        } else if ((v = flag_value(argc, argv, &i, "--cdi-dir"))) {
-            dc.cdi_dir = v;
-        } else if ((v = flag_value(argc, argv, &i, "--state-dir"))) {
-            dc.state_dir = v;
-        } else if (strcmp(argv[i], "--device-plugin-too") == 0) {
-            dc.device_plugin_too = true;
+        } else if (dra_flag(argc, argv, &i, &dc)) {
+            continue;
 #endif
         } else if ((v = flag_value(argc, argv, &i, "--metrics-address"))) {
             metrics = v;

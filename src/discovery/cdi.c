@@ -8,6 +8,8 @@
  * carry device nodes and environment variables (cdi.h: the DRA driver's
  * per-claim specs).
  */
+#include "discovery/cdi.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -16,8 +18,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include "discovery/cdi.h"
 
 #include "base/validate.h"
 #include "discovery/discover.h"
@@ -141,6 +141,25 @@ static int check_env(const char *kv)
     return kdp__validate_env_key(key, NULL) < 0 ? -EINVAL : 0;
 }
 
+/* One device: a valid name, at least one valid node or variable. */
+static int check_device(const char *kind, const kdp__cdi_dev *d)
+{
+    char full[MAX_KIND_LEN + 300];
+    int w = d->name ? snprintf(full, sizeof(full), "%s=%s", kind, d->name) : -1;
+    if (w < 0 || (size_t)w >= sizeof(full) || kdp__validate_cdi_name(full, NULL) < 0 ||
+        (d->n_nodes == 0 && d->n_env == 0) || (d->n_nodes && !d->nodes) || (d->n_env && !d->env)) {
+        return -EINVAL;
+    }
+    int r = 0;
+    for (size_t j = 0; r == 0 && j < d->n_nodes; j++) {
+        r = check_node(&d->nodes[j]);
+    }
+    for (size_t j = 0; r == 0 && j < d->n_env; j++) {
+        r = check_env(d->env[j]);
+    }
+    return r;
+}
+
 /* Names valid and unique, every device with at least one valid node or
  * variable. */
 static int check_devices(const char *kind, const kdp__cdi_dev *devs, size_t n)
@@ -148,27 +167,15 @@ static int check_devices(const char *kind, const kdp__cdi_dev *devs, size_t n)
     if (n > MAX_CDI_DEVICES) {
         return -E2BIG;
     }
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     const char **names = calloc(n ? n : 1, sizeof(*names));
     if (!names) {
         return -ENOMEM;
     }
     int r = 0;
     for (size_t i = 0; i < n && r == 0; i++) {
-        char full[MAX_KIND_LEN + 300];
-        const kdp__cdi_dev *d = &devs[i];
-        int w = d->name ? snprintf(full, sizeof(full), "%s=%s", kind, d->name) : -1;
-        if (w < 0 || (size_t)w >= sizeof(full) || kdp__validate_cdi_name(full, NULL) < 0 ||
-            (d->n_nodes == 0 && d->n_env == 0) || (d->n_nodes && !d->nodes) ||
-            (d->n_env && !d->env)) {
-            r = -EINVAL;
-        }
-        for (size_t j = 0; r == 0 && j < d->n_nodes; j++) {
-            r = check_node(&d->nodes[j]);
-        }
-        for (size_t j = 0; r == 0 && j < d->n_env; j++) {
-            r = check_env(d->env[j]);
-        }
-        names[i] = d->name;
+        r = check_device(kind, &devs[i]);
+        names[i] = devs[i].name;
     }
     if (r == 0 && n > 1) {
         qsort(names, n, sizeof(*names), cmp_name);
@@ -385,8 +392,8 @@ static int make_names(const char *kind, const kdp__cdi_dev *devs, size_t n, char
     return 0;
 }
 
-static int write_file(const char *dir, const char *file, const char *kind,
-                      const kdp__cdi_dev *devs, size_t n, char ***ret_names)
+static int write_file(const char *dir, const char *file, const char *kind, const kdp__cdi_dev *devs,
+                      size_t n, char ***ret_names)
 {
     int r = check_devices(kind, devs, n);
     char **names = NULL;
@@ -480,7 +487,8 @@ KDP_EXPORT int kdp_cdi_write_spec(const char *dir, const char *kind, const kdp_c
         return -ENOMEM;
     }
     for (size_t i = 0; i < n; i++) {
-        d[i] = (kdp__cdi_dev){.name = devs[i].name, .nodes = devs[i].nodes, .n_nodes = devs[i].n_nodes};
+        d[i] = (kdp__cdi_dev){
+            .name = devs[i].name, .nodes = devs[i].nodes, .n_nodes = devs[i].n_nodes};
     }
     char file[NAME_MAX + 1];
     int r = spec_file(kind, file);

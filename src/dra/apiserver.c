@@ -243,10 +243,36 @@ static int attr_from(const char *name, json_t *v, kdp_dra_attr *out)
     return 0;
 }
 
+/* One described device (v: {attributes, capacity}) into sd, its
+ * attributes and capacities appended at attrs, cn and cv. */
+static void fill_dev(const char *name, json_t *v, kdp__slice_dev *sd, kdp_dra_attr *attrs,
+                     const char **cn, const char **cv)
+{
+    *sd = (kdp__slice_dev){.name = name, .attrs = attrs, .cap_names = cn, .cap_values = cv};
+    const char *an;
+    json_t *av;
+    json_object_foreach(json_object_get(v, "attributes"), an, av)
+    {
+        if (attr_from(an, av, &attrs[sd->n_attrs]) == 0) {
+            sd->n_attrs++;
+        }
+    }
+    json_object_foreach(json_object_get(v, "capacity"), an, av)
+    {
+        cn[sd->n_caps] = an;
+        cv[sd->n_caps] = json_string_value(json_object_get(av, "value"));
+        if (cv[sd->n_caps]) {
+            sd->n_caps++;
+        }
+    }
+}
+
 static void publish(kdp__dra_api *a)
 {
     json_t *devices = json_object_get(a->d->described, "devices");
-    size_t n = json_object_size(devices), n_attrs = 0, n_caps = 0;
+    size_t n = json_object_size(devices);
+    size_t n_attrs = 0;
+    size_t n_caps = 0;
     const char *name;
     json_t *v;
     json_object_foreach(devices, name, v)
@@ -256,34 +282,21 @@ static void publish(kdp__dra_api *a)
     }
     kdp__slice_dev *sd = calloc(n ? n : 1, sizeof(*sd));
     kdp_dra_attr *attrs = calloc(n_attrs ? n_attrs : 1, sizeof(*attrs));
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     const char **cn = calloc(n_caps ? n_caps : 1, sizeof(*cn));
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     const char **cv = calloc(n_caps ? n_caps : 1, sizeof(*cv));
     if (!sd || !attrs || !cn || !cv) {
         log_error("%s: out of memory publishing the slices", a->d->driver);
     } else {
-        size_t i = 0, ka = 0, kc = 0;
+        size_t i = 0;
+        size_t ka = 0;
+        size_t kc = 0;
         json_object_foreach(devices, name, v)
         {
-            sd[i] = (kdp__slice_dev){.name = name, .attrs = attrs + ka,
-                                     .cap_names = cn + kc, .cap_values = cv + kc};
-            const char *an;
-            json_t *av;
-            json_object_foreach(json_object_get(v, "attributes"), an, av)
-            {
-                if (attr_from(an, av, &attrs[ka]) == 0) {
-                    ka++;
-                    sd[i].n_attrs++;
-                }
-            }
-            json_object_foreach(json_object_get(v, "capacity"), an, av)
-            {
-                cn[kc] = an;
-                cv[kc] = json_string_value(json_object_get(av, "value"));
-                if (cv[kc]) {
-                    kc++;
-                    sd[i].n_caps++;
-                }
-            }
+            fill_dev(name, v, &sd[i], attrs + ka, cn + kc, cv + kc);
+            ka += sd[i].n_attrs;
+            kc += sd[i].n_caps;
             i++;
         }
         int r = kdp__slices_set(a->slices, sd, n);
@@ -357,8 +370,7 @@ int kdp__dra_api_new(kdp__dra *d, const char *kubeconfig, kdp__dra_api **ret)
         free(a);
         return r;
     }
-    log_info("%s: API server %s (%s)", d->driver, kdp__api_server(a->api),
-             kdp__api_source(a->api));
+    log_info("%s: API server %s (%s)", d->driver, kdp__api_server(a->api), kdp__api_source(a->api));
     *ret = a;
     return 0;
 }
@@ -370,7 +382,9 @@ void kdp__dra_api_free(kdp__dra_api *a)
     }
     kdp__slices_free(a->slices);
     kdp__link *l;
-    while ((l = kdp__list_first(&a->reqs))) {
+    kdp__link *tmp;
+    kdp__list_for_each_safe(l, tmp, &a->reqs)
+    {
         creq *r = KDP__CONTAINER_OF(l, creq, link);
         kdp__api_cancel(r->req);
         creq_free(r);

@@ -187,52 +187,71 @@ static int write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
+/* The file's text for claims (malloc'd), or NULL. */
+static char *file_text(json_t *claims)
+{
+    char *dump = json_dumps(claims, JSON_COMPACT | JSON_SORT_KEYS);
+    if (!dump) {
+        return NULL;
+    }
+    char sum[32];
+    kdp__ckpt_checksum(dump, sum);
+    free(dump);
+    json_t *root = json_pack("{s:i, s:s, s:O}", "version", KDP__CKPT_VERSION, "checksum", sum,
+                             "claims", claims);
+    char *text = root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
+    json_decref(root);
+    return text;
+}
+
+/* text into a temporary file next to path, fsync, rename over path. */
+static int replace(const char *path, const char *text)
+{
+    size_t len = strlen(text);
+    if (len > MAX_FILE) {
+        return -EFBIG;
+    }
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", path);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        return -errno;
+    }
+    int r = fchmod(fd, 0600) < 0 ? -errno : write_all(fd, text, len);
+    if (r == 0 && fsync(fd) < 0) {
+        r = -errno;
+    }
+    if (close(fd) < 0 && r == 0) {
+        r = -errno;
+    }
+    if (r == 0 && rename(tmp, path) < 0) {
+        r = -errno;
+    }
+    if (r < 0) {
+        (void)unlink(tmp);
+    }
+    return r;
+}
+
+static int sync_dir(const char *dir)
+{
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        return -errno;
+    }
+    int r = fsync(dfd) < 0 ? -errno : 0;
+    close(dfd);
+    return r;
+}
+
 /* Writes claims (the mutex held). */
 static int save(kdp__ckpt *c, json_t *claims)
 {
-    char *dump = json_dumps(claims, JSON_COMPACT | JSON_SORT_KEYS);
-    json_t *root = NULL;
-    char sum[32];
-    if (dump) {
-        kdp__ckpt_checksum(dump, sum);
-        root = json_pack("{s:i, s:s, s:O}", "version", KDP__CKPT_VERSION, "checksum", sum,
-                         "claims", claims);
-    }
-    free(dump);
-    char *text = root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
-    json_decref(root);
-    if (!text) {
-        return -ENOMEM;
-    }
-    size_t len = strlen(text);
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", c->path);
-    int fd = len > MAX_FILE ? -1 : mkostemp(tmp, O_CLOEXEC);
-    int r = fd < 0 ? (len > MAX_FILE ? -EFBIG : -errno) : 0;
-    if (r == 0) {
-        r = fchmod(fd, 0600) < 0 ? -errno : write_all(fd, text, len);
-        if (r == 0 && fsync(fd) < 0) {
-            r = -errno;
-        }
-        if (close(fd) < 0 && r == 0) {
-            r = -errno;
-        }
-        if (r == 0 && rename(tmp, c->path) < 0) {
-            r = -errno;
-        }
-        if (r < 0) {
-            (void)unlink(tmp);
-        }
-    }
+    char *text = file_text(claims);
+    int r = text ? replace(c->path, text) : -ENOMEM;
     free(text);
     if (r == 0) {
-        int dfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0 || fsync(dfd) < 0) {
-            r = -errno;
-        }
-        if (dfd >= 0) {
-            close(dfd);
-        }
+        r = sync_dir(c->dir);
     }
     if (r < 0) {
         log_error("cannot write the checkpoint %s: %s", c->path, strerror(-r));
@@ -252,8 +271,8 @@ int kdp__ckpt_put(kdp__ckpt *c, const char *uid, json_t *rec)
 {
     pthread_mutex_lock(&c->mu);
     int r = -ENOMEM;
-    json_t *next = json_object_size(c->claims) >= KDP__CKPT_MAX_CLAIMS ? NULL
-                                                                       : json_copy(c->claims);
+    json_t *next =
+        json_object_size(c->claims) >= KDP__CKPT_MAX_CLAIMS ? NULL : json_copy(c->claims);
     if (json_object_size(c->claims) >= KDP__CKPT_MAX_CLAIMS) {
         r = -ENOSPC;
     }

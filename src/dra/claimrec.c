@@ -17,11 +17,11 @@ int kdp__dra_claimview_init(kdp__dra_claimview *v, const json_t *rec)
 {
     memset(v, 0, sizeof(*v));
     const json_t *devs = json_object_get(rec, "devices");
-    if (!json_is_array(devs) || !str(rec, "uid") || !str(rec, "name") ||
-        !str(rec, "namespace")) {
+    if (!json_is_array(devs) || !str(rec, "uid") || !str(rec, "name") || !str(rec, "namespace")) {
         return -EINVAL;
     }
-    size_t n = json_array_size(devs), n_cfg = 0;
+    size_t n = json_array_size(devs);
+    size_t n_cfg = 0;
     for (size_t i = 0; i < n; i++) {
         n_cfg += json_array_size(json_object_get(json_array_get(devs, i), "configs"));
     }
@@ -154,21 +154,26 @@ bool kdp__dra_rec_has_cdi(const json_t *rec)
     return false;
 }
 
-int kdp__dra_rec_write_cdi(const json_t *rec, const char *dir, const char *file,
-                           const char *kind)
+int kdp__dra_rec_write_cdi(const json_t *rec, const char *dir, const char *file, const char *kind)
 {
     const json_t *devs = json_object_get(rec, "devices");
-    size_t n = json_array_size(devs), n_nodes = 0, n_env = 0;
+    size_t n = json_array_size(devs);
+    size_t n_nodes = 0;
+    size_t n_env = 0;
     for (size_t i = 0; i < n; i++) {
         n_nodes += json_array_size(json_object_get(json_array_get(devs, i), "nodes"));
         n_env += json_array_size(json_object_get(json_array_get(devs, i), "env"));
     }
     kdp__cdi_dev *cd = calloc(n ? n : 1, sizeof(*cd));
     kdp_cdi_node *nodes = calloc(n_nodes ? n_nodes : 1, sizeof(*nodes));
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     const char **env = calloc(n_env ? n_env : 1, sizeof(*env));
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     char **names = calloc(n ? n : 1, sizeof(*names));
     int r = cd && nodes && env && names ? 0 : -ENOMEM;
-    size_t m = 0, kn = 0, ke = 0;
+    size_t m = 0;
+    size_t kn = 0;
+    size_t ke = 0;
     const char *uid = str(rec, "uid");
     for (size_t i = 0; r == 0 && i < n; i++) {
         const json_t *d = json_array_get(devs, i);
@@ -185,8 +190,8 @@ int kdp__dra_rec_write_cdi(const json_t *rec, const char *dir, const char *file,
         cd[m] = (kdp__cdi_dev){.name = names[m], .nodes = nodes + kn, .env = env + ke};
         for (size_t j = 0; j < json_array_size(jn); j++) {
             const json_t *o = json_array_get(jn, j);
-            nodes[kn++] = (kdp_cdi_node){str(o, "path"), str(o, "host_path"),
-                                         str(o, "permissions")};
+            nodes[kn++] =
+                (kdp_cdi_node){str(o, "path"), str(o, "host_path"), str(o, "permissions")};
             cd[m].n_nodes++;
         }
         for (size_t j = 0; j < json_array_size(je); j++) {

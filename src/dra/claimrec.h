@@ -37,8 +37,7 @@ void kdp__dra_claimview_done(kdp__dra_claimview *v);
 int kdp__dra_rec_merge(json_t *rec, const kdp_dra_prepared *pr, const char *kind);
 /* Writes rec's CDI spec as <dir>/<file> (removed when no device has edits).
  * Returns what kdp__cdi_write_file returns. */
-int kdp__dra_rec_write_cdi(const json_t *rec, const char *dir, const char *file,
-                           const char *kind);
+int kdp__dra_rec_write_cdi(const json_t *rec, const char *dir, const char *file, const char *kind);
 /* Whether some device of rec has edits in kdp's spec. */
 bool kdp__dra_rec_has_cdi(const json_t *rec);
 

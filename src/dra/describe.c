@@ -37,13 +37,17 @@ int kdp__dra_default_name(const char *id, char out[64])
 {
     char buf[64];
     size_t n = 0;
+    static const char lower[] = "abcdefghijklmnopqrstuvwxyz";
     for (const char *s = id; *s && n < sizeof(buf) - 1; s++) {
         char c = *s;
         if (c >= 'A' && c <= 'Z') {
-            c = (char)(c - 'A' + 'a');
+            c = lower[c - 'A'];
         }
         bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-        buf[n++] = ok ? c : '-';
+        if (!ok) {
+            c = '-';
+        }
+        buf[n++] = c;
     }
     while (n > 0 && buf[n - 1] == '-') {
         n--;
@@ -87,8 +91,7 @@ static int check_field(kdp_dra_device *d, const char *name, bool cap)
     const char *why = NULL;
     if (!name || kdp__k8snames_qualified_name(name, &why) < 0) {
         log_error("device %s: invalid %s name \"%.80s\": %s", d->id ? d->id : "?",
-                  cap ? "capacity" : "attribute", name ? name : "(null)",
-                  why ? why : "missing");
+                  cap ? "capacity" : "attribute", name ? name : "(null)", why ? why : "missing");
         return -EINVAL;
     }
     for (size_t i = 0; !cap && i < d->n_attrs; i++) {

@@ -18,8 +18,8 @@ typedef struct kdp__dra_cap {
 } kdp__dra_cap;
 
 struct kdp_dra_device {
-    const char *id; /* the kdp ID (borrowed), for log lines */
-    char *name;     /* NULL: the default from the ID */
+    const char *id;      /* the kdp ID (borrowed), for log lines */
+    char *name;          /* NULL: the default from the ID */
     kdp_dra_attr *attrs; /* names and strings copied */
     size_t n_attrs;
     kdp__dra_cap *caps;

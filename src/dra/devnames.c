@@ -95,7 +95,8 @@ static json_t *desc_json(const kdp_dra_device *dd, const char *name)
         json_object_set_new(attrs, dd->attrs[i].name, attr_json(&dd->attrs[i]));
     }
     for (size_t i = 0; caps && i < dd->n_caps; i++) {
-        json_object_set_new(caps, dd->caps[i].name, json_pack("{s:s}", "value", dd->caps[i].quantity));
+        json_object_set_new(caps, dd->caps[i].name,
+                            json_pack("{s:s}", "value", dd->caps[i].quantity));
     }
     if (!attrs || !caps) {
         json_decref(attrs);

@@ -72,12 +72,12 @@ struct kdp__dra {
     /* prepare.c: claims being prepared or unprepared */
     kdp__link ops_inflight;
     kdp__link calls;
-    bool kicking, kick_again;
+    kdp__timer *kick_timer; /* starts the ops waiting for their claim */
     kdp__ckpt *ckpt;
 
     /* devnames.c: device name <-> kdp ID, from the describe op */
-    json_t *name_of; /* ID -> name */
-    json_t *id_of;   /* name -> ID */
+    json_t *name_of;   /* ID -> name */
+    json_t *id_of;     /* name -> ID */
     json_t *described; /* name -> {attrs, caps}: the slices' devices */
     bool describing;   /* the describe job runs */
     bool describe_again;
@@ -100,7 +100,7 @@ void kdp__dra_kubelet_serving(kdp__dra *d, bool on);
 
 /* prepare.c: the DRAPlugin methods (v1 and v1beta1) into out; how many. */
 size_t kdp__dra_prepare_methods(kdp__dra *d, kdp__method *out, size_t cap);
-void kdp__dra_prepare_init(kdp__dra *d);
+int kdp__dra_prepare_init(kdp__dra *d);
 /* Ends every call (answered UNAVAILABLE by the server's end) and claim op. */
 void kdp__dra_prepare_done(kdp__dra *d);
 

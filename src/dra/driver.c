@@ -12,11 +12,11 @@
 #include "base/validate.h"
 #include "dra/dra_int.h"
 
-#define SOCKET_PATH_MAX     107
-#define INSTANCE_MAX        63
-#define DEFAULT_RESYNC_MS   (10U * 60U * 1000U)
-#define DEFAULT_CDI_DIR     "/var/run/cdi"
-#define REG_SUFFIX          "-reg.sock"
+#define SOCKET_PATH_MAX   107
+#define INSTANCE_MAX      63
+#define DEFAULT_RESYNC_MS (10U * 60U * 1000U)
+#define DEFAULT_CDI_DIR   "/var/run/cdi"
+#define REG_SUFFIX        "-reg.sock"
 
 kdp_dra_status *kdp__dra_status_lock(kdp__dra *d)
 {
@@ -184,7 +184,7 @@ static int make_paths(kdp__dra *d)
     }
     const char *too_long = strlen(d->reg_path) > SOCKET_PATH_MAX   ? d->reg_path
                            : strlen(d->svc_path) > SOCKET_PATH_MAX ? d->svc_path
-                                                                    : NULL;
+                                                                   : NULL;
     if (too_long) {
         log_error("kdp_plugin_enable_dra: socket path %s is too long for a unix socket (%d bytes "
                   "at most): a shorter kubelet root, driver name or instance",
@@ -236,7 +236,9 @@ static int make(kdp__dra *d, const kdp_dra_config *cfg)
     kdp__dra_status_unlock(d);
     r = kdp__dra_names_init(d);
     if (r == 0) {
-        kdp__dra_prepare_init(d);
+        r = kdp__dra_prepare_init(d);
+    }
+    if (r == 0) {
         r = kdp__dra_kubelet_init(d);
     }
     if (r == 0) {
@@ -263,7 +265,8 @@ KDP_EXPORT int kdp_plugin_enable_dra(kdp_plugin *p, const kdp_dra_config *cfg,
                   kdp_plugin_resource(p));
         return -EBUSY;
     }
-    const char *node = NULL, *inst = NULL;
+    const char *node = NULL;
+    const char *inst = NULL;
     int r = check_config(cfg, &node, &inst, p);
     if (r < 0) {
         return r;
@@ -280,7 +283,7 @@ KDP_EXPORT int kdp_plugin_enable_dra(kdp_plugin *p, const kdp_dra_config *cfg,
         d->ops = *ops;
     }
     kdp__link_init(&d->streams);
-    kdp__link_init(&d->ops_inflight);
+    kdp__link_init(&d->ops_inflight); /* dra_free may run before prepare_init */
     kdp__link_init(&d->calls);
     r = fill(d, cfg, node, inst);
     if (r == 0) {

@@ -30,6 +30,7 @@ static uint8_t *encode(kdp__dra *d, size_t *ret_len)
     size_t n = tab->n;
     V1alpha1__DeviceHealth *hs = calloc(n ? n : 1, sizeof(*hs));
     V1alpha1__DeviceIdentifier *ids = calloc(n ? n : 1, sizeof(*ids));
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     V1alpha1__DeviceHealth **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
     char(*names)[64] = calloc(n ? n : 1, sizeof(*names));
     uint8_t *buf = NULL;
@@ -116,8 +117,8 @@ size_t kdp__dra_health_methods(kdp__dra *d, kdp__method *out, size_t cap)
     if (d->no_health || cap < 1) {
         return 0;
     }
-    out[0] = (kdp__method){"/v1alpha1.DRAResourceHealth/NodeWatchResources",
-                           KDP__SERVER_STREAMING, h_watch, d, NULL};
+    out[0] = (kdp__method){"/v1alpha1.DRAResourceHealth/NodeWatchResources", KDP__SERVER_STREAMING,
+                           h_watch, d, NULL};
     return 1;
 }
 

@@ -88,8 +88,8 @@ static int listen_on(kdp__dra *d, const char *path, const kdp__method *m, size_t
     }
     if (r < 0) {
         kdp__server_free(s);
-        log_error("%s: cannot serve %s: %s; trying again in %llu ms", d->driver, path,
-                  strerror(-r), (unsigned long long)(RETRY_US / 1000));
+        log_error("%s: cannot serve %s: %s; trying again in %llu ms", d->driver, path, strerror(-r),
+                  (unsigned long long)(RETRY_US / 1000));
         return r;
     }
     *ret = s;

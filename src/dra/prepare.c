@@ -101,21 +101,25 @@ static void str_list(const json_t *a, size_t *ret_n, char ***ret)
     *ret = v;
 }
 
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse PrepResp;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse__ClaimsEntry PrepEntry;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourceResponse PrepOne;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Device PbDevice;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse UnprepResp;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse prep_resp;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse__ClaimsEntry prep_entry;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourceResponse prep_one;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Device pb_device;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse unprep_resp;
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse__ClaimsEntry
-    UnprepEntry;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse UnprepOne;
+    unprep_entry;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse unprep_one;
 
-static void fill_devices(pcall *pc, const json_t *rec, PrepOne *one)
+static void fill_devices(pcall *pc, const json_t *rec, prep_one *one)
 {
     const json_t *devs = json_object_get(rec, "devices");
     size_t n = json_array_size(devs);
-    PbDevice *pd = calloc(n ? n : 1, sizeof(*pd));
-    PbDevice **pp = calloc(n ? n : 1, sizeof(*pp));
+    if (n == 0) {
+        return;
+    }
+    pb_device *pd = calloc(n, sizeof(*pd));
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
+    pb_device **pp = calloc(n, sizeof(*pp));
     if (!pd || !pp) {
         free(pd);
         free(pp);
@@ -126,6 +130,7 @@ static void fill_devices(pcall *pc, const json_t *rec, PrepOne *one)
         const json_t *d = json_array_get(devs, i);
         k8s__io__kubelet__pkg__apis__dra__v1__device__init(&pd[i]);
         pd[i].n_request_names = 1;
+        // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
         pd[i].request_names = calloc(1, sizeof(char *));
         if (pd[i].request_names) {
             pd[i].request_names[0] = (char *)json_string_value(json_object_get(d, "request"));
@@ -145,7 +150,7 @@ static void fill_devices(pcall *pc, const json_t *rec, PrepOne *one)
     one->devices = pp;
 }
 
-static void free_devices(PrepOne *one)
+static void free_devices(prep_one *one)
 {
     for (size_t i = 0; i < one->n_devices; i++) {
         free(one->devices[i]->request_names);
@@ -160,9 +165,10 @@ static void free_devices(PrepOne *one)
 static void reply_prepare(pcall *pc)
 {
     size_t n = pc->n;
-    PrepEntry *es = calloc(n ? n : 1, sizeof(*es));
-    PrepEntry **ep = calloc(n ? n : 1, sizeof(*ep));
-    PrepOne *ones = calloc(n ? n : 1, sizeof(*ones));
+    prep_entry *es = calloc(n ? n : 1, sizeof(*es));
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
+    prep_entry **ep = calloc(n ? n : 1, sizeof(*ep));
+    prep_one *ones = calloc(n ? n : 1, sizeof(*ones));
     if (!es || !ep || !ones) {
         (void)kdp__call_finish(pc->call, KDP__ST_RESOURCE_EXHAUSTED, "out of memory");
     } else {
@@ -179,7 +185,8 @@ static void reply_prepare(pcall *pc)
             }
             ep[i] = &es[i];
         }
-        PrepResp resp = K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_RESPONSE__INIT;
+        prep_resp resp =
+            K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_RESPONSE__INIT;
         resp.n_claims = n;
         resp.claims = ep;
         (void)kdp__call_reply_pb(pc->call, &resp.base);
@@ -195,9 +202,10 @@ static void reply_prepare(pcall *pc)
 static void reply_unprepare(pcall *pc)
 {
     size_t n = pc->n;
-    UnprepEntry *es = calloc(n ? n : 1, sizeof(*es));
-    UnprepEntry **ep = calloc(n ? n : 1, sizeof(*ep));
-    UnprepOne *ones = calloc(n ? n : 1, sizeof(*ones));
+    unprep_entry *es = calloc(n ? n : 1, sizeof(*es));
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
+    unprep_entry **ep = calloc(n ? n : 1, sizeof(*ep));
+    unprep_one *ones = calloc(n ? n : 1, sizeof(*ones));
     if (!es || !ep || !ones) {
         (void)kdp__call_finish(pc->call, KDP__ST_RESOURCE_EXHAUSTED, "out of memory");
     } else {
@@ -212,7 +220,7 @@ static void reply_unprepare(pcall *pc)
             }
             ep[i] = &es[i];
         }
-        UnprepResp resp =
+        unprep_resp resp =
             K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_UNPREPARE_RESOURCES_RESPONSE__INIT;
         resp.n_claims = n;
         resp.claims = ep;
@@ -289,7 +297,6 @@ static void on_call_cancel(kdp__call *call, int status, void *ud)
 /* ---- claim ops ---- */
 
 static void op_start(cop *op);
-static void kick(kdp__dra *d);
 
 static void op_free(cop *op)
 {
@@ -308,8 +315,8 @@ static void op_done(cop *op, const char *err, const json_t *rec)
 {
     kdp__dra *d = op->d;
     if (err) {
-        log_warn("%s: %s claim %s/%s (%s): %s", d->driver,
-                 op->unprepare ? "unprepare" : "prepare", op->ns, op->name, op->uid, err);
+        log_warn("%s: %s claim %s/%s (%s): %s", d->driver, op->unprepare ? "unprepare" : "prepare",
+                 op->ns, op->name, op->uid, err);
     } else {
         log_info("%s: %s claim %s/%s (%s)", d->driver, op->unprepare ? "unprepared" : "prepared",
                  op->ns, op->name, op->uid);
@@ -321,7 +328,7 @@ static void op_done(cop *op, const char *err, const json_t *rec)
     st->prepared = kdp__ckpt_count(d->ckpt);
     kdp__dra_status_unlock(d);
     op_free(op);
-    kick(d);
+    kdp__timer_start(d->kick_timer, 0); /* the next op on the claim, from the loop */
 }
 
 /* Another op on op's claim is under way. */
@@ -336,27 +343,43 @@ static bool uid_busy(kdp__dra *d, const cop *op)
     return false;
 }
 
-/* Starts every op whose claim has none under way, in arrival order. An op
- * may end at once (op_done frees it and kicks again): the guard makes that
- * one more round rather than a recursion. */
+/* Starts every op whose claim has none under way, in arrival order (an
+ * op that ends at once frees itself and arms the kick timer for the ops
+ * behind it). */
 static void kick(kdp__dra *d)
 {
-    if (d->kicking) {
-        d->kick_again = true;
+    size_t n = 0;
+    kdp__link *l;
+    kdp__list_for_each(l, &d->ops_inflight)
+    {
+        n++;
+    }
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
+    cop **todo = calloc(n ? n : 1, sizeof(*todo));
+    if (!todo) {
+        log_error("%s: out of memory starting claims: trying again in 1 s", d->driver);
+        kdp__timer_start(d->kick_timer, 1000000);
         return;
     }
-    d->kicking = true;
-    do {
-        d->kick_again = false;
-        for (kdp__link *l = d->ops_inflight.next; l != &d->ops_inflight;) {
-            cop *op = KDP__CONTAINER_OF(l, cop, link);
-            l = l->next; /* op_start may free op, never another */
-            if (!op->started && !uid_busy(d, op)) {
-                op_start(op);
-            }
+    size_t m = 0;
+    kdp__list_for_each(l, &d->ops_inflight)
+    {
+        cop *op = KDP__CONTAINER_OF(l, cop, link);
+        if (!op->started && !uid_busy(d, op)) {
+            op->started = true; /* the next one on its claim waits */
+            todo[m++] = op;
         }
-    } while (d->kick_again);
-    d->kicking = false;
+    }
+    for (size_t i = 0; i < m; i++) {
+        op_start(todo[i]); /* may free todo[i], never another */
+    }
+    free(todo);
+}
+
+static void on_kick(kdp__timer *t, void *ud)
+{
+    (void)t;
+    kick(ud);
 }
 
 /* ---- the jobs ---- */
@@ -547,51 +570,55 @@ static void run_job(cop *op, json_t *rec, bool recorded)
     }
 }
 
-/* The claim from the API server: every device must be in the table, and
- * healthy. */
-static void on_claim(void *ud, int err, const char *why, json_t *rec)
+/* Every device of rec must be in the table, and healthy: its kdp ID and
+ * default node are added. Returns false with msg set otherwise. */
+static bool check_devices(kdp__dra *d, json_t *rec, char *msg, size_t len)
 {
-    cop *op = ud;
-    op->api_handle = NULL;
-    if (err < 0) {
-        op_done(op, why ? why : strerror(-err), NULL);
-        return;
-    }
-    kdp__dra *d = op->d;
     json_t *devs = json_object_get(rec, "devices");
-    char msg[400] = "";
     if (json_array_size(devs) == 0) {
-        snprintf(msg, sizeof(msg), "the claim has no device of driver %s on node %s", d->driver,
-                 d->node);
+        snprintf(msg, len, "the claim has no device of driver %s on node %s", d->driver, d->node);
+        return false;
     }
-    for (size_t i = 0; !msg[0] && i < json_array_size(devs); i++) {
+    for (size_t i = 0; i < json_array_size(devs); i++) {
         json_t *jd = json_array_get(devs, i);
         const char *name = json_string_value(json_object_get(jd, "device"));
         const kdp__dev *dev = name ? kdp__dra_device_by_name(d, name) : NULL;
         if (!dev) {
-            snprintf(msg, sizeof(msg), "device %.100s is not among the driver's devices on node %s",
+            snprintf(msg, len, "device %.100s is not among the driver's devices on node %s",
                      name ? name : "(none)", d->node);
-        } else if (dev->health != KDP_HEALTHY) {
-            snprintf(msg, sizeof(msg), "device %.100s (%.100s) is unhealthy", name, dev->id);
-        } else {
-            json_object_set_new(jd, "device_id", json_string(dev->id));
-            if (dev->host_path) {
-                json_t *node = json_pack("{s:s, s:s}", "path",
-                                         dev->container_path ? dev->container_path : dev->host_path,
-                                         "host_path", dev->host_path);
-                if (node && dev->permissions) {
-                    json_object_set_new(node, "permissions", json_string(dev->permissions));
-                }
-                json_object_set_new(jd, "default_node", node);
+            return false;
+        }
+        if (dev->health != KDP_HEALTHY) {
+            snprintf(msg, len, "device %.100s (%.100s) is unhealthy", name, dev->id);
+            return false;
+        }
+        json_object_set_new(jd, "device_id", json_string(dev->id));
+        if (dev->host_path) {
+            const char *path = dev->container_path ? dev->container_path : dev->host_path;
+            json_t *node = json_pack("{s:s, s:s}", "path", path, "host_path", dev->host_path);
+            if (node && dev->permissions) {
+                json_object_set_new(node, "permissions", json_string(dev->permissions));
             }
+            json_object_set_new(jd, "default_node", node);
         }
     }
-    if (msg[0]) {
+    return true;
+}
+
+/* The claim from the API server. */
+static void on_claim(void *ud, int err, const char *why, json_t *rec)
+{
+    cop *op = ud;
+    op->api_handle = NULL;
+    char msg[400];
+    if (err < 0) {
+        op_done(op, why ? why : strerror(-err), NULL);
+    } else if (!check_devices(op->d, rec, msg, sizeof(msg))) {
         json_decref(rec);
         op_done(op, msg, NULL);
-        return;
+    } else {
+        run_job(op, rec, false);
     }
-    run_job(op, rec, false);
 }
 
 static void op_start(cop *op)
@@ -617,15 +644,14 @@ static void op_start(cop *op)
     }
     kdp_dra_claim_ref ref = {op->ns, op->name, op->uid};
     char why[400];
-    if (kdp__dra_api_get_claim(d->api, &ref, on_claim, op, &op->api_handle, why, sizeof(why)) <
-        0) {
+    if (kdp__dra_api_get_claim(d->api, &ref, on_claim, op, &op->api_handle, why, sizeof(why)) < 0) {
         op_done(op, why, NULL);
     }
 }
 
 /* ---- the handlers ---- */
 
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest PrepReq;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest prep_req;
 
 static size_t count_inflight(const kdp__dra *d)
 {
@@ -648,34 +674,84 @@ static pcall *pcall_new(kdp__dra *d, kdp__call *call, size_t n, bool unprepare)
     pc->call = call;
     pc->unprepare = unprepare;
     pc->v1beta1 = strstr(kdp__call_path(call), ".v1beta1.") != NULL;
-    pc->n = n;
-    pc->left = n;
     size_t m = n ? n : 1;
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     pc->ops = calloc(m, sizeof(*pc->ops));
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     pc->uids = calloc(m, sizeof(*pc->uids));
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     pc->errors = calloc(m, sizeof(*pc->errors));
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     pc->recs = calloc(m, sizeof(*pc->recs));
     if (!pc->ops || !pc->uids || !pc->errors || !pc->recs ||
         kdp__timer_new(d->loop, on_deadline, pc, &pc->deadline) < 0) {
-        pcall_free(pc);
+        pcall_free(pc); /* n 0: the arrays hold nothing */
         return NULL;
     }
+    pc->n = n;
+    pc->left = n;
     kdp__list_append(&d->calls, &pc->link);
     return pc;
+}
+
+/* Claim i of the call: an op, or an error answered at once. */
+static void add_op(pcall *pc, size_t i, const K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *c)
+{
+    kdp__dra *d = pc->d;
+    const char *uid = c->uid ? c->uid : "";
+    pc->uids[i] = strdup(uid);
+    cop *op = *uid && pc->uids[i] ? calloc(1, sizeof(*op)) : NULL;
+    if (op) {
+        kdp__link_init(&op->link);
+        op->d = d;
+        op->pc = pc;
+        op->idx = i;
+        op->unprepare = pc->unprepare;
+        op->ns = strdup(c->namespace_ ? c->namespace_ : "");
+        op->name = strdup(c->name ? c->name : "");
+        op->uid = strdup(uid);
+        if (!op->ns || !op->name || !op->uid) {
+            op_free(op);
+            op = NULL;
+        }
+    }
+    if (op) {
+        pc->ops[i] = op;
+        kdp__list_append(&d->ops_inflight, &op->link);
+        return;
+    }
+    if (!pc->uids[i]) {
+        pc->uids[i] = strdup("");
+    }
+    pc->errors[i] = strdup(*uid ? "out of memory" : "the claim has no UID");
+    pc->left--;
+}
+
+/* The answer is due before the call's deadline (or the kubelet's 45 s),
+ * with a margin. */
+static void arm_deadline(pcall *pc, kdp__call *call)
+{
+    uint64_t now = kdp__now_us();
+    uint64_t end = kdp__call_deadline(call);
+    if (!end || end <= now) {
+        end = now + DEFAULT_CALL_US;
+    }
+    uint64_t margin = (end - now) / 10 < MARGIN_MAX_US ? (end - now) / 10 : MARGIN_MAX_US;
+    kdp__timer_start_at(pc->deadline, end - margin);
 }
 
 /* Claims are decoded with the v1 messages: v1beta1's are the same on the
  * wire. */
 static void handle(kdp__call *call, const uint8_t *msg, size_t len, kdp__dra *d, bool unprepare)
 {
-    PrepReq *req = k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__unpack(
+    prep_req *req = k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__unpack(
         NULL, len, msg);
     if (!req) {
         (void)kdp__call_finish(call, KDP__ST_INVALID_ARGUMENT, "cannot decode the request");
         return;
     }
-    const char *vers = strstr(kdp__call_path(call), ".v1beta1.") ? "v1beta1.DRAPlugin"
-                                                                  : "v1.DRAPlugin";
+    const char *vers =
+        strstr(kdp__call_path(call), ".v1beta1.") ? "v1beta1.DRAPlugin" : "v1.DRAPlugin";
     kdp_dra_status *st = kdp__dra_status_lock(d);
     snprintf(st->version, sizeof(st->version), "%s", vers);
     kdp__dra_status_unlock(d);
@@ -689,45 +765,13 @@ static void handle(kdp__call *call, const uint8_t *msg, size_t len, kdp__dra *d,
     }
     if (!pc) {
         k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__free_unpacked(req,
-                                                                                           NULL);
+                                                                                            NULL);
         return;
     }
     kdp__call_set_cancel(call, on_call_cancel, pc);
-    uint64_t now = kdp__now_us(), end = kdp__call_deadline(call);
-    if (!end || end <= now) {
-        end = now + DEFAULT_CALL_US;
-    }
-    uint64_t margin = (end - now) / 10 < MARGIN_MAX_US ? (end - now) / 10 : MARGIN_MAX_US;
-    kdp__timer_start_at(pc->deadline, end - margin);
+    arm_deadline(pc, call);
     for (size_t i = 0; i < n; i++) {
-        const K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *c = req->claims[i];
-        const char *uid = c->uid ? c->uid : "";
-        pc->uids[i] = strdup(uid);
-        cop *op = *uid && pc->uids[i] ? calloc(1, sizeof(*op)) : NULL;
-        if (op) {
-            kdp__link_init(&op->link);
-            op->d = d;
-            op->pc = pc;
-            op->idx = i;
-            op->unprepare = unprepare;
-            op->ns = strdup(c->namespace_ ? c->namespace_ : "");
-            op->name = strdup(c->name ? c->name : "");
-            op->uid = strdup(uid);
-            if (!op->ns || !op->name || !op->uid) {
-                op_free(op);
-                op = NULL;
-            }
-        }
-        if (op) {
-            pc->ops[i] = op;
-            kdp__list_append(&d->ops_inflight, &op->link);
-            continue;
-        }
-        if (!pc->uids[i]) {
-            pc->uids[i] = strdup("");
-        }
-        pc->errors[i] = strdup(*uid ? "out of memory" : "the claim has no UID");
-        pc->left--;
+        add_op(pc, i, req->claims[i]);
     }
     k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__free_unpacked(req, NULL);
     if (pc->left == 0) {
@@ -763,23 +807,29 @@ size_t kdp__dra_prepare_methods(kdp__dra *d, kdp__method *out, size_t cap)
     return n;
 }
 
-void kdp__dra_prepare_init(kdp__dra *d)
+int kdp__dra_prepare_init(kdp__dra *d)
 {
     kdp__link_init(&d->ops_inflight);
     kdp__link_init(&d->calls);
+    return kdp__timer_new(d->loop, on_kick, d, &d->kick_timer);
 }
 
 void kdp__dra_prepare_done(kdp__dra *d)
 {
     kdp__link *l;
-    while ((l = kdp__list_first(&d->calls))) {
+    kdp__link *tmp;
+    kdp__list_for_each_safe(l, tmp, &d->calls)
+    {
         pcall *pc = KDP__CONTAINER_OF(l, pcall, link);
         pc->call = NULL; /* its server is gone: the call is over */
         pcall_free(pc);
     }
-    while ((l = kdp__list_first(&d->ops_inflight))) {
+    kdp__list_for_each_safe(l, tmp, &d->ops_inflight)
+    {
         cop *op = KDP__CONTAINER_OF(l, cop, link);
         op->pc = NULL;
         op_free(op);
     }
+    kdp__timer_free(d->kick_timer);
+    d->kick_timer = NULL;
 }

@@ -2,6 +2,7 @@
 #include "dra/prepared.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,14 +120,10 @@ KDP_EXPORT int kdp_dra_prepared_add_env(kdp_dra_prepared *r, size_t device, cons
                   why ? why : "key or value is NULL");
         return -EINVAL;
     }
-    size_t n = strlen(key) + strlen(value) + 2;
-    char *kv = malloc(n);
-    if (!kv) {
+    char *kv = NULL;
+    if (asprintf(&kv, "%s=%s", key, value) < 0) {
         return -ENOMEM;
     }
-    strcpy(kv, key);
-    strcat(kv, "=");
-    strcat(kv, value);
     kdp__dra_pdev *d = &r->devs[device];
     rc = push_str(&d->env, &d->n_env, kv);
     free(kv);

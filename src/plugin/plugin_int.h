@@ -60,14 +60,14 @@ struct kdp_plugin {
     /* An extension (plugin.h: the DRA driver): its hooks, the service that
      * tells it of serving, and the strategy "none" when it asked for no
      * device-plugin registration (ext.c). */
-    bool has_ext;
     kdp__plugin_ext ext;
     kdp__svc ext_svc;
     kdp__reg reg_none;
-    bool reg_none_active; /* between the strategy's start and stop */
     char *kubelet_root;
     char *instance;
     int made; /* how far construction went (plugin.c: MADE_*) */
+    bool has_ext;
+    bool reg_none_active; /* between the strategy's start and stop */
 
     atomic_bool stop_wanted; /* kdp_plugin_stop, any thread */
     kdp__wakeup *stop_wake;

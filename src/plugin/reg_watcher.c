@@ -220,8 +220,7 @@ static const kdp__reg_ops reg_ops = {
 static const char *const dp_versions[] = {KDP_KUBELET_API_VERSION};
 
 int kdp__reg_watcher_init(kdp__reg_watcher *w, kdp__loop *l, const char *socket_path,
-                          const char *resource, const kdp__reg_info *info,
-                          const kdp__reg_up *up)
+                          const char *resource, const kdp__reg_info *info, const kdp__reg_up *up)
 {
     memset(w, 0, sizeof(*w));
     if (info) {

@@ -58,8 +58,7 @@ typedef struct kdp__reg_watcher {
 /* info NULL: the device plugin's (resource's); else copied (its strings
  * borrowed). */
 int kdp__reg_watcher_init(kdp__reg_watcher *w, kdp__loop *l, const char *socket_path,
-                          const char *resource, const kdp__reg_info *info,
-                          const kdp__reg_up *up);
+                          const char *resource, const kdp__reg_info *info, const kdp__reg_up *up);
 void kdp__reg_watcher_done(kdp__reg_watcher *w);
 
 #endif
