@@ -20,7 +20,7 @@
 #include "dra/claimrec.h"
 #include "dra/prepared.h"
 
-#define KIND "k8s.gpu.example.com/claim"
+#define KIND      "k8s.gpu.example.com/claim"
 #define FILE_NAME "k8s.gpu.example.com-claim_u1.json"
 
 static json_t *record(void)
@@ -30,9 +30,9 @@ static json_t *record(void)
                      "namespace", "ns", "name", "c1", "uid", "u1", "devices", "request", "gpu",
                      "device", "gpu-0", "device_id", "GPU0", "admin_access", 0, "configs",
                      "{\"a\":1}", "request", "gpu", "device", "gpu-1", "device_id", "GPU1",
-                     "admin_access", 1, "configs", "default_node", "path", "/dev/gpu1",
-                     "host_path", "/dev/gpu1", "request", "nic", "device", "nic-0", "device_id",
-                     "NIC0", "admin_access", 0, "configs");
+                     "admin_access", 1, "configs", "default_node", "path", "/dev/gpu1", "host_path",
+                     "/dev/gpu1", "request", "nic", "device", "nic-0", "device_id", "NIC0",
+                     "admin_access", 0, "configs");
 }
 
 static void test_prepared_builder(void **state)
@@ -121,13 +121,11 @@ static void test_merge_and_cdi(void **state)
     json_t *e0 = json_object_get(json_array_get(sd, 0), "containerEdits");
     assert_string_equal(json_string_value(json_object_get(json_array_get(sd, 0), "name")),
                         "u1-gpu-0");
-    assert_string_equal(json_string_value(json_array_get(json_object_get(e0, "env"), 0)),
-                        "GPU=0");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(e0, "env"), 0)), "GPU=0");
     json_t *e1 = json_object_get(json_array_get(sd, 1), "containerEdits");
-    assert_string_equal(
-        json_string_value(json_object_get(json_array_get(json_object_get(e1, "deviceNodes"), 0),
-                                          "path")),
-        "/dev/gpu1");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(e1, "deviceNodes"), 0), "path")),
+                        "/dev/gpu1");
     json_decref(spec);
     assert_int_equal(kdp__cdi_remove_file(dir, FILE_NAME), 1);
     assert_int_equal(kdp__cdi_remove_file(dir, FILE_NAME), 0);

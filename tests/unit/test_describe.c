@@ -66,14 +66,14 @@ static void test_builder(void **state)
     kdp_dra_attr a = {.name = "model", .type = KDP_DRA_ATTR_STRING, .string_value = "x1"};
     assert_int_equal(kdp_dra_device_add_attr(&d, &a), 0);
     assert_int_equal(kdp_dra_device_add_attr(&d, &a), -EEXIST);
-    kdp_dra_attr v = {.name = "driverVersion", .type = KDP_DRA_ATTR_VERSION,
-                      .string_value = "1.2.3"};
+    kdp_dra_attr v = {
+        .name = "driverVersion", .type = KDP_DRA_ATTR_VERSION, .string_value = "1.2.3"};
     assert_int_equal(kdp_dra_device_add_attr(&d, &v), 0);
     v.name = "badVersion";
     v.string_value = "1.2";
     assert_int_equal(kdp_dra_device_add_attr(&d, &v), -EINVAL);
-    kdp_dra_attr q = {.name = "resource.kubernetes.io/pcieRoot", .type = KDP_DRA_ATTR_INT,
-                      .int_value = 7};
+    kdp_dra_attr q = {
+        .name = "resource.kubernetes.io/pcieRoot", .type = KDP_DRA_ATTR_INT, .int_value = 7};
     assert_int_equal(kdp_dra_device_add_attr(&d, &q), 0);
     kdp_dra_attr bad = {.name = "has space", .type = KDP_DRA_ATTR_BOOL};
     assert_int_equal(kdp_dra_device_add_attr(&d, &bad), -EINVAL);
