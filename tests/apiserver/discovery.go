@@ -1,12 +1,15 @@
 package main
 
-// Discovery as the API server answers it without aggregation: /version,
-// /api, /api/v1, /apis (APIGroupList), /apis/resource.k8s.io (APIGroup)
-// and /apis/resource.k8s.io/<version> (APIResourceList). kubectl and
-// client-go ask for the aggregated form first (Accept:
+// Discovery: /version, /api, /api/v1, /apis (APIGroupList),
+// /apis/resource.k8s.io (APIGroup) and /apis/resource.k8s.io/<version>
+// (APIResourceList). kubectl and client-go ask /api and /apis for the
+// aggregated form first (Accept:
 // application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,
-// ..., application/json) and fall back to these documents when the
-// answer's Content-Type is plain application/json.
+// ...;v=v2beta1;..., application/json): it is answered (an
+// APIGroupDiscoveryList, apidiscovery.k8s.io/v2, with that Content-Type) as
+// a 1.34 API server does, unless -aggregated-discovery=false, and then the
+// clients fall back to the per-version documents because the answer's
+// Content-Type is plain application/json.
 
 import (
 	"net/http"
@@ -36,8 +39,64 @@ func resourceJSON(rd *resourceDef) []M {
 	return out
 }
 
+const aggregatedV2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+func wantsAggregated(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		p := strings.ReplaceAll(strings.TrimSpace(part), " ", "")
+		if strings.Contains(p, "g=apidiscovery.k8s.io") && strings.Contains(p, "v=v2;") &&
+			strings.Contains(p, "as=APIGroupDiscoveryList") && strings.HasPrefix(p, "application/json") {
+			return true
+		}
+	}
+	return false
+}
+
+// aggregatedResource is one APIResourceDiscovery.
+func aggregatedResource(rd *resourceDef, version string) M {
+	scope := "Cluster"
+	if rd.namespaced {
+		scope = "Namespaced"
+	}
+	kind := M{"group": rd.group, "version": version, "kind": rd.kind}
+	r := M{"resource": rd.name, "responseKind": kind, "scope": scope, "singularResource": rd.singular,
+		"verbs": rd.verbs}
+	if len(rd.shortNames) > 0 {
+		r["shortNames"] = rd.shortNames
+	}
+	if rd.hasStatus {
+		r["subresources"] = []M{{"subresource": "status", "responseKind": kind, "verbs": []string{"get", "patch", "update"}}}
+	}
+	return r
+}
+
+func (s *server) aggregated(core bool) M {
+	var item M
+	if core {
+		item = M{"metadata": M{"creationTimestamp": nil}, "versions": []M{{"version": "v1",
+			"resources": []M{aggregatedResource(resNodes, "v1")}, "freshness": "Current"}}}
+	} else {
+		var vs []M
+		for _, v := range s.versions {
+			var res []M
+			for _, rd := range draResources {
+				res = append(res, aggregatedResource(rd, v))
+			}
+			vs = append(vs, M{"version": v, "resources": res, "freshness": "Current"})
+		}
+		item = M{"metadata": M{"name": groupDRA, "creationTimestamp": nil}, "versions": vs}
+	}
+	return M{"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": M{},
+		"items": []M{item}}
+}
+
 func (s *server) serveDiscovery(w http.ResponseWriter, r *http.Request, rq *request) {
 	p := strings.Trim(r.URL.Path, "/")
+	if (p == "api" || p == "apis") && fAggregated && wantsAggregated(r) {
+		w.Header().Set("Vary", "Accept")
+		rq.writeJSON(w, 200, s.aggregated(p == "api"), aggregatedV2)
+		return
+	}
 	switch {
 	case p == "version":
 		minor := strings.Split(strings.TrimPrefix(fServerVersion, "v"), ".")

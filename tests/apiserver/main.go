@@ -5,7 +5,9 @@
 //	                   [-versions v1,v1beta2,v1beta1] [-token-grace 10s]
 //	                   [-window 1000] [-bookmark-interval 10s]
 //	                   [-watch-timeout 30m] [-server-version v1.34.0]
-//	                   [-log-discovery]
+//	                   [-log-discovery] [-aggregated-discovery=false]
+//	                   [-pool-field-selector]
+//	                   [-max-objects 10000] [-max-watches 500]
 //
 // It serves HTTPS (HTTP/2 and HTTP/1.1) with a CA it generates at start:
 // /version, /api, /api/v1 (nodes: get, list, watch), /apis,
@@ -57,6 +59,10 @@ var (
 	fWatchTimeout     time.Duration
 	fServerVersion    string
 	fLogDiscovery     bool
+	fPoolSelector     bool
+	fAggregated       bool
+	fMaxObjects       int
+	fMaxWatches       int
 	fNamespace        = defaultNamespace
 )
 
@@ -128,11 +134,15 @@ func main() {
 	fs.DurationVar(&fWatchTimeout, "watch-timeout", 30*time.Minute, "a watch without timeoutSeconds ends after this")
 	fs.StringVar(&fServerVersion, "server-version", "v1.34.0", "gitVersion of /version")
 	fs.BoolVar(&fLogDiscovery, "log-discovery", false, "emit request events for successful discovery requests too")
+	fs.BoolVar(&fAggregated, "aggregated-discovery", true, "answer /api and /apis in the aggregated form (apidiscovery.k8s.io/v2) when asked, as 1.30+ API servers do")
+	fs.BoolVar(&fPoolSelector, "pool-field-selector", false, "accept the field selector spec.pool.name on resourceslices (the API server does not)")
+	fs.IntVar(&fMaxObjects, "max-objects", 10000, "objects per resource; a create past it answers 500")
+	fs.IntVar(&fMaxWatches, "max-watches", 500, "open watches; one more answers 429")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
-	usage := "usage: kdp-test-apiserver -dir DIR [-listen ADDR] [-node NAME]... [-versions v1,v1beta2,v1beta1] [-token-grace D] [-window N] [-bookmark-interval D] [-watch-timeout D] [-server-version V] [-log-discovery]"
-	if fDir == "" || fs.NArg() != 0 || fWindow < 1 {
+	usage := "usage: kdp-test-apiserver -dir DIR [-listen ADDR] [-node NAME]... [-versions v1,v1beta2,v1beta1] [-token-grace D] [-window N] [-bookmark-interval D] [-watch-timeout D] [-server-version V] [-log-discovery] [-aggregated-discovery=false] [-pool-field-selector] [-max-objects N] [-max-watches N]"
+	if fDir == "" || fs.NArg() != 0 || fWindow < 1 || fMaxObjects < 1 || fMaxWatches < 1 {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
 	}
@@ -144,6 +154,9 @@ func main() {
 			os.Exit(2)
 		}
 		versions = append(versions, v)
+	}
+	if fPoolSelector {
+		enablePoolFieldSelector()
 	}
 	dir, err := filepath.Abs(fDir)
 	if err != nil {

@@ -80,10 +80,9 @@ var (
 	resSlices = &resourceDef{name: "resourceslices", singular: "resourceslice", kind: "ResourceSlice", group: groupDRA,
 		verbs: allVerbs, hasGeneration: true, validate: validateSlice,
 		fieldLabels: map[string]func(M) string{
-			"metadata.name":  nameField,
-			"spec.nodeName":  func(o M) string { return getString(getMap(o, "spec"), "nodeName") },
-			"spec.driver":    func(o M) string { return getString(getMap(o, "spec"), "driver") },
-			"spec.pool.name": func(o M) string { return getString(getMap(getMap(o, "spec"), "pool"), "name") },
+			"metadata.name": nameField,
+			"spec.nodeName": func(o M) string { return getString(getMap(o, "spec"), "nodeName") },
+			"spec.driver":   func(o M) string { return getString(getMap(o, "spec"), "driver") },
 		},
 		columns: []column{nameColumn,
 			{name: "Node", typ: "string", desc: "NodeName identifies the node which provides the resources in this pool.",
@@ -109,6 +108,16 @@ var (
 
 	draResources = []*resourceDef{resSlices, resClaims, resClasses}
 )
+
+// enablePoolFieldSelector adds spec.pool.name to the field selectors of
+// resourceslices (-pool-field-selector): the API server has no such field
+// label (only metadata.name, spec.nodeName, spec.driver), so it is off by
+// default.
+func enablePoolFieldSelector() {
+	resSlices.fieldLabels["spec.pool.name"] = func(o M) string {
+		return getString(getMap(getMap(o, "spec"), "pool"), "name")
+	}
+}
 
 func resourceByName(group, name string) *resourceDef {
 	if group == "" {

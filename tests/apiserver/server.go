@@ -52,6 +52,8 @@ type server struct {
 // request is what one HTTP request is, once routed.
 type request struct {
 	method, path string
+	proto        string // "HTTP/2.0" or "HTTP/1.1"
+	accept       string
 	verb         string // get list watch create update patch delete deletecollection
 	rd           *resourceDef
 	sub          string // "status" or ""
@@ -211,7 +213,7 @@ func (s *server) authenticate(r *http.Request) (string, string, bool) {
 // the handler
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rq := &request{method: r.Method, path: r.URL.Path, s: s}
+	rq := &request{method: r.Method, path: r.URL.Path, proto: r.Proto, accept: r.Header.Get("Accept"), s: s}
 	s.route(rq, r)
 	watch := rq.verb == "watch"
 	defer func() {
@@ -423,9 +425,13 @@ func (s *server) requestEvent(rq *request) {
 	if rq.discovery && !fLogDiscovery && rq.code < 300 {
 		return
 	}
-	emit("request", M{"method": rq.method, "path": rq.path, "verb": rq.verb, "resource": rq.resourceName(),
+	m := M{"method": rq.method, "path": rq.path, "verb": rq.verb, "resource": rq.resourceName(),
 		"version": rq.version, "namespace": rq.ns, "name": rq.name, "code": rq.code, "user": rq.user,
-		"auth": rq.auth})
+		"auth": rq.auth, "proto": rq.proto}
+	if rq.discovery {
+		m["accept"] = rq.accept
+	}
+	emit("request", m)
 }
 
 func (s *server) statsJSON() M {

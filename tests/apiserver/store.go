@@ -143,6 +143,10 @@ func (s *store) create(rd *resourceDef, obj M) (M, *apiError) {
 	if s.objs[rd][key(ns, name)] != nil {
 		return nil, errAlreadyExists(rd, name)
 	}
+	if len(s.objs[rd]) >= fMaxObjects {
+		return nil, &apiError{code: 500, reason: "InternalError",
+			message: fmt.Sprintf("Internal error occurred: kdp-test-apiserver holds its maximum of %d %s (-max-objects)", fMaxObjects, rd.name)}
+	}
 	rv := s.nextRV()
 	md["uid"] = newUID()
 	md["resourceVersion"] = strconv.FormatUint(rv, 10)
@@ -192,7 +196,12 @@ func (s *store) update(rd *resourceDef, ns, name string, status bool,
 	}
 	if rd.hasStatus {
 		if status {
-			// /status: only the status changes
+			// /status: only the status changes (metadata too is reset,
+			// as ResetObjectMetaForStatus does)
+			rv := md["resourceVersion"]
+			md = copyObj(curMD)
+			md["resourceVersion"] = rv
+			obj["metadata"] = md
 			for k, v := range cur {
 				if k != "status" && k != "metadata" {
 					obj[k] = deepCopy(v)
@@ -217,6 +226,11 @@ func (s *store) update(rd *resourceDef, ns, name string, status bool,
 	if rd.hasGeneration && !jsonEqual(obj["spec"], cur["spec"]) {
 		g, _ := asInt(curMD["generation"])
 		md["generation"] = jsonInt(g + 1)
+	}
+	// A no-op update writes nothing: same resourceVersion, no event.
+	md["resourceVersion"] = curMD["resourceVersion"]
+	if jsonEqual(obj, cur) {
+		return copyObj(cur), nil
 	}
 	rv := s.nextRV()
 	md["resourceVersion"] = strconv.FormatUint(rv, 10)

@@ -16,11 +16,12 @@ import sys
 import threading
 import time
 import unittest
+import urllib.request
 import warnings
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from kdptest import ProcTest, log, run, wait_for  # noqa: E402
+from kdptest import ProcTest, log, run  # noqa: E402
 from kdptest.apiserver import ApiServer  # noqa: E402
 
 try:
@@ -152,6 +153,23 @@ class Basics(ApiTest):
         self.assertEqual(sorted(res["resourceslices"]["verbs"]),
                          ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"])
         self.assertEqual(res["resourceclaims/status"]["verbs"], ["get", "patch", "update"])
+        # the aggregated form, when asked for
+        req_accept = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+                      "application/json")
+        req = urllib.request.Request(api.url + "/apis", headers={"Accept": req_accept,
+                                                                 "Authorization": "Bearer " + api.token()})
+        with urllib.request.urlopen(req, context=api.ssl_context(), timeout=10) as resp:
+            self.assertEqual(resp.headers["Content-Type"],
+                             "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+            agg = json.loads(resp.read())
+        self.assertEqual((agg["kind"], agg["apiVersion"]), ("APIGroupDiscoveryList", "apidiscovery.k8s.io/v2"))
+        v1 = agg["items"][0]["versions"][0]
+        self.assertEqual(v1["version"], "v1")
+        rs = {r["resource"]: r for r in v1["resources"]}
+        self.assertEqual(rs["resourceslices"]["scope"], "Cluster")
+        self.assertEqual(rs["resourceclaims"]["scope"], "Namespaced")
+        self.assertEqual(rs["resourceclaims"]["subresources"][0]["subresource"], "status")
+        self.assertEqual(rs["resourceslices"]["responseKind"], {"group": GROUP, "version": "v1", "kind": "ResourceSlice"})
         code, st = api.http("GET", "/apis/resource.k8s.io/v1beta1")
         self.assertEqual((code, st["reason"]), (404, "NotFound"))
         code, core = api.http("GET", "/api/v1")
@@ -173,6 +191,9 @@ class Basics(ApiTest):
         self.assertIn("resource.k8s.io/v1", r.stdout)
         r = self.kubectl("get", "nodes")
         self.assertIn(NODE, r.stdout)
+        # kubectl speaks HTTP/2 and asked for aggregated discovery first
+        reqs = self.api.requests(resource="nodes")
+        self.assertEqual(reqs[-1]["proto"], "HTTP/2.0")
         self.assertIn("Ready", r.stdout)
         r = self.kubectl("get", "resourceslices", "-o", "yaml")
         self.assertIn("items: []", r.stdout)
@@ -201,6 +222,25 @@ class Basics(ApiTest):
         self.assertEqual([s["spec"]["driver"] for s in self.api.slices()], ["net.example.com"])
         r = self.kubectl("get", "resourceslice", name, rc=1)
         self.assertIn('resourceslices.resource.k8s.io "%s" not found' % name, r.stderr)
+
+    def test_kubectl_discovery_forms(self):
+        """Both discovery forms: aggregated (what kubectl asks for first and
+        a 1.34 server answers) and the per-version documents it falls back
+        to (-aggregated-discovery=false)."""
+        self.api.stop()
+        for aggregated in (True, False):
+            api = self.start_proc(ApiServer(self.path("api-%s" % aggregated), nodes=self.NODES,
+                                            args=["-log-discovery", "-aggregated-discovery=%s" % str(aggregated).lower()]))
+            self.api = api
+            shutil.rmtree(self.path("kubecache"), ignore_errors=True)
+            self.kubectl("get", "resourceslices")
+            paths = [e["path"] for e in api.requests()]
+            self.assertIn("/apis", paths)
+            self.assertEqual("/apis/resource.k8s.io/v1" in paths, not aggregated, paths)
+            self.assertEqual(paths[-1], "/apis/resource.k8s.io/v1/resourceslices")
+            apis = [e for e in api.requests() if e["path"] == "/apis"][0]
+            self.assertIn("g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", apis["accept"])
+            api.stop()
 
     def test_kubectl_client_certificate(self):
         for kc in (self.api.kubeconfig_cert, self.api.kubeconfig_data):
@@ -242,14 +282,18 @@ class Python(ApiTest):
         self.assertEqual(len(lst["items"]), 2)
         self.assertGreater(int(lst["metadata"]["resourceVersion"]), rv1)
         for sel, n in (("spec.nodeName=node-a", 1), ("spec.nodeName!=node-a", 1), ("spec.driver=%s" % DRIVER, 2),
-                       ("spec.driver=other.example.com", 0), ("spec.pool.name=node-b", 1),
+                       ("spec.driver=other.example.com", 0),
                        ("metadata.name=%s" % name, 1), ("spec.nodeName=node-a,spec.driver=%s" % DRIVER, 1)):
             got = api.list_cluster_custom_object(GROUP, "v1", "resourceslices", field_selector=sel)
             self.assertEqual(len(got["items"]), n, sel)
         st = self.raises(400, api.list_cluster_custom_object, GROUP, "v1", "resourceslices",
                          field_selector="spec.devices=x")
         self.assertEqual(st["reason"], "BadRequest")
-        self.assertIn("field label not supported", st["message"])
+        self.assertEqual(st["message"], "field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: "
+                         "spec.devices")
+        # spec.pool.name is no field label of the API server either (-pool-field-selector adds it)
+        self.raises(400, api.list_cluster_custom_object, GROUP, "v1", "resourceslices",
+                    field_selector="spec.pool.name=node-a")
         # replace (PUT): generation bumps on a spec change, not otherwise
         got["metadata"]["labels"] = {"a": "b"}
         cur = api.get_cluster_custom_object(GROUP, "v1", "resourceslices", name)
@@ -257,6 +301,9 @@ class Python(ApiTest):
         upd = api.replace_cluster_custom_object(GROUP, "v1", "resourceslices", name, cur)
         self.assertEqual(upd["metadata"]["generation"], 1)
         self.assertGreater(int(upd["metadata"]["resourceVersion"]), rv1)
+        # a no-op update writes nothing: same resourceVersion (and no watch event)
+        same = api.replace_cluster_custom_object(GROUP, "v1", "resourceslices", name, upd)
+        self.assertEqual(same["metadata"]["resourceVersion"], upd["metadata"]["resourceVersion"])
         upd["spec"]["pool"]["generation"] = 2
         upd2 = api.replace_cluster_custom_object(GROUP, "v1", "resourceslices", name, upd)
         self.assertEqual(upd2["metadata"]["generation"], 2)
@@ -469,6 +516,12 @@ class Python(ApiTest):
                                                                 "device": "gpu3"}]}}}
         c2 = api.replace_namespaced_custom_object_status(GROUP, "v1", "ns2", "resourceclaims", "claim-c", c)
         self.assertEqual(c2["status"]["allocation"]["devices"]["results"][0]["device"], "gpu3")
+        # /status changes neither spec nor metadata
+        c2["metadata"]["labels"] = {"x": "y"}
+        c2["status"]["reservedFor"] = [{"resource": "pods", "name": "p", "uid": "u"}]
+        c2 = api.replace_namespaced_custom_object_status(GROUP, "v1", "ns2", "resourceclaims", "claim-c", c2)
+        self.assertNotIn("labels", c2["metadata"])
+        self.assertEqual(c2["status"]["reservedFor"][0]["name"], "p")
         # the main resource ignores status, /status ignores spec
         c2["status"] = {}
         c3 = api.replace_namespaced_custom_object(GROUP, "v1", "ns2", "resourceclaims", "claim-c", c2)
@@ -539,6 +592,21 @@ class Python(ApiTest):
             if not cont:
                 break
         self.assertEqual(names, ["s0", "s1", "s2", "s3", "s4"])
+
+
+class PoolSelector(ApiTest):
+
+    def setUp(self):
+        super().setUp()
+        self.api.stop()
+        self.api = self.start_proc(ApiServer(self.path("api2"), nodes=self.NODES, args=["-pool-field-selector"]))
+
+    def test_pool_field_selector(self):
+        api = self.custom()
+        for node in ("node-a", "node-b"):
+            api.create_cluster_custom_object(GROUP, "v1", "resourceslices", slice_body(node=node))
+        got = api.list_cluster_custom_object(GROUP, "v1", "resourceslices", field_selector="spec.pool.name=node-b")
+        self.assertEqual([x["spec"]["nodeName"] for x in got["items"]], ["node-b"])
 
 
 class Watches(ApiTest):

@@ -10,6 +10,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -92,6 +93,16 @@ func (s *server) serveWatch(w http.ResponseWriter, r *http.Request, rq *request,
 		ch: make(chan event, watchBuffer), done: make(chan struct{})}
 	var initial []event
 	var tooOld *apiError
+	s.mu.Lock()
+	full := s.watchesOpen >= fMaxWatches
+	s.mu.Unlock()
+	if full {
+		e := errInjected(429)
+		e.message = fmt.Sprintf("Too many requests, please try again later. (kdp-test-apiserver: %d watches open, -max-watches)", fMaxWatches)
+		rq.fail(w, e)
+		s.requestEvent(rq)
+		return
+	}
 
 	st := s.store
 	st.mu.Lock()
