@@ -73,6 +73,12 @@ class ApiTest(ProcTest):
         self.home = self.path("home")
         os.makedirs(self.home)
 
+    def tearDown(self):
+        # a -race build of the emulator (go build -race) reports here
+        for p in self.procs:
+            self.assertNotIn("WARNING: DATA RACE", p.log_text(), p.name)
+        super().tearDown()
+
     # -- kubectl -------------------------------------------------------------
 
     def kubectl(self, *args, kubeconfig=None, rc=0, timeout=60):

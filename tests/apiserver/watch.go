@@ -124,19 +124,21 @@ func (s *server) serveWatch(w http.ResponseWriter, r *http.Request, rq *request,
 		st.watchers[wt] = struct{}{}
 	}
 	st.mu.Unlock()
+	// closed unregisters the watch, then says so (stats agree with the event).
+	closed := func(reason string) {
+		wt.stop(reason, false)
+		st.mu.Lock()
+		delete(st.watchers, wt)
+		st.mu.Unlock()
+		s.trackWatch(wt, false)
+		emit("watch_closed", M{"id": wt.id, "resource": rq.rd.name, "reason": reason})
+	}
 	if tooOld == nil {
 		s.trackWatch(wt, true)
-		defer func() {
-			st.mu.Lock()
-			delete(st.watchers, wt)
-			st.mu.Unlock()
-			s.trackWatch(wt, false)
-		}()
 	}
 
 	fl, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Transfer-Encoding", "chunked")
 	w.WriteHeader(200)
 	if fl != nil {
 		fl.Flush() // the headers now, as the API server does: the client sees the watch is open
@@ -182,8 +184,7 @@ func (s *server) serveWatch(w http.ResponseWriter, r *http.Request, rq *request,
 	}
 	for _, ev := range initial {
 		if !send(ev) {
-			wt.stop("write failed", false)
-			emit("watch_closed", M{"id": wt.id, "resource": rq.rd.name, "reason": "client gone"})
+			closed("client gone")
 			return
 		}
 	}
@@ -230,6 +231,5 @@ func (s *server) serveWatch(w http.ResponseWriter, r *http.Request, rq *request,
 			}
 		}
 	}
-	wt.stop(reason, false)
-	emit("watch_closed", M{"id": wt.id, "resource": rq.rd.name, "reason": reason})
+	closed(reason)
 }
