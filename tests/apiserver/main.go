@@ -33,6 +33,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -463,14 +464,14 @@ func (s *server) cmdEdit(cmd *command) {
 
 // create-claim NS NAME --driver D --pool P --device DEV[,DEV...] --request R
 //
-//	[--config JSON] [--node N] [--class C] [--reserved]
+//	[--config JSON | --config-b64 BASE64] [--node N] [--class C] [--reserved]
 //
 // --driver, --pool and --request hold until changed, so one claim can hold
 // devices of several drivers and requests: each --device adds results with
 // the current ones; --config adds an opaque config for the current driver
 // and request.
 func (s *server) cmdCreateClaim(cmd *command) {
-	usage := "create-claim NS NAME --driver D --pool P --device DEV[,DEV...] --request R [--config JSON] [--node N] [--class C] [--reserved]"
+	usage := "create-claim NS NAME --driver D --pool P --device DEV[,DEV...] --request R [--config JSON | --config-b64 BASE64] [--node N] [--class C] [--reserved]"
 	if len(cmd.args) < 2 {
 		cmd.fail("Usage", "%s", usage)
 		return
@@ -520,7 +521,15 @@ func (s *server) cmdCreateClaim(cmd *command) {
 				results = append(results, M{"request": request, "driver": driver, "pool": pool, "device": d})
 				counts[request]++
 			}
-		case "--config":
+		case "--config", "--config-b64":
+			if flag == "--config-b64" {
+				b, err := base64.StdEncoding.DecodeString(v)
+				if err != nil {
+					cmd.fail("Usage", "--config-b64: %v", err)
+					return
+				}
+				v = string(b)
+			}
 			dec := json.NewDecoder(strings.NewReader(v))
 			dec.UseNumber()
 			var params interface{}

@@ -488,7 +488,7 @@ class Python(ApiTest):
     def test_claims_and_status(self):
         api = self.custom()
         uid = self.api.create_claim("ns1", "claim-a", DRIVER, NODE, "gpu", ["gpu0", "gpu1"],
-                                    config={"sharing": {"strategy": "TimeSlicing"}, "n": 3}, node=NODE)
+                                    config={"sharing": {"strategy": "Time Slicing"}, "n": 3}, node=NODE)
         c = api.get_namespaced_custom_object(GROUP, "v1", "ns1", "resourceclaims", "claim-a")
         self.assertEqual(c["metadata"]["uid"], uid)
         alloc = c["status"]["allocation"]
@@ -496,7 +496,7 @@ class Python(ApiTest):
                          [{"request": "gpu", "driver": DRIVER, "pool": NODE, "device": "gpu0"},
                           {"request": "gpu", "driver": DRIVER, "pool": NODE, "device": "gpu1"}])
         self.assertEqual(alloc["devices"]["config"][0]["opaque"],
-                         {"driver": DRIVER, "parameters": {"sharing": {"strategy": "TimeSlicing"}, "n": 3}})
+                         {"driver": DRIVER, "parameters": {"sharing": {"strategy": "Time Slicing"}, "n": 3}})
         self.assertEqual(alloc["devices"]["config"][0]["requests"], ["gpu"])
         self.assertEqual(alloc["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"], [NODE])
         self.assertEqual(c["spec"]["devices"]["requests"][0]["exactly"]["count"], 2)
@@ -759,6 +759,37 @@ class Watches(ApiTest):
                 w.stop()
                 break
         self.assertEqual(kinds, ["BOOKMARK"])
+
+
+    def test_initial_events_claims_and_faults(self):
+        api = self.custom()
+        api.create_cluster_custom_object(GROUP, "v1", "resourceslices", slice_body())
+        # sendInitialEvents: the objects, then the annotated BOOKMARK
+        code, body = self.api.http("GET", "/apis/resource.k8s.io/v1/resourceslices?watch=1&sendInitialEvents=true"
+                                   "&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1")
+        lines = [json.loads(x) for x in body.strip().splitlines()]
+        self.assertEqual([x["type"] for x in lines], ["ADDED", "BOOKMARK"])
+        self.assertEqual(lines[1]["object"]["metadata"]["annotations"], {"k8s.io/initial-events-end": "true"})
+        # a namespaced watch of claims sees its namespace only
+        rv = api.list_namespaced_custom_object(GROUP, "v1", "ns1", "resourceclaims")["metadata"]["resourceVersion"]
+        self.api.create_claim("ns2", "other", DRIVER, NODE, "gpu", ["gpu0"])
+        uid = self.api.create_claim("ns1", "mine", DRIVER, NODE, "gpu", ["gpu1"])
+        self.api.ok("delete-claim ns1 mine")
+        w = kwatch.Watch()
+        got = []
+        for ev in w.stream(api.list_namespaced_custom_object, GROUP, "v1", "ns1", "resourceclaims",
+                           resource_version=rv, timeout_seconds=5):
+            got.append((ev["type"], ev["object"]["metadata"]["uid"]))
+            if len(got) == 3:
+                w.stop()
+                break
+        # created, its status set (the allocation), deleted
+        self.assertEqual(got, [("ADDED", uid), ("MODIFIED", uid), ("DELETED", uid)])
+        # an injected failure refuses the watch itself
+        self.api.ok("fail 1 503 watch resourceslices")
+        with self.assertRaises(ApiException) as cm:
+            Watches.collect(self, api, 1, resource_version=rv)
+        self.assertEqual(cm.exception.status, 503)
 
 
 class Faults(ApiTest):

@@ -104,9 +104,13 @@ func (s *server) serveWatch(w http.ResponseWriter, r *http.Request, rq *request,
 		return
 	}
 
+	// sendInitialEvents=true (the WatchList protocol): the current objects
+	// first whatever the resourceVersion, then a BOOKMARK annotated
+	// "k8s.io/initial-events-end".
+	initialEvents := boolParam(q.Get("sendInitialEvents"))
 	st := s.store
 	st.mu.Lock()
-	if rvParam == "" || rvParam == "0" {
+	if rvParam == "" || rvParam == "0" || initialEvents {
 		for _, o := range st.listLocked(rq.rd, f.ns) {
 			initial = append(initial, event{typ: "ADDED", obj: o, rd: rq.rd})
 		}
@@ -188,6 +192,14 @@ func (s *server) serveWatch(w http.ResponseWriter, r *http.Request, rq *request,
 			return
 		}
 	}
+	if initialEvents && bookmarks {
+		if !write("BOOKMARK", M{"kind": rq.rd.kind, "apiVersion": apiVersionOf(rq), "metadata": M{
+			"resourceVersion": strconv.FormatUint(st.currentRV(), 10),
+			"annotations":     M{"k8s.io/initial-events-end": "true"}}}) {
+			closed("client gone")
+			return
+		}
+	}
 	var tick <-chan time.Time
 	if bookmarks && fBookmarkInterval > 0 {
 		t := time.NewTicker(fBookmarkInterval)
@@ -204,11 +216,7 @@ func (s *server) serveWatch(w http.ResponseWriter, r *http.Request, rq *request,
 				reason = "client gone"
 			}
 		case <-tick:
-			apiVersion := rq.version
-			if rq.rd.group != "" {
-				apiVersion = rq.rd.group + "/" + rq.version
-			}
-			if !write("BOOKMARK", M{"kind": rq.rd.kind, "apiVersion": apiVersion,
+			if !write("BOOKMARK", M{"kind": rq.rd.kind, "apiVersion": apiVersionOf(rq),
 				"metadata": M{"resourceVersion": strconv.FormatUint(st.currentRV(), 10)}}) {
 				reason = "client gone"
 			}

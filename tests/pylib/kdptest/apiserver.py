@@ -46,7 +46,10 @@ patch), delete, deletecollection), /healthz. Lists honour labelSelector,
 fieldSelector (resourceslices: metadata.name, spec.nodeName, spec.driver,
 spec.pool.name; others: metadata.name[, metadata.namespace]; anything else
 400 "field label not supported"), limit/continue, and answer a Table when
-asked (kubectl's human output). Auth: the bearer token (401 otherwise), or a
+asked (kubectl's human output). Watches (?watch=true|1|True) take
+resourceVersion ("" or "0": the current objects first as ADDED),
+allowWatchBookmarks, timeoutSeconds, sendInitialEvents (the objects, then a
+BOOKMARK annotated k8s.io/initial-events-end) and the selectors. Auth: the bearer token (401 otherwise), or a
 client certificate signed by the CA (user = its CN); no credentials = user
 system:anonymous, refused (403) except /version and /healthz.
 
@@ -94,7 +97,8 @@ Commands (stdin lines; an optional last word "#ID" is echoed as "id"):
                             reply: watches
   compact                   forget the event window (reply: resourceVersion)
   create-claim NS NAME --driver D --pool P --request R --device DEV[,DEV...]
-               [--config JSON] [--node N] [--class C] [--reserved]
+               [--config JSON | --config-b64 BASE64] [--node N] [--class C]
+               [--reserved]
                             an allocated claim (status.allocation.devices
                             results and config[].opaque{driver, parameters});
                             --driver/--pool/--request hold until changed, so
@@ -113,6 +117,7 @@ Reply codes: Usage, Internal, and the Status reason of a failed change
 (NotFound, AlreadyExists, Invalid ...).
 """
 
+import base64
 import itertools
 import json
 import os
@@ -248,8 +253,8 @@ class ApiServer(Proc):
         """An allocated claim; returns its UID."""
         line = "create-claim %s %s --driver %s --pool %s --request %s --device %s" % (
             ns, name, driver, pool, request, ",".join(devices))
-        if config is not None:
-            line += " --config %s" % json.dumps(config, separators=(",", ":"))
+        if config is not None:  # base64: JSON strings may hold spaces
+            line += " --config-b64 %s" % base64.b64encode(json.dumps(config).encode()).decode()
         if node:
             line += " --node %s" % node
         return self.ok(line)["uid"]
