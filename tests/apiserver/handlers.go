@@ -246,6 +246,11 @@ func (s *server) readObject(r *http.Request, rq *request) (M, *apiError) {
 	} else {
 		delete(md, "namespace")
 	}
+	warnings, aerr := unknownFields(rq, obj, r.URL.Query().Get("fieldValidation"))
+	if aerr != nil {
+		return nil, aerr
+	}
+	rq.warnings = append(rq.warnings, warnings...)
 	delete(obj, "apiVersion")
 	delete(obj, "kind")
 	toStored(rq.rd, rq.version, obj)
@@ -338,6 +343,11 @@ func (s *server) doPatch(w http.ResponseWriter, r *http.Request, rq *request) {
 		if !ok {
 			return nil, errBadRequest("the patched object is not an object")
 		}
+		warnings, aerr := unknownFields(rq, rm, r.URL.Query().Get("fieldValidation"))
+		if aerr != nil {
+			return nil, aerr
+		}
+		rq.warnings = append(rq.warnings, warnings...)
 		delete(rm, "apiVersion")
 		delete(rm, "kind")
 		toStored(rq.rd, rq.version, rm)

@@ -417,6 +417,18 @@ class Python(ApiTest):
             b["spec"]["devices"][0]["attributes"]["a%d" % i] = {"int": i}
         st = invalid(b, "spec.devices[0]")
         self.assertIn("the total number of attributes and capacities must not exceed 32", st["message"])
+        # metadata: ownerReferences complete (the Node's uid), labels valid
+        b = slice_body(name="x")
+        b["metadata"]["ownerReferences"][0]["uid"] = ""
+        st = invalid(b, "metadata.ownerReferences.uid")
+        self.assertIn('metadata.ownerReferences.uid: Invalid value: "": uid must not be empty', st["message"])
+        b = slice_body(name="x", labels={"ok.example.com/a": "b", "bad key": "v", "k": "-bad-"})
+        st = invalid(b, "metadata.labels")
+        self.assertEqual(len(st["details"]["causes"]), 2, st)
+        b = slice_body(name="x")
+        del b["metadata"]["name"]
+        st = invalid(b, "metadata.name")
+        self.assertIn("name or generateName is required", st["message"])
         # 128 devices is fine; exactly 32 attributes+capacities too
         api.create_cluster_custom_object(GROUP, "v1", "resourceslices", slice_body(name="big", devices=128))
         b = slice_body(name="full", devices=1)
@@ -582,6 +594,31 @@ class Python(ApiTest):
                                  body={"preconditions": {"resourceVersion": "1"}})
         self.assertEqual((code, st["reason"]), (409, "Conflict"))
         self.assertIn("Precondition failed", st["message"])
+
+    def test_unknown_fields(self):
+        """A device written in v1beta1's shape to v1: "basic" is an unknown
+        field, dropped with a warning (or refused with Strict)."""
+        b = slice_body(name="x", version="v1beta1")
+        b["apiVersion"] = "resource.k8s.io/v1"
+        b["spec"]["pool"]["resourceSliceCunt"] = 1
+        code, hdrs, obj = self.api.http("POST", "/apis/resource.k8s.io/v1/resourceslices", body=b, headers=True)
+        self.assertEqual(code, 201, obj)
+        self.assertEqual(obj["spec"]["devices"], [{"name": "gpu0"}, {"name": "gpu1"}])
+        self.assertEqual(hdrs.get_all("Warning"), ['299 - "unknown field \\"spec.devices[0].basic\\""',
+                                                   '299 - "unknown field \\"spec.devices[1].basic\\""',
+                                                   '299 - "unknown field \\"spec.pool.resourceSliceCunt\\""'])
+        b["metadata"]["name"] = "y"
+        code, st = self.api.http("POST", "/apis/resource.k8s.io/v1/resourceslices?fieldValidation=Strict", body=b)
+        self.assertEqual((code, st["reason"]), (400, "BadRequest"))
+        self.assertTrue(st["message"].startswith('strict decoding error: unknown field "spec.devices[0].basic"'),
+                        st["message"])
+        code, hdrs, obj = self.api.http("POST", "/apis/resource.k8s.io/v1/resourceslices?fieldValidation=Ignore",
+                                        body=b, headers=True)
+        self.assertEqual((code, hdrs.get_all("Warning")), (201, None))
+        # kubectl shows the warning; the patch changed nothing
+        r = self.kubectl("patch", "resourceslice", "x", "--type=merge", "-p", '{"spec":{"foo":1}}')
+        self.assertIn('Warning: unknown field "spec.foo"', r.stderr)
+        self.assertIn("resourceslice.resource.k8s.io/x patched (no change)", r.stdout)
 
     def test_list_pagination(self):
         api = self.custom()

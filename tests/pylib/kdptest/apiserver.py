@@ -72,6 +72,10 @@ Events (one JSON object per stdout line, each with "event" and "t_ns"):
   watch_expired  resource, resource_version, message (a 410 ERROR event was
                  the stream's only event)
   down, up       addr
+Unknown fields of a ResourceSlice are dropped with a warning header
+(Warning: 299 - "unknown field <path>"; fieldValidation=Warn, the default),
+refused with fieldValidation=Strict (400) and dropped silently with Ignore, as
+the API server does: a v1beta1 "basic" sent to v1 is lost.
   reply          cmd, id, ok, elapsed_us, code/message on failure, and the
                  command's fields
   exit           reason
@@ -272,9 +276,10 @@ class ApiServer(Proc):
         return ctx
 
     def http(self, method, path, body=None, token=None, cert=False, content_type="application/json",
-             timeout=T):
-        """One request; returns (code, decoded JSON body or text). token:
-        None = the current one, "" = none."""
+             timeout=T, headers=False):
+        """One request; returns (code, decoded JSON body or text), or (code,
+        headers, body) with headers=True. token: None = the current one,
+        "" = none."""
         if token is None and not cert:
             token = self.token()
         data = None
@@ -287,10 +292,11 @@ class ApiServer(Proc):
             req.add_header("Authorization", "Bearer " + token)
         try:
             with urllib.request.urlopen(req, context=self.ssl_context(cert), timeout=timeout) as resp:
-                code, raw = resp.status, resp.read()
+                code, hdrs, raw = resp.status, resp.headers, resp.read()
         except urllib.error.HTTPError as e:
-            code, raw = e.code, e.read()
+            code, hdrs, raw = e.code, e.headers, e.read()
         try:
-            return code, json.loads(raw)
+            decoded = json.loads(raw)
         except ValueError:
-            return code, raw.decode(errors="replace")
+            decoded = raw.decode(errors="replace")
+        return (code, hdrs, decoded) if headers else (code, decoded)
