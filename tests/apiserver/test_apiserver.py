@@ -21,7 +21,7 @@ import warnings
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from kdptest import ProcTest, log, run  # noqa: E402
+from kdptest import ProcTest, figure, log, percentile, print_figures, run  # noqa: E402
 from kdptest.apiserver import ApiServer  # noqa: E402
 
 try:
@@ -138,6 +138,50 @@ class Basics(ApiTest):
         env = api.incluster_env()
         self.assertEqual("https://%s:%s" % (env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"]),
                          api.url)
+
+    def test_plain_http_refused(self):
+        with socket.create_connection((self.api.host, self.api.port), timeout=5) as c:
+            c.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertIn(b" 400 ", c.recv(200))
+
+    def test_figures(self):
+        """Measured, never asserted: start, request and watch latencies, RSS."""
+        t0 = time.monotonic()
+        api = self.start_proc(ApiServer(self.path("api-fig"), nodes=self.NODES))
+        figure("emulator exec -> ready", "%.1f ms" % ((time.monotonic() - t0) * 1e3))
+        co = self.custom(api.kubeconfig_token)
+        lat = []
+        for i in range(50):
+            t = time.monotonic()
+            co.create_cluster_custom_object(GROUP, "v1", "resourceslices", slice_body(name="f%d" % i, devices=128))
+            lat.append((time.monotonic() - t) * 1e3)
+        figure("create of a 128-device slice (python3-kubernetes, HTTP/1.1 keep-alive)",
+               "p50 %.2f ms, p99 %.2f ms" % (percentile(lat, 50), percentile(lat, 99)))
+        t = time.monotonic()
+        n = len(co.list_cluster_custom_object(GROUP, "v1", "resourceslices")["items"])
+        figure("list of %d slices x 128 devices" % n, "%.1f ms" % ((time.monotonic() - t) * 1e3))
+        got = []
+        rv = co.list_cluster_custom_object(GROUP, "v1", "resourceslices", limit=1)["metadata"]["resourceVersion"]
+        w = kwatch.Watch()
+        mark = api.mark()
+
+        def watch():
+            for ev in w.stream(co.list_cluster_custom_object, GROUP, "v1", "resourceslices",
+                               resource_version=rv, timeout_seconds=10):
+                got.append(time.monotonic())
+                w.stop()
+                break
+
+        th = threading.Thread(target=watch)
+        th.start()
+        api.wait_event("watch_open", since=mark)
+        t = time.monotonic()
+        co.create_cluster_custom_object(GROUP, "v1", "resourceslices", slice_body(name="w"))
+        th.join(15)
+        figure("create -> watch event at the client", "%.2f ms" % ((got[0] - t) * 1e3))
+        with open("/proc/%d/status" % api.pid) as f:
+            rss = [line.split()[1] for line in f if line.startswith("VmRSS")][0]
+        figure("emulator RSS with %d slices of 128 devices" % (n + 1), "%d MiB" % (int(rss) // 1024))
 
     def test_discovery_documents(self):
         api = self.api
@@ -967,6 +1011,10 @@ class AllVersions(ApiTest):
             break
         r = self.kubectl("get", "resourceslices", "-o", "jsonpath={.items[0].apiVersion}")
         self.assertEqual(r.stdout, "resource.k8s.io/v1")
+
+
+def tearDownModule():
+    print_figures()
 
 
 if __name__ == "__main__":
