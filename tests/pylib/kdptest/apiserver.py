@@ -11,6 +11,10 @@
         api.ok("conflict 3")
         slices = api.slices()
 
+The API server down when the driver starts: start the emulator (the files
+and the port exist from then on), api.ok("down"), start the driver, then
+api.ok("up") (same port, same certificates and token).
+
 An ApiServer is a kdptest.Proc: every wait is bounded; a failed wait raises
 AssertionError with the recent events and the emulator's stderr. In a
 ProcTest, self.start_proc(ApiServer(self.path("api"))) stops it at the end.
