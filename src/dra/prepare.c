@@ -621,6 +621,20 @@ static void on_claim(void *ud, int err, const char *why, json_t *rec)
     }
 }
 
+/* A recorded device no longer in the table has no kdp ID for the
+ * unprepare op (kdp_dra_alloc.device_id NULL). */
+static void forget_gone(kdp__dra *d, json_t *rec)
+{
+    json_t *devs = json_object_get(rec, "devices");
+    for (size_t i = 0; i < json_array_size(devs); i++) {
+        json_t *jd = json_array_get(devs, i);
+        const char *id = json_string_value(json_object_get(jd, "device_id"));
+        if (id && !kdp__devtab_find(kdp__plugin_devices(d->p), id)) {
+            json_object_del(jd, "device_id");
+        }
+    }
+}
+
 static void op_start(cop *op)
 {
     kdp__dra *d = op->d;
@@ -631,6 +645,7 @@ static void op_start(cop *op)
             op_done(op, NULL, NULL); /* never prepared here, or unprepared already */
             return;
         }
+        forget_gone(d, rec);
         run_job(op, rec, true);
         return;
     }

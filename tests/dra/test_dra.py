@@ -212,6 +212,21 @@ class Prepare(Base):
         self.assertEqual(self.cdi_files(), [])
         self.assertEqual(self.checkpoint()["claims"], {})
 
+    def test_concurrent_calls_on_one_claim(self):
+        api, kl, drv, ev = self.up()
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
+        mark = api.mark()
+        calls = [kl.command_async("dra-prepare %s default/c1/%s" % (DRV, uid)) for _ in range(3)]
+        replies = [kl.wait_reply(cid, m) for cid, m in calls]
+        for r in replies:
+            self.assertTrue(r["ok"], r)
+            self.assertEqual(r["claims"][0]["result"], "prepared", r)
+            self.assertEqual(r["claims"][0]["devices"], replies[0]["claims"][0]["devices"])
+        # one after the other: the claim read once, then from the checkpoint
+        gets = api.requests(mark, verb="get", resource="resourceclaims")
+        self.assertEqual(len(gets), 1, gets)
+        self.assertEqual(list(self.checkpoint()["claims"]), [uid])
+
     def test_other_node_or_driver_refused(self):
         api, kl, drv, ev = self.up()
         u1 = api.create_claim("default", "other-driver", "other.example.com", NODE, "gpu",
@@ -242,6 +257,22 @@ class Prepare(Base):
         uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-1"])
         r = kl.dra_prepare(DRV, ["default/c1/" + uid])
         self.assertIn("unhealthy", r["by_uid"][uid]["error"])
+
+    def test_api_server_down_then_back(self):
+        api, kl, drv, ev = self.up()
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
+        api.ok("down")
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertTrue(r["ok"], r)  # the call answers; the claim has the error
+        self.assertEqual(r["by_uid"][uid]["result"], "error", r)
+        api.ok("up")
+        deadline = time.time() + T
+        while True:  # the kubelet asks again
+            r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+            if r["by_uid"][uid]["result"] == "prepared":
+                break
+            self.assertLess(time.time(), deadline, r)
+            time.sleep(0.2)
 
     def test_claim_deleted_before_unprepare(self):
         api, kl, drv, ev = self.up()
