@@ -320,6 +320,79 @@ class Prepare(Base):
         self.assertEqual(len(glob.glob(os.path.join(state, "checkpoint.json.corrupt-*"))), 1)
 
 
+class TestDriver(Proc):
+    """kdp-test-dra-driver (tests/dra/test_driver.c): devices dev-0..dev-3
+    with host node /dev/null; a slow prepare, a failing unprepare."""
+
+    def __init__(self, test, api, args=()):
+        argv = [binary("kdp-test-dra-driver"), "--kubelet-root", test.path("root"),
+                "--kubeconfig", api.kubeconfig_token, "--driver", DRV, "--node", NODE,
+                "--cdi-dir", test.path("cdi")] + list(args)
+        super().__init__(argv, name="test-dra-driver")
+
+
+class Knobs(Base):
+    def test_deadline_answers_every_claim(self):
+        api = self.api()
+        kl = self.kubelet(dra_call_timeout=2)
+        drv = self.start_proc(TestDriver(self, api, ["--prepare-delay-ms", "1500"]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        uids = [api.create_claim("default", "c%d" % i, DRV, NODE, "gpu", ["dev-%d" % i])
+                for i in range(3)]
+        t0 = time.time()
+        r = kl.dra_prepare(DRV, ["default/c%d/%s" % (i, u) for i, u in enumerate(uids)])
+        took = time.time() - t0
+        self.assertTrue(r["ok"], r)  # answered, not DEADLINE_EXCEEDED
+        self.assertEqual(r["missing"], [], r)
+        self.assertLess(took, 2.0)
+        results = [r["by_uid"][u]["result"] for u in uids]
+        self.assertIn("error", results, r)  # one callback at a time: not all three in 2 s
+        for u in uids:
+            if r["by_uid"][u]["result"] == "error":
+                self.assertIn("deadline", r["by_uid"][u]["error"])
+        drv.wait_log("prepared claim default/c2", 10)  # they went on
+        r = kl.dra_prepare(DRV, ["default/c%d/%s" % (i, u) for i, u in enumerate(uids)])
+        self.assertEqual([r["by_uid"][u]["result"] for u in uids], ["prepared"] * 3, r)
+        d = r["by_uid"][uids[0]]["devices"][0]
+        self.assertEqual(d["cdi_device_ids"], ["k8s.%s/claim=%s-dev-0" % (DRV, uids[0])])
+        with open(self.path("cdi", "k8s.%s-claim_%s.json" % (DRV, uids[0]))) as f:
+            spec = json.load(f)  # the default node: the device's host_path
+        self.assertEqual(spec["devices"][0]["containerEdits"]["deviceNodes"][0]["path"],
+                         "/dev/null")
+
+    def test_failed_unprepare_keeps_the_record(self):
+        api = self.api()
+        kl = self.kubelet()
+        flag = self.path("fail-unprepare")
+        self.start_proc(TestDriver(self, api, ["--fail-unprepare-file", flag]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["dev-1"])
+        self.assertEqual(kl.dra_prepare(DRV, ["default/c1/" + uid])["by_uid"][uid]["result"],
+                         "prepared")
+        open(flag, "w").close()
+        r = kl.dra_unprepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "error", r)
+        self.assertIn("refused by the test", r["by_uid"][uid]["error"])
+        self.assertEqual(list(self.checkpoint()["claims"]), [uid])
+        self.assertEqual(len(self.cdi_files()), 1)
+        os.unlink(flag)
+        r = kl.dra_unprepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "unprepared", r)
+        self.assertEqual(self.checkpoint()["claims"], {})
+        self.assertEqual(self.cdi_files(), [])
+
+    def test_device_plugin_too(self):
+        api = self.api()
+        kl = self.kubelet()
+        self.driver(api, ["--device-plugin-too", "--device-plugin-dir",
+                          self.path("root", "device-plugins")])
+        kl.wait_dra_registered(DRV, T)
+        kl.wait_event("registered", T, since=0, resource="example.com/gopher")
+        self.wait_slices(api, 2)
+
+
 class Config(Base):
     def test_no_api_server_configuration(self):
         d = self.start_proc(Driver(self))
