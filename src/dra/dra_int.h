@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "base/backoff.h"
 #include "base/list.h"
 #include "dra/checkpoint.h"
 #include "grpc/server.h"
@@ -64,6 +65,8 @@ struct kdp__dra {
     kdp__server *svc_server;
     kdp__timer *reopen; /* re-create the registration socket */
     kdp__timer *retry;  /* serving could not begin: again */
+    kdp__backoff retry_backoff;
+    const char *failed_path; /* the socket that could not be served */
 
     /* health.c: open NodeWatchResources streams */
     kdp__link streams;

@@ -24,7 +24,8 @@
 #include "dra/dra_int.h"
 
 #define MAX_METHODS      12
-#define RETRY_US         (1000ULL * 1000ULL)
+#define RETRY_MIN_US     (200ULL * 1000ULL)
+#define RETRY_MAX_US     (30ULL * 1000000ULL)
 #define MAX_RECV_MESSAGE (4U << 20)
 
 static int mkdir_p(const char *dir)
@@ -65,6 +66,15 @@ static int clear_path(kdp__dra *d, const char *path)
     return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
 }
 
+/* A socket that cannot be served is tried again after this (logged). */
+static uint64_t retry_delay(kdp__dra *d, const char *path, int err)
+{
+    uint64_t delay = kdp__backoff_next(&d->retry_backoff);
+    log_error("%s: cannot serve %s: %s; trying again in %llu ms", d->driver, path, strerror(-err),
+              (unsigned long long)(delay / 1000));
+    return delay;
+}
+
 static int listen_on(kdp__dra *d, const char *path, const kdp__method *m, size_t n,
                      kdp__server **ret)
 {
@@ -88,8 +98,7 @@ static int listen_on(kdp__dra *d, const char *path, const kdp__method *m, size_t
     }
     if (r < 0) {
         kdp__server_free(s);
-        log_error("%s: cannot serve %s: %s; trying again in %llu ms", d->driver, path, strerror(-r),
-                  (unsigned long long)(RETRY_US / 1000));
+        d->failed_path = path;
         return r;
     }
     *ret = s;
@@ -125,6 +134,7 @@ static void close_all(kdp__dra *d)
     kdp_dra_status *st = kdp__dra_status_lock(d);
     st->registered = false;
     kdp__dra_status_unlock(d);
+    kdp__plugin_report_registration(d->p, KDP__REG_WAITING, "the DRA sockets are closed");
 }
 
 static void start(kdp__dra *d)
@@ -135,9 +145,10 @@ static void start(kdp__dra *d)
     }
     if (r < 0) {
         close_all(d);
-        kdp__timer_start(d->retry, RETRY_US);
+        kdp__timer_start(d->retry, retry_delay(d, d->failed_path, r));
         return;
     }
+    kdp__backoff_reset(&d->retry_backoff);
     log_info("%s: serving %s; registration socket %s", d->driver, d->svc_path, d->reg_path);
     d->reg.base.ops->start(&d->reg.base);
 }
@@ -171,8 +182,9 @@ static void on_reopen(kdp__timer *t, void *ud)
     d->reg.base.ops->stop(&d->reg.base);
     kdp__server_free(d->reg_server);
     d->reg_server = NULL;
-    if (open_reg(d) < 0) {
-        kdp__timer_start(d->reopen, RETRY_US);
+    int r = open_reg(d);
+    if (r < 0) {
+        kdp__timer_start(d->reopen, retry_delay(d, d->reg_path, r));
         return;
     }
     d->reg.base.ops->start(&d->reg.base);
@@ -233,6 +245,7 @@ int kdp__dra_kubelet_init(kdp__dra *d)
         .versions = d->versions,
         .n_versions = d->n_versions,
     };
+    kdp__backoff_init(&d->retry_backoff, RETRY_MIN_US, RETRY_MAX_US, 0);
     int r = kdp__reg_watcher_init(&d->reg, d->loop, d->reg_path, d->driver, &info, &up);
     if (r == 0) {
         r = kdp__timer_new(d->loop, on_reopen, d, &d->reopen);

@@ -54,6 +54,9 @@ static void none_start(kdp__reg *r)
     p->reg_none_active = true;
     log_info("%s: no device-plugin registration (DRA only)", p->resource);
     r->up.state(r->up.ud, KDP__REG_WAITING, "waiting for the extension's registration");
+    if (p->ext_reg_state != KDP__REG_WAITING) {
+        r->up.state(r->up.ud, p->ext_reg_state, "the extension's registration");
+    }
 }
 
 static void none_stop(kdp__reg *r)
@@ -119,6 +122,7 @@ void *kdp__plugin_ext_ud(const kdp_plugin *p)
 
 void kdp__plugin_report_registration(kdp_plugin *p, kdp__reg_state st, const char *why)
 {
+    p->ext_reg_state = st; /* for the strategy's next start */
     if (p->reg_none_active && p->lc.cfg.reg == &p->reg_none) {
         p->reg_none.up.state(p->reg_none.up.ud, st, why);
     }

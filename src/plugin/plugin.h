@@ -52,8 +52,8 @@ int kdp__plugin_set_ext(kdp_plugin *p, const kdp__plugin_ext *ext, bool device_p
 /* The extension's ud, or NULL if none. Any thread (set before the run). */
 void *kdp__plugin_ext_ud(const kdp_plugin *p);
 /* With the strategy "none": where the extension's own registration stands
- * (loop thread; ignored while the plugin does not serve, and with the
- * device-plugin registration on). */
+ * (loop thread; kept, and told to the lifecycle while the plugin serves;
+ * without effect with the device-plugin registration on). */
 void kdp__plugin_report_registration(kdp_plugin *p, kdp__reg_state st, const char *why);
 /* The table the kubelet is served (loop thread; valid until the loop runs
  * again). */

@@ -65,7 +65,8 @@ struct kdp_plugin {
     kdp__reg reg_none;
     char *kubelet_root;
     char *instance;
-    int made; /* how far construction went (plugin.c: MADE_*) */
+    kdp__reg_state ext_reg_state; /* the extension's last report */
+    int made;                     /* how far construction went (plugin.c: MADE_*) */
     bool has_ext;
     bool reg_none_active; /* between the strategy's start and stop */
 
