@@ -161,7 +161,7 @@ static void djob_fn(kdp__pjob *j)
 }
 
 static void rebuild(kdp__dra *d);
-static void describe_new(kdp__dra *d);
+static void describe_new(kdp__dra *d, bool force);
 
 static void djob_complete(kdp__pjob *j, bool timed_out)
 {
@@ -177,12 +177,12 @@ static void djob_complete(kdp__pjob *j, bool timed_out)
     }
     rebuild(d);
     if (d->describe_again) {
-        describe_new(d);
+        describe_new(d, false);
     }
 }
 
 /* The IDs of the table not yet described go to the describe job. */
-static void describe_new(kdp__dra *d)
+static void describe_new(kdp__dra *d, bool force)
 {
     d->describe_again = false;
     const kdp__devtab *tab = kdp__plugin_devices(d->p);
@@ -191,10 +191,12 @@ static void describe_new(kdp__dra *d)
     const char *id;
     json_t *v;
     void *tmp;
+    size_t dropped = 0;
     json_object_foreach_safe(c, tmp, id, v)
     {
         if (!kdp__devtab_find(tab, id)) {
             json_object_del(c, id);
+            dropped++;
         }
     }
     kdp__devtab fresh;
@@ -208,7 +210,9 @@ static void describe_new(kdp__dra *d)
     }
     if (r == 0 && fresh.n == 0) {
         kdp__devtab_clear(&fresh);
-        rebuild(d);
+        if (dropped || force) { /* else only health changed: nothing to publish */
+            rebuild(d);
+        }
         return;
     }
     djob *dj = r == 0 ? calloc(1, sizeof(*dj)) : NULL;
@@ -241,13 +245,13 @@ static void describe_new(kdp__dra *d)
     }
 }
 
-void kdp__dra_names_changed(kdp__dra *d)
+void kdp__dra_names_changed(kdp__dra *d, bool force)
 {
     if (d->describing) {
         d->describe_again = true;
         return;
     }
-    describe_new(d);
+    describe_new(d, force);
 }
 
 /* The name maps and the slices' devices from the cache: a name used twice

@@ -114,8 +114,9 @@ void kdp__dra_health_changed(kdp__dra *d);
 /* devnames.c */
 int kdp__dra_names_init(kdp__dra *d);
 void kdp__dra_names_done(kdp__dra *d);
-/* The table changed: describe its devices again (a job), then publish. */
-void kdp__dra_names_changed(kdp__dra *d);
+/* The table changed: describe the devices new to it (a job), then publish
+ * if the devices changed (force: publish anyway). */
+void kdp__dra_names_changed(kdp__dra *d, bool force);
 /* The device of the table named name in the slices: its kdp__dev, or NULL. */
 const kdp__dev *kdp__dra_device_by_name(kdp__dra *d, const char *name);
 /* The name of table device dev in the slices into out; false if it has

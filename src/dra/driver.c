@@ -39,7 +39,7 @@ static void on_serving(void *ud, bool on)
         kdp__dra_api_serving(d->api, on);
     }
     if (on) {
-        kdp__dra_names_changed(d);
+        kdp__dra_names_changed(d, true);
     }
 }
 
@@ -47,7 +47,7 @@ static void on_devices_changed(void *ud)
 {
     kdp__dra *d = ud;
     kdp__dra_health_changed(d);
-    kdp__dra_names_changed(d);
+    kdp__dra_names_changed(d, false);
 }
 
 static void dra_free(kdp__dra *d)
