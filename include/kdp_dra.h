@@ -168,9 +168,10 @@ KDP_EXPORT int kdp_dra_prepared_add_cdi_id(kdp_dra_prepared *r, size_t device, c
  * the kubelet shows in the pod's events). */
 typedef struct kdp_dra_ops {
     /* Describes one device of the table for the ResourceSlices (name,
-     * attributes, capacities), at every table change for the devices that
-     * changed. A negative return leaves the device out (logged). NULL: the
-     * name from the ID, no attributes. */
+     * attributes, capacities), once per device ID new to the table (a
+     * device removed and added again is described again; a health change
+     * is not a new description). A negative return leaves the device out
+     * (logged). NULL: the name from the ID, no attributes. */
     int (*describe)(kdp_plugin *p, const kdp_device *d, kdp_dra_device *out, void *ud);
     /* Prepares the claim's devices for its pods (called once per claim, not
      * again while it stays prepared; again after an unprepare). Every device
@@ -230,7 +231,8 @@ KDP_EXPORT int kdp_plugin_enable_dra(kdp_plugin *p, const kdp_dra_config *cfg,
 
 typedef struct kdp_dra_status {
     bool registered; /* the kubelet took the registration */
-    /* The version the kubelet chose ("v1.DRAPlugin"), "" before. */
+    /* The version the kubelet chose ("v1.DRAPlugin"), as its calls show
+     * it (the registration does not say): "" before the first call. */
     char version[32];
     /* Slices as published: all of the pool's written (the API server has
      * the table's devices), the pool's generation and slice count. */
