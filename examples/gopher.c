@@ -10,9 +10,19 @@
  * kdp_plugin_remove_device): one file among 100,000 costs one device, not a
  * relist.
  *
+ * DRA mode (kdp-example-gopher-dra, the same source linked with libkdp-dra):
+ * with --dra DRIVER (or $KDP_DRA_DRIVER) the same gophers are also a DRA
+ * driver's devices: each described with a string attribute "model", an int
+ * attribute "index" (the digits at the end of its file name, else 0) and a
+ * capacity "memory"; a prepared claim gives each container
+ * GOPHER_<n>=<file name> for its n-th device. Only DRA unless
+ * --device-plugin-too.
+ *
  *   kdp-example-gopher [--devices-dir DIR] [--resource NAME]
  *       [--device-plugin-dir DIR | --kubelet-root ROOT] [--registration MODE]
  *       [--metrics-address ADDR]
+ *       [--dra DRIVER [--kubeconfig FILE] [--node NAME] [--cdi-dir DIR]
+ *        [--state-dir DIR] [--device-plugin-too]]
  */
 #include <dirent.h>
 #include <errno.h>
@@ -29,6 +39,72 @@
 #include <unistd.h>
 
 #include "common.h"
+
+#ifdef KDP_EXAMPLE_DRA
+#include <kdp_dra.h>
+
+static int describe(kdp_plugin *p, const kdp_device *d, kdp_dra_device *out, void *ud)
+{
+    (void)p;
+    (void)ud;
+    size_t n = strlen(d->id);
+    size_t k = n;
+    while (k > 0 && d->id[k - 1] >= '0' && d->id[k - 1] <= '9' && n - k < 9) {
+        k--;
+    }
+    kdp_dra_attr model = {.name = "model", .type = KDP_DRA_ATTR_STRING, .string_value = "gopher"};
+    kdp_dra_attr index = {.name = "index",
+                          .type = KDP_DRA_ATTR_INT,
+                          .int_value = k < n ? strtoll(d->id + k, NULL, 10) : 0};
+    int r = kdp_dra_device_add_attr(out, &model);
+    if (r == 0) {
+        r = kdp_dra_device_add_attr(out, &index);
+    }
+    return r < 0 ? r : kdp_dra_device_add_capacity(out, "memory", "1Gi");
+}
+
+static int prepare(kdp_plugin *p, const kdp_dra_claim *c, kdp_dra_prepared *out, void *ud)
+{
+    (void)p;
+    (void)ud;
+    for (size_t i = 0; i < c->n_devices; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "GOPHER_%zu", i);
+        int r = kdp_dra_prepared_add_env(out, i, key, c->devices[i].device_id);
+        if (r < 0) {
+            return r;
+        }
+    }
+    return 0;
+}
+
+/* The DRA flags: true if argv[*i] was one. */
+static bool dra_flag(int argc, char **argv, int *i, kdp_dra_config *dc)
+{
+    const char *v;
+    if ((v = flag_value(argc, argv, i, "--kubeconfig"))) {
+        dc->kubeconfig = v;
+    } else if ((v = flag_value(argc, argv, i, "--node"))) {
+        dc->node_name = v;
+    } else if ((v = flag_value(argc, argv, i, "--cdi-dir"))) {
+        dc->cdi_dir = v;
+    } else if ((v = flag_value(argc, argv, i, "--state-dir"))) {
+        dc->state_dir = v;
+    } else if (*i < argc && argv[*i] && strcmp(argv[*i], "--device-plugin-too") == 0) {
+        dc->device_plugin_too = true;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+static int enable_dra(kdp_plugin *p, const char *driver, kdp_dra_config *dc)
+{
+    dc->driver_name = driver;
+    kdp_dra_ops dops = {.describe = describe, .prepare = prepare};
+    return kdp_plugin_enable_dra(p, dc, &dops);
+}
+#endif
 
 static const char *devices_dir = "/etc/gophers";
 
@@ -161,9 +237,19 @@ int main(int argc, char **argv)
 {
     kdp_config cfg = {.resource_name = "example.com/gopher", .socket_name = "gopher.sock"};
     const char *metrics = NULL;
+    const char *dra = getenv("KDP_DRA_DRIVER");
+#ifdef KDP_EXAMPLE_DRA
+    kdp_dra_config dc = {0};
+#endif
     for (int i = 1; i < argc; i++) {
         const char *v;
-        if ((v = flag_value(argc, argv, &i, "--metrics-address"))) {
+        if ((v = flag_value(argc, argv, &i, "--dra"))) {
+            dra = v;
+#ifdef KDP_EXAMPLE_DRA
+        } else if (dra_flag(argc, argv, &i, &dc)) {
+            continue;
+#endif
+        } else if ((v = flag_value(argc, argv, &i, "--metrics-address"))) {
             metrics = v;
         } else if ((v = flag_value(argc, argv, &i, "--devices-dir"))) {
             devices_dir = v;
@@ -182,17 +268,30 @@ int main(int argc, char **argv)
             fprintf(stderr,
                     "usage: %s [--devices-dir DIR] [--resource NAME] "
                     "[--device-plugin-dir DIR | --kubelet-root ROOT] [--registration MODE] "
-                    "[--metrics-address ADDR]\n",
+                    "[--metrics-address ADDR] [--dra DRIVER [--kubeconfig FILE] [--node NAME] "
+                    "[--cdi-dir DIR] [--state-dir DIR] [--device-plugin-too]]\n",
                     argv[0]);
             return 2;
         }
     }
+#ifndef KDP_EXAMPLE_DRA
+    if (dra && *dra) {
+        fprintf(stderr, "gopher: --dra needs kdp-example-gopher-dra (linked with libkdp-dra)\n");
+        return 2;
+    }
+#endif
     kdp_log_set(KDP_LOG_INFO, NULL, NULL);
     kdp_ops ops = {.list = list_gophers, .allocate = allocate};
     kdp_plugin *p;
     if (kdp_plugin_new(NULL, &cfg, &ops, NULL, &p) < 0) {
         return 1;
     }
+#ifdef KDP_EXAMPLE_DRA
+    if (dra && *dra && enable_dra(p, dra, &dc) < 0) {
+        kdp_plugin_free(p);
+        return 1;
+    }
+#endif
     if (serve_metrics(p, metrics) < 0) {
         kdp_plugin_free(p);
         return 1;

@@ -11,9 +11,10 @@ packages=(
   libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
   # the metrics endpoint: libmicrohttpd's header (the library is loaded at run time)
   libmicrohttpd-dev
-  # the Kubernetes API-server client (src/k8s/): HTTPS through libcurl
-  libcurl4-openssl-dev
-  # kdp-generic's configuration files
+  # the Kubernetes API-server client (src/k8s/): HTTPS through libcurl, JSON
+  # through jansson, kubeconfig files through libyaml
+  libcurl4-openssl-dev libjansson-dev
+  # kdp-generic's configuration files, and kubeconfig files
   libyaml-dev
   # tests, sanitizers, fuzzing
   libcmocka-dev clang libclang-rt-14-dev valgrind

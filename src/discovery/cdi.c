@@ -4,8 +4,12 @@
  * a temporary file in the same directory (its name ends in neither .json
  * nor .yaml, so CDI readers skip it), fsync, rename over the final name,
  * fsync of the directory. A spec whose content would not change is left
- * alone, so rescans do not wake the runtimes' directory watches.
+ * alone, so rescans do not wake the runtimes' directory watches. Devices
+ * carry device nodes and environment variables (cdi.h: the DRA driver's
+ * per-claim specs).
  */
+#include "discovery/cdi.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -121,29 +125,57 @@ static int check_node(const kdp_cdi_node *nd)
     return 0;
 }
 
-/* Names valid and unique, every device with at least one valid node. */
-static int check_devices(const char *kind, const kdp_cdi_device *devs, size_t n)
+static int check_env(const char *kv)
+{
+    const char *eq = kv ? strchr(kv, '=') : NULL;
+    if (!eq || eq == kv || strlen(kv) > 32768) {
+        return -EINVAL;
+    }
+    char key[256];
+    size_t klen = (size_t)(eq - kv);
+    if (klen >= sizeof(key)) {
+        return -EINVAL;
+    }
+    memcpy(key, kv, klen);
+    key[klen] = '\0';
+    return kdp__validate_env_key(key, NULL) < 0 ? -EINVAL : 0;
+}
+
+/* One device: a valid name, at least one valid node or variable. */
+static int check_device(const char *kind, const kdp__cdi_dev *d)
+{
+    char full[MAX_KIND_LEN + 300];
+    int w = d->name ? snprintf(full, sizeof(full), "%s=%s", kind, d->name) : -1;
+    if (w < 0 || (size_t)w >= sizeof(full) || kdp__validate_cdi_name(full, NULL) < 0 ||
+        (d->n_nodes == 0 && d->n_env == 0) || (d->n_nodes && !d->nodes) || (d->n_env && !d->env)) {
+        return -EINVAL;
+    }
+    int r = 0;
+    for (size_t j = 0; r == 0 && j < d->n_nodes; j++) {
+        r = check_node(&d->nodes[j]);
+    }
+    for (size_t j = 0; r == 0 && j < d->n_env; j++) {
+        r = check_env(d->env[j]);
+    }
+    return r;
+}
+
+/* Names valid and unique, every device with at least one valid node or
+ * variable. */
+static int check_devices(const char *kind, const kdp__cdi_dev *devs, size_t n)
 {
     if (n > MAX_CDI_DEVICES) {
         return -E2BIG;
     }
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     const char **names = calloc(n ? n : 1, sizeof(*names));
     if (!names) {
         return -ENOMEM;
     }
     int r = 0;
     for (size_t i = 0; i < n && r == 0; i++) {
-        char full[MAX_KIND_LEN + 300];
-        const kdp_cdi_device *d = &devs[i];
-        int w = d->name ? snprintf(full, sizeof(full), "%s=%s", kind, d->name) : -1;
-        if (w < 0 || (size_t)w >= sizeof(full) || kdp__validate_cdi_name(full, NULL) < 0 ||
-            d->n_nodes == 0 || !d->nodes) {
-            r = -EINVAL;
-        }
-        for (size_t j = 0; r == 0 && j < d->n_nodes; j++) {
-            r = check_node(&d->nodes[j]);
-        }
-        names[i] = d->name;
+        r = check_device(kind, &devs[i]);
+        names[i] = devs[i].name;
     }
     if (r == 0 && n > 1) {
         qsort(names, n, sizeof(*names), cmp_name);
@@ -157,7 +189,7 @@ static int check_devices(const char *kind, const kdp_cdi_device *devs, size_t n)
 
 /* ---- the spec ---- */
 
-static const char *cdi_version(const char *kind, const kdp_cdi_device *devs, size_t n)
+static const char *cdi_version(const char *kind, const kdp__cdi_dev *devs, size_t n)
 {
     if (strchr(strchr(kind, '/'), '.')) {
         return "0.6.0"; /* a '.' in the class */
@@ -188,7 +220,26 @@ static void put_node(sbuf *b, const kdp_cdi_node *nd, bool last)
     sb_puts(b, last ? "}\n" : "},\n");
 }
 
-static void put_spec(sbuf *b, const char *kind, const kdp_cdi_device *devs, size_t n)
+static void put_edits(sbuf *b, const kdp__cdi_dev *d)
+{
+    if (d->n_env) {
+        sb_puts(b, "        \"env\": [");
+        for (size_t j = 0; j < d->n_env; j++) {
+            sb_json(b, d->env[j]);
+            sb_puts(b, j + 1 == d->n_env ? "]" : ", ");
+        }
+        sb_puts(b, d->n_nodes ? ",\n" : "\n");
+    }
+    if (d->n_nodes) {
+        sb_puts(b, "        \"deviceNodes\": [\n");
+        for (size_t j = 0; j < d->n_nodes; j++) {
+            put_node(b, &d->nodes[j], j + 1 == d->n_nodes);
+        }
+        sb_puts(b, "        ]\n");
+    }
+}
+
+static void put_spec(sbuf *b, const char *kind, const kdp__cdi_dev *devs, size_t n)
 {
     sb_puts(b, "{\n  \"cdiVersion\": ");
     sb_json(b, cdi_version(kind, devs, n));
@@ -198,11 +249,9 @@ static void put_spec(sbuf *b, const char *kind, const kdp_cdi_device *devs, size
     for (size_t i = 0; i < n; i++) {
         sb_puts(b, "    {\n      \"name\": ");
         sb_json(b, devs[i].name);
-        sb_puts(b, ",\n      \"containerEdits\": {\n        \"deviceNodes\": [\n");
-        for (size_t j = 0; j < devs[i].n_nodes; j++) {
-            put_node(b, &devs[i].nodes[j], j + 1 == devs[i].n_nodes);
-        }
-        sb_puts(b, i + 1 == n ? "        ]\n      }\n    }\n" : "        ]\n      }\n    },\n");
+        sb_puts(b, ",\n      \"containerEdits\": {\n");
+        put_edits(b, &devs[i]);
+        sb_puts(b, i + 1 == n ? "      }\n    }\n" : "      }\n    },\n");
     }
     sb_puts(b, "  ]\n}\n");
 }
@@ -232,11 +281,19 @@ static int mkdir_p(const char *dir)
     }
 }
 
-static int spec_path(const char *dir, const char *kind, char out[PATH_MAX])
+static int spec_file(const char *kind, char out[NAME_MAX + 1])
 {
     const char *slash = strchr(kind, '/');
-    int w = snprintf(out, PATH_MAX, "%s/%.*s-%s.json", dir, (int)(slash - kind), kind, slash + 1);
-    return w < 0 || w >= PATH_MAX ? -ENAMETOOLONG : 0;
+    int w = snprintf(out, NAME_MAX + 1, "%.*s-%s.json", (int)(slash - kind), kind, slash + 1);
+    return w < 0 || w > NAME_MAX ? -ENAMETOOLONG : 0;
+}
+
+/* A file name of ours in the CDI directory: no '/', not hidden, ".json". */
+static bool file_ok(const char *file)
+{
+    size_t n = file ? strlen(file) : 0;
+    return n > 5 && n <= NAME_MAX && file[0] != '.' && !strchr(file, '/') &&
+           strcmp(file + n - 5, ".json") == 0;
 }
 
 /* True if path holds exactly buf. */
@@ -317,7 +374,7 @@ static int replace_file(const char *dir, const char *path, const char *buf, size
     return sync_dir(dir);
 }
 
-static int make_names(const char *kind, const kdp_cdi_device *devs, size_t n, char ***ret)
+static int make_names(const char *kind, const kdp__cdi_dev *devs, size_t n, char ***ret)
 {
     kdp__strv s = {0};
     int r = 0;
@@ -335,15 +392,9 @@ static int make_names(const char *kind, const kdp_cdi_device *devs, size_t n, ch
     return 0;
 }
 
-KDP_EXPORT int kdp_cdi_write_spec(const char *dir, const char *kind, const kdp_cdi_device *devs,
-                                  size_t n, char ***ret_names)
+static int write_file(const char *dir, const char *file, const char *kind, const kdp__cdi_dev *devs,
+                      size_t n, char ***ret_names)
 {
-    if (!dir) {
-        dir = DEFAULT_CDI_DIR;
-    }
-    if (dir[0] != '/' || kdp_validate_cdi_kind(kind, NULL) < 0 || (!devs && n)) {
-        return -EINVAL;
-    }
     int r = check_devices(kind, devs, n);
     char **names = NULL;
     if (r == 0 && ret_names) {
@@ -353,12 +404,13 @@ KDP_EXPORT int kdp_cdi_write_spec(const char *dir, const char *kind, const kdp_c
         return r;
     }
     if (n == 0) {
-        r = kdp_cdi_remove_spec(dir, kind);
+        r = kdp__cdi_remove_file(dir, file);
     } else {
         char path[PATH_MAX];
         sbuf b = {0};
         put_spec(&b, kind, devs, n);
-        r = b.failed ? -ENOMEM : spec_path(dir, kind, path);
+        int w = snprintf(path, sizeof(path), "%s/%s", dir, file);
+        r = b.failed ? -ENOMEM : (w < 0 || (size_t)w >= sizeof(path) ? -ENAMETOOLONG : 0);
         if (r == 0) {
             r = mkdir_p(dir);
         }
@@ -378,22 +430,84 @@ KDP_EXPORT int kdp_cdi_write_spec(const char *dir, const char *kind, const kdp_c
     return r;
 }
 
-KDP_EXPORT int kdp_cdi_remove_spec(const char *dir, const char *kind)
+int kdp__cdi_write_file(const char *dir, const char *file, const char *kind,
+                        const kdp__cdi_dev *devs, size_t n)
 {
-    if (!dir) {
-        dir = DEFAULT_CDI_DIR;
-    }
-    char path[PATH_MAX];
-    if (dir[0] != '/' || kdp_validate_cdi_kind(kind, NULL) < 0) {
+    if (!dir || dir[0] != '/' || !file_ok(file) || kdp_validate_cdi_kind(kind, NULL) < 0 ||
+        (!devs && n)) {
         return -EINVAL;
     }
-    int r = spec_path(dir, kind, path);
-    if (r < 0) {
-        return r;
+    return write_file(dir, file, kind, devs, n, NULL);
+}
+
+int kdp__cdi_remove_file(const char *dir, const char *file)
+{
+    if (!dir || dir[0] != '/' || !file_ok(file)) {
+        return -EINVAL;
+    }
+    char path[PATH_MAX];
+    int w = snprintf(path, sizeof(path), "%s/%s", dir, file);
+    if (w < 0 || (size_t)w >= sizeof(path)) {
+        return -ENAMETOOLONG;
     }
     if (unlink(path) < 0) {
         return errno == ENOENT ? 0 : -errno;
     }
     (void)sync_dir(dir);
     return 1;
+}
+
+bool kdp__cdi_file_exists(const char *dir, const char *file)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    int w = snprintf(path, sizeof(path), "%s/%s", dir, file);
+    return w > 0 && (size_t)w < sizeof(path) && lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+KDP_EXPORT int kdp_cdi_write_spec(const char *dir, const char *kind, const kdp_cdi_device *devs,
+                                  size_t n, char ***ret_names)
+{
+    if (!dir) {
+        dir = DEFAULT_CDI_DIR;
+    }
+    if (dir[0] != '/' || kdp_validate_cdi_kind(kind, NULL) < 0 || (!devs && n)) {
+        return -EINVAL;
+    }
+    if (n > MAX_CDI_DEVICES) {
+        return -E2BIG;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (devs[i].n_nodes == 0 || !devs[i].nodes) {
+            return -EINVAL; /* the public call's devices have nodes */
+        }
+    }
+    kdp__cdi_dev *d = calloc(n ? n : 1, sizeof(*d));
+    if (!d) {
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        d[i] = (kdp__cdi_dev){
+            .name = devs[i].name, .nodes = devs[i].nodes, .n_nodes = devs[i].n_nodes};
+    }
+    char file[NAME_MAX + 1];
+    int r = spec_file(kind, file);
+    if (r == 0) {
+        r = write_file(dir, file, kind, d, n, ret_names);
+    }
+    free(d);
+    return r;
+}
+
+KDP_EXPORT int kdp_cdi_remove_spec(const char *dir, const char *kind)
+{
+    if (!dir) {
+        dir = DEFAULT_CDI_DIR;
+    }
+    if (dir[0] != '/' || kdp_validate_cdi_kind(kind, NULL) < 0) {
+        return -EINVAL;
+    }
+    char file[NAME_MAX + 1];
+    int r = spec_file(kind, file);
+    return r < 0 ? r : kdp__cdi_remove_file(dir, file);
 }

@@ -519,6 +519,18 @@ static int set_options(kdp__httpc_call *call, const kdp__httpc_request *req)
     SET(CURLOPT_CAINFO, req->ca_file);
     SET(CURLOPT_SSLCERT, req->cert_file);
     SET(CURLOPT_SSLKEY, req->key_file);
+    if (req->ca_pem) {
+        struct curl_blob b = {(void *)req->ca_pem, req->ca_pem_len, CURL_BLOB_COPY};
+        SET(CURLOPT_CAINFO_BLOB, &b);
+    }
+    if (req->cert_pem) {
+        struct curl_blob b = {(void *)req->cert_pem, req->cert_pem_len, CURL_BLOB_COPY};
+        SET(CURLOPT_SSLCERT_BLOB, &b);
+    }
+    if (req->key_pem) {
+        struct curl_blob b = {(void *)req->key_pem, req->key_pem_len, CURL_BLOB_COPY};
+        SET(CURLOPT_SSLKEY_BLOB, &b);
+    }
     return bad ? -EINVAL : set_method(call, req);
 }
 

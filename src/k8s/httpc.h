@@ -66,6 +66,14 @@ typedef struct kdp__httpc_request {
     const char *ca_file;
     const char *cert_file; /* client certificate (PEM); with key_file */
     const char *key_file;
+    /* The same as PEM data in memory (a kubeconfig's *-data), used instead
+     * of the file when non-NULL (copied by curl). */
+    const char *ca_pem;
+    size_t ca_pem_len;
+    const char *cert_pem;
+    size_t cert_pem_len;
+    const char *key_pem;
+    size_t key_pem_len;
     uint32_t connect_timeout_ms; /* 0 = KDP__HTTPC_CONNECT_TIMEOUT_MS */
     uint32_t timeout_ms;         /* the whole call; 0 = none (watches) */
     size_t max_body;             /* body bound, or line bound when streaming; 0 = default */

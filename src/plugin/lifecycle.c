@@ -79,6 +79,7 @@ static bool serving(const kdp__lifecycle *lc)
 }
 
 static void serve(kdp__lifecycle *lc);
+static void serve_on(kdp__lifecycle *lc);
 static void after_job(kdp__lifecycle *lc);
 
 static void publish_restarts(kdp__lifecycle *lc)
@@ -188,7 +189,7 @@ void kdp__lifecycle_start(kdp__lifecycle *lc)
     kdp__lifecycle_cfg *c = &lc->cfg;
     /* The lock first: a second instance must fail before it runs any of
      * the author's callbacks. */
-    int lr = kdp__lockfile_ensure(c->lock);
+    int lr = c->no_socket ? 0 : kdp__lockfile_ensure(c->lock);
     if (lr == -EADDRINUSE) {
         fatal(lc, lr);
         return;
@@ -235,6 +236,10 @@ static void serve(kdp__lifecycle *lc)
 {
     kdp__lifecycle_cfg *c = &lc->cfg;
     char who[512];
+    if (c->no_socket) {
+        serve_on(lc);
+        return;
+    }
     if (c->handover && kdp__handover_outranked(c->handover, who, sizeof(who))) {
         /* an instance of a higher generation serves: never register (the
          * kubelet would take this one for the newest); the stop follows */
@@ -257,9 +262,16 @@ static void serve(kdp__lifecycle *lc)
         return;
     }
     kdp__pdir_stop_awaiting(c->dir);
-    lc->starts++;
     log_info("%s: serving on %s (%zu devices)", c->resource, c->socket_path,
              kdp__table_told(c->table)->n);
+    serve_on(lc);
+}
+
+/* Serving begins (the server listening, if there is one). */
+static void serve_on(kdp__lifecycle *lc)
+{
+    kdp__lifecycle_cfg *c = &lc->cfg;
+    lc->starts++;
     for (size_t i = 0; i < c->n_svcs; i++) {
         c->svcs[i]->ops->serving(c->svcs[i], true);
     }
@@ -721,6 +733,28 @@ void kdp__lifecycle_teardown_finish(kdp__lifecycle *lc)
 }
 
 /* ---- life ---- */
+
+int kdp__lifecycle_set_reg(kdp__lifecycle *lc, kdp__reg *reg, bool no_socket)
+{
+    if (kdp__lifecycle_state(lc) != KDP__LC_IDLE) {
+        return -EBUSY;
+    }
+    lc->cfg.reg = reg;
+    lc->cfg.no_socket = no_socket;
+    return 0;
+}
+
+int kdp__lifecycle_add_svc(kdp__lifecycle *lc, kdp__svc *svc)
+{
+    if (kdp__lifecycle_state(lc) != KDP__LC_IDLE) {
+        return -EBUSY;
+    }
+    if (lc->cfg.n_svcs >= KDP__LC_MAX_SVCS) {
+        return -E2BIG;
+    }
+    lc->cfg.svcs[lc->cfg.n_svcs++] = svc;
+    return 0;
+}
 
 int kdp__lifecycle_init(kdp__lifecycle *lc, const kdp__lifecycle_cfg *cfg)
 {

@@ -46,7 +46,7 @@ typedef enum kdp__lc_state {
     KDP__LC_STOPPED,
 } kdp__lc_state;
 
-#define KDP__LC_MAX_SVCS 2
+#define KDP__LC_MAX_SVCS 3
 
 typedef struct kdp__lifecycle_cfg {
     kdp__loop *loop;
@@ -62,6 +62,10 @@ typedef struct kdp__lifecycle_cfg {
     kdp__lockfile *lock;
     kdp__pdir *dir;
     kdp__reg *reg;
+    /* No socket of our own (the registration strategy "none"): no lock
+     * file, no directory watch, no server; the services are told that
+     * serving begins and ends all the same. */
+    bool no_socket;
     kdp__svc *svcs[KDP__LC_MAX_SVCS];
     size_t n_svcs;
     kdp__handover *handover; /* an instance among several: the newest one stays */
@@ -112,6 +116,12 @@ typedef struct kdp__lifecycle {
 
 int kdp__lifecycle_init(kdp__lifecycle *lc, const kdp__lifecycle_cfg *cfg);
 void kdp__lifecycle_done(kdp__lifecycle *lc);
+
+/* Before the start (IDLE): serve reg instead of the strategy of the config
+ * (no_socket as in the config), and one more service. Return 0, -EBUSY (not
+ * IDLE), -E2BIG (KDP__LC_MAX_SVCS). */
+int kdp__lifecycle_set_reg(kdp__lifecycle *lc, kdp__reg *reg, bool no_socket);
+int kdp__lifecycle_add_svc(kdp__lifecycle *lc, kdp__svc *svc);
 
 /* IDLE -> lock, refresh, list, serve, register. */
 void kdp__lifecycle_start(kdp__lifecycle *lc);

@@ -125,6 +125,9 @@ static int fill_strings(kdp_plugin *p, const kdp_config *cfg, const char *dir)
         return r;
     }
     p->socket_name = kdp__handover_socket_name(cfg->socket_name, inst);
+    if (inst && !(p->instance = strdup(inst))) {
+        return -ENOMEM;
+    }
     const char *why = NULL;
     if (p->socket_name && inst && kdp__validate_socket_name(p->socket_name, &why) < 0) {
         log_error("invalid socket name \"%s\" (socket_name with the instance): %s", p->socket_name,
@@ -206,6 +209,9 @@ static void table_changed(void *ud)
 {
     kdp_plugin *p = ud;
     kdp__devplugin_broadcast(&p->devplugin);
+    if (p->has_ext && p->ext.devices_changed) {
+        p->ext.devices_changed(p->ext.ud);
+    }
 }
 
 static void table_start_listed(void *ud)
@@ -302,7 +308,7 @@ static int make_parts(kdp_plugin *p, const kdp_config *cfg)
     p->made = MADE_REG;
     bool watcher = p->regmode == KDP_REGISTRATION_WATCHER;
     if (watcher) {
-        r = kdp__reg_watcher_init(&p->watcher, l, p->socket_path, p->resource, &rup);
+        r = kdp__reg_watcher_init(&p->watcher, l, p->socket_path, p->resource, NULL, &rup);
         p->watcher.svc.up = sup;
     } else {
         r = kdp__reg_kubelet_init(&p->reg, l, p->dir, p->socket_name, p->resource, reg_options, p,
@@ -409,9 +415,10 @@ KDP_EXPORT int kdp_plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops
     p->regmode = mode;
     r = fill_strings(p, cfg, kdp__regmode_dir(mode, paths));
     p->podres_socket = strdup(paths->pod_resources_socket);
+    p->kubelet_root = strdup(paths->root);
     p->replicas = cfg->replicas;
     free(paths);
-    if (r == 0 && !p->podres_socket) {
+    if (r == 0 && (!p->podres_socket || !p->kubelet_root)) {
         r = -ENOMEM;
     }
     if (r == 0) {
@@ -525,6 +532,8 @@ static void plugin_free(kdp_plugin *p)
     free(p->socket_path);
     free(p->env_name);
     free(p->podres_socket);
+    free(p->kubelet_root);
+    free(p->instance);
     free(p);
 }
 

@@ -7,8 +7,13 @@
 #ifndef KDP_PLUGIN_H
 #define KDP_PLUGIN_H
 
+#include <stdbool.h>
+
 #include "base/list.h"
 #include "kdp.h"
+#include "plugin/devices.h"
+#include "plugin/jobs.h"
+#include "plugin/reg.h"
 #include "runtime/loop.h"
 
 /* Something that lives as long as a plugin at most (a hot-plug watch):
@@ -22,5 +27,41 @@ void kdp__plugin_attach(kdp_plugin *p, kdp__attachment *a);
 void kdp__plugin_detach(kdp__attachment *a);
 kdp__loop *kdp__plugin_loop(const kdp_plugin *p);
 kdp_ctx *kdp__plugin_ctx(const kdp_plugin *p);
+
+/* ---- extensions: a second API served from the plugin's device table (the
+ * DRA driver, src/dra), which plugs in here without src/plugin knowing it.
+ * Loop thread, every hook. ---- */
+typedef struct kdp__plugin_ext {
+    /* The plugin begins serving (on: its table listed, its probes and
+     * rescans running) or stops (off: a restart or the stop). */
+    void (*serving)(void *ud, bool on);
+    /* What kdp__plugin_devices() holds changed (IDs or health: the same
+     * changes the kubelet's ListAndWatch is sent). */
+    void (*devices_changed)(void *ud);
+    void *ud;
+} kdp__plugin_ext;
+
+/* Hooks ext (copied) to p. With device_plugin false, p runs its table,
+ * list op, probes and metrics but neither registers with the device-plugin
+ * API nor creates its socket or lock file there (the registration strategy
+ * "none": the extension reports the plugin's registration state through
+ * kdp__plugin_report_registration). Before the plugin runs, on the thread
+ * that made it. Returns 0, -EINVAL, -EALREADY (one extension per plugin),
+ * -EBUSY (the plugin has started). */
+int kdp__plugin_set_ext(kdp_plugin *p, const kdp__plugin_ext *ext, bool device_plugin);
+/* The extension's ud, or NULL if none. Any thread (set before the run). */
+void *kdp__plugin_ext_ud(const kdp_plugin *p);
+/* With the strategy "none": where the extension's own registration stands
+ * (loop thread; kept, and told to the lifecycle while the plugin serves;
+ * without effect with the device-plugin registration on). */
+void kdp__plugin_report_registration(kdp_plugin *p, kdp__reg_state st, const char *why);
+/* The table the kubelet is served (loop thread; valid until the loop runs
+ * again). */
+const kdp__devtab *kdp__plugin_devices(const kdp_plugin *p);
+/* The plugin's worker jobs (callbacks with a deadline, plugin/jobs.h). */
+kdp__jobs *kdp__plugin_jobs(kdp_plugin *p);
+/* The kubelet root and the instance (NULL: none) the plugin was made with. */
+const char *kdp__plugin_kubelet_root(const kdp_plugin *p);
+const char *kdp__plugin_instance(const kdp_plugin *p);
 
 #endif

@@ -57,7 +57,18 @@ struct kdp_plugin {
     kdp__reg_watcher watcher;
     kdp__handover handover;
     kdp__lifecycle lc;
-    int made; /* how far construction went (plugin.c: MADE_*) */
+    /* An extension (plugin.h: the DRA driver): its hooks, the service that
+     * tells it of serving, and the strategy "none" when it asked for no
+     * device-plugin registration (ext.c). */
+    kdp__plugin_ext ext;
+    kdp__svc ext_svc;
+    kdp__reg reg_none;
+    char *kubelet_root;
+    char *instance;
+    kdp__reg_state ext_reg_state; /* the extension's last report */
+    int made;                     /* how far construction went (plugin.c: MADE_*) */
+    bool has_ext;
+    bool reg_none_active; /* between the strategy's start and stop */
 
     atomic_bool stop_wanted; /* kdp_plugin_stop, any thread */
     kdp__wakeup *stop_wake;

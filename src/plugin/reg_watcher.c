@@ -42,13 +42,12 @@ static void h_get_info(kdp__call *call, const uint8_t *msg, size_t len, void *ud
         return;
     }
     pluginregistration__info_request__free_unpacked(req, NULL);
-    static char *versions[] = {(char *)KDP_KUBELET_API_VERSION};
     Pluginregistration__PluginInfo info = PLUGINREGISTRATION__PLUGIN_INFO__INIT;
-    info.type = (char *)PLUGIN_TYPE;
-    info.name = (char *)w->resource;
-    info.endpoint = (char *)""; /* this socket serves the DevicePlugin service too */
-    info.n_supported_versions = 1;
-    info.supported_versions = versions;
+    info.type = (char *)w->info.type;
+    info.name = (char *)w->info.name;
+    info.endpoint = (char *)w->info.endpoint;
+    info.n_supported_versions = w->info.n_versions;
+    info.supported_versions = (char **)w->info.versions;
     if (kdp__call_reply_pb(call, &info.base) < 0 || !w->active) {
         return;
     }
@@ -218,10 +217,21 @@ static const kdp__reg_ops reg_ops = {
     .peer_gone = reg_peer_gone,
 };
 
+static const char *const dp_versions[] = {KDP_KUBELET_API_VERSION};
+
 int kdp__reg_watcher_init(kdp__reg_watcher *w, kdp__loop *l, const char *socket_path,
-                          const char *resource, const kdp__reg_up *up)
+                          const char *resource, const kdp__reg_info *info, const kdp__reg_up *up)
 {
     memset(w, 0, sizeof(*w));
+    if (info) {
+        w->info = *info;
+    } else {
+        w->info = (kdp__reg_info){.type = PLUGIN_TYPE,
+                                  .name = resource,
+                                  .endpoint = "", /* this socket serves DevicePlugin too */
+                                  .versions = dp_versions,
+                                  .n_versions = 1};
+    }
     w->base.ops = &reg_ops;
     w->base.up = *up;
     w->svc.ops = &svc_ops;

@@ -28,8 +28,21 @@
 #include "plugin/svc.h"
 #include "runtime/loop.h"
 
+/* What GetInfo answers (borrowed). The device plugin's: type
+ * "DevicePlugin", the resource name, an empty endpoint (this socket), the
+ * version "v1beta1". A DRA driver's: "DRAPlugin", the driver name, its
+ * service socket's absolute path, its services' versions. */
+typedef struct kdp__reg_info {
+    const char *type;
+    const char *name;
+    const char *endpoint;
+    const char *const *versions;
+    size_t n_versions;
+} kdp__reg_info;
+
 typedef struct kdp__reg_watcher {
     kdp__reg base;
+    kdp__reg_info info;
     kdp__svc svc;            /* pluginregistration.Registration, on the plugin's socket */
     const char *resource;    /* borrowed */
     const char *socket_path; /* borrowed */
@@ -42,8 +55,10 @@ typedef struct kdp__reg_watcher {
     unsigned infos_registered; /* infos when the last registration succeeded */
 } kdp__reg_watcher;
 
+/* info NULL: the device plugin's (resource's); else copied (its strings
+ * borrowed). */
 int kdp__reg_watcher_init(kdp__reg_watcher *w, kdp__loop *l, const char *socket_path,
-                          const char *resource, const kdp__reg_up *up);
+                          const char *resource, const kdp__reg_info *info, const kdp__reg_up *up);
 void kdp__reg_watcher_done(kdp__reg_watcher *w);
 
 #endif

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
-"""docs/api.md's reference part, generated from include/kdp.h's comments.
+"""docs/api.md's reference part, generated from include/kdp.h's comments,
+then include/kdp_dra.h's (the DRA driver, in libkdp-dra).
 
     tests/packaging/apidoc.py --write            regenerate docs/api.md
     tests/packaging/apidoc.py --check [--lib build/lib/libkdp.so]
+                                      [--dra-lib build/lib/libkdp-dra.so]
 
 docs/api.md is hand-written down to the GENERATED marker line; everything
 after it is generated here from the header: one entry per declaration group
@@ -11,7 +13,8 @@ section banners. --check (ctest: packaging_apidoc) fails when docs/api.md
 differs from what --write would write, or when a KDP_EXPORT function is
 missing from it; with --lib, also when the library's exported kdp* symbols
 are not exactly the header's KDP_EXPORT functions (nothing internal leaks,
-nothing declared is missing).
+nothing declared is missing); with --dra-lib, the same for libkdp-dra and
+the two headers' functions.
 """
 import argparse
 import os
@@ -22,6 +25,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 HEADER = os.path.join(SRC, "include", "kdp.h")
+DRA_HEADER = os.path.join(SRC, "include", "kdp_dra.h")
 DOC = os.path.join(SRC, "docs", "api.md")
 MARKER = ("<!-- GENERATED from include/kdp.h by tests/packaging/apidoc.py --write: "
           "edit the header, not the text below. -->")
@@ -151,10 +155,18 @@ def parse(header_text):
     return overview, [sec for sec in sections if sec["items"]]
 
 
-def render(header_text):
+def render(header_text, dra_text=None):
+    out = [MARKER, ""] + render_one(header_text, "Reference", "kdp.h")
+    if dra_text is not None:
+        out += ["", ""] + render_one(dra_text, "Reference: DRA (kdp_dra.h, libkdp-dra)",
+                                     "kdp_dra.h")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_one(header_text, title, name):
     overview, sections = parse(header_text)
-    out = [MARKER, "", "## Reference", ""]
-    out.append("From [`include/kdp.h`](../include/kdp.h); the header's own overview:")
+    out = ["## " + title, ""]
+    out.append("From [`include/%s`](../include/%s); the header's own overview:" % (name, name))
     out.append("")
     out += ["> " + l if l else ">" for l in overview.split("\n")]
     out.append("")
@@ -183,7 +195,9 @@ def render(header_text):
             if it["doc"]:
                 out.append(prose(it["doc"]))
                 out.append("")
-    return "\n".join(out).rstrip() + "\n"
+    while out and not out[-1]:
+        out.pop()
+    return out
 
 
 def prose(text):
@@ -204,9 +218,9 @@ def anchor(title):
     return re.sub(r" ", "-", a)
 
 
-def compose(doc_text, header_text):
+def compose(doc_text, header_text, dra_text=None):
     head = doc_text.split(MARKER)[0] if MARKER in doc_text else doc_text.rstrip() + "\n\n"
-    return head + render(header_text)
+    return head + render(header_text, dra_text)
 
 
 def library_exports(lib):
@@ -226,10 +240,12 @@ def main():
     g.add_argument("--write", action="store_true")
     g.add_argument("--check", action="store_true")
     ap.add_argument("--lib", help="libkdp.so whose exports must match the header")
+    ap.add_argument("--dra-lib", help="libkdp-dra.so whose exports must match both headers")
     args = ap.parse_args()
     header = open(HEADER).read()
+    dra = open(DRA_HEADER).read()
     doc = open(DOC).read() if os.path.exists(DOC) else "# kdp API\n"
-    want = compose(doc, header)
+    want = compose(doc, header, dra)
     if args.write:
         if want != doc:
             open(DOC, "w").write(want)
@@ -242,7 +258,9 @@ def main():
     if MARKER not in doc:
         bad.append("docs/api.md has no GENERATED marker line")
     exported = exported_functions(header)
-    missing = [f for f in exported if not re.search(r"`%s`" % re.escape(f), doc)]
+    dra_exported = exported_functions(dra)
+    missing = [f for f in exported + dra_exported
+               if not re.search(r"`%s`" % re.escape(f), doc)]
     if missing:
         bad.append("KDP_EXPORT functions missing from docs/api.md: " + ", ".join(missing))
     if want != doc:
@@ -250,7 +268,7 @@ def main():
         diff = difflib.unified_diff(doc.split("\n"), want.split("\n"), "docs/api.md",
                                     "generated", lineterm="", n=1)
         print("\n".join(list(diff)[:80]))
-        bad.append("docs/api.md is not what include/kdp.h generates")
+        bad.append("docs/api.md is not what include/kdp.h and kdp_dra.h generate")
     print("apidoc: %d KDP_EXPORT functions in include/kdp.h" % len(exported))
     if args.lib:
         syms = library_exports(args.lib)
@@ -262,10 +280,21 @@ def main():
         if absent:
             bad.append("%s does not export: %s" % (args.lib, ", ".join(absent)))
         print("apidoc: %s exports %d kdp* symbols" % (os.path.basename(args.lib), len(syms)))
+    if args.dra_lib:
+        syms = library_exports(args.dra_lib)
+        want_syms = set(exported) | set(dra_exported)
+        extra = sorted(syms - want_syms)
+        absent = sorted(want_syms - syms)
+        if extra:
+            bad.append("%s exports kdp* symbols the headers do not declare: %s"
+                       % (args.dra_lib, ", ".join(extra)))
+        if absent:
+            bad.append("%s does not export: %s" % (args.dra_lib, ", ".join(absent)))
+        print("apidoc: %s exports %d kdp* symbols" % (os.path.basename(args.dra_lib), len(syms)))
     for b in bad:
         print("FAILED: " + b)
     if bad:
-        print("fix: edit include/kdp.h, then run tests/packaging/apidoc.py --write")
+        print("fix: edit include/kdp.h or kdp_dra.h, then run tests/packaging/apidoc.py --write")
         return 1
     print("apidoc: docs/api.md matches include/kdp.h")
     return 0

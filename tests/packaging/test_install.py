@@ -91,10 +91,23 @@ def check_tree(stage):
     check("Library soname: [libkdp.so.%s]" % SOVERSION in dyn, "SONAME libkdp.so.%s" % SOVERSION)
     check("RPATH" not in dyn and "RUNPATH" not in dyn, "no RPATH/RUNPATH in the installed .so")
     check(os.path.isfile(os.path.join(lib, "libkdp.a")), "libkdp.a installed")
+    # libkdp-dra: libkdp with the DRA driver (kdp_dra.h), same SONAME rules
+    check(open(os.path.join(stage, "include", "kdp_dra.h")).read()
+          == open(os.path.join(SRC, "include", "kdp_dra.h")).read(),
+          "include/kdp_dra.h installed as is")
+    dreal = "libkdp-dra.so." + VERSION
+    check(os.readlink(os.path.join(lib, "libkdp-dra.so." + SOVERSION)) == dreal,
+          "libkdp-dra.so.%s -> %s" % (SOVERSION, dreal))
+    check("Library soname: [libkdp-dra.so.%s]" % SOVERSION
+          in readelf_d(os.path.join(lib, dreal)), "SONAME libkdp-dra.so.%s" % SOVERSION)
+    check(os.path.isfile(os.path.join(lib, "libkdp-dra.a")), "libkdp-dra.a installed")
+    plain = needed(os.path.join(lib, real))
+    check(not any(n.startswith(("libcurl", "libjansson", "libyaml")) for n in plain),
+          "libkdp.so needs neither libcurl, jansson nor libyaml (%s)" % ", ".join(plain))
     cmake_dir = os.path.join(lib, "cmake", "kdp")
     for f in ("kdpConfig.cmake", "kdpConfigVersion.cmake", "kdpTargets.cmake"):
         check(os.path.isfile(os.path.join(cmake_dir, f)), "cmake/kdp/%s installed" % f)
-    texts = [os.path.join(lib, "pkgconfig", "kdp.pc")]
+    texts = [os.path.join(lib, "pkgconfig", "kdp.pc"), os.path.join(lib, "pkgconfig", "kdp-dra.pc")]
     texts += [os.path.join(cmake_dir, f) for f in os.listdir(cmake_dir)]
     for t in texts:
         body = open(t).read()
@@ -139,6 +152,14 @@ def main():
     check(os.path.join(lib, "libkdp.so." + SOVERSION) in ldd, "it loads the installed libkdp")
     run([exe, dpdir], env={"LD_LIBRARY_PATH": lib})
 
+    # pkg-config kdp-dra, shared: a DRA driver's build
+    dflags = run(["pkg-config", "--cflags", "--libs", "kdp-dra"], env=pc_env).stdout.split()
+    exe = os.path.join(work, "consumer-dra")
+    run([CC] + CFLAGS + [os.path.join(consumer_src, "dra_main.c"), "-o", exe] + dflags)
+    check("libkdp-dra.so." + SOVERSION in needed(exe),
+          "the kdp-dra consumer needs libkdp-dra.so.%s" % SOVERSION)
+    run([exe], env={"LD_LIBRARY_PATH": lib})
+
     # pkg-config --static, fully static
     if SAN_FLAGS:
         log("skip: pkg-config --static -static consumer (sanitizer runtimes cannot link -static)")
@@ -174,6 +195,10 @@ def main():
           "kdp::kdp_static consumer does not need libkdp.so")
     run([shared, dpdir])
     run([static, dpdir])
+    dra = os.path.join(cdir, "consumer_dra")
+    check("libkdp-dra.so." + SOVERSION in needed(dra),
+          "kdp::kdp_dra links libkdp-dra.so.%s" % SOVERSION)
+    run([dra])
 
     # the version file: 0.x accepts the same minor only (docs/api.md)
     bad = run(cfg[:4] + [os.path.join(work, "consumer-cmake-next")] + cfg[5:-1] +

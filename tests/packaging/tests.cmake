@@ -10,8 +10,9 @@
 #                      from the runtime stage's packages; /healthz and /metrics
 #                      while registered with the kubelet emulator
 #   packaging_deploy   deploy/ manifests (YAML, kinds, paths, flags), the systemd unit
-#   packaging_apidoc   docs/api.md up to date with include/kdp.h; libkdp.so exports
-#                      exactly the KDP_EXPORT functions
+#   packaging_apidoc   docs/api.md up to date with include/kdp.h and kdp_dra.h;
+#                      libkdp.so and libkdp-dra.so export exactly their
+#                      KDP_EXPORT functions
 set(KDP_PKG_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 add_executable(test_packaging_version ${KDP_PKG_DIR}/test_version.c)
@@ -46,7 +47,7 @@ add_test(NAME packaging_deploy COMMAND /usr/bin/python3 ${KDP_PKG_DIR}/test_depl
 set_tests_properties(packaging_deploy PROPERTIES ENVIRONMENT "KDP_BUILD_DIR=${CMAKE_BINARY_DIR}")
 
 add_test(NAME packaging_apidoc COMMAND /usr/bin/python3 ${KDP_PKG_DIR}/apidoc.py --check
-  --lib $<TARGET_FILE:kdp>)
+  --lib $<TARGET_FILE:kdp> --dra-lib $<TARGET_FILE:kdp_dra_shared>)
 
 foreach(t IN ITEMS packaging_version packaging_install packaging_static packaging_metrics_image
         packaging_deploy packaging_apidoc)

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target for the ResourceClaim reader (src/k8s/claims.c), which
+ * reads whatever the API server answers at prepare. The input is JSON text
+ * (jansson decodes it; non-JSON inputs stop there). Oracle, abort()s on any
+ * breach: a success has every device of the driver "d.example.com" (and of
+ * pool "p" on the second pass), with non-empty request and device, and
+ * configs that are JSON again; a failure has a why line; a deep copy equals
+ * the original; -ESTALE only when the UID was given.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "k8s/claims.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(x)                                                                                   \
+    do {                                                                                           \
+        if (!(x)) {                                                                                \
+            fprintf(stderr, "fuzz_claim: check failed: %s (line %d)\n", #x, __LINE__);             \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static void check_claim(const kdp__claim *c, const char *pool)
+{
+    CHECK(c->ns && c->name && c->uid);
+    for (size_t i = 0; i < c->n_devs; i++) {
+        const kdp__claim_dev *d = &c->devs[i];
+        CHECK(d->request && *d->request && d->device && *d->device && d->pool);
+        CHECK(!pool || strcmp(d->pool, pool) == 0);
+        for (size_t j = 0; j < d->n_configs; j++) {
+            json_error_t e;
+            json_t *back = json_loads(d->configs[j], JSON_DECODE_ANY, &e);
+            CHECK(back != NULL);
+            json_decref(back);
+        }
+    }
+    kdp__claim *dup = kdp__claim_dup(c);
+    CHECK(dup && dup->n_devs == c->n_devs && strcmp(dup->uid, c->uid) == 0);
+    for (size_t i = 0; i < c->n_devs; i++) {
+        CHECK(dup->devs[i].n_configs == c->devs[i].n_configs);
+        CHECK(strcmp(dup->devs[i].device, c->devs[i].device) == 0);
+    }
+    kdp__claim_free(dup);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    json_error_t e;
+    json_t *obj = json_loadb((const char *)data, size, JSON_DECODE_ANY, &e);
+    if (!obj) {
+        return 0;
+    }
+    const char *pools[] = {NULL, "p"};
+    const char *uids[] = {NULL, "u"};
+    for (int k = 0; k < 2; k++) {
+        kdp__claim *c = NULL;
+        char why[512] = "";
+        int r = kdp__claim_parse(obj, "d.example.com", pools[k], uids[k], &c, why, sizeof(why));
+        if (r == 0) {
+            CHECK(c != NULL);
+            check_claim(c, pools[k]);
+            kdp__claim_free(c);
+        } else {
+            CHECK(c == NULL && *why);
+            CHECK(r == -EINVAL || r == -ENODATA || r == -ENOMEM || (r == -ESTALE && uids[k]));
+        }
+    }
+    json_decref(obj);
+    return 0;
+}

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kdp_dra: a kdp plugin served as a DRA driver too (Dynamic Resource
+ * Allocation, resource.k8s.io; GA in Kubernetes 1.34).
+ *
+ * One device table, two APIs. The devices a plugin lists (kdp.h: the list
+ * op, kdp_plugin_set_devices and the rest) and their health (the author's
+ * and the health checks') are what the DRA driver publishes and serves:
+ *   - to the API server: the node's ResourceSlices (one pool named after the
+ *     node, at most 128 devices per slice), re-published when the table
+ *     changes and when someone else edits or deletes them;
+ *   - to the kubelet: a registration socket in <kubelet root>/plugins_registry/
+ *     (GetInfo type "DRAPlugin"), the DRAPlugin service (v1 and v1beta1:
+ *     NodePrepareResources, NodeUnprepareResources) and the health stream
+ *     (v1alpha1.DRAResourceHealth/NodeWatchResources) on the driver's own
+ *     socket, <kubelet root>/plugins/<driver>/.
+ *
+ * At prepare, kdp reads the claim from the API server (UID checked, the
+ * allocation filtered to this driver and this node's pool, this driver's
+ * opaque configuration), calls the prepare op on the plugin's worker, writes
+ * a CDI spec for the claim and records the claim in a checkpoint (atomic
+ * write, fsync) before answering. Prepare and unprepare are idempotent; an
+ * unprepare works after the claim was deleted and after a restart (from the
+ * checkpoint); a prepare repeated after a reboot wiped the CDI directory
+ * writes the spec again.
+ *
+ * A device-plugin and a DRA driver on one node must not hand out the same
+ * devices: by default a plugin with DRA on no longer registers with the
+ * device-plugin API (kdp_dra_config.device_plugin_too). KEP-5004
+ * (DeviceClass.spec.extendedResourceName) lets pods that ask for
+ * `example.com/gpu: 1` be served by the driver. See docs/dra.md.
+ *
+ * Conventions are kdp.h's: >= 0 or -errno, strings copied, callbacks on the
+ * plugin's worker thread, one at a time, bounded by the callback deadline.
+ */
+#ifndef KDP_DRA_H
+#define KDP_DRA_H
+
+#include "kdp.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The most devices one ResourceSlice holds (the API's limit). A pool with
+ * more is published as several slices. */
+#define KDP_DRA_MAX_DEVICES_PER_SLICE 128U
+/* The most attributes plus capacities one device has (the API's limit). */
+#define KDP_DRA_MAX_DEVICE_FIELDS 32U
+
+/* $NODE_NAME: the node (from the downward API, spec.nodeName). */
+#define KDP_DRA_NODE_NAME_ENV "NODE_NAME"
+/* $POD_UID: the instance of a rolling update (downward API,
+ * metadata.uid). */
+#define KDP_DRA_POD_UID_ENV "POD_UID"
+
+/* Checks a DRA driver name with the API's rule: a DNS subdomain of at most
+ * 63 characters (lower-case letters, digits, '-' and '.'; e.g.
+ * "gpu.example.com"). Returns 0, or -EINVAL and, if why is not NULL, a
+ * static string saying what is wrong. Thread-safe. */
+KDP_EXPORT int kdp_dra_validate_driver_name(const char *name, const char **why);
+/* Checks a device name: a DNS label (at most 63 characters, lower-case
+ * letters, digits and '-', a letter or digit at both ends). Same returns. */
+KDP_EXPORT int kdp_dra_validate_device_name(const char *name, const char **why);
+
+/* ------------------------------------------------------------------------
+ * Describing a device for its ResourceSlice
+ * ------------------------------------------------------------------------ */
+
+typedef enum kdp_dra_attr_type {
+    KDP_DRA_ATTR_INT = 1,
+    KDP_DRA_ATTR_BOOL,
+    KDP_DRA_ATTR_STRING,  /* at most 64 characters */
+    KDP_DRA_ATTR_VERSION, /* a semantic version, "1.2.3" */
+} kdp_dra_attr_type;
+
+/* One attribute of a device, which CEL selectors of a DeviceClass or a
+ * claim match on (device.attributes["gpu.example.com"].model). */
+typedef struct kdp_dra_attr {
+    /* A C identifier of at most 32 characters ("model"), which the API
+     * qualifies with the driver name, or "domain/identifier"
+     * ("resource.kubernetes.io/pcieRoot"). */
+    const char *name;
+    kdp_dra_attr_type type;
+    int64_t int_value;        /* KDP_DRA_ATTR_INT */
+    bool bool_value;          /* KDP_DRA_ATTR_BOOL */
+    const char *string_value; /* KDP_DRA_ATTR_STRING and _VERSION */
+} kdp_dra_attr;
+
+/* A device being described (the describe op's out). */
+typedef struct kdp_dra_device kdp_dra_device;
+
+/* The device's name in the slice: a DNS label, unique in the pool. Without
+ * this call, the name is the device's kdp ID lower-cased, every character
+ * that a DNS label cannot hold as '-' (an ID that gives no valid or a
+ * duplicate name is left out of the slices, with a log line naming it).
+ * Returns 0 or -EINVAL (the name is logged with what is wrong). */
+KDP_EXPORT int kdp_dra_device_set_name(kdp_dra_device *d, const char *name);
+/* Adds an attribute (copied). Returns 0, -EINVAL (bad name or value,
+ * logged), -EEXIST (the name twice), -E2BIG (past
+ * KDP_DRA_MAX_DEVICE_FIELDS with the capacities) or -ENOMEM. */
+KDP_EXPORT int kdp_dra_device_add_attr(kdp_dra_device *d, const kdp_dra_attr *a);
+/* Adds a capacity: a name as for attributes, a Kubernetes quantity
+ * ("80Gi", "4", "500m"). Same returns. */
+KDP_EXPORT int kdp_dra_device_add_capacity(kdp_dra_device *d, const char *name,
+                                           const char *quantity);
+
+/* ------------------------------------------------------------------------
+ * Claims
+ * ------------------------------------------------------------------------ */
+
+/* What the kubelet names a claim by. */
+typedef struct kdp_dra_claim_ref {
+    const char *ns;
+    const char *name;
+    const char *uid;
+} kdp_dra_claim_ref;
+
+/* One device allocated to the claim from this driver's pool on this node. */
+typedef struct kdp_dra_alloc {
+    /* The claim's request ("gpu", or "gpu/small" for a subrequest). */
+    const char *request;
+    /* The device's name in the slice, and its kdp ID in the table (NULL if
+     * the device is no longer in the table: prepare refuses the claim
+     * before calling you; unprepare may see it). */
+    const char *device;
+    const char *device_id;
+    const char *share_id; /* NULL unless the device is shared (1.35+) */
+    bool admin_access;
+    /* This driver's opaque parameters that apply to this request (the
+     * claim's status.allocation.devices.config[].opaque.parameters, JSON
+     * text), the DeviceClass's first, then the claim's: a later one wins
+     * where they disagree. */
+    const char *const *configs;
+    size_t n_configs;
+} kdp_dra_alloc;
+
+typedef struct kdp_dra_claim {
+    kdp_dra_claim_ref ref;
+    const kdp_dra_alloc *devices;
+    size_t n_devices;
+} kdp_dra_claim;
+
+/* The answer to a prepare (the prepare op's out): what each device of the
+ * claim gives the container. kdp writes the nodes and variables added here
+ * as one CDI spec for the claim (kind "k8s.<driver>/claim", device
+ * "<claim UID>-<device>") in kdp_dra_config.cdi_dir and hands the kubelet
+ * their CDI IDs; IDs added with kdp_dra_prepared_add_cdi_id (a spec of
+ * yours) are handed over as they are. A device with neither gets its host
+ * device node (kdp_device.host_path, at its container_path) if it has one.
+ * `device` is the index into kdp_dra_claim.devices. Each returns 0, -EINVAL
+ * (bad index or value, logged), -E2BIG (more than 64 of a kind per device)
+ * or -ENOMEM. */
+typedef struct kdp_dra_prepared kdp_dra_prepared;
+KDP_EXPORT int kdp_dra_prepared_add_node(kdp_dra_prepared *r, size_t device,
+                                         const kdp_cdi_node *node);
+KDP_EXPORT int kdp_dra_prepared_add_env(kdp_dra_prepared *r, size_t device, const char *key,
+                                        const char *value);
+KDP_EXPORT int kdp_dra_prepared_add_cdi_id(kdp_dra_prepared *r, size_t device, const char *cdi_id);
+
+/* ------------------------------------------------------------------------
+ * Enabling DRA on a plugin
+ * ------------------------------------------------------------------------ */
+
+/* The callbacks. Every member may be NULL. They run as kdp_ops callbacks
+ * do (the worker thread, one at a time with the plugin's other callbacks,
+ * the callback deadline; kdp_plugin_set_error() gives the reason, which
+ * the kubelet shows in the pod's events). */
+typedef struct kdp_dra_ops {
+    /* Describes one device of the table for the ResourceSlices (name,
+     * attributes, capacities), once per device ID new to the table (a
+     * device removed and added again is described again; a health change
+     * is not a new description). A negative return leaves the device out
+     * (logged). NULL: the name from the ID, no attributes. */
+    int (*describe)(kdp_plugin *p, const kdp_device *d, kdp_dra_device *out, void *ud);
+    /* Prepares the claim's devices for its pods (called once per claim, not
+     * again while it stays prepared; again after an unprepare). Every device
+     * is known and healthy: kdp checked before calling. A negative return
+     * fails the claim (the kubelet retries); nothing is recorded. */
+    int (*prepare)(kdp_plugin *p, const kdp_dra_claim *c, kdp_dra_prepared *out, void *ud);
+    /* Undoes a prepare. The claim is kdp's record of the prepare (the claim
+     * may be gone from the API server). A negative return fails the
+     * unprepare (the kubelet retries); the record is kept. Not called for a
+     * claim kdp never prepared (that unprepare succeeds at once). */
+    int (*unprepare)(kdp_plugin *p, const kdp_dra_claim *c, void *ud);
+} kdp_dra_ops;
+
+typedef struct kdp_dra_config {
+    /* Required: the driver's name (kdp_dra_validate_driver_name), e.g.
+     * "gpu.example.com". */
+    const char *driver_name;
+    /* NULL = $NODE_NAME. Required one way or the other: the pool, the
+     * slices' nodeName and owner. */
+    const char *node_name;
+    /* The API server: NULL = $KUBECONFIG if set, else the in-cluster
+     * configuration ($KUBERNETES_SERVICE_HOST/_PORT, the service account's
+     * token, re-read as it rotates, and CA). A kubeconfig file's current
+     * context: server, certificate-authority[-data], token, tokenFile,
+     * client-certificate[-data] and client-key[-data]. */
+    const char *kubeconfig;
+    /* Where prepared claims are recorded; NULL = <kubelet root>/plugins/
+     * <driver>/ (the kubelet root of kdp_config). Created if missing. */
+    const char *state_dir;
+    /* NULL = "/var/run/cdi". */
+    const char *cdi_dir;
+    /* The rolling-update instance (sockets <driver>-<instance>-reg.sock and
+     * dra-<instance>.sock, so that two instances register at once); NULL =
+     * $POD_UID if set, else the plugin's kdp_config.instance, else none. */
+    const char *instance;
+    /* Also register with the device-plugin API (false: DRA only). Both on
+     * one node hand out the same devices twice unless the cluster uses only
+     * one of them: see docs/dra.md. */
+    bool device_plugin_too;
+    /* Serve no health stream (the kubelet then gets UNIMPLEMENTED). */
+    bool no_health;
+    /* Re-list the node's slices this often as a backstop to the watch; 0 =
+     * 10 minutes. At least 1000. */
+    unsigned resync_interval_ms;
+} kdp_dra_config;
+
+/* Serves p as a DRA driver too (see the top of this header). Before
+ * kdp_plugin_run()/kdp_ctx_run(), on the thread that made the plugin;
+ * once per plugin. ops may be NULL (all defaults). Checks the config and
+ * loads the API server's configuration here; the API server itself is
+ * reached later (and retried with backoff: it may be down at start).
+ * Returns 0, -EINVAL (a bad or missing field: logged, naming it), -EALREADY
+ * (DRA already on), -EBUSY (the plugin runs), -ENOENT (no kubeconfig and not
+ * in a cluster: logged with what to set), -ENOMEM. */
+KDP_EXPORT int kdp_plugin_enable_dra(kdp_plugin *p, const kdp_dra_config *cfg,
+                                     const kdp_dra_ops *ops);
+
+typedef struct kdp_dra_status {
+    bool registered; /* the kubelet took the registration */
+    /* The version the kubelet chose ("v1.DRAPlugin"), as its calls show
+     * it (the registration does not say): "" before the first call. */
+    char version[32];
+    /* Slices as published: all of the pool's written (the API server has
+     * the table's devices), the pool's generation and slice count. */
+    bool published;
+    uint64_t pool_generation;
+    size_t slices;
+    size_t devices;  /* devices in the slices */
+    size_t prepared; /* claims prepared now (the checkpoint) */
+    /* The last API-server failure ("" if the last call worked), for
+     * /healthz and kdpctl. */
+    char api_error[256];
+} kdp_dra_status;
+
+/* Fills *ret. Thread-safe. Returns 0, -EINVAL (NULL), -ENOENT (DRA not
+ * on). */
+KDP_EXPORT int kdp_plugin_get_dra_status(kdp_plugin *p, kdp_dra_status *ret);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

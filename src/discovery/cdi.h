@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cdi: CDI spec files (the public kdp_cdi_write_spec and, here, what the
+ * DRA driver needs besides: a file name of the caller's choosing, one per
+ * claim, and environment variables among a device's edits).
+ */
+#ifndef KDP_CDI_H
+#define KDP_CDI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kdp.h"
+
+/* A device of a spec: its container edits, device nodes and "KEY=VALUE"
+ * variables (at least one of the two; all borrowed). */
+typedef struct kdp__cdi_dev {
+    const char *name;
+    const kdp_cdi_node *nodes;
+    size_t n_nodes;
+    const char *const *env;
+    size_t n_env;
+} kdp__cdi_dev;
+
+/* Writes kind's spec with devs as <dir>/<file> (file: a name ending in
+ * ".json", no '/', not hidden), atomically, left alone when unchanged; dir
+ * absolute, created if missing. n == 0 removes it. Returns 1 (written), 0
+ * (unchanged), -EINVAL (a bad kind, name, path, variable or file name),
+ * -EEXIST (two devices with one name), -ENOMEM, -errno. */
+int kdp__cdi_write_file(const char *dir, const char *file, const char *kind,
+                        const kdp__cdi_dev *devs, size_t n);
+/* Removes <dir>/<file>. Returns 1 (removed), 0 (there was none), -EINVAL,
+ * -errno. */
+int kdp__cdi_remove_file(const char *dir, const char *file);
+/* <dir>/<file> is a regular file. */
+bool kdp__cdi_file_exists(const char *dir, const char *file);
+
+#endif

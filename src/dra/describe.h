@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * describe: the kdp_dra_device builder the describe op fills (kdp_dra.h):
+ * a device's name in the slices, its attributes and capacities, each
+ * checked with the API's rules as it is added.
+ */
+#ifndef KDP_DRA_DESCRIBE_H
+#define KDP_DRA_DESCRIBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kdp_dra.h"
+
+typedef struct kdp__dra_cap {
+    char *name;
+    char *quantity;
+} kdp__dra_cap;
+
+struct kdp_dra_device {
+    const char *id;      /* the kdp ID (borrowed), for log lines */
+    char *name;          /* NULL: the default from the ID */
+    kdp_dra_attr *attrs; /* names and strings copied */
+    size_t n_attrs;
+    kdp__dra_cap *caps;
+    size_t n_caps;
+};
+
+/* An empty description of device id (borrowed). */
+void kdp__dra_device_init(kdp_dra_device *d, const char *id);
+void kdp__dra_device_done(kdp_dra_device *d);
+/* The default name of a kdp ID: lower-cased, every character a DNS label
+ * cannot hold as '-', '-' trimmed at both ends, at most 63 characters.
+ * Returns 0, or -EINVAL (nothing valid is left) with out untouched. */
+int kdp__dra_default_name(const char *id, char out[64]);
+
+#endif

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * prepared: the kdp_dra_prepared builder the prepare op fills (kdp_dra.h):
+ * per device of the claim, the device nodes and variables of kdp's CDI spec
+ * for the claim, and CDI IDs of the author's own specs.
+ */
+#ifndef KDP_DRA_PREPARED_H
+#define KDP_DRA_PREPARED_H
+
+#include <stddef.h>
+
+#include "kdp_dra.h"
+
+/* The most of each kind per device. */
+#define KDP__DRA_PREPARED_MAX 64U
+
+typedef struct kdp__dra_pdev {
+    kdp_cdi_node *nodes; /* strings copied */
+    size_t n_nodes;
+    char **env; /* "KEY=VALUE" */
+    size_t n_env;
+    char **cdi_ids;
+    size_t n_cdi_ids;
+} kdp__dra_pdev;
+
+struct kdp_dra_prepared {
+    kdp__dra_pdev *devs;
+    size_t n;
+};
+
+/* An empty answer for a claim of n devices. Returns 0 or -ENOMEM. */
+int kdp__dra_prepared_init(kdp_dra_prepared *r, size_t n);
+void kdp__dra_prepared_done(kdp_dra_prepared *r);
+
+#endif

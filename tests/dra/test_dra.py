@@ -1,0 +1,414 @@
+#!/usr/bin/python3
+"""kdp's DRA driver (src/dra) end to end: kdp-example-gopher-dra (the gopher
+example's DRA mode) between the kubelet emulator's DRA side
+(kdp-test-kubelet) and the API-server emulator (kdp-test-apiserver).
+
+usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_dra.py [-v] [Test.name ...]
+"""
+
+import glob
+import json
+import os
+import shutil
+import sys
+import time
+import unittest
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from kdptest import T, Proc, ProcTest, binary  # noqa: E402
+from kdptest.apiserver import ApiServer  # noqa: E402
+from kdptest.kubelet import Kubelet  # noqa: E402
+
+DRV = "gopher.example.com"
+NODE = "node-a"
+V1 = "v1.DRAPlugin"
+V1BETA1 = "v1beta1.DRAPlugin"
+HEALTH = "v1alpha1.DRAResourceHealth"
+
+
+class Driver(Proc):
+    """kdp-example-gopher-dra with its gophers in DIR/gophers."""
+
+    def __init__(self, test, args=(), env=None):
+        argv = [binary("kdp-example-gopher-dra"), "--devices-dir", test.path("gophers"),
+                "--kubelet-root", test.path("root"), "--dra", DRV, "--node", NODE,
+                "--cdi-dir", test.path("cdi")] + list(args)
+        full_env = {k: v for k, v in os.environ.items()
+                    if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "NODE_NAME", "POD_UID")}
+        full_env.update(env or {})
+        super().__init__(argv, name="gopher-dra", env=full_env)
+
+
+class Base(ProcTest):
+    TEST_BOUND = 90.0
+
+    def setUp(self):
+        super().setUp()
+        for d in ("root/device-plugins", "root/plugins_registry", "gophers", "cdi"):
+            os.makedirs(self.path(d), exist_ok=True)
+        for i in range(2):
+            self.gopher("gopher-%d" % i)
+
+    def gopher(self, name, content=""):
+        with open(self.path("gophers", name), "w") as f:
+            f.write(content)
+
+    def api(self, **kw):
+        return self.start_proc(ApiServer(self.path("api"), nodes=[NODE], **kw))
+
+    def kubelet(self, **kw):
+        return self.start_proc(Kubelet(self.path("root", "device-plugins"),
+                                       registry=self.path("root", "plugins_registry"), **kw))
+
+    def driver(self, api, args=(), env=None):
+        return self.start_proc(Driver(self, ["--kubeconfig", api.kubeconfig_token] + list(args),
+                                      env))
+
+    def wait_slices(self, api, n_devices, timeout=T):
+        deadline = time.time() + timeout
+        while True:
+            devs = [d for s in api.slices() if s["spec"]["driver"] == DRV
+                    for d in s["spec"].get("devices") or []]
+            if len(devs) == n_devices:
+                return devs
+            if time.time() > deadline:
+                raise AssertionError("slices hold %d devices, not %d: %s"
+                                     % (len(devs), n_devices, api.slices()))
+            time.sleep(0.05)
+
+    def up(self, **kl_kw):
+        """API server, kubelet and driver; the driver registered and its
+        two gophers published."""
+        api = self.api()
+        kl = self.kubelet(**kl_kw)
+        drv = self.driver(api)
+        ev = kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 2)
+        return api, kl, drv, ev
+
+    def checkpoint(self):
+        with open(self.path("root", "plugins", DRV, "checkpoint.json")) as f:
+            return json.load(f)
+
+    def cdi_files(self):
+        return sorted(os.path.basename(p) for p in glob.glob(self.path("cdi", "*.json")))
+
+
+class Registration(Base):
+    def test_v1_chosen_and_the_versions(self):
+        api, kl, drv, ev = self.up()
+        self.assertEqual(ev["service"], V1)
+        self.assertEqual(ev["supported_versions"], [V1, V1BETA1, HEALTH])
+        self.assertEqual(ev["endpoint"], self.path("root", "plugins", DRV, "dra.sock"))
+        self.assertTrue(ev["endpoint_absolute"])
+        self.assertEqual(ev["registration_socket"],
+                         self.path("root", "plugins_registry", DRV + "-reg.sock"))
+        # DRA only: no device-plugin socket
+        self.assertEqual(os.listdir(self.path("root", "device-plugins")), ["kubelet.sock"])
+        drv.wait_log("registered with the kubelet", T)
+
+    def test_v1beta1_kubelet(self):
+        api, kl, drv, ev = self.up(dra_versions=[V1BETA1])
+        self.assertEqual(ev["service"], V1BETA1)
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertTrue(r["ok"], r)
+        self.assertIn(".v1beta1.", r["method"])
+        c = r["by_uid"][uid]
+        self.assertEqual(c["result"], "prepared", c)
+        self.assertEqual(c["devices"][0]["share_id"], "")
+
+    def test_kubelet_restart_registers_again(self):
+        api, kl, drv, ev = self.up()
+        mark = kl.mark()
+        kl.ok("restart")
+        kl.wait_event("dra_registered", T, since=mark, driver=DRV)
+
+    def test_refused_then_asked_again(self):
+        api = self.api()
+        kl = self.kubelet(dra_versions=["v2.DRAPlugin"])
+        drv = self.driver(api)
+        drv.wait_log("the kubelet refused the registration: .*none of services supported", T)
+        drv.wait_log("re-creating the registration socket after the kubelet's refusal", T)
+        st = kl.dra_state()
+        self.assertFalse(st.get(DRV, {}).get("usable", False), st)
+
+    def test_instance_sockets(self):
+        api = self.api()
+        kl = self.kubelet()
+        drv = self.driver(api, env={"POD_UID": "1234-abcd"})
+        ev = kl.wait_dra_registered(DRV, T)
+        self.assertEqual(ev["registration_socket"],
+                         self.path("root", "plugins_registry", DRV + "-1234-abcd-reg.sock"))
+        self.assertEqual(ev["endpoint"], self.path("root", "plugins", DRV, "dra-1234-abcd.sock"))
+        # another instance's sockets are left alone at start and stop
+        other = self.path("root", "plugins_registry", DRV + "-other-reg.sock")
+        open(other, "w").close()
+        self.assertEqual(drv.stop(), 0)
+        self.assertTrue(os.path.exists(other))
+
+    def test_sockets_removed_at_stop(self):
+        api, kl, drv, ev = self.up()
+        self.assertEqual(drv.stop(), 0)
+        self.assertFalse(os.path.exists(ev["registration_socket"]))
+        self.assertFalse(os.path.exists(ev["endpoint"]))
+
+
+class Slices(Base):
+    def test_published_and_republished(self):
+        api = self.api()
+        t0 = time.time()
+        drv = self.driver(api)
+        devs = self.wait_slices(api, 2)
+        print("start to slices published: %.0f ms" % ((time.time() - t0) * 1000))
+        by_name = {d["name"]: d for d in devs}
+        self.assertEqual(sorted(by_name), ["gopher-0", "gopher-1"])
+        g1 = by_name["gopher-1"]
+        self.assertEqual(g1["attributes"]["model"], {"string": "gopher"})
+        self.assertEqual(g1["attributes"]["index"], {"int": 1})
+        self.assertEqual(g1["capacity"]["memory"], {"value": "1Gi"})
+        s = api.slices()[0]
+        self.assertEqual(s["spec"]["nodeName"], NODE)
+        self.assertEqual(s["spec"]["pool"]["name"], NODE)
+        drv.wait_log("slices published", T)
+        self.gopher("gopher-7")
+        devs = self.wait_slices(api, 3)
+        self.assertIn("gopher-7", [d["name"] for d in devs])
+        os.unlink(self.path("gophers", "gopher-0"))
+        devs = self.wait_slices(api, 2)
+        self.assertNotIn("gopher-0", [d["name"] for d in devs])
+
+
+class Prepare(Base):
+    def test_several_claims_in_one_call(self):
+        api, kl, drv, ev = self.up()
+        u1 = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"],
+                              config={"mode": "fast"})
+        u2 = api.create_claim("default", "c2", DRV, NODE, "gpu", ["gopher-1"])
+        r = kl.dra_prepare(DRV, ["default/c1/" + u1, "default/c2/" + u2])
+        self.assertTrue(r["ok"], r)
+        for uid, dev in ((u1, "gopher-0"), (u2, "gopher-1")):
+            c = r["by_uid"][uid]
+            self.assertEqual(c["result"], "prepared", c)
+            d = c["devices"][0]
+            self.assertEqual((d["pool"], d["device"], d["request_names"]), (NODE, dev, ["gpu"]))
+            self.assertEqual(d["cdi_device_ids"], ["k8s.%s/claim=%s-%s" % (DRV, uid, dev)])
+        self.assertEqual(self.cdi_files(), sorted("k8s.%s-claim_%s.json" % (DRV, u)
+                                                  for u in (u1, u2)))
+        with open(self.path("cdi", "k8s.%s-claim_%s.json" % (DRV, u1))) as f:
+            spec = json.load(f)
+        self.assertEqual(spec["kind"], "k8s.%s/claim" % DRV)
+        self.assertEqual(spec["devices"][0]["containerEdits"]["env"], ["GOPHER_0=gopher-0"])
+        ck = self.checkpoint()
+        self.assertEqual(sorted(ck["claims"]), sorted([u1, u2]))
+        self.assertEqual(ck["claims"][u1]["devices"][0]["configs"], ['{"mode":"fast"}'])
+        # again: the same answer, from the checkpoint
+        r2 = kl.dra_prepare(DRV, ["default/c1/" + u1])
+        self.assertEqual(r2["by_uid"][u1]["devices"], r["by_uid"][u1]["devices"])
+        r = kl.dra_unprepare(DRV, ["default/c1/" + u1, "default/c2/" + u2])
+        self.assertTrue(r["ok"], r)
+        self.assertEqual({c["result"] for c in r["claims"]}, {"unprepared"})
+        self.assertEqual(self.cdi_files(), [])
+        self.assertEqual(self.checkpoint()["claims"], {})
+
+    def test_concurrent_calls_on_one_claim(self):
+        api, kl, drv, ev = self.up()
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
+        mark = api.mark()
+        calls = [kl.command_async("dra-prepare %s default/c1/%s" % (DRV, uid)) for _ in range(3)]
+        replies = [kl.wait_reply(cid, m) for cid, m in calls]
+        for r in replies:
+            self.assertTrue(r["ok"], r)
+            self.assertEqual(r["claims"][0]["result"], "prepared", r)
+            self.assertEqual(r["claims"][0]["devices"], replies[0]["claims"][0]["devices"])
+        # one after the other: the claim read once, then from the checkpoint
+        gets = api.requests(mark, verb="get", resource="resourceclaims")
+        self.assertEqual(len(gets), 1, gets)
+        self.assertEqual(list(self.checkpoint()["claims"]), [uid])
+
+    def test_other_node_or_driver_refused(self):
+        api, kl, drv, ev = self.up()
+        u1 = api.create_claim("default", "other-driver", "other.example.com", NODE, "gpu",
+                              ["gopher-0"])
+        u2 = api.create_claim("default", "other-node", DRV, "node-b", "gpu", ["gopher-0"])
+        u3 = api.create_claim("default", "unknown-dev", DRV, NODE, "gpu", ["gopher-9"])
+        r = kl.dra_prepare(DRV, ["default/other-driver/" + u1, "default/other-node/" + u2,
+                                 "default/unknown-dev/" + u3, "default/gone/no-such-uid"])
+        self.assertTrue(r["ok"], r)
+        for uid in (u1, u2, u3, "no-such-uid"):
+            self.assertEqual(r["by_uid"][uid]["result"], "error", r["by_uid"][uid])
+        self.assertIn("another driver or node", r["by_uid"][u1]["error"])
+        self.assertIn("another driver or node", r["by_uid"][u2]["error"])
+        self.assertIn("gopher-9", r["by_uid"][u3]["error"])
+        self.assertEqual(self.cdi_files(), [])
+
+    def test_unhealthy_device_refused_and_health_streamed(self):
+        api, kl, drv, ev = self.up()
+        self.gopher("gopher-1", "unhealthy")
+        deadline = time.time() + T
+        while True:
+            h = {d["device"]: d["health"] for d in kl.dra_health(DRV)["devices"]}
+            if h.get("gopher-1") == "Unhealthy":
+                break
+            self.assertLess(time.time(), deadline, h)
+            time.sleep(0.05)
+        self.assertEqual(h["gopher-0"], "Healthy")
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-1"])
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertIn("unhealthy", r["by_uid"][uid]["error"])
+
+    def test_api_server_down_then_back(self):
+        api, kl, drv, ev = self.up()
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
+        api.ok("down")
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertTrue(r["ok"], r)  # the call answers; the claim has the error
+        self.assertEqual(r["by_uid"][uid]["result"], "error", r)
+        api.ok("up")
+        deadline = time.time() + T
+        while True:  # the kubelet asks again
+            r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+            if r["by_uid"][uid]["result"] == "prepared":
+                break
+            self.assertLess(time.time(), deadline, r)
+            time.sleep(0.2)
+
+    def test_claim_deleted_before_unprepare(self):
+        api, kl, drv, ev = self.up()
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
+        self.assertEqual(kl.dra_prepare(DRV, ["default/c1/" + uid])["by_uid"][uid]["result"],
+                         "prepared")
+        api.ok("delete-claim default c1")
+        r = kl.dra_unprepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "unprepared", r)
+        self.assertEqual(self.cdi_files(), [])
+
+    def test_driver_restarted_between_prepare_and_unprepare(self):
+        api, kl, drv, ev = self.up()
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
+        r1 = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r1["by_uid"][uid]["result"], "prepared")
+        self.assertEqual(drv.stop(), 0)
+        mark = kl.mark()
+        drv = self.driver(api)
+        kl.wait_event("dra_registered", T, since=mark, driver=DRV)
+        api.ok("delete-claim default c1")
+        r2 = kl.dra_prepare(DRV, ["default/c1/" + uid])  # from the checkpoint
+        self.assertEqual(r2["by_uid"][uid]["devices"], r1["by_uid"][uid]["devices"])
+        r = kl.dra_unprepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "unprepared", r)
+        self.assertEqual(self.cdi_files(), [])
+
+    def test_cdi_directory_wiped(self):
+        api, kl, drv, ev = self.up()
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
+        kl.dra_prepare(DRV, ["default/c1/" + uid])
+        shutil.rmtree(self.path("cdi"))
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "prepared", r)
+        self.assertEqual(self.cdi_files(), ["k8s.%s-claim_%s.json" % (DRV, uid)])
+        drv.wait_log("written again", T)
+
+    def test_corrupt_checkpoint_kept_aside(self):
+        state = self.path("root", "plugins", DRV)
+        os.makedirs(state)
+        with open(os.path.join(state, "checkpoint.json"), "w") as f:
+            f.write('{"version": 1, "checksum": "fnv1a64:0", "claims": {}}')
+        api, kl, drv, ev = self.up()
+        drv.wait_log("cannot be read", T)
+        self.assertEqual(len(glob.glob(os.path.join(state, "checkpoint.json.corrupt-*"))), 1)
+
+
+class TestDriver(Proc):
+    """kdp-test-dra-driver (tests/dra/test_driver.c): devices dev-0..dev-3
+    with host node /dev/null; a slow prepare, a failing unprepare."""
+
+    def __init__(self, test, api, args=()):
+        argv = [binary("kdp-test-dra-driver"), "--kubelet-root", test.path("root"),
+                "--kubeconfig", api.kubeconfig_token, "--driver", DRV, "--node", NODE,
+                "--cdi-dir", test.path("cdi")] + list(args)
+        super().__init__(argv, name="test-dra-driver")
+
+
+class Knobs(Base):
+    def test_deadline_answers_every_claim(self):
+        api = self.api()
+        kl = self.kubelet(dra_call_timeout=2)
+        drv = self.start_proc(TestDriver(self, api, ["--prepare-delay-ms", "1500"]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        uids = [api.create_claim("default", "c%d" % i, DRV, NODE, "gpu", ["dev-%d" % i])
+                for i in range(3)]
+        t0 = time.time()
+        r = kl.dra_prepare(DRV, ["default/c%d/%s" % (i, u) for i, u in enumerate(uids)])
+        took = time.time() - t0
+        self.assertTrue(r["ok"], r)  # answered, not DEADLINE_EXCEEDED
+        self.assertEqual(r["missing"], [], r)
+        self.assertLess(took, 2.0)
+        results = [r["by_uid"][u]["result"] for u in uids]
+        self.assertIn("error", results, r)  # one callback at a time: not all three in 2 s
+        for u in uids:
+            if r["by_uid"][u]["result"] == "error":
+                self.assertIn("deadline", r["by_uid"][u]["error"])
+        deadline = time.time() + 10
+        while drv.count_log("prepared claim default/c") < 3:  # they went on
+            self.assertLess(time.time(), deadline, drv.log_text())
+            time.sleep(0.05)
+        r = kl.dra_prepare(DRV, ["default/c%d/%s" % (i, u) for i, u in enumerate(uids)])
+        self.assertEqual([r["by_uid"][u]["result"] for u in uids], ["prepared"] * 3, r)
+        d = r["by_uid"][uids[0]]["devices"][0]
+        self.assertEqual(d["cdi_device_ids"], ["k8s.%s/claim=%s-dev-0" % (DRV, uids[0])])
+        with open(self.path("cdi", "k8s.%s-claim_%s.json" % (DRV, uids[0]))) as f:
+            spec = json.load(f)  # the default node: the device's host_path
+        self.assertEqual(spec["devices"][0]["containerEdits"]["deviceNodes"][0]["path"],
+                         "/dev/null")
+
+    def test_failed_unprepare_keeps_the_record(self):
+        api = self.api()
+        kl = self.kubelet()
+        flag = self.path("fail-unprepare")
+        self.start_proc(TestDriver(self, api, ["--fail-unprepare-file", flag]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["dev-1"])
+        self.assertEqual(kl.dra_prepare(DRV, ["default/c1/" + uid])["by_uid"][uid]["result"],
+                         "prepared")
+        open(flag, "w").close()
+        r = kl.dra_unprepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "error", r)
+        self.assertIn("refused by the test", r["by_uid"][uid]["error"])
+        self.assertEqual(list(self.checkpoint()["claims"]), [uid])
+        self.assertEqual(len(self.cdi_files()), 1)
+        os.unlink(flag)
+        r = kl.dra_unprepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "unprepared", r)
+        self.assertEqual(self.checkpoint()["claims"], {})
+        self.assertEqual(self.cdi_files(), [])
+
+    def test_device_plugin_too(self):
+        api = self.api()
+        kl = self.kubelet()
+        self.driver(api, ["--device-plugin-too", "--device-plugin-dir",
+                          self.path("root", "device-plugins")])
+        kl.wait_dra_registered(DRV, T)
+        kl.wait_event("registered", T, since=0, resource="example.com/gopher")
+        self.wait_slices(api, 2)
+
+
+class Config(Base):
+    def test_no_api_server_configuration(self):
+        d = self.start_proc(Driver(self))
+        self.assertNotEqual(d.wait_exit(T), 0)
+        self.assertIn("KUBECONFIG", d.log_text())
+
+    def test_bad_driver_name(self):
+        d = self.start_proc(Proc([binary("kdp-example-gopher-dra"), "--devices-dir",
+                                  self.path("gophers"), "--kubelet-root", self.path("root"),
+                                  "--dra", "Not_A_Name", "--node", NODE]))
+        self.assertNotEqual(d.wait_exit(T), 0)
+        self.assertIn("kdp_dra_config.driver_name", d.log_text())
+
+
+if __name__ == "__main__":
+    unittest.main()

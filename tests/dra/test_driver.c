@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kdp-test-dra-driver: a DRA driver for tests/dra, with the knobs the
+ * gopher example has no business having. Devices dev-0 .. dev-<N-1>, each
+ * with a host node /dev/null (so that a claim gets the default node).
+ *
+ *   kdp-test-dra-driver --kubelet-root ROOT --kubeconfig FILE --driver NAME
+ *       --node NODE --cdi-dir DIR [--devices N] [--prepare-delay-ms MS]
+ *       [--fail-unprepare-file FILE]
+ *
+ * --fail-unprepare-file: while FILE exists, the unprepare op fails.
+ */
+#include <errno.h>
+#include <kdp_dra.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static unsigned prepare_delay_ms;
+static const char *fail_unprepare_file;
+
+static int list(kdp_plugin *p, kdp_device_list *out, void *ud)
+{
+    (void)p;
+    unsigned n = *(unsigned *)ud;
+    for (unsigned i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "dev-%u", i);
+        kdp_device d = {.id = id, .health = KDP_HEALTHY, .host_path = "/dev/null"};
+        int r = kdp_device_list_add(out, &d);
+        if (r < 0) {
+            return r;
+        }
+    }
+    return 0;
+}
+
+static int prepare(kdp_plugin *p, const kdp_dra_claim *c, kdp_dra_prepared *out, void *ud)
+{
+    (void)p;
+    (void)c;
+    (void)out;
+    (void)ud;
+    struct timespec ts = {prepare_delay_ms / 1000, (long)(prepare_delay_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    return 0;
+}
+
+static int unprepare(kdp_plugin *p, const kdp_dra_claim *c, void *ud)
+{
+    (void)ud;
+    if (fail_unprepare_file && access(fail_unprepare_file, F_OK) == 0) {
+        kdp_plugin_set_error(p, "unprepare of %s refused by the test", c->ref.uid);
+        return -EBUSY;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    kdp_config cfg = {.resource_name = "example.com/testdra",
+                      .socket_name = "testdra.sock",
+                      .callback_timeout_ms = 30000};
+    kdp_dra_config dc = {0};
+    unsigned n = 4;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *k = argv[i];
+        const char *v = argv[i + 1];
+        if (strcmp(k, "--kubelet-root") == 0) {
+            cfg.kubelet_root = v;
+        } else if (strcmp(k, "--kubeconfig") == 0) {
+            dc.kubeconfig = v;
+        } else if (strcmp(k, "--driver") == 0) {
+            dc.driver_name = v;
+        } else if (strcmp(k, "--node") == 0) {
+            dc.node_name = v;
+        } else if (strcmp(k, "--cdi-dir") == 0) {
+            dc.cdi_dir = v;
+        } else if (strcmp(k, "--devices") == 0) {
+            n = (unsigned)strtoul(v, NULL, 10);
+        } else if (strcmp(k, "--prepare-delay-ms") == 0) {
+            prepare_delay_ms = (unsigned)strtoul(v, NULL, 10);
+        } else if (strcmp(k, "--fail-unprepare-file") == 0) {
+            fail_unprepare_file = v;
+        } else {
+            fprintf(stderr, "kdp-test-dra-driver: unknown flag %s\n", k);
+            return 2;
+        }
+    }
+    kdp_log_set(KDP_LOG_INFO, NULL, NULL);
+    kdp_ops ops = {.list = list};
+    kdp_dra_ops dops = {.prepare = prepare, .unprepare = unprepare};
+    kdp_plugin *p;
+    if (kdp_plugin_new(NULL, &cfg, &ops, &n, &p) < 0) {
+        return 1;
+    }
+    if (kdp_plugin_enable_dra(p, &dc, &dops) < 0) {
+        kdp_plugin_free(p);
+        return 1;
+    }
+    int r = kdp_plugin_run(p);
+    kdp_plugin_free(p);
+    return r == 0 ? 0 : 1;
+}

@@ -1,0 +1,11 @@
+# kdp's DRA driver (src/dra) end to end: the gopher example's DRA mode
+# between the kubelet emulator (tests/kubelet) and the API-server emulator
+# (tests/apiserver). Included by tests/CMakeLists.txt.
+add_executable(kdp-test-dra-driver ${CMAKE_CURRENT_SOURCE_DIR}/dra/test_driver.c)
+target_compile_options(kdp-test-dra-driver PRIVATE ${KDP_WARNINGS})
+target_link_libraries(kdp-test-dra-driver PRIVATE kdp_dra_static)
+if(KDP_INTEROP AND NOT KDP_STATIC_TOOLS)
+  add_test(NAME dra_driver COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/dra/test_dra.py)
+  set_tests_properties(dra_driver PROPERTIES TIMEOUT 600 LABELS integration
+    ENVIRONMENT "KDP_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
+endif()

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/* cmocka 1.1.5 needs these first, in this order. */
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+/* The prepared builder and a claim's record: the prepare's answer merged,
+ * the CDI IDs, the claim's CDI spec (env edits, a per-claim file). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "discovery/cdi.h"
+#include "dra/claimrec.h"
+#include "dra/prepared.h"
+
+#define KIND      "k8s.gpu.example.com/claim"
+#define FILE_NAME "k8s.gpu.example.com-claim_u1.json"
+
+static json_t *record(void)
+{
+    return json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s, s:b, s:[s]}, {s:s, s:s, s:s, s:b, s:[], "
+                     "s:{s:s, s:s}}, {s:s, s:s, s:s, s:b, s:[]}]}",
+                     "namespace", "ns", "name", "c1", "uid", "u1", "devices", "request", "gpu",
+                     "device", "gpu-0", "device_id", "GPU0", "admin_access", 0, "configs",
+                     "{\"a\":1}", "request", "gpu", "device", "gpu-1", "device_id", "GPU1",
+                     "admin_access", 1, "configs", "default_node", "path", "/dev/gpu1", "host_path",
+                     "/dev/gpu1", "request", "nic", "device", "nic-0", "device_id", "NIC0",
+                     "admin_access", 0, "configs");
+}
+
+static void test_prepared_builder(void **state)
+{
+    (void)state;
+    kdp_dra_prepared pr;
+    assert_int_equal(kdp__dra_prepared_init(&pr, 2), 0);
+    kdp_cdi_node nd = {.path = "/dev/x", .host_path = "/dev/y", .permissions = "rw"};
+    assert_int_equal(kdp_dra_prepared_add_node(&pr, 0, &nd), 0);
+    assert_int_equal(kdp_dra_prepared_add_node(&pr, 2, &nd), -EINVAL); /* past the claim */
+    kdp_cdi_node rel = {.path = "dev/x"};
+    assert_int_equal(kdp_dra_prepared_add_node(&pr, 0, &rel), -EINVAL);
+    kdp_cdi_node perm = {.path = "/dev/x", .permissions = "rwz"};
+    assert_int_equal(kdp_dra_prepared_add_node(&pr, 0, &perm), -EINVAL);
+    assert_int_equal(kdp_dra_prepared_add_env(&pr, 1, "GPU", "0"), 0);
+    assert_int_equal(kdp_dra_prepared_add_env(&pr, 1, "A=B", "0"), -EINVAL);
+    assert_int_equal(kdp_dra_prepared_add_env(&pr, 1, "X", NULL), -EINVAL);
+    assert_int_equal(kdp_dra_prepared_add_cdi_id(&pr, 1, "vendor.com/class=dev"), 0);
+    assert_int_equal(kdp_dra_prepared_add_cdi_id(&pr, 1, "no-kind"), -EINVAL);
+    for (unsigned i = 1; i < KDP__DRA_PREPARED_MAX; i++) {
+        assert_int_equal(kdp_dra_prepared_add_env(&pr, 0, "K", "v"), 0);
+    }
+    assert_int_equal(kdp_dra_prepared_add_env(&pr, 0, "K", "v"), 0);
+    assert_int_equal(kdp_dra_prepared_add_env(&pr, 0, "K", "v"), -E2BIG);
+    assert_int_equal(pr.devs[0].n_nodes, 1);
+    assert_string_equal(pr.devs[0].nodes[0].host_path, "/dev/y");
+    assert_string_equal(pr.devs[1].env[0], "GPU=0");
+    assert_int_equal(kdp_dra_prepared_add_node(NULL, 0, &nd), -EINVAL);
+    kdp__dra_prepared_done(&pr);
+}
+
+static void test_view(void **state)
+{
+    (void)state;
+    json_t *rec = record();
+    kdp__dra_claimview v;
+    assert_int_equal(kdp__dra_claimview_init(&v, rec), 0);
+    assert_string_equal(v.claim.ref.uid, "u1");
+    assert_int_equal(v.claim.n_devices, 3);
+    assert_string_equal(v.claim.devices[0].device_id, "GPU0");
+    assert_int_equal(v.claim.devices[0].n_configs, 1);
+    assert_string_equal(v.claim.devices[0].configs[0], "{\"a\":1}");
+    assert_true(v.claim.devices[1].admin_access);
+    assert_null(v.claim.devices[1].share_id);
+    kdp__dra_claimview_done(&v);
+    json_t *bad = json_pack("{s:s}", "uid", "u1");
+    assert_int_equal(kdp__dra_claimview_init(&v, bad), -EINVAL);
+    json_decref(bad);
+    json_decref(rec);
+}
+
+static void test_merge_and_cdi(void **state)
+{
+    (void)state;
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/tmp/kdp-claimrec-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    json_t *rec = record();
+    kdp_dra_prepared pr;
+    assert_int_equal(kdp__dra_prepared_init(&pr, 3), 0);
+    assert_int_equal(kdp_dra_prepared_add_env(&pr, 0, "GPU", "0"), 0);
+    assert_int_equal(kdp_dra_prepared_add_cdi_id(&pr, 0, "vendor.com/gpu=all"), 0);
+    /* device 1: nothing, so its default node; device 2: nothing at all */
+    assert_int_equal(kdp__dra_rec_merge(rec, &pr, KIND), 0);
+    kdp__dra_prepared_done(&pr);
+    json_t *devs = json_object_get(rec, "devices");
+    json_t *ids0 = json_object_get(json_array_get(devs, 0), "cdi_ids");
+    assert_int_equal(json_array_size(ids0), 2);
+    assert_string_equal(json_string_value(json_array_get(ids0, 0)), KIND "=u1-gpu-0");
+    assert_string_equal(json_string_value(json_array_get(ids0, 1)), "vendor.com/gpu=all");
+    json_t *ids1 = json_object_get(json_array_get(devs, 1), "cdi_ids");
+    assert_string_equal(json_string_value(json_array_get(ids1, 0)), KIND "=u1-gpu-1");
+    assert_int_equal(json_array_size(json_object_get(json_array_get(devs, 2), "cdi_ids")), 0);
+    assert_true(kdp__dra_rec_has_cdi(rec));
+
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND), 1);
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND), 0); /* unchanged */
+    assert_true(kdp__cdi_file_exists(dir, FILE_NAME));
+    char path[160];
+    snprintf(path, sizeof(path), "%s/%s", dir, FILE_NAME);
+    json_t *spec = json_load_file(path, 0, NULL);
+    assert_non_null(spec);
+    assert_string_equal(json_string_value(json_object_get(spec, "kind")), KIND);
+    json_t *sd = json_object_get(spec, "devices");
+    assert_int_equal(json_array_size(sd), 2);
+    json_t *e0 = json_object_get(json_array_get(sd, 0), "containerEdits");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(sd, 0), "name")),
+                        "u1-gpu-0");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(e0, "env"), 0)), "GPU=0");
+    json_t *e1 = json_object_get(json_array_get(sd, 1), "containerEdits");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(e1, "deviceNodes"), 0), "path")),
+                        "/dev/gpu1");
+    json_decref(spec);
+    assert_int_equal(kdp__cdi_remove_file(dir, FILE_NAME), 1);
+    assert_int_equal(kdp__cdi_remove_file(dir, FILE_NAME), 0);
+    assert_int_equal(kdp__cdi_remove_file(dir, "../x.json"), -EINVAL);
+    assert_int_equal(kdp__cdi_write_file(dir, ".hidden.json", KIND, NULL, 0), -EINVAL);
+    json_decref(rec);
+    rmdir(dir);
+}
+
+static void test_cdi_env_checks(void **state)
+{
+    (void)state;
+    const char *env[] = {"=x"};
+    kdp__cdi_dev d = {.name = "a", .env = env, .n_env = 1};
+    assert_int_equal(kdp__cdi_write_file("/tmp", "k.json", KIND, &d, 1), -EINVAL);
+    kdp__cdi_dev none = {.name = "a"};
+    assert_int_equal(kdp__cdi_write_file("/tmp", "k.json", KIND, &none, 1), -EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_prepared_builder),
+        cmocka_unit_test(test_view),
+        cmocka_unit_test(test_merge_and_cdi),
+        cmocka_unit_test(test_cdi_env_checks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/* cmocka 1.1.5 needs these first, in this order. */
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "k8s/kconfig.h"
+
+static char dir[256];
+
+static void put(const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *path_of(const char *name)
+{
+    static char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return path;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/kdp-test-kconfig-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    unsetenv("KUBECONFIG");
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
+    unsetenv(KDP__KCONFIG_SA_DIR_ENV);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Loads name from dir; wants err; returns the config (or NULL). */
+static kdp__kconfig *load(const char *name, int want, const char *why_has)
+{
+    kdp__kconfig *kc = NULL;
+    char why[512] = "";
+    int r = kdp__kconfig_load(name ? path_of(name) : NULL, &kc, why, sizeof(why));
+    if (r != want || (why_has && !strstr(why, why_has))) {
+        print_error("load %s: %d (want %d) why=\"%s\" (want \"%s\")\n", name ? name : "(env)", r,
+                    want, why, why_has ? why_has : "");
+    }
+    assert_int_equal(r, want);
+    if (why_has) {
+        assert_non_null(strstr(why, why_has));
+    }
+    return kc;
+}
+
+#define HEAD                                                                                       \
+    "apiVersion: v1\nkind: Config\ncurrent-context: dev\n"                                         \
+    "contexts:\n- name: other\n  context: {cluster: nowhere, user: nobody}\n"                      \
+    "- name: dev\n  context:\n    cluster: c1\n    user: u1\n"
+
+static void test_token_and_ca_file(void **state)
+{
+    (void)state;
+    put("ca.crt", "PEM");
+    put("kc", HEAD "clusters:\n- name: c1\n  cluster:\n    server: https://127.0.0.1:6443/\n"
+                   "    certificate-authority: ca.crt\n"
+                   "users:\n- name: u1\n  user:\n    token: abc.def\n");
+    kdp__kconfig *kc = load("kc", 0, NULL);
+    assert_string_equal(kc->server, "https://127.0.0.1:6443");
+    assert_string_equal(kc->ca_file, path_of("ca.crt"));
+    assert_string_equal(kc->token, "abc.def");
+    assert_null(kc->token_file);
+    assert_null(kc->cert_file);
+    char want[600];
+    snprintf(want, sizeof(want), "kubeconfig %s (context dev)", path_of("kc"));
+    assert_string_equal(kc->source, want);
+    kdp__kconfig_free(kc);
+}
+
+static void test_data_and_client_cert(void **state)
+{
+    (void)state;
+    /* "CA PEM", "CERT", "KEY" in base64, one split over two lines */
+    put("kc", HEAD "clusters:\n- name: c1\n  cluster:\n    server: https://h:1\n"
+                   "    certificate-authority-data: Q0EgUEVN\n"
+                   "users:\n- name: u1\n  user:\n    client-certificate-data: \"Q0VS\\nVA==\"\n"
+                   "    client-key-data: S0VZ\n");
+    kdp__kconfig *kc = load("kc", 0, NULL);
+    assert_int_equal(kc->ca_len, 6);
+    assert_string_equal(kc->ca_data, "CA PEM");
+    assert_string_equal(kc->cert_data, "CERT");
+    assert_string_equal(kc->key_data, "KEY");
+    assert_null(kc->token);
+    kdp__kconfig_free(kc);
+}
+
+static void test_files_and_token_file(void **state)
+{
+    (void)state;
+    put("tok", "  secret-token\n");
+    put("c.pem", "C");
+    put("k.pem", "K");
+    put("kc", HEAD "clusters:\n- name: c1\n  cluster:\n    server: https://h:1\n"
+                   "users:\n- name: u1\n  user:\n    tokenFile: tok\n"
+                   "    client-certificate: c.pem\n    client-key: k.pem\n");
+    kdp__kconfig *kc = load("kc", 0, NULL);
+    assert_null(kc->ca_file);
+    assert_null(kc->ca_data);
+    assert_string_equal(kc->token_file, path_of("tok"));
+    assert_string_equal(kc->cert_file, path_of("c.pem"));
+    assert_string_equal(kc->key_file, path_of("k.pem"));
+    char *t = NULL;
+    char why[256];
+    assert_int_equal(kdp__kconfig_read_token(kc->token_file, &t, why, sizeof(why)), 0);
+    assert_string_equal(t, "secret-token");
+    free(t);
+    kdp__kconfig_free(kc);
+}
+
+static void test_kubeconfig_env(void **state)
+{
+    (void)state;
+    put("kc2", HEAD "clusters:\n- name: c1\n  cluster: {server: 'https://env:2'}\n"
+                    "users:\n- name: u1\n  user: {token: t}\n");
+    char list[700];
+    snprintf(list, sizeof(list), "%s:/nonexistent", path_of("kc2"));
+    setenv("KUBECONFIG", list, 1);
+    kdp__kconfig *kc = load(NULL, 0, NULL);
+    assert_string_equal(kc->server, "https://env:2");
+    kdp__kconfig_free(kc);
+    unsetenv("KUBECONFIG");
+}
+
+static void test_kubeconfig_errors(void **state)
+{
+    (void)state;
+    put("nocur", "apiVersion: v1\nclusters: []\n");
+    assert_null(load("nocur", -EINVAL, "no current-context in"));
+    assert_null(load("nocur", -EINVAL, "kubectl config use-context"));
+    put("noctx", "current-context: x\ncontexts: []\n");
+    assert_null(load("noctx", -EINVAL, "current-context x is not in contexts"));
+    put("nocl", HEAD "clusters: []\n");
+    assert_null(load("nocl", -EINVAL, "cluster c1, which is not in clusters"));
+    put("nosrv", HEAD "clusters:\n- name: c1\n  cluster: {}\n");
+    assert_null(load("nosrv", -EINVAL, "has no server"));
+    put("insec", HEAD "clusters:\n- name: c1\n  cluster: {server: 'https://h', "
+                      "insecure-skip-tls-verify: true}\n");
+    assert_null(load("insec", -EINVAL, "insecure-skip-tls-verify is not supported"));
+    put("exec", HEAD "clusters:\n- name: c1\n  cluster: {server: 'https://h'}\n"
+                     "users:\n- name: u1\n  user: {exec: {command: x}}\n");
+    assert_null(load("exec", -EINVAL, "exec or auth-provider"));
+    put("half", HEAD "clusters:\n- name: c1\n  cluster: {server: 'https://h'}\n"
+                     "users:\n- name: u1\n  user: {client-certificate-data: Q0VS}\n");
+    assert_null(load("half", -EINVAL, "client certificate without its key"));
+    put("nouser", HEAD "clusters:\n- name: c1\n  cluster: {server: 'https://h'}\nusers: []\n");
+    assert_null(load("nouser", -EINVAL, "user u1, which is not in users"));
+    put("badca", HEAD "clusters:\n- name: c1\n  cluster: {server: 'https://h', "
+                      "certificate-authority: missing.crt}\n");
+    assert_null(load("badca", -ENOENT, "certificate-authority"));
+    put("bad64", HEAD "clusters:\n- name: c1\n  cluster: {server: 'https://h', "
+                      "certificate-authority-data: '!!'}\n");
+    assert_null(load("bad64", -EINVAL, "not base64"));
+    put("yaml", "current-context: [x\n");
+    assert_null(load("yaml", -EINVAL, "not valid YAML"));
+    put("list", "- a\n- b\n");
+    assert_null(load("list", -EINVAL, "not a kubeconfig"));
+    put("ftp", HEAD "clusters:\n- name: c1\n  cluster: {server: 'ftp://h'}\n");
+    assert_null(load("ftp", -EINVAL, "not an https:// URL"));
+    assert_null(load("absent", -ENOENT, "cannot read the kubeconfig"));
+}
+
+static void test_in_cluster(void **state)
+{
+    (void)state;
+    assert_null(load(NULL, -ENOENT, "set $KUBECONFIG"));
+    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    setenv(KDP__KCONFIG_SA_DIR_ENV, dir, 1);
+    /* no token yet */
+    assert_null(load(NULL, -ENOENT, "service account token mounted"));
+    put("token", "tok1\n");
+    assert_null(load(NULL, -ENOENT, "cannot read the CA"));
+    put("ca.crt", "PEM");
+    kdp__kconfig *kc = load(NULL, 0, NULL);
+    assert_string_equal(kc->server, "https://10.96.0.1:443");
+    assert_string_equal(kc->token_file, path_of("token"));
+    assert_string_equal(kc->ca_file, path_of("ca.crt"));
+    assert_string_equal(kc->source, "in-cluster");
+    assert_null(kc->token);
+    kdp__kconfig_free(kc);
+    setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+    kc = load(NULL, 0, NULL);
+    assert_string_equal(kc->server, "https://[fd00::1]:443");
+    kdp__kconfig_free(kc);
+    put("token", "\n \n");
+    assert_null(load(NULL, -ENODATA, "is empty"));
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
+    unsetenv(KDP__KCONFIG_SA_DIR_ENV);
+}
+
+static void test_token_file_errors(void **state)
+{
+    (void)state;
+    char *t = NULL;
+    char why[256];
+    assert_int_equal(kdp__kconfig_read_token(path_of("nope"), &t, why, sizeof(why)), -ENOENT);
+    assert_non_null(strstr(why, "nope"));
+    put("two", "a b\n");
+    assert_int_equal(kdp__kconfig_read_token(path_of("two"), &t, why, sizeof(why)), -EINVAL);
+    assert_int_equal(kdp__kconfig_read_token(dir, &t, why, sizeof(why)), -EISDIR);
+}
+
+static void test_base64(void **state)
+{
+    (void)state;
+    struct {
+        const char *in, *out;
+    } v[] = {{"", ""},
+             {"Zg==", "f"},
+             {"Zm8=", "fo"},
+             {"Zm9v", "foo"},
+             {"Zm9vYg==", "foob"},
+             {"Zm9vYmE=", "fooba"},
+             {"Zm9vYmFy", "foobar"},
+             {"Zm9v\nYmFy", "foobar"},
+             {"Zg", "f"}};
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        char *o = NULL;
+        size_t n = 0;
+        assert_int_equal(kdp__kconfig_base64(v[i].in, &o, &n), 0);
+        assert_int_equal(n, strlen(v[i].out));
+        assert_string_equal(o, v[i].out);
+        free(o);
+    }
+    const char *bad[] = {"Z", "Zm9vY", "Zg==Zg", "Z*==", "Zm9v!"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *o = NULL;
+        size_t n = 0;
+        assert_int_equal(kdp__kconfig_base64(bad[i], &o, &n), -EINVAL);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_token_and_ca_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_data_and_client_cert, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_files_and_token_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kubeconfig_env, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kubeconfig_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_in_cluster, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_token_file_errors, setup, teardown),
+        cmocka_unit_test(test_base64),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

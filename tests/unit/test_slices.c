@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/* cmocka 1.1.5 needs these first, in this order. */
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/k8snames.h"
+#include "k8s/slices.h"
+
+static void test_count(void **state)
+{
+    (void)state;
+    assert_int_equal(kdp__slices_count(0), 1); /* at least one slice, even empty */
+    assert_int_equal(kdp__slices_count(1), 1);
+    assert_int_equal(kdp__slices_count(128), 1);
+    assert_int_equal(kdp__slices_count(129), 2);
+    assert_int_equal(kdp__slices_count(300), 3);
+    assert_int_equal(kdp__slices_count(384), 3);
+    assert_int_equal(kdp__slices_count(385), 4);
+}
+
+static void test_generate_name(void **state)
+{
+    (void)state;
+    char out[64];
+    kdp__slices_generate_name("node-a", "gpu.example.com", out, sizeof(out));
+    assert_string_equal(out, "node-a-gpu-example-com-");
+    /* long ones are cut to 58, still a valid prefix */
+    char node[254];
+    memset(node, 'n', 200);
+    node[200] = '\0';
+    kdp__slices_generate_name(node, "gpu.example.com", out, sizeof(out));
+    assert_int_equal(strlen(out), 58);
+    assert_int_equal(out[57], '-');
+    char full[80];
+    snprintf(full, sizeof(full), "%sabcde", out);
+    assert_int_equal(kdp__k8snames_dns_subdomain(full, NULL), 0);
+    kdp__slices_generate_name("a.b.c", "d", out, sizeof(out));
+    assert_string_equal(out, "a-b-c-d-");
+}
+
+static void test_device_fields(void **state)
+{
+    (void)state;
+    kdp_dra_attr attrs[] = {
+        {.name = "model", .type = KDP_DRA_ATTR_STRING, .string_value = "X100"},
+        {.name = "cores", .type = KDP_DRA_ATTR_INT, .int_value = 4096},
+        {.name = "ecc", .type = KDP_DRA_ATTR_BOOL, .bool_value = true},
+        {.name = "driverVersion", .type = KDP_DRA_ATTR_VERSION, .string_value = "1.2.3-rc.1"},
+        {.name = "resource.kubernetes.io/pcieRoot",
+         .type = KDP_DRA_ATTR_STRING,
+         .string_value = "pci0000:00"},
+        /* left out, each with a log line: */
+        {.name = "bad-name", .type = KDP_DRA_ATTR_INT, .int_value = 1},
+        {.name = "model", .type = KDP_DRA_ATTR_STRING, .string_value = "twice"},
+        {.name = "v", .type = KDP_DRA_ATTR_VERSION, .string_value = "1.2"},
+        {.name = "s",
+         .type = KDP_DRA_ATTR_STRING,
+         .string_value = "0123456789012345678901234567890123456789012345678901234567890123456789"},
+    };
+    const char *cap_names[] = {"memory", "bad name", "power"};
+    const char *cap_values[] = {"80Gi", "1", "lots"};
+    kdp__slice_dev d = {.name = "gpu-0",
+                        .attrs = attrs,
+                        .n_attrs = sizeof(attrs) / sizeof(attrs[0]),
+                        .cap_names = cap_names,
+                        .cap_values = cap_values,
+                        .n_caps = 3};
+    char why[256];
+    json_t *j = kdp__slices_device(&d, why, sizeof(why));
+    assert_non_null(j);
+    char *text = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
+    assert_string_equal(
+        text, "{\"attributes\":{\"cores\":{\"int\":4096},\"driverVersion\":{\"version\":\"1.2.3-rc."
+              "1\"},\"ecc\":{\"bool\":true},\"model\":{\"string\":\"X100\"},\"resource."
+              "kubernetes.io/pcieRoot\":{\"string\":\"pci0000:00\"}},\"capacity\":{\"memory\":{"
+              "\"value\":\"80Gi\"}},\"name\":\"gpu-0\"}");
+    free(text);
+
+    /* v1beta1: under "basic" */
+    json_t *b = kdp__slices_device_shape("v1beta1", j);
+    text = json_dumps(b, JSON_SORT_KEYS | JSON_COMPACT);
+    assert_non_null(strstr(text, "\"basic\":{\"attributes\":{\"cores\""));
+    assert_non_null(strstr(text, "\"capacity\":{\"memory\":{\"value\":\"80Gi\"}}}"));
+    assert_null(json_object_get(b, "attributes"));
+    free(text);
+    json_decref(b);
+    json_t *v = kdp__slices_device_shape("v1beta2", j);
+    assert_ptr_equal(v, j);
+    json_decref(v);
+    json_decref(j);
+
+    /* a bad name leaves the device out */
+    kdp__slice_dev bad = {.name = "GPU_0"};
+    assert_null(kdp__slices_device(&bad, why, sizeof(why)));
+    assert_non_null(strstr(why, "GPU_0"));
+
+    /* at most 32 fields */
+    kdp_dra_attr many[40];
+    char names[40][8];
+    for (int i = 0; i < 40; i++) {
+        snprintf(names[i], sizeof(names[i]), "a%d", i);
+        many[i] = (kdp_dra_attr){.name = names[i], .type = KDP_DRA_ATTR_INT, .int_value = i};
+    }
+    kdp__slice_dev m = {.name = "m", .attrs = many, .n_attrs = 40};
+    j = kdp__slices_device(&m, why, sizeof(why));
+    assert_int_equal(json_object_size(json_object_get(j, "attributes")), 32);
+    json_decref(j);
+}
+
+static void test_object(void **state)
+{
+    (void)state;
+    kdp__slice_dev d = {.name = "d0"};
+    char why[100];
+    json_t *dev = kdp__slices_device(&d, why, sizeof(why));
+    json_t *devs[] = {dev};
+    for (int k = 0; k < 3; k++) {
+        const char *version = k == 0 ? "v1" : k == 1 ? "v1beta2" : "v1beta1";
+        json_t *o = kdp__slices_object(version, "gpu.example.com", "node-a", "uid-n", 7, 3, devs, 1,
+                                       NULL, NULL);
+        assert_non_null(o);
+        char api[64];
+        snprintf(api, sizeof(api), "resource.k8s.io/%s", version);
+        assert_string_equal(json_string_value(json_object_get(o, "apiVersion")), api);
+        assert_string_equal(json_string_value(json_object_get(o, "kind")), "ResourceSlice");
+        json_t *meta = json_object_get(o, "metadata");
+        assert_string_equal(json_string_value(json_object_get(meta, "generateName")),
+                            "node-a-gpu-example-com-");
+        assert_null(json_object_get(meta, "name"));
+        json_t *owner = json_array_get(json_object_get(meta, "ownerReferences"), 0);
+        assert_string_equal(json_string_value(json_object_get(owner, "kind")), "Node");
+        assert_string_equal(json_string_value(json_object_get(owner, "apiVersion")), "v1");
+        assert_string_equal(json_string_value(json_object_get(owner, "name")), "node-a");
+        assert_string_equal(json_string_value(json_object_get(owner, "uid")), "uid-n");
+        assert_true(json_is_true(json_object_get(owner, "controller")));
+        json_t *spec = json_object_get(o, "spec");
+        assert_string_equal(json_string_value(json_object_get(spec, "driver")), "gpu.example.com");
+        assert_string_equal(json_string_value(json_object_get(spec, "nodeName")), "node-a");
+        json_t *pool = json_object_get(spec, "pool");
+        assert_string_equal(json_string_value(json_object_get(pool, "name")), "node-a");
+        assert_int_equal(json_integer_value(json_object_get(pool, "generation")), 7);
+        assert_int_equal(json_integer_value(json_object_get(pool, "resourceSliceCount")), 3);
+        json_t *d0 = json_array_get(json_object_get(spec, "devices"), 0);
+        assert_string_equal(json_string_value(json_object_get(d0, "name")), "d0");
+        if (k == 2) {
+            assert_non_null(json_object_get(d0, "basic"));
+        } else {
+            assert_null(json_object_get(d0, "basic"));
+        }
+        json_decref(o);
+    }
+    /* an update names the slice and its resourceVersion */
+    json_t *o = kdp__slices_object("v1", "gpu.example.com", "node-a", "uid-n", 8, 1, devs, 1,
+                                   "node-a-gpu-example-com-x1y2z", "42");
+    json_t *meta = json_object_get(o, "metadata");
+    assert_string_equal(json_string_value(json_object_get(meta, "name")),
+                        "node-a-gpu-example-com-x1y2z");
+    assert_string_equal(json_string_value(json_object_get(meta, "resourceVersion")), "42");
+    assert_null(json_object_get(meta, "generateName"));
+    json_decref(o);
+    /* an empty pool is one slice with no device */
+    o = kdp__slices_object("v1", "gpu.example.com", "node-a", "uid-n", 1, 1, NULL, 0, NULL, NULL);
+    assert_int_equal(json_array_size(json_object_get(json_object_get(o, "spec"), "devices")), 0);
+    json_decref(o);
+    json_decref(dev);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_count),
+        cmocka_unit_test(test_generate_name),
+        cmocka_unit_test(test_device_fields),
+        cmocka_unit_test(test_object),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
