@@ -232,6 +232,15 @@ struct kdp__slices {
     size_t nhave;
     uint64_t round_gen; /* > 0 while a publish round writes */
     char watch_rv[64];
+    /* watch events not recognized while a write was in flight: checked
+     * again once it ended (our own writes' events often come first) */
+    struct suspect {
+        char name[KDP__K8S_DNS_SUBDOMAIN_MAX + 1];
+        char rv[64];
+        bool deleted;
+    } suspects[16];
+    size_t nsuspects;
+    bool started; /* kdp__slices_set was called: publish */
 
     kdp__api_req *req;   /* the pipeline's call in flight */
     kdp__api_req *watch; /* the watch */
@@ -453,34 +462,65 @@ static void ok(kdp__slices *s)
 
 static void watch_start(kdp__slices *s);
 
+/* Is this event one of our own writes (as far as we know now)? */
+static bool known(kdp__slices *s, const char *name, const char *rv, bool deleted)
+{
+    struct have *h = have_find(s, name);
+    if (deleted) {
+        return !h; /* we deleted it (or it was never ours) */
+    }
+    return h && rv && strcmp(h->rv, rv) == 0;
+}
+
+static void poke(kdp__slices *s, const char *name, bool deleted)
+{
+    log_info("k8s: slice %s %s by someone else: publishing again", name,
+             deleted ? "deleted" : "changed");
+    s->relist = s->dirty = true;
+    if (!s->req && !kdp__timer_armed(s->t_step)) {
+        kdp__timer_start(s->t_step, KDP__SLICES_POKE_MS * 1000ull);
+    }
+}
+
+/* After a write ended: the events that came while it ran. */
+static void check_suspects(kdp__slices *s)
+{
+    for (size_t i = 0; i < s->nsuspects; i++) {
+        struct suspect *x = &s->suspects[i];
+        if (!known(s, x->name, x->rv, x->deleted)) {
+            poke(s, x->name, x->deleted);
+            break;
+        }
+    }
+    s->nsuspects = 0;
+}
+
 static void watch_event(const char *type, json_t *obj, void *ud)
 {
     kdp__slices *s = ud;
-    const char *rv =
-        json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    json_t *meta = json_object_get(obj, "metadata");
+    const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
     if (rv && strlen(rv) < sizeof(s->watch_rv)) {
         snprintf(s->watch_rv, sizeof(s->watch_rv), "%s", rv);
     }
     if (strcmp(type, "BOOKMARK") == 0) {
         return;
     }
-    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
-    struct have *h = have_find(s, name);
-    bool mine;
-    if (strcmp(type, "DELETED") == 0) {
-        mine = !h; /* we deleted it (or it was never ours) */
-    } else {
-        mine = h && rv && strcmp(h->rv, rv) == 0;
-    }
-    if (mine || (!ours(s, obj) && !h)) {
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    bool deleted = strcmp(type, "DELETED") == 0;
+    if (!name || (!ours(s, obj) && !have_find(s, name)) || known(s, name, rv, deleted)) {
         return;
     }
-    log_info("k8s: slice %s %s by someone else: publishing again", name ? name : "?",
-             strcmp(type, "DELETED") == 0 ? "deleted" : "changed");
-    s->relist = s->dirty = true;
-    if (!s->req && !kdp__timer_armed(s->t_step)) {
-        kdp__timer_start(s->t_step, KDP__SLICES_POKE_MS * 1000ull);
+    if (s->req && s->nsuspects < sizeof(s->suspects) / sizeof(s->suspects[0]) &&
+        strlen(name) < sizeof(s->suspects[0].name) && rv &&
+        strlen(rv) < sizeof(s->suspects[0].rv)) {
+        struct suspect *x = &s->suspects[s->nsuspects++];
+        snprintf(x->name, sizeof(x->name), "%s", name);
+        snprintf(x->rv, sizeof(x->rv), "%s", rv);
+        x->deleted = deleted;
+        return;
     }
+    poke(s, name, deleted);
 }
 
 static void watch_end(int err, long code, json_t *obj, const char *why, void *ud)
@@ -610,7 +650,6 @@ static void list_done(int err, long code, json_t *obj, const char *why, void *ud
         }
     }
     s->relist = false;
-    s->round_gen = 0; /* compare afresh */
     if (!s->watch || !s->watch_rv[0]) {
         snprintf(s->watch_rv, sizeof(s->watch_rv), "%s", rv);
         kdp__api_cancel(s->watch);
@@ -698,12 +737,14 @@ static void write_done(int err, long code, json_t *obj, const char *why, void *u
 static int sync_once(kdp__slices *s)
 {
     size_t count = kdp__slices_count(s->ndevs);
-    if (s->round_gen == 0) {
-        uint64_t maxgen = 0;
-        if (up_to_date(s, &maxgen)) {
-            s->st.generation = maxgen;
-            return 0;
-        }
+    uint64_t maxgen = 0;
+    bool done = up_to_date(s, &maxgen);
+    if (s->round_gen == 0 && done) {
+        s->st.generation = maxgen;
+        return 0;
+    }
+    if (s->round_gen < maxgen || (s->round_gen == 0 && !done)) {
+        /* a new round, or someone else went past ours: above them all */
         s->round_gen = maxgen + 1;
     }
     /* obsolete first: other pools, then slices past the count */
@@ -743,6 +784,7 @@ static void step(kdp__slices *s)
     if (s->req) {
         return; /* one call at a time: its end steps again */
     }
+    check_suspects(s);
     kdp__timer_stop(s->t_step);
     int r = 0;
     if (!s->version[0]) {
@@ -759,7 +801,7 @@ static void step(kdp__slices *s)
                  "spec.driver%%3D%s",
                  s->version, s->node, s->driver);
         r = kdp__api_call(s->a, "GET", path, NULL, list_done, s, &s->req);
-    } else if (s->dirty) {
+    } else if (s->dirty && s->started) {
         r = sync_once(s);
         if (r == 0) {
             s->dirty = false;
@@ -861,7 +903,7 @@ int kdp__slices_set(kdp__slices *s, const kdp__slice_dev *devs, size_t n)
         }
         out[w++] = out[i];
     }
-    bool same = w == s->ndevs;
+    bool same = s->started && w == s->ndevs;
     for (size_t i = 0; same && i < w; i++) {
         same = json_equal(out[i], s->devs[i]);
     }
@@ -872,6 +914,7 @@ int kdp__slices_set(kdp__slices *s, const kdp__slice_dev *devs, size_t n)
     devs_free(s->devs, s->ndevs);
     s->devs = out;
     s->ndevs = w;
+    s->started = true;
     s->dirty = true;
     s->round_gen = 0;
     s->st.published = false;
