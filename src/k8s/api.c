@@ -254,9 +254,9 @@ static void error_line(kdp__api_req *c, long code, json_t *status, char *why, si
     } else if (code == 429 || code >= 500) {
         snprintf(hint, sizeof(hint), "the API server is busy or failing: retrying later");
     }
-    snprintf(why, n, "%s %s: HTTP %ld%s%s%s%s: %s", c->method, c->path, code, reason ? " " : "",
-             reason ? reason : "", msg ? ": " : "", msg ? msg : "",
-             *hint ? hint : "unexpected answer");
+    snprintf(why, n, "%s %s: HTTP %ld%s%s: %s%s%s", c->method, c->path, code, reason ? " " : "",
+             reason ? reason : "", *hint ? hint : "unexpected answer",
+             msg ? "; the API server says: " : "", msg ? msg : "");
 }
 
 static void deliver(kdp__api_req *c, int err, long code, json_t *obj, const char *why)

@@ -453,9 +453,13 @@ static void fail(kdp__slices *s, const char *key, int err, const char *why)
     kdp__timer_start(s->t_step, kdp__backoff_next(&s->bo));
 }
 
+/* A step worked: back to the shortest backoff only once nothing fails
+ * (a list that works before a write that fails must not reset it). */
 static void ok(kdp__slices *s)
 {
-    kdp__backoff_reset(&s->bo);
+    if (!s->failing) {
+        kdp__backoff_reset(&s->bo);
+    }
 }
 
 /* --- the watch --- */
@@ -819,6 +823,7 @@ static void step(kdp__slices *s)
             }
             s->failing = false;
             s->err_key[0] = '\0';
+            kdp__backoff_reset(&s->bo);
             notify(s);
         }
         r = r > 0 ? 0 : r;

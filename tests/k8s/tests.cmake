@@ -14,3 +14,6 @@ set_tests_properties(k8s_http PROPERTIES TIMEOUT 180 LABELS integration
 add_executable(kdp-test-k8s ${CMAKE_CURRENT_SOURCE_DIR}/k8s/k8s_driver.c)
 target_compile_options(kdp-test-k8s PRIVATE ${KDP_WARNINGS})
 target_link_libraries(kdp-test-k8s PRIVATE kdp_internal_k8s)
+add_test(NAME k8s_api COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/k8s/test_k8s.py)
+set_tests_properties(k8s_api PROPERTIES TIMEOUT 600 LABELS integration
+  ENVIRONMENT "KDP_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
