@@ -4,6 +4,8 @@
 # its test plugin, the benchmark tools).
 #
 #   scripts/go-build.sh OUTDIR PROTO[,PROTO...] NAME=FILE[,FILE...] [NAME=FILE[,...] ...]
+#   scripts/go-build.sh OUTDIR - NAME=FILE[,FILE...] ...   (no proto: standard library
+#                                                         and /usr/share/gocode only)
 #
 # Generates Go code for each PROTO (its go_package is kdptest/<pkg>) with protoc +
 # protoc-gen-go + protoc-gen-go-grpc into OUTDIR/gopath/src/kdptest/<pkg>,
@@ -19,14 +21,17 @@
 set -euo pipefail
 
 if [ $# -lt 3 ] || [ -z "$1" ] || [ -z "$2" ]; then
-    echo "usage: $0 OUTDIR PROTO[,PROTO...] NAME=FILE[,FILE...] ..." >&2
+    echo "usage: $0 OUTDIR PROTO[,PROTO...]|- NAME=FILE[,FILE...] ..." >&2
     exit 2
 fi
 mkdir -p "$1"
 out=$(cd "$1" && pwd)
-IFS=, read -r -a proto_args <<<"$2"
+proto_args=()
+if [ "$2" != "-" ]; then
+    IFS=, read -r -a proto_args <<<"$2"
+fi
 protos=()
-for p in "${proto_args[@]}"; do
+for p in ${proto_args[@]+"${proto_args[@]}"}; do
     [ -f "$p" ] || { echo "go-build.sh: $p: no such file" >&2; exit 2; }
     protos+=("$(cd "$(dirname "$p")" && pwd)/$(basename "$p")")
 done
@@ -38,16 +43,17 @@ PROTOC_GEN_GO_GRPC=${PROTOC_GEN_GO_GRPC:-$(command -v protoc-gen-go-grpc || true
 GO=${GO:-go}
 GOCODE_DIR=${GOCODE_DIR:-/usr/share/gocode}
 
-for tool in "$PROTOC" "$GO"; do
-    command -v "$tool" >/dev/null 2>&1 || { echo "go-build.sh: $tool not found" >&2; exit 1; }
-done
-[ -n "$PROTOC_GEN_GO" ] || { echo "go-build.sh: protoc-gen-go not found" >&2; exit 1; }
-[ -n "$PROTOC_GEN_GO_GRPC" ] || { echo "go-build.sh: protoc-gen-go-grpc not found" >&2; exit 1; }
-[ -d "$GOCODE_DIR/src/google.golang.org/grpc" ] || {
-    echo "go-build.sh: grpc-go sources not found under $GOCODE_DIR/src" \
-        "(install golang-google-grpc-dev)" >&2
-    exit 1
-}
+command -v "$GO" >/dev/null 2>&1 || { echo "go-build.sh: $GO not found" >&2; exit 1; }
+if [ ${#protos[@]} -gt 0 ]; then
+    command -v "$PROTOC" >/dev/null 2>&1 || { echo "go-build.sh: $PROTOC not found" >&2; exit 1; }
+    [ -n "$PROTOC_GEN_GO" ] || { echo "go-build.sh: protoc-gen-go not found" >&2; exit 1; }
+    [ -n "$PROTOC_GEN_GO_GRPC" ] || { echo "go-build.sh: protoc-gen-go-grpc not found" >&2; exit 1; }
+    [ -d "$GOCODE_DIR/src/google.golang.org/grpc" ] || {
+        echo "go-build.sh: grpc-go sources not found under $GOCODE_DIR/src" \
+            "(install golang-google-grpc-dev)" >&2
+        exit 1
+    }
+fi
 
 gopath="$out/gopath"
 pkg="$gopath/src/kdptest"
@@ -66,7 +72,7 @@ gen="$out/gen.tmp.$$"
 rm -rf "$gen"
 mkdir -p "$gen"
 trap 'rm -rf "$gen"' EXIT
-for proto in "${protos[@]}"; do
+for proto in ${protos[@]+"${protos[@]}"}; do
     rm -rf "$gen"
     mkdir -p "$gen"
     "$PROTOC" -I "$(dirname "$proto")" \
