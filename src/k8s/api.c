@@ -120,7 +120,7 @@ static void token_refresh(kdp__api *a, bool now)
         return;
     }
     uint64_t t = kdp__now_us();
-    if (!now && a->token && t - a->token_at_us < KDP__API_TOKEN_REFRESH_MS * 1000ull) {
+    if (!now && a->token && t - a->token_at_us < KDP__API_TOKEN_REFRESH_MS * 1000ULL) {
         return;
     }
     char *tok = NULL;
@@ -173,13 +173,10 @@ static void defer_end(kdp__api_req *c, int err, long code, const char *why)
     kick_soon(c->a);
 }
 
-/* "resourceslices in resource.k8s.io" and a verb, from a method and path,
- * for the RBAC hint of a 403. */
-static void rbac_hint(const kdp__api_req *c, char *out, size_t n)
+/* A path's segments (before the query), at most 8 of at most 127 bytes. */
+static size_t split_path(const char *p, char seg[8][128])
 {
-    char seg[8][128];
     size_t ns = 0;
-    const char *p = c->path;
     while (*p && *p != '?' && ns < 8) {
         while (*p == '/') {
             p++;
@@ -188,12 +185,37 @@ static void rbac_hint(const kdp__api_req *c, char *out, size_t n)
         if (len == 0) {
             break;
         }
-        snprintf(seg[ns++], sizeof(seg[0]), "%.*s", (int)(len < 127 ? len : 127), p);
+        snprintf(seg[ns++], 128, "%.*s", (int)(len < 127 ? len : 127), p);
         p += len;
     }
+    return ns;
+}
+
+/* The RBAC verb of a request (named: the path names one object). */
+static const char *rbac_verb(const kdp__api_req *c, bool named)
+{
+    static const char *const verbs[][2] = {
+        {"POST", "create"}, {"PUT", "update"}, {"PATCH", "patch"}, {"DELETE", "delete"}};
+    if (c->watch) {
+        return "watch";
+    }
+    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+        if (strcmp(c->method, verbs[i][0]) == 0) {
+            return verbs[i][1];
+        }
+    }
+    return named ? "get" : "list";
+}
+
+/* "grant VERB on RESOURCE in GROUP (deploy/rbac)" from a request's method
+ * and path, for the hint of a 403. */
+static void rbac_hint(const kdp__api_req *c, char *out, size_t n)
+{
+    char seg[8][128];
+    size_t ns = split_path(c->path, seg);
     /* /api/v1/... or /apis/<group>/<version>/... */
     size_t i = 0;
-    const char *group = "";
+    const char *group = "the core API group";
     if (ns >= 2 && strcmp(seg[0], "api") == 0) {
         i = 2;
     } else if (ns >= 3 && strcmp(seg[0], "apis") == 0) {
@@ -210,22 +232,8 @@ static void rbac_hint(const kdp__api_req *c, char *out, size_t n)
         snprintf(out, n, "grant get on %s (deploy/rbac)", c->path);
         return;
     }
-    const char *res = seg[i];
-    bool named = ns > i + 1;
-    char sub[140] = "";
-    if (ns > i + 2) {
-        snprintf(sub, sizeof(sub), "/%s", seg[i + 2]);
-    }
-    const char *m = c->method;
-    const char *verb = c->watch                   ? "watch"
-                       : strcmp(m, "POST") == 0   ? "create"
-                       : strcmp(m, "PUT") == 0    ? "update"
-                       : strcmp(m, "PATCH") == 0  ? "patch"
-                       : strcmp(m, "DELETE") == 0 ? "delete"
-                       : named                    ? "get"
-                                                  : "list";
-    snprintf(out, n, "grant %s on %s%s in %s (deploy/rbac)", verb, res, sub,
-             *group ? group : "the core API group");
+    snprintf(out, n, "grant %s on %s%s%s in %s (deploy/rbac)", rbac_verb(c, ns > i + 1), seg[i],
+             ns > i + 2 ? "/" : "", ns > i + 2 ? seg[i + 2] : "", group);
 }
 
 /* The line for a non-2xx answer. */
@@ -270,34 +278,26 @@ static void deliver(kdp__api_req *c, int err, long code, json_t *obj, const char
 
 static int start_call(kdp__api_req *c);
 
-static void hc_done(kdp__httpc_call *hc, int status, long code, const char *body, size_t len,
-                    const char *error, void *ud)
+/* The end of a call that got no HTTP answer. */
+static void transport_error(kdp__api_req *c, int status, const char *error)
 {
-    (void)hc;
-    kdp__api_req *c = ud;
-    kdp__api *a = c->a;
-    c->hc = NULL;
     char why[WHY_MAX];
-    if (status < 0) {
-        if (status == -ECONNREFUSED || status == -EHOSTUNREACH) {
-            say(why, sizeof(why), 0, "%s %s: API server at %s unreachable (%s): is it up? (%s)",
-                c->method, c->path, a->kc->server, error ? error : strerror(-status),
-                a->kc->source);
-        } else {
-            say(why, sizeof(why), 0, "%s %s: %s (API server at %s, %s)", c->method, c->path,
-                error ? error : strerror(-status), a->kc->server, a->kc->source);
-        }
-        deliver(c, status, 0, NULL, why);
-        return;
+    const kdp__kconfig *kc = c->a->kc;
+    const char *what = error ? error : strerror(-status);
+    if (status == -ECONNREFUSED || status == -EHOSTUNREACH) {
+        say(why, sizeof(why), 0, "%s %s: API server at %s unreachable (%s): is it up? (%s)",
+            c->method, c->path, kc->server, what, kc->source);
+    } else {
+        say(why, sizeof(why), 0, "%s %s: %s (API server at %s, %s)", c->method, c->path, what,
+            kc->server, kc->source);
     }
-    if (code == 401 && !c->retried && a->kc->token_file) {
-        c->retried = true;
-        a->stats.retries_401++;
-        token_refresh(a, true);
-        if (start_call(c) == 0) {
-            return;
-        }
-    }
+    deliver(c, status, 0, NULL, why);
+}
+
+/* The end of a call with an HTTP answer (after the 401 retry). */
+static void answer(kdp__api_req *c, long code, const char *body, size_t len)
+{
+    char why[WHY_MAX];
     json_error_t jerr;
     json_t *obj = body && len ? json_loadb(body, len, 0, &jerr) : NULL;
     if (obj && !json_is_object(obj)) {
@@ -318,6 +318,28 @@ static void hc_done(kdp__httpc_call *hc, int status, long code, const char *body
         deliver(c, err, code, obj, why);
     }
     json_decref(obj);
+}
+
+static void hc_done(kdp__httpc_call *hc, int status, long code, const char *body, size_t len,
+                    const char *error, void *ud)
+{
+    (void)hc;
+    kdp__api_req *c = ud;
+    kdp__api *a = c->a;
+    c->hc = NULL;
+    if (status < 0) {
+        transport_error(c, status, error);
+        return;
+    }
+    if (code == 401 && !c->retried && a->kc->token_file) {
+        c->retried = true;
+        a->stats.retries_401++;
+        token_refresh(a, true);
+        if (start_call(c) == 0) {
+            return;
+        }
+    }
+    answer(c, code, body, len);
 }
 
 static void hc_line(kdp__httpc_call *hc, const char *line, size_t len, void *ud)
@@ -407,7 +429,8 @@ static void kick_cb(kdp__timer *t, void *ud)
     kdp__api *a = ud;
     /* one pass over what is there now: calls added meanwhile wait for the
      * next kick */
-    kdp__link *l, *tmp;
+    kdp__link *l;
+    kdp__link *tmp;
     bool full = false;
     kdp__list_for_each_safe(l, tmp, &a->calls)
     {
@@ -436,7 +459,7 @@ static void kick_cb(kdp__timer *t, void *ud)
         }
     }
     if (full) {
-        kdp__timer_start(a->kick, 10 * 1000); /* a slot frees when a call ends */
+        kdp__timer_start(a->kick, 10ULL * 1000); /* a slot frees when a call ends */
     }
 }
 
@@ -678,7 +701,8 @@ void kdp__api_free(kdp__api *a)
         return;
     }
     kdp__httpc_client_free(a->http); /* no httpc callback after this */
-    kdp__link *l, *tmp;
+    kdp__link *l;
+    kdp__link *tmp;
     kdp__list_for_each_safe(l, tmp, &a->calls)
     {
         call_free(KDP__CONTAINER_OF(l, kdp__api_req, node));

@@ -41,9 +41,9 @@
  * most; past it kdp__api_call() answers -EAGAIN. */
 #define KDP__API_MAX_PENDING 256
 /* The bound on one call (watches have none: give timeoutSeconds). */
-#define KDP__API_CALL_TIMEOUT_MS 30000u
+#define KDP__API_CALL_TIMEOUT_MS 30000U
 /* How often the token file is re-read. */
-#define KDP__API_TOKEN_REFRESH_MS 60000u
+#define KDP__API_TOKEN_REFRESH_MS 60000U
 
 typedef struct kdp__api kdp__api;
 typedef struct kdp__api_req kdp__api_req; /* a call or watch in flight */

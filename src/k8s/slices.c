@@ -27,13 +27,13 @@ void kdp__slices_generate_name(const char *node, const char *driver, char *out, 
     size_t max = len - 1 < 58 ? len - 1 : 58;
     size_t n = 0;
     for (const char *p = node; *p && n < max - 1; p++) {
-        out[n++] = *p == '.' ? '-' : *p;
+        out[n++] = (char)(*p == '.' ? '-' : *p);
     }
     if (n < max - 1) {
         out[n++] = '-';
     }
     for (const char *p = driver; *p && n < max - 1; p++) {
-        out[n++] = *p == '.' ? '-' : *p;
+        out[n++] = (char)(*p == '.' ? '-' : *p);
     }
     out[n++] = '-';
     out[n] = '\0';
@@ -63,6 +63,66 @@ static json_t *attr_value(const kdp_dra_attr *a, const char **why)
     }
 }
 
+/* The device's attributes into attrs, bad ones left out (logged); *fields
+ * counts them. Returns 0 or -ENOMEM. */
+static int add_attrs(const kdp__slice_dev *d, json_t *attrs, size_t *fields)
+{
+    for (size_t i = 0; i < d->n_attrs; i++) {
+        const kdp_dra_attr *a = &d->attrs[i];
+        const char *w = NULL;
+        json_t *v = NULL;
+        if (kdp__k8snames_qualified_name(a->name, &w) == 0 && json_object_get(attrs, a->name)) {
+            w = "is there twice";
+        }
+        if (!w && *fields >= KDP__SLICES_MAX_FIELDS) {
+            w = "is past the 32 attributes and capacities a device may have";
+        }
+        if (!w) {
+            v = attr_value(a, &w);
+        }
+        if (w) {
+            log_warn("k8s: device %s: attribute \"%s\" %s: left out", d->name,
+                     a->name ? a->name : "", w);
+            continue;
+        }
+        if (!v || json_object_set_new(attrs, a->name, v) < 0) {
+            return -ENOMEM;
+        }
+        (*fields)++;
+    }
+    return 0;
+}
+
+/* The same for its capacities. */
+static int add_caps(const kdp__slice_dev *d, json_t *caps, size_t *fields)
+{
+    for (size_t i = 0; i < d->n_caps; i++) {
+        const char *name = d->cap_names[i];
+        const char *value = d->cap_values[i];
+        const char *w = NULL;
+        if (kdp__k8snames_qualified_name(name, &w) == 0 && json_object_get(caps, name)) {
+            w = "is there twice";
+        }
+        if (!w && kdp__k8snames_quantity(value, &w) < 0) {
+            log_warn("k8s: device %s: capacity \"%s\" value \"%s\" %s: left out", d->name, name,
+                     value ? value : "", w);
+            continue;
+        }
+        if (!w && *fields >= KDP__SLICES_MAX_FIELDS) {
+            w = "is past the 32 attributes and capacities a device may have";
+        }
+        if (w) {
+            log_warn("k8s: device %s: capacity \"%s\" %s: left out", d->name, name ? name : "", w);
+            continue;
+        }
+        if (json_object_set_new(caps, name, json_pack("{s:s}", "value", value)) < 0) {
+            return -ENOMEM;
+        }
+        (*fields)++;
+    }
+    return 0;
+}
+
 json_t *kdp__slices_device(const kdp__slice_dev *d, char *why, size_t why_len)
 {
     const char *w = NULL;
@@ -76,77 +136,19 @@ json_t *kdp__slices_device(const kdp__slice_dev *d, char *why, size_t why_len)
     json_t *attrs = json_object();
     json_t *caps = json_object();
     json_t *dev = json_object();
-    if (!attrs || !caps || !dev) {
-        goto oom;
-    }
     size_t fields = 0;
-    for (size_t i = 0; i < d->n_attrs; i++) {
-        const kdp_dra_attr *a = &d->attrs[i];
-        json_t *v = NULL;
-        w = NULL;
-        if (kdp__k8snames_qualified_name(a->name, &w) == 0 && json_object_get(attrs, a->name)) {
-            w = "is there twice";
-        }
-        if (!w && fields >= KDP__SLICES_MAX_FIELDS) {
-            w = "is past the 32 attributes and capacities a device may have";
-        }
-        if (!w) {
-            v = attr_value(a, &w);
-            if (!v && !w) {
-                goto oom;
-            }
-        }
-        if (w) {
-            log_warn("k8s: device %s: attribute \"%s\" %s: left out", d->name,
-                     a->name ? a->name : "", w);
-            continue;
-        }
-        if (json_object_set_new(attrs, a->name, v) < 0) {
-            goto oom;
-        }
-        fields++;
-    }
-    for (size_t i = 0; i < d->n_caps; i++) {
-        const char *name = d->cap_names[i];
-        const char *value = d->cap_values[i];
-        w = NULL;
-        if (kdp__k8snames_qualified_name(name, &w) == 0 && json_object_get(caps, name)) {
-            w = "is there twice";
-        }
-        if (!w && kdp__k8snames_quantity(value, &w) < 0) {
-            log_warn("k8s: device %s: capacity \"%s\" value \"%s\" %s: left out", d->name, name,
-                     value ? value : "", w);
-            continue;
-        }
-        if (!w && fields >= KDP__SLICES_MAX_FIELDS) {
-            w = "is past the 32 attributes and capacities a device may have";
-        }
-        if (w) {
-            log_warn("k8s: device %s: capacity \"%s\" %s: left out", d->name, name ? name : "", w);
-            continue;
-        }
-        if (json_object_set_new(caps, name, json_pack("{s:s}", "value", value)) < 0) {
-            goto oom;
-        }
-        fields++;
-    }
-    if (json_object_set_new(dev, "name", json_string(d->name)) < 0) {
-        goto oom;
-    }
-    if (json_object_size(attrs) && json_object_set(dev, "attributes", attrs) < 0) {
-        goto oom;
-    }
-    if (json_object_size(caps) && json_object_set(dev, "capacity", caps) < 0) {
-        goto oom;
-    }
+    bool bad = !attrs || !caps || !dev || add_attrs(d, attrs, &fields) < 0 ||
+               add_caps(d, caps, &fields) < 0 ||
+               json_object_set_new(dev, "name", json_string(d->name)) < 0 ||
+               (json_object_size(attrs) && json_object_set(dev, "attributes", attrs) < 0) ||
+               (json_object_size(caps) && json_object_set(dev, "capacity", caps) < 0);
     json_decref(attrs);
     json_decref(caps);
+    if (bad) {
+        json_decref(dev);
+        return NULL;
+    }
     return dev;
-oom:
-    json_decref(attrs);
-    json_decref(caps);
-    json_decref(dev);
-    return NULL;
 }
 
 json_t *kdp__slices_device_shape(const char *version, json_t *dev)
@@ -482,7 +484,7 @@ static void poke(kdp__slices *s, const char *name, bool deleted)
              deleted ? "deleted" : "changed");
     s->relist = s->dirty = true;
     if (!s->req && !kdp__timer_armed(s->t_step)) {
-        kdp__timer_start(s->t_step, KDP__SLICES_POKE_MS * 1000ull);
+        kdp__timer_start(s->t_step, KDP__SLICES_POKE_MS * 1000ULL);
     }
 }
 
@@ -736,6 +738,37 @@ static void write_done(int err, long code, json_t *obj, const char *why, void *u
     step(s);
 }
 
+/* The first slice to delete: of another pool, or past count. */
+static struct have *first_obsolete(kdp__slices *s, size_t count)
+{
+    size_t pool_seen = 0;
+    for (size_t i = 0; i < s->nhave; i++) {
+        struct have *h = &s->have[i];
+        if (!in_pool(s, h) || ++pool_seen > count) {
+            return h;
+        }
+    }
+    return NULL;
+}
+
+/* Writes chunk c of count into slice h (NULL: a new one). Returns 1 or
+ * -errno. */
+static int write_chunk(kdp__slices *s, size_t c, size_t count, const struct have *h)
+{
+    size_t from = c * KDP__SLICES_MAX_DEVICES;
+    size_t n =
+        s->ndevs - from < KDP__SLICES_MAX_DEVICES ? s->ndevs - from : KDP__SLICES_MAX_DEVICES;
+    json_t *obj =
+        kdp__slices_object(s->version, s->driver, s->node, s->node_uid, s->round_gen, count,
+                           s->devs + from, n, h ? h->name : NULL, h ? h->rv : NULL);
+    if (!obj) {
+        return -ENOMEM;
+    }
+    int r = put_slice(s, h ? "PUT" : "POST", h ? h->name : NULL, obj);
+    json_decref(obj);
+    return r < 0 ? r : 1;
+}
+
 /* One write of the publish round, or none when the pool is as wanted.
  * Returns 1 if a write started, 0 if done, or -errno. */
 static int sync_once(kdp__slices *s)
@@ -751,32 +784,16 @@ static int sync_once(kdp__slices *s)
         /* a new round, or someone else went past ours: above them all */
         s->round_gen = maxgen + 1;
     }
-    /* obsolete first: other pools, then slices past the count */
-    size_t pool_seen = 0;
-    for (size_t i = 0; i < s->nhave; i++) {
-        struct have *h = &s->have[i];
-        if (!in_pool(s, h) || ++pool_seen > count) {
-            return put_slice(s, "DELETE", h->name, NULL) < 0 ? -ENOMEM : 1;
-        }
+    struct have *obsolete = first_obsolete(s, count);
+    if (obsolete) {
+        return put_slice(s, "DELETE", obsolete->name, NULL) < 0 ? -ENOMEM : 1;
     }
     /* then chunk c into the c-th slice, or a new one */
     for (size_t c = 0; c < count; c++) {
         struct have *h = c < s->nhave ? &s->have[c] : NULL;
-        if (h && slice_matches(s, h, c, s->round_gen, count)) {
-            continue;
+        if (!h || !slice_matches(s, h, c, s->round_gen, count)) {
+            return write_chunk(s, c, count, h);
         }
-        size_t from = c * KDP__SLICES_MAX_DEVICES;
-        size_t n =
-            s->ndevs - from < KDP__SLICES_MAX_DEVICES ? s->ndevs - from : KDP__SLICES_MAX_DEVICES;
-        json_t *obj =
-            kdp__slices_object(s->version, s->driver, s->node, s->node_uid, s->round_gen, count,
-                               s->devs + from, n, h ? h->name : NULL, h ? h->rv : NULL);
-        if (!obj) {
-            return -ENOMEM;
-        }
-        int r = put_slice(s, h ? "PUT" : "POST", h ? h->name : NULL, obj);
-        json_decref(obj);
-        return r < 0 ? r : 1;
     }
     s->st.generation = s->round_gen;
     s->round_gen = 0;
@@ -868,6 +885,28 @@ static void devs_free(json_t **devs, size_t n)
     free(devs);
 }
 
+/* Sorts devs by name and drops the second of a name (logged). Returns
+ * how many are left. */
+static size_t sort_unique(json_t **devs, size_t n)
+{
+    if (n < 2) {
+        return n;
+    }
+    qsort(devs, n, sizeof(json_t *), cmp_dev);
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w > 0 && cmp_dev(&devs[w - 1], &devs[i]) == 0) {
+            log_warn("k8s: device name %s is there twice: the second one is left out of the "
+                     "ResourceSlices",
+                     json_string_value(json_object_get(devs[i], "name")));
+            json_decref(devs[i]);
+            continue;
+        }
+        devs[w++] = devs[i];
+    }
+    return w;
+}
+
 int kdp__slices_set(kdp__slices *s, const kdp__slice_dev *devs, size_t n)
 {
     if (!s || (n && !devs)) {
@@ -878,7 +917,7 @@ int kdp__slices_set(kdp__slices *s, const kdp__slice_dev *devs, size_t n)
                   KDP__SLICES_MAX_POOL);
         return -E2BIG;
     }
-    json_t **out = n ? calloc(n, sizeof(*out)) : NULL;
+    json_t **out = n ? calloc(n, sizeof(json_t *)) : NULL;
     if (n && !out) {
         return -ENOMEM;
     }
@@ -896,18 +935,7 @@ int kdp__slices_set(kdp__slices *s, const kdp__slice_dev *devs, size_t n)
         }
         out[kept++] = d;
     }
-    qsort(out, kept, sizeof(*out), cmp_dev);
-    size_t w = 0;
-    for (size_t i = 0; i < kept; i++) {
-        if (w > 0 && cmp_dev(&out[w - 1], &out[i]) == 0) {
-            log_warn("k8s: device name %s is there twice: the second one is left out of the "
-                     "ResourceSlices",
-                     json_string_value(json_object_get(out[i], "name")));
-            json_decref(out[i]);
-            continue;
-        }
-        out[w++] = out[i];
-    }
+    size_t w = sort_unique(out, kept);
     bool same = s->started && w == s->ndevs;
     for (size_t i = 0; same && i < w; i++) {
         same = json_equal(out[i], s->devs[i]);
@@ -925,7 +953,7 @@ int kdp__slices_set(kdp__slices *s, const kdp__slice_dev *devs, size_t n)
     s->st.published = false;
     notify(s);
     if (!s->req && !kdp__timer_armed(s->t_step)) {
-        kdp__timer_start(s->t_step, KDP__SLICES_COALESCE_MS * 1000ull);
+        kdp__timer_start(s->t_step, KDP__SLICES_COALESCE_MS * 1000ULL);
     }
     return (int)w;
 }
@@ -963,10 +991,10 @@ int kdp__slices_new(kdp__api *a, const char *driver, const char *node, const cha
     s->status_cb = status;
     s->ud = ud;
     s->relist = s->dirty = true;
-    kdp__backoff_init(&s->bo, KDP__SLICES_MIN_BACKOFF_MS * 1000ull,
-                      KDP__SLICES_MAX_BACKOFF_MS * 1000ull, 0);
-    kdp__backoff_init(&s->watch_bo, KDP__SLICES_MIN_BACKOFF_MS * 1000ull,
-                      KDP__SLICES_MAX_BACKOFF_MS * 1000ull, 0);
+    kdp__backoff_init(&s->bo, KDP__SLICES_MIN_BACKOFF_MS * 1000ULL,
+                      KDP__SLICES_MAX_BACKOFF_MS * 1000ULL, 0);
+    kdp__backoff_init(&s->watch_bo, KDP__SLICES_MIN_BACKOFF_MS * 1000ULL,
+                      KDP__SLICES_MAX_BACKOFF_MS * 1000ULL, 0);
     int r = kdp__timer_new(s->loop, step_timer, s, &s->t_step);
     if (r == 0) {
         r = kdp__timer_new(s->loop, resync_timer, s, &s->t_resync);

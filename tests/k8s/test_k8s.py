@@ -140,7 +140,8 @@ class K8sTest(ProcTest):
         d.send("set 100 b")
         d.wait_event("set", since=m)
         time.sleep(0.5)
-        self.assertEqual([e for e in api.requests(am) if e["verb"] != "watch"], [])
+        self.assertEqual([e for e in api.requests(am, resource="resourceslices")
+                          if e["verb"] != "watch"], [])
         # an empty pool is still one slice
         m = d.mark()
         d.send("set 0")
