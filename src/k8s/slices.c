@@ -760,7 +760,7 @@ static int write_chunk(kdp__slices *s, size_t c, size_t count, const struct have
         s->ndevs - from < KDP__SLICES_MAX_DEVICES ? s->ndevs - from : KDP__SLICES_MAX_DEVICES;
     json_t *obj =
         kdp__slices_object(s->version, s->driver, s->node, s->node_uid, s->round_gen, count,
-                           s->devs + from, n, h ? h->name : NULL, h ? h->rv : NULL);
+                           n ? s->devs + from : NULL, n, h ? h->name : NULL, h ? h->rv : NULL);
     if (!obj) {
         return -ENOMEM;
     }
