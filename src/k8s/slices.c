@@ -251,6 +251,7 @@ struct kdp__slices {
     kdp__timer *t_resync; /* the periodic list */
     kdp__timer *t_watch;  /* re-watch after a backoff */
     kdp__backoff bo;
+    kdp__backoff conflict_bo; /* 409s: the server answers, retry sooner */
     kdp__backoff watch_bo;
     bool relist; /* list before the next sync */
     bool dirty;  /* compare and write */
@@ -439,7 +440,7 @@ static bool up_to_date(const kdp__slices *s, uint64_t *maxgen)
 
 /* --- failures --- */
 
-static void fail(kdp__slices *s, const char *key, int err, const char *why)
+static void fail_with(kdp__slices *s, const char *key, int err, const char *why, kdp__backoff *bo)
 {
     char k[64];
     snprintf(k, sizeof(k), "%s:%d", key, err);
@@ -452,7 +453,12 @@ static void fail(kdp__slices *s, const char *key, int err, const char *why)
     snprintf(s->st.error, sizeof(s->st.error), "%s", why);
     s->st.published = false;
     notify(s);
-    kdp__timer_start(s->t_step, kdp__backoff_next(&s->bo));
+    kdp__timer_start(s->t_step, kdp__backoff_next(bo));
+}
+
+static void fail(kdp__slices *s, const char *key, int err, const char *why)
+{
+    fail_with(s, key, err, why, &s->bo);
 }
 
 /* A step worked: back to the shortest backoff only once nothing fails
@@ -721,7 +727,7 @@ static void write_done(int err, long code, json_t *obj, const char *why, void *u
         s->relist = true;
         char line[1024];
         snprintf(line, sizeof(line), "%s (conflict: listing again)", why);
-        fail(s, "conflict", -ESTALE, line);
+        fail_with(s, "conflict", -ESTALE, line, &s->conflict_bo);
         return;
     }
     if (err < 0) {
@@ -841,6 +847,7 @@ static void step(kdp__slices *s)
             s->failing = false;
             s->err_key[0] = '\0';
             kdp__backoff_reset(&s->bo);
+            kdp__backoff_reset(&s->conflict_bo);
             notify(s);
         }
         r = r > 0 ? 0 : r;
@@ -993,6 +1000,8 @@ int kdp__slices_new(kdp__api *a, const char *driver, const char *node, const cha
     s->relist = s->dirty = true;
     kdp__backoff_init(&s->bo, KDP__SLICES_MIN_BACKOFF_MS * 1000ULL,
                       KDP__SLICES_MAX_BACKOFF_MS * 1000ULL, 0);
+    kdp__backoff_init(&s->conflict_bo, KDP__SLICES_MIN_CONFLICT_MS * 1000ULL,
+                      KDP__SLICES_MAX_CONFLICT_MS * 1000ULL, 0);
     kdp__backoff_init(&s->watch_bo, KDP__SLICES_MIN_BACKOFF_MS * 1000ULL,
                       KDP__SLICES_MAX_BACKOFF_MS * 1000ULL, 0);
     int r = kdp__timer_new(s->loop, step_timer, s, &s->t_step);

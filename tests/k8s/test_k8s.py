@@ -221,6 +221,24 @@ class K8sTest(ProcTest):
         self.check_pool(api, 200)
         self.assertEqual(d.quit(), 0)
 
+    def test_resync_backstop(self):
+        """The periodic list (here every second) runs as a backstop to the
+        watch, and writes nothing while the pool is as wanted."""
+        api = self.api()
+        d = self.driver(api)
+        self.start_slices(d, resync_ms=1000)
+        d.send("set 3")
+        d.published(3)
+        am = api.mark()
+        time.sleep(3.5)
+        lists = [e for e in api.requests(am, resource="resourceslices") if e["verb"] == "list"]
+        writes = [e for e in api.requests(am, resource="resourceslices")
+                  if e["verb"] in ("create", "update", "delete")]
+        self.assertGreaterEqual(len(lists), 2, lists)
+        self.assertLessEqual(len(lists), 5, lists)
+        self.assertEqual(writes, [])
+        self.assertEqual(d.quit(), 0)
+
     def test_conflict_storm(self):
         api = self.api()
         d = self.driver(api)
