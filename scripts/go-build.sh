@@ -100,9 +100,15 @@ for spec in "$@"; do
         exit 2
     fi
     IFS=, read -r -a list <<<"$files"
+    keep=()
     for f in "${list[@]}"; do
         [ -f "$f" ] || { echo "go-build.sh: $f: no such file" >&2; exit 1; }
         sync_file "$f" "$pkg/cmd/$name/$(basename "$f")"
+        keep+=("$(basename "$f")")
+    done
+    # a file no longer in the program (renamed, removed) leaves it
+    for g in "$pkg/cmd/$name"/*.go; do
+        case " ${keep[*]} " in *" $(basename "$g") "*) ;; *) rm -f "$g" ;; esac
     done
     names+=("$name")
 done

@@ -61,6 +61,7 @@ type request struct {
 	ns, name     string
 	user, auth   string
 	code         int
+	warnings     []string // Warning headers (unknown fields)
 	discovery    bool
 	s            *server
 }
@@ -96,6 +97,9 @@ func (rq *request) writeJSON(w http.ResponseWriter, code int, v interface{}, con
 	}
 	if contentType == "" {
 		contentType = "application/json"
+	}
+	for _, warn := range rq.warnings {
+		w.Header().Add("Warning", fmt.Sprintf("299 - %q", warn))
 	}
 	w.Header().Set("Content-Type", contentType)
 	rq.code = code

@@ -21,7 +21,7 @@ import warnings
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from kdptest import ProcTest, log, run  # noqa: E402
+from kdptest import ProcTest, figure, log, percentile, print_figures, run  # noqa: E402
 from kdptest.apiserver import ApiServer  # noqa: E402
 
 try:
@@ -138,6 +138,50 @@ class Basics(ApiTest):
         env = api.incluster_env()
         self.assertEqual("https://%s:%s" % (env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"]),
                          api.url)
+
+    def test_plain_http_refused(self):
+        with socket.create_connection((self.api.host, self.api.port), timeout=5) as c:
+            c.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertIn(b" 400 ", c.recv(200))
+
+    def test_figures(self):
+        """Measured, never asserted: start, request and watch latencies, RSS."""
+        t0 = time.monotonic()
+        api = self.start_proc(ApiServer(self.path("api-fig"), nodes=self.NODES))
+        figure("emulator exec -> ready", "%.1f ms" % ((time.monotonic() - t0) * 1e3))
+        co = self.custom(api.kubeconfig_token)
+        lat = []
+        for i in range(50):
+            t = time.monotonic()
+            co.create_cluster_custom_object(GROUP, "v1", "resourceslices", slice_body(name="f%d" % i, devices=128))
+            lat.append((time.monotonic() - t) * 1e3)
+        figure("create of a 128-device slice (python3-kubernetes, HTTP/1.1 keep-alive)",
+               "p50 %.2f ms, p99 %.2f ms" % (percentile(lat, 50), percentile(lat, 99)))
+        t = time.monotonic()
+        n = len(co.list_cluster_custom_object(GROUP, "v1", "resourceslices")["items"])
+        figure("list of %d slices x 128 devices" % n, "%.1f ms" % ((time.monotonic() - t) * 1e3))
+        got = []
+        rv = co.list_cluster_custom_object(GROUP, "v1", "resourceslices", limit=1)["metadata"]["resourceVersion"]
+        w = kwatch.Watch()
+        mark = api.mark()
+
+        def watch():
+            for ev in w.stream(co.list_cluster_custom_object, GROUP, "v1", "resourceslices",
+                               resource_version=rv, timeout_seconds=10):
+                got.append(time.monotonic())
+                w.stop()
+                break
+
+        th = threading.Thread(target=watch)
+        th.start()
+        api.wait_event("watch_open", since=mark)
+        t = time.monotonic()
+        co.create_cluster_custom_object(GROUP, "v1", "resourceslices", slice_body(name="w"))
+        th.join(15)
+        figure("create -> watch event at the client", "%.2f ms" % ((got[0] - t) * 1e3))
+        with open("/proc/%d/status" % api.pid) as f:
+            rss = [line.split()[1] for line in f if line.startswith("VmRSS")][0]
+        figure("emulator RSS with %d slices of 128 devices" % (n + 1), "%d MiB" % (int(rss) // 1024))
 
     def test_discovery_documents(self):
         api = self.api
@@ -417,6 +461,18 @@ class Python(ApiTest):
             b["spec"]["devices"][0]["attributes"]["a%d" % i] = {"int": i}
         st = invalid(b, "spec.devices[0]")
         self.assertIn("the total number of attributes and capacities must not exceed 32", st["message"])
+        # metadata: ownerReferences complete (the Node's uid), labels valid
+        b = slice_body(name="x")
+        b["metadata"]["ownerReferences"][0]["uid"] = ""
+        st = invalid(b, "metadata.ownerReferences.uid")
+        self.assertIn('metadata.ownerReferences.uid: Invalid value: "": uid must not be empty', st["message"])
+        b = slice_body(name="x", labels={"ok.example.com/a": "b", "bad key": "v", "k": "-bad-"})
+        st = invalid(b, "metadata.labels")
+        self.assertEqual(len(st["details"]["causes"]), 2, st)
+        b = slice_body(name="x")
+        del b["metadata"]["name"]
+        st = invalid(b, "metadata.name")
+        self.assertIn("name or generateName is required", st["message"])
         # 128 devices is fine; exactly 32 attributes+capacities too
         api.create_cluster_custom_object(GROUP, "v1", "resourceslices", slice_body(name="big", devices=128))
         b = slice_body(name="full", devices=1)
@@ -582,6 +638,31 @@ class Python(ApiTest):
                                  body={"preconditions": {"resourceVersion": "1"}})
         self.assertEqual((code, st["reason"]), (409, "Conflict"))
         self.assertIn("Precondition failed", st["message"])
+
+    def test_unknown_fields(self):
+        """A device written in v1beta1's shape to v1: "basic" is an unknown
+        field, dropped with a warning (or refused with Strict)."""
+        b = slice_body(name="x", version="v1beta1")
+        b["apiVersion"] = "resource.k8s.io/v1"
+        b["spec"]["pool"]["resourceSliceCunt"] = 1
+        code, hdrs, obj = self.api.http("POST", "/apis/resource.k8s.io/v1/resourceslices", body=b, headers=True)
+        self.assertEqual(code, 201, obj)
+        self.assertEqual(obj["spec"]["devices"], [{"name": "gpu0"}, {"name": "gpu1"}])
+        self.assertEqual(hdrs.get_all("Warning"), ['299 - "unknown field \\"spec.devices[0].basic\\""',
+                                                   '299 - "unknown field \\"spec.devices[1].basic\\""',
+                                                   '299 - "unknown field \\"spec.pool.resourceSliceCunt\\""'])
+        b["metadata"]["name"] = "y"
+        code, st = self.api.http("POST", "/apis/resource.k8s.io/v1/resourceslices?fieldValidation=Strict", body=b)
+        self.assertEqual((code, st["reason"]), (400, "BadRequest"))
+        self.assertTrue(st["message"].startswith('strict decoding error: unknown field "spec.devices[0].basic"'),
+                        st["message"])
+        code, hdrs, obj = self.api.http("POST", "/apis/resource.k8s.io/v1/resourceslices?fieldValidation=Ignore",
+                                        body=b, headers=True)
+        self.assertEqual((code, hdrs.get_all("Warning")), (201, None))
+        # kubectl shows the warning; the patch changed nothing
+        r = self.kubectl("patch", "resourceslice", "x", "--type=merge", "-p", '{"spec":{"foo":1}}')
+        self.assertIn('Warning: unknown field "spec.foo"', r.stderr)
+        self.assertIn("resourceslice.resource.k8s.io/x patched (no change)", r.stdout)
 
     def test_list_pagination(self):
         api = self.custom()
@@ -930,6 +1011,10 @@ class AllVersions(ApiTest):
             break
         r = self.kubectl("get", "resourceslices", "-o", "jsonpath={.items[0].apiVersion}")
         self.assertEqual(r.stdout, "resource.k8s.io/v1")
+
+
+def tearDownModule():
+    print_figures()
 
 
 if __name__ == "__main__":

@@ -149,6 +149,100 @@ func objectMeta(obj M, namespaced bool, nameRule func(string, string) []fieldErr
 	if namespaced && getString(md, "namespace") == "" {
 		errs = append(errs, required("metadata.namespace", ""))
 	}
+	errs = append(errs, labels(md["labels"])...)
+	return append(errs, ownerReferences(md["ownerReferences"])...)
+}
+
+const (
+	qualifiedNameFmt = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+	labelValueFmt    = "(" + qualifiedNameFmt + ")?"
+	qualifiedNameMsg = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with " +
+		"an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '" +
+		qualifiedNameFmt + "')"
+	labelValueMsg = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', " +
+		"and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', " +
+		"regex used for validation is '" + labelValueFmt + "')"
+)
+
+var (
+	qualifiedNameRe = regexp.MustCompile("^" + qualifiedNameFmt + "$")
+	labelValueRe    = regexp.MustCompile("^" + labelValueFmt + "$")
+)
+
+// labels: keys are qualified names ([prefix/]name), values at most 63
+// characters of the label alphabet (apimachinery's ValidateLabels).
+func labels(v interface{}) []fieldErr {
+	m, ok := v.(map[string]interface{})
+	if v != nil && !ok {
+		return []fieldErr{invalid("metadata.labels", v, "must be a map of strings")}
+	}
+	var errs []fieldErr
+	for _, k := range sortedKeys(m) {
+		name := k
+		if i := strings.LastIndex(k, "/"); i >= 0 {
+			prefix := k[:i]
+			name = k[i+1:]
+			if prefix == "" {
+				errs = append(errs, invalid("metadata.labels", k, "prefix part must be non-empty"))
+			} else if !dns1123SubdomainRe.MatchString(prefix) || len(prefix) > 253 {
+				errs = append(errs, invalid("metadata.labels", k, "prefix part "+subdomainMsg))
+			}
+		}
+		switch {
+		case name == "":
+			errs = append(errs, invalid("metadata.labels", k, "name part must be non-empty"))
+		case len(name) > 63:
+			errs = append(errs, invalid("metadata.labels", k, "name part must be no more than 63 characters"))
+		case !qualifiedNameRe.MatchString(name):
+			errs = append(errs, invalid("metadata.labels", k, "name part "+qualifiedNameMsg))
+		}
+		val, ok := m[k].(string)
+		if !ok {
+			errs = append(errs, invalid("metadata.labels", m[k], "label values must be strings"))
+			continue
+		}
+		if len(val) > 63 {
+			errs = append(errs, invalid("metadata.labels", val, "must be no more than 63 characters"))
+		}
+		if !labelValueRe.MatchString(val) {
+			errs = append(errs, invalid("metadata.labels", val, labelValueMsg))
+		}
+	}
+	return errs
+}
+
+// ownerReferences: apiVersion, kind, name and uid set; one controller at
+// most (apimachinery's ValidateOwnerReferences: the fields have no index).
+func ownerReferences(v interface{}) []fieldErr {
+	refs, ok := v.([]interface{})
+	if v != nil && !ok {
+		return []fieldErr{invalid("metadata.ownerReferences", v, "must be a list")}
+	}
+	var errs []fieldErr
+	var controllers []string
+	const p = "metadata.ownerReferences"
+	for _, r := range refs {
+		rm, _ := r.(map[string]interface{})
+		if getString(rm, "apiVersion") == "" {
+			errs = append(errs, invalid(p+".apiVersion", getString(rm, "apiVersion"), "version must not be empty"))
+		}
+		if getString(rm, "kind") == "" {
+			errs = append(errs, invalid(p+".kind", getString(rm, "kind"), "kind must not be empty"))
+		}
+		if getString(rm, "name") == "" {
+			errs = append(errs, invalid(p+".name", getString(rm, "name"), "name must not be empty"))
+		}
+		if getString(rm, "uid") == "" {
+			errs = append(errs, invalid(p+".uid", getString(rm, "uid"), "uid must not be empty"))
+		}
+		if b, _ := rm["controller"].(bool); b {
+			controllers = append(controllers, fmt.Sprintf("%s, Kind=%s, Name=%s",
+				getString(rm, "apiVersion"), getString(rm, "kind"), getString(rm, "name")))
+		}
+	}
+	if len(controllers) > 1 {
+		errs = append(errs, invalid(p, refs, fmt.Sprintf("Only one reference can have Controller set to true. Found \"true\" in references for %s", strings.Join(controllers, " and "))))
+	}
 	return errs
 }
 

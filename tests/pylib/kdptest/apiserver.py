@@ -11,6 +11,10 @@
         api.ok("conflict 3")
         slices = api.slices()
 
+The API server down when the driver starts: start the emulator (the files
+and the port exist from then on), api.ok("down"), start the driver, then
+api.ok("up") (same port, same certificates and token).
+
 An ApiServer is a kdptest.Proc: every wait is bounded; a failed wait raises
 AssertionError with the recent events and the emulator's stderr. In a
 ProcTest, self.start_proc(ApiServer(self.path("api"))) stops it at the end.
@@ -72,6 +76,10 @@ Events (one JSON object per stdout line, each with "event" and "t_ns"):
   watch_expired  resource, resource_version, message (a 410 ERROR event was
                  the stream's only event)
   down, up       addr
+Unknown fields of a ResourceSlice are dropped with a warning header
+(Warning: 299 - "unknown field <path>"; fieldValidation=Warn, the default),
+refused with fieldValidation=Strict (400) and dropped silently with Ignore, as
+the API server does: a v1beta1 "basic" sent to v1 is lost.
   reply          cmd, id, ok, elapsed_us, code/message on failure, and the
                  command's fields
   exit           reason
@@ -272,9 +280,10 @@ class ApiServer(Proc):
         return ctx
 
     def http(self, method, path, body=None, token=None, cert=False, content_type="application/json",
-             timeout=T):
-        """One request; returns (code, decoded JSON body or text). token:
-        None = the current one, "" = none."""
+             timeout=T, headers=False):
+        """One request; returns (code, decoded JSON body or text), or (code,
+        headers, body) with headers=True. token: None = the current one,
+        "" = none."""
         if token is None and not cert:
             token = self.token()
         data = None
@@ -287,10 +296,11 @@ class ApiServer(Proc):
             req.add_header("Authorization", "Bearer " + token)
         try:
             with urllib.request.urlopen(req, context=self.ssl_context(cert), timeout=timeout) as resp:
-                code, raw = resp.status, resp.read()
+                code, hdrs, raw = resp.status, resp.headers, resp.read()
         except urllib.error.HTTPError as e:
-            code, raw = e.code, e.read()
+            code, hdrs, raw = e.code, e.headers, e.read()
         try:
-            return code, json.loads(raw)
+            decoded = json.loads(raw)
         except ValueError:
-            return code, raw.decode(errors="replace")
+            decoded = raw.decode(errors="replace")
+        return (code, hdrs, decoded) if headers else (code, decoded)
