@@ -21,8 +21,9 @@ struct kdp__api {
     const kdp__kconfig *kc;
     char *token;
     uint64_t token_at_us; /* when the token file was read */
-    kdp__timer *kick;     /* starts queued calls, delivers deferred ends */
-    kdp__link calls;      /* in flight, queued or ending: kdp__api_req.node */
+    uint64_t token_every_us;
+    kdp__timer *kick; /* starts queued calls, delivers deferred ends */
+    kdp__link calls;  /* in flight, queued or ending: kdp__api_req.node */
     kdp__api_stats stats;
 };
 
@@ -64,6 +65,11 @@ static int say(char *why, size_t n, int err, const char *fmt, ...)
     vsnprintf(why, n, fmt, ap);
     va_end(ap);
     return err;
+}
+
+void kdp__api_set_token_refresh(kdp__api *a, unsigned ms)
+{
+    a->token_every_us = (ms ? ms : KDP__API_TOKEN_REFRESH_MS) * 1000ULL;
 }
 
 kdp__loop *kdp__api_loop(const kdp__api *a)
@@ -120,7 +126,7 @@ static void token_refresh(kdp__api *a, bool now)
         return;
     }
     uint64_t t = kdp__now_us();
-    if (!now && a->token && t - a->token_at_us < KDP__API_TOKEN_REFRESH_MS * 1000ULL) {
+    if (!now && a->token && t - a->token_at_us < a->token_every_us) {
         return;
     }
     char *tok = NULL;
@@ -681,6 +687,7 @@ int kdp__api_new(kdp__loop *l, const kdp__kconfig *kc, kdp__api **ret)
     }
     a->loop = l;
     a->kc = kc;
+    a->token_every_us = KDP__API_TOKEN_REFRESH_MS * 1000ULL;
     kdp__link_init(&a->calls);
     int r = kdp__httpc_client_new(l, &a->http);
     if (r == 0) {

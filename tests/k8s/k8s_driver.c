@@ -6,6 +6,7 @@
  *
  *   config [FILE]             load a kubeconfig (none: $KUBECONFIG, else
  *                             in-cluster) and make the API client
+ *   token-refresh MS          re-read the token file this often
  *   discover                  resource.k8s.io: v1, v1beta2, v1beta1
  *   call METHOD PATH [JSON]   one API call
  *   slices DRIVER NODE MS     start the slice publisher (resync every MS)
@@ -170,6 +171,8 @@ static void command(char *line)
         }
         emit(json_pack("{s:s,s:i,s:s,s:s?}", "event", "config", "err", r, "why", why, "source",
                        kc ? kc->source : NULL));
+    } else if (strcmp(cmd, "token-refresh") == 0 && api && argc >= 2) {
+        kdp__api_set_token_refresh(api, (unsigned)atol(argv[1]));
     } else if (strcmp(cmd, "discover") == 0 && api) {
         static const char *const wanted[] = {"v1", "v1beta2", "v1beta1", NULL};
         r = kdp__api_discover(api, "resource.k8s.io", wanted, on_discover, NULL, NULL);

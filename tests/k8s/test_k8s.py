@@ -312,6 +312,27 @@ class K8sTest(ProcTest):
         self.check_pool(api, 5, model="m-r")
         self.assertEqual(d.quit(), 0)
 
+    def test_token_reread_periodically(self):
+        """A rotated token is picked up before the old one stops working:
+        the token file is re-read every minute (here 300 ms)."""
+        api = self.api(token_grace=60)
+        env = api.incluster_env()
+        env["KDP_SERVICEACCOUNT_DIR"] = api.serviceaccount
+        d = self.start_proc(Driver(env))
+        self.assertEqual(d.config()["err"], 0)
+        d.send("token-refresh 300")
+        self.start_slices(d)
+        d.send("set 2")
+        d.published(2)
+        api.ok("token-rotate")
+        time.sleep(0.5)
+        m, am = d.mark(), api.mark()
+        d.send("set 2 t")
+        d.status(lambda e: e["published"] and e["generation"] == 2, since=m)
+        auths = {e["auth"] for e in api.requests(am) if e["verb"] == "update"}
+        self.assertEqual(auths, {"token"}, "the new token, not the old one")
+        self.assertEqual(d.quit(), 0)
+
     def test_forbidden_logged_with_rbac_hint(self):
         api = self.api()
         api.ok("forbid create resourceslices")
