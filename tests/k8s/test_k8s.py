@@ -363,6 +363,14 @@ class K8sTest(ProcTest):
                 self.assertIn("basic", dev)
                 self.assertEqual(dev["basic"]["attributes"]["model"], {"string": "m-a"})
         self.check_pool(api, 130)  # the emulator's v1 view
+        # a claim read through v1beta1: the same allocation shape
+        uid = api.create_claim("ns1", "c1", DRIVER, NODE, "gpu", ["dev-003"], config={"a": 1})
+        m = d.mark()
+        d.send("claim v1beta1 %s %s ns1 c1 %s" % (DRIVER, NODE, uid))
+        ev = d.wait_event("claim", since=m)
+        self.assertEqual(ev["err"], 0, ev)
+        self.assertEqual([(x["device"], x["configs"]) for x in ev["claim"]["devices"]],
+                         [("dev-003", ['{"a":1}'])])
         self.assertEqual(d.quit(), 0)
 
     def test_discovery_failures(self):
