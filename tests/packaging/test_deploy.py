@@ -27,6 +27,13 @@ Manifests (deploy/base, deploy/overlays/*):
   readiness probes GET /healthz on it, liveness tolerating at least a minute
   of failures; prometheus.io/scrape and /port annotations; the overlays with
   the static image ask for no endpoint (it would fail their start).
+- deploy/dra (the DRA driver, docs/dra.md): a ServiceAccount, the ClusterRole
+  the driver needs (resourceslices CRUD, resourceclaims get/list/watch and
+  status update, nodes get) bound to it, the DaemonSet (the hardening above,
+  the image of deploy/Dockerfile.dra, maxSurge 1, NODE_NAME and POD_UID from
+  the downward API, plugins_registry, plugins and /var/run/cdi mounted
+  writable, the token mounted), and a DeviceClass selecting the driver named
+  in the args, with extendedResourceName (KEP-5004);
 systemd (deploy/systemd/*.service): `systemd-analyze verify` prints nothing
 (its exit status ignores unknown keys), the options this repository promises
 are there, and the writable path is the directory the plugin serves.
@@ -163,6 +170,10 @@ def smp(base, patch):
     return copy.deepcopy(patch)
 
 
+# Kinds kustomize's namespace leaves alone.
+CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "DeviceClass", "Namespace"}
+
+
 def render(kdir):
     kpath = os.path.join(kdir, "kustomization.yaml")
     k = load_all(kpath)[0]
@@ -176,7 +187,8 @@ def render(kdir):
         objs += render(p) if os.path.isdir(p) else load_all(p)
     if "namespace" in k:
         for o in objs:
-            o.setdefault("metadata", {})["namespace"] = k["namespace"]
+            if o["kind"] not in CLUSTER_SCOPED:
+                o.setdefault("metadata", {})["namespace"] = k["namespace"]
     for patch in k.get("patches", []):
         p = os.path.join(kdir, patch["path"])
         check(os.path.exists(p), "%s: patch %s exists" % (rel, patch["path"]))
@@ -202,7 +214,8 @@ def schema_round_trip(obj, where):
     class Resp:
         data = json.dumps(obj)
 
-    model = "V1" + obj["kind"] if obj["apiVersion"] in ("v1", "apps/v1") else None
+    model = "V1" + obj["kind"] if obj["apiVersion"] in (
+        "v1", "apps/v1", "rbac.authorization.k8s.io/v1") else None
     if model is None:
         log("skip: no model for %s %s" % (obj["apiVersion"], obj["kind"]))
         return
@@ -415,9 +428,129 @@ def check_manifests():
             if ok:
                 check([d for d in yaml.safe_load_all(p.stdout) if d] == objs,
                       "kubectl kustomize %s renders what this test checked" % kdir_rel)
+    check_dra(kubectl)
     if not kubectl:
         log("skip: kubectl not installed, so no `kubectl kustomize` cross-check "
             "(the overlays were rendered by this test's own merge)")
+
+
+# The DRA driver (deploy/dra): what the driver needs, and nothing more.
+DRA_RULES = {
+    ("resource.k8s.io", "resourceslices"): {"get", "list", "watch", "create", "update", "patch",
+                                            "delete"},
+    ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch"},
+    ("resource.k8s.io", "resourceclaims/status"): {"update"},
+    ("", "nodes"): {"get"},
+}
+
+
+def check_dra(kubectl):
+    kdir_rel = "dra"
+    kdir = os.path.join(DEPLOY, kdir_rel)
+    objs = render(kdir)
+    by_kind = {}
+    for o in objs:
+        by_kind.setdefault(o["kind"], []).append(o)
+    check(sorted(by_kind) == ["ClusterRole", "ClusterRoleBinding", "DaemonSet", "DeviceClass",
+                              "ServiceAccount"] and all(len(v) == 1 for v in by_kind.values()),
+          "dra renders a ServiceAccount, a ClusterRole and its binding, a DaemonSet and a "
+          "DeviceClass (%s)" % sorted(o["kind"] for o in objs))
+    if failures:
+        return
+    sa, role, binding = by_kind["ServiceAccount"][0], by_kind["ClusterRole"][0], \
+        by_kind["ClusterRoleBinding"][0]
+    ds, dc = by_kind["DaemonSet"][0], by_kind["DeviceClass"][0]
+    for o in (sa, ds):
+        check(o["metadata"].get("namespace") == "kube-system",
+              "dra: %s in namespace kube-system" % o["kind"])
+    for o in objs:
+        schema_round_trip(o, kdir_rel)
+    # RBAC: exactly the rules above
+    got = {}
+    for r in role.get("rules", []):
+        for g in r.get("apiGroups", []):
+            for res in r.get("resources", []):
+                got.setdefault((g, res), set()).update(r.get("verbs", []))
+    check(got == DRA_RULES, "dra: the ClusterRole grants what the driver needs and nothing more "
+          "(%s)" % {"%s/%s" % k: sorted(v) for k, v in got.items()})
+    check(binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                 "name": role["metadata"]["name"]},
+          "dra: the binding names the ClusterRole")
+    check(binding.get("subjects") == [{"kind": "ServiceAccount", "name": sa["metadata"]["name"],
+                                       "namespace": "kube-system"}],
+          "dra: ... for the ServiceAccount in kube-system")
+    # The DaemonSet
+    pod = ds["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    check(pod.get("serviceAccountName") == sa["metadata"]["name"] and
+          pod.get("automountServiceAccountToken") is True,
+          "dra: runs as the ServiceAccount, its token mounted (the API server)")
+    check(pod.get("priorityClassName") == "system-node-critical" and
+          {"operator": "Exists"} in pod.get("tolerations", []),
+          "dra: system-node-critical, tolerates every taint")
+    for k in ("hostNetwork", "hostPID", "hostIPC"):
+        check(not pod.get(k), "dra: no %s" % k)
+    sc = c.get("securityContext", {})
+    check(sc.get("privileged") is False and sc.get("allowPrivilegeEscalation") is False and
+          sc.get("readOnlyRootFilesystem") is True and
+          sc.get("capabilities", {}).get("drop") == ["ALL"] and
+          not sc.get("capabilities", {}).get("add"),
+          "dra: not privileged, no escalation, read-only root, every capability dropped")
+    res = c.get("resources", {})
+    check("memory" in res.get("requests", {}) and "cpu" in res.get("requests", {}) and
+          "memory" in res.get("limits", {}) and
+          mem_mi(res["requests"]["memory"]) <= mem_mi(res["limits"]["memory"]),
+          "dra: cpu and memory requests, a memory limit above the request")
+    ru = ds["spec"]["updateStrategy"].get("rollingUpdate", {})
+    check(ru.get("maxSurge") == 1 and ru.get("maxUnavailable") == 0,
+          "dra: maxSurge 1, maxUnavailable 0 (each instance its own sockets)")
+    ref = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+           for e in c.get("env", [])}
+    check(ref.get("NODE_NAME") == "spec.nodeName", "dra: NODE_NAME is the pod's spec.nodeName")
+    check(ref.get("POD_UID") == "metadata.uid", "dra: POD_UID is the pod's UID")
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: m for m in c.get("volumeMounts", [])}
+    for m in mounts.values():
+        check(m["name"] in volumes, "dra: mount %s has its volume" % m["name"])
+    for path, kind in (("/var/lib/kubelet/plugins_registry", "Directory"),
+                       ("/var/lib/kubelet/plugins", "DirectoryOrCreate"),
+                       ("/var/run/cdi", "DirectoryOrCreate")):
+        m = mounts.get(path)
+        hp = volumes.get(m["name"], {}).get("hostPath", {}) if m else {}
+        check(m is not None and not m.get("readOnly") and hp == {"path": path, "type": kind},
+              "dra: %s mounted writable from the same hostPath (type %s)" % (path, kind))
+    check(c.get("image") == "kdp-gopher-dra:%s" % project_version(),
+          "dra: image kdp-gopher-dra:%s, built by deploy/Dockerfile.dra (got %s)"
+          % (project_version(), c.get("image")))
+    binary = dockerfile_binary("Dockerfile.dra")
+    sources = binary_sources(binary)
+    check(bool(sources) and all(os.path.exists(s) for s in sources),
+          "dra: the image's binary %s is an executable of the tree" % binary)
+    args = c.get("args", [])
+    wanted = {a.split("=")[0] for a in args if a.startswith("--")}
+    check(wanted <= flags_of(sources), "dra: args %s are flags %s parses" % (sorted(wanted),
+                                                                              binary))
+    driver = args[args.index("--dra") + 1] if "--dra" in args[:-1] else None
+    check(driver is not None, "dra: the args name the driver (--dra DRIVER)")
+    # The DeviceClass selects that driver's devices and serves the resource
+    check(dc["apiVersion"] == "resource.k8s.io/v1", "dra: DeviceClass resource.k8s.io/v1")
+    exprs = [s.get("cel", {}).get("expression", "") for s in dc["spec"].get("selectors", [])]
+    check(exprs == ['device.driver == "%s"' % driver],
+          "dra: the DeviceClass selects the driver's devices (%s)" % exprs)
+    gopher = open(os.path.join(SRC, "examples", "gopher.c")).read()
+    m = re.search(r'\.resource_name = "([^"]+)"', gopher)
+    check(m is not None and dc["spec"].get("extendedResourceName") == m.group(1),
+          "dra: extendedResourceName is the device plugin's resource (%s)"
+          % dc["spec"].get("extendedResourceName"))
+    if kubectl:
+        p = subprocess.run([kubectl, "kustomize", kdir], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        ok = p.returncode == 0
+        check(ok, "kubectl kustomize dra%s" % ("" if ok else ": " + p.stderr))
+        if ok:
+            key = lambda o: (o["kind"], o["metadata"]["name"])  # noqa: E731
+            check(sorted([d for d in yaml.safe_load_all(p.stdout) if d], key=key) ==
+                  sorted(objs, key=key), "kubectl kustomize dra renders what this test checked")
 
 
 def check_systemd():

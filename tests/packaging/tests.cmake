@@ -41,6 +41,9 @@ if(NOT KDP_SANITIZE AND NOT KDP_FUZZ)
     COMMAND /usr/bin/python3 ${KDP_PKG_DIR}/test_metrics_image.py)
   set_tests_properties(packaging_metrics_image PROPERTIES ENVIRONMENT
     "KDP_BUILD_DIR=${CMAKE_BINARY_DIR};KDP_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
+  add_test(NAME packaging_dra_image COMMAND /usr/bin/python3 ${KDP_PKG_DIR}/test_dra_image.py)
+  set_tests_properties(packaging_dra_image PROPERTIES ENVIRONMENT
+    "KDP_BUILD_DIR=${CMAKE_BINARY_DIR};KDP_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
 endif()
 
 add_test(NAME packaging_deploy COMMAND /usr/bin/python3 ${KDP_PKG_DIR}/test_deploy.py)
@@ -50,7 +53,7 @@ add_test(NAME packaging_apidoc COMMAND /usr/bin/python3 ${KDP_PKG_DIR}/apidoc.py
   --lib $<TARGET_FILE:kdp> --dra-lib $<TARGET_FILE:kdp_dra_shared>)
 
 foreach(t IN ITEMS packaging_version packaging_install packaging_static packaging_metrics_image
-        packaging_deploy packaging_apidoc)
+        packaging_dra_image packaging_deploy packaging_apidoc)
   if(TEST ${t})
     set_tests_properties(${t} PROPERTIES LABELS packaging TIMEOUT 300)
   endif()
