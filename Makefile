@@ -41,7 +41,7 @@ test-unit: build
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_C_COMPILER=clang -DKDP_SANITIZE=ON \
 	  -DKDP_WERROR=ON -DKDP_INTEROP=ON -DKDP_GO_PEERS_DIR=$(abspath $(BUILD))/go \
-	  -DKDP_KUBELET_DIR=$(abspath $(BUILD))/kubelet-go
+	  -DKDP_KUBELET_DIR=$(abspath $(BUILD))/kubelet-go -DKDP_APISERVER_DIR=$(abspath $(BUILD))/apiserver-go
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j 2
@@ -56,7 +56,8 @@ test-tsan: build
 	  -DCMAKE_C_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
 	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread \
 	  -DKDP_WERROR=ON -DKDP_INTEROP=ON -DKDP_ROBUSTNESS_SANITIZED=ON \
-	  -DKDP_GO_PEERS_DIR=$(abspath $(BUILD))/go -DKDP_KUBELET_DIR=$(abspath $(BUILD))/kubelet-go
+	  -DKDP_GO_PEERS_DIR=$(abspath $(BUILD))/go -DKDP_KUBELET_DIR=$(abspath $(BUILD))/kubelet-go \
+	  -DKDP_APISERVER_DIR=$(abspath $(BUILD))/apiserver-go
 	cmake --build $(TSAN_BUILD) -j $(JOBS)
 	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ctest --output-on-failure -j 2 -L 'unit|integration|robustness' \
