@@ -20,6 +20,7 @@
 
 #include "base/backoff.h"
 #include "base/list.h"
+#include "dra/abandoned.h"
 #include "dra/checkpoint.h"
 #include "grpc/server.h"
 #include "kdp_dra.h"
@@ -77,6 +78,7 @@ struct kdp__dra {
     kdp__link calls;
     kdp__timer *kick_timer; /* starts the ops waiting for their claim */
     kdp__ckpt *ckpt;
+    kdp__abandoned *abandoned; /* claims whose job overran its deadline and runs on */
 
     /* devnames.c: device name <-> kdp ID, from the describe op */
     json_t *name_of;   /* ID -> name */
@@ -84,6 +86,8 @@ struct kdp__dra {
     json_t *described; /* name -> {attrs, caps}: the slices' devices */
     bool describing;   /* the describe job runs */
     bool describe_again;
+    kdp__timer *describe_retry; /* a describe overran or could not run: again */
+    kdp__backoff describe_backoff;
 
     kdp__dra_api *api; /* NULL: no API server configured */
 

@@ -20,12 +20,14 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
 #include "discovery/cdi.h"
+#include "dra/abandoned.h"
 #include "dra/claimrec.h"
 #include "dra/dra_int.h"
 #include "dra/prepared.h"
@@ -393,6 +395,9 @@ typedef struct pjob {
     bool recorded; /* the record came from the checkpoint */
     json_t *rec;
     kdp__ckpt *ckpt;
+    kdp__abandoned *abandoned;
+    char *uid;
+    atomic_bool listed; /* in abandoned: the deadline passed, fn runs on */
     char *cdi_dir;
     char *kind;
     char file[300];
@@ -403,6 +408,14 @@ static void pjob_cleanup(kdp__pjob *j)
 {
     pjob *pj = j->data;
     if (pj) {
+        if (atomic_load(&pj->listed)) {
+            /* the abandoned callback returned: its claim is free again */
+            log_info("claim %s: the %s callback that overran its deadline returned (%s)", pj->uid,
+                     pj->unprepare ? "unprepare" : "prepare", j->result < 0 ? pj->err : "done");
+            kdp__abandoned_del(pj->abandoned, pj->uid);
+        }
+        kdp__abandoned_unref(pj->abandoned);
+        free(pj->uid);
         json_decref(pj->rec);
         kdp__ckpt_unref(pj->ckpt);
         free(pj->cdi_dir);
@@ -514,6 +527,11 @@ static void complete(kdp__pjob *j, bool timed_out)
     pjob *pj = j->data;
     cop *op = pj->op;
     if (timed_out) {
+        /* fn goes on (its thread is left to it): the claim stays busy until
+         * it returns, or it could record a claim unprepared meanwhile */
+        if (kdp__abandoned_add(pj->abandoned, pj->uid) == 0) {
+            atomic_store(&pj->listed, true);
+        }
         op_done(op,
                 pj->unprepare ? "the unprepare callback overran its deadline"
                               : "the prepare callback overran its deadline",
@@ -534,13 +552,18 @@ static void run_job(cop *op, json_t *rec, bool recorded)
     if (pj) {
         pj->cdi_dir = strdup(d->cdi_dir);
         pj->kind = strdup(d->cdi_kind);
+        pj->uid = strdup(op->uid);
         snprintf(pj->file, sizeof(pj->file), "k8s.%s-claim_%s.json", d->driver, op->uid);
     }
-    if (!j || !pj->cdi_dir || !pj->kind) {
+    if (!j || !pj->cdi_dir || !pj->kind || !pj->uid) {
         if (pj) {
             free(pj->cdi_dir);
             free(pj->kind);
+            free(pj->uid);
             free(pj);
+        }
+        if (j) {
+            j->base.free(&j->base); /* never submitted; no data, so no cleanup */
         }
         json_decref(rec);
         op_done(op, "out of memory", NULL);
@@ -554,6 +577,7 @@ static void run_job(cop *op, json_t *rec, bool recorded)
     pj->recorded = recorded;
     pj->rec = rec;
     pj->ckpt = kdp__ckpt_ref(d->ckpt);
+    pj->abandoned = kdp__abandoned_ref(d->abandoned);
     j->data = pj;
     j->fn = op->unprepare ? fn_unprepare : recorded ? fn_recorded : fn_prepare;
     j->complete = complete;
@@ -639,6 +663,13 @@ static void op_start(cop *op)
 {
     kdp__dra *d = op->d;
     op->started = true;
+    if (kdp__abandoned_has(d->abandoned, op->uid)) {
+        op_done(op,
+                "an earlier prepare or unprepare of this claim overran its deadline and is "
+                "still running: ask again later",
+                NULL);
+        return;
+    }
     json_t *rec = kdp__ckpt_get(d->ckpt, op->uid);
     if (op->unprepare) {
         if (!rec) {
@@ -826,6 +857,10 @@ int kdp__dra_prepare_init(kdp__dra *d)
 {
     kdp__link_init(&d->ops_inflight);
     kdp__link_init(&d->calls);
+    d->abandoned = kdp__abandoned_new();
+    if (!d->abandoned) {
+        return -ENOMEM;
+    }
     return kdp__timer_new(d->loop, on_kick, d, &d->kick_timer);
 }
 
@@ -847,4 +882,6 @@ void kdp__dra_prepare_done(kdp__dra *d)
     }
     kdp__timer_free(d->kick_timer);
     d->kick_timer = NULL;
+    kdp__abandoned_unref(d->abandoned);
+    d->abandoned = NULL;
 }

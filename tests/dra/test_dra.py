@@ -386,6 +386,45 @@ class Knobs(Base):
         self.assertEqual(self.checkpoint()["claims"], {})
         self.assertEqual(self.cdi_files(), [])
 
+    def test_overrun_prepare_keeps_its_claim_busy(self):
+        """A prepare past the callback deadline goes on: until it returns,
+        other ops on its claim fail fast, so an unprepare in between cannot
+        leave the late record behind."""
+        api = self.api()
+        kl = self.kubelet()
+        drv = self.start_proc(TestDriver(self, api, ["--prepare-delay-ms", "2500",
+                                                     "--callback-timeout-ms", "1000"]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["dev-0"])
+        ref = ["default/c1/" + uid]
+        r = kl.dra_prepare(DRV, ref)
+        self.assertEqual(r["by_uid"][uid]["result"], "error", r)
+        self.assertIn("overran its deadline", r["by_uid"][uid]["error"])
+        for call in (kl.dra_unprepare, kl.dra_prepare):  # the callback still runs
+            r = call(DRV, ref)
+            self.assertEqual(r["by_uid"][uid]["result"], "error", r)
+            self.assertIn("still running", r["by_uid"][uid]["error"])
+        drv.wait_log("overran its deadline returned", T)
+        self.assertEqual(list(self.checkpoint()["claims"]), [uid])  # it did prepare
+        r = kl.dra_unprepare(DRV, ref)
+        self.assertEqual(r["by_uid"][uid]["result"], "unprepared", r)
+        self.assertEqual(self.checkpoint()["claims"], {})
+        self.assertEqual(self.cdi_files(), [])
+        self.assertEqual(drv.count_log("prepare callback that overran"), 1)
+
+    def test_overrun_describe_tried_again(self):
+        api = self.api()
+        slow = self.path("slow-describe")
+        open(slow, "w").close()
+        drv = self.start_proc(TestDriver(self, api, ["--slow-describe-file", slow,
+                                                     "--callback-timeout-ms", "500"]))
+        drv.wait_log("describing the devices again", T)
+        time.sleep(1)  # every describe began: the table stays as it is
+        self.assertEqual(self.wait_slices(api, 0), [])
+        os.unlink(slow)
+        self.wait_slices(api, 4)  # a retry, with no change to the table
+
     def test_300_devices_in_3_slices(self):
         api = self.api()
         self.start_proc(TestDriver(self, api, ["--devices", "300"]))
