@@ -300,6 +300,31 @@ class Prepare(Base):
         self.assertEqual(r["by_uid"][uid]["result"], "unprepared", r)
         self.assertEqual(self.cdi_files(), [])
 
+    def test_two_instances_share_the_checkpoint(self):
+        """A rolling update: two instances, one state directory; each
+        prepares a claim, and neither loses the other's record."""
+        api = self.api()
+        kl = self.kubelet()
+        a = self.driver(api, env={"POD_UID": "aaaa"})
+        kl.wait_dra_registered(DRV, T, endpoint=self.path("root", "plugins", DRV, "dra-aaaa.sock"))
+        self.wait_slices(api, 2)
+        b = self.driver(api, env={"POD_UID": "bbbb"})
+        kl.wait_dra_registered(DRV, T, endpoint=self.path("root", "plugins", DRV, "dra-bbbb.sock"))
+        u1 = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
+        u2 = api.create_claim("default", "c2", DRV, NODE, "gpu", ["gopher-1"])
+        r = kl.dra_prepare(DRV, ["default/c1/" + u1])  # the newest: b
+        self.assertEqual(r["by_uid"][u1]["result"], "prepared", r)
+        b.wait_log("prepared claim default/c1", T)
+        self.assertEqual(b.stop(), 0)
+        r = kl.dra_prepare(DRV, ["default/c2/" + u2])  # a, which never saw c1
+        self.assertEqual(r["by_uid"][u2]["result"], "prepared", r)
+        a.wait_log("prepared claim default/c2", T)
+        self.assertEqual(sorted(self.checkpoint()["claims"]), sorted([u1, u2]))
+        r = kl.dra_unprepare(DRV, ["default/c1/" + u1])  # b's record, from the file
+        self.assertEqual(r["by_uid"][u1]["result"], "unprepared", r)
+        self.assertEqual(list(self.checkpoint()["claims"]), [u2])
+        self.assertEqual(self.cdi_files(), ["k8s.%s-claim_%s.json" % (DRV, u2)])
+
     def test_cdi_directory_wiped(self):
         api, kl, drv, ev = self.up()
         uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
@@ -316,7 +341,7 @@ class Prepare(Base):
         with open(os.path.join(state, "checkpoint.json"), "w") as f:
             f.write('{"version": 1, "checksum": "fnv1a64:0", "claims": {}}')
         api, kl, drv, ev = self.up()
-        drv.wait_log("cannot be read", T)
+        drv.wait_log("is corrupt", T)
         self.assertEqual(len(glob.glob(os.path.join(state, "checkpoint.json.corrupt-*"))), 1)
 
 
