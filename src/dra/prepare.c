@@ -57,6 +57,7 @@ typedef struct pcall {
     char **uids;   /* the claims, in the request's order */
     char **errors; /* the answers: an error, or */
     json_t **recs; /* the record (prepare) */
+    bool *ok;      /* answered with success (else, without an error: out of memory) */
     kdp__timer *deadline;
 } pcall;
 
@@ -88,6 +89,7 @@ static void pcall_free(pcall *pc)
     free(pc->uids);
     free(pc->errors);
     free(pc->recs);
+    free(pc->ok);
     kdp__timer_free(pc->deadline);
     free(pc);
 }
@@ -112,6 +114,10 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse__Cl
     unprep_entry;
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse unprep_one;
 
+#define NO_ANSWER "out of memory answering for the claim: ask again"
+
+/* Fills one with rec's devices; if memory runs out, one->error is set
+ * (what was filled is still freed by free_devices). */
 static void fill_devices(pcall *pc, const json_t *rec, prep_one *one)
 {
     const json_t *devs = json_object_get(rec, "devices");
@@ -125,7 +131,7 @@ static void fill_devices(pcall *pc, const json_t *rec, prep_one *one)
     if (!pd || !pp) {
         free(pd);
         free(pp);
-        one->error = (char *)"out of memory";
+        one->error = (char *)NO_ANSWER;
         return;
     }
     for (size_t i = 0; i < n; i++) {
@@ -138,10 +144,14 @@ static void fill_devices(pcall *pc, const json_t *rec, prep_one *one)
             pd[i].request_names[0] = (char *)json_string_value(json_object_get(d, "request"));
         } else {
             pd[i].n_request_names = 0;
+            one->error = (char *)NO_ANSWER;
         }
         pd[i].pool_name = pc->d->node;
         pd[i].device_name = (char *)json_string_value(json_object_get(d, "device"));
         str_list(json_object_get(d, "cdi_ids"), &pd[i].n_cdi_device_ids, &pd[i].cdi_device_ids);
+        if (!pd[i].cdi_device_ids) {
+            one->error = (char *)NO_ANSWER;
+        }
         const char *share = json_string_value(json_object_get(d, "share_id"));
         if (share && !pc->v1beta1) {
             pd[i].share_id = (char *)share;
@@ -178,11 +188,13 @@ static void reply_prepare(pcall *pc)
             k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__claims_entry__init(
                 &es[i]);
             k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resource_response__init(&ones[i]);
-            es[i].key = pc->uids[i];
+            es[i].key = pc->uids[i] ? pc->uids[i] : (char *)"";
             es[i].value = &ones[i];
             if (pc->errors[i]) {
                 ones[i].error = pc->errors[i];
-            } else if (pc->recs[i]) {
+            } else if (!pc->ok[i] || !pc->recs[i]) {
+                ones[i].error = (char *)NO_ANSWER; /* never "prepared, no devices" */
+            } else {
                 fill_devices(pc, pc->recs[i], &ones[i]);
             }
             ep[i] = &es[i];
@@ -215,10 +227,12 @@ static void reply_unprepare(pcall *pc)
             k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__claims_entry__init(
                 &es[i]);
             k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resource_response__init(&ones[i]);
-            es[i].key = pc->uids[i];
+            es[i].key = pc->uids[i] ? pc->uids[i] : (char *)"";
             es[i].value = &ones[i];
             if (pc->errors[i]) {
                 ones[i].error = pc->errors[i];
+            } else if (!pc->ok[i]) {
+                ones[i].error = (char *)NO_ANSWER; /* never a success by mistake */
             }
             ep[i] = &es[i];
         }
@@ -250,16 +264,16 @@ static void pcall_reply(pcall *pc)
 /* Claim i's answer (err: an error message; else rec for a prepare). */
 static void pcall_answer(pcall *pc, size_t i, const char *err, const json_t *rec)
 {
-    if (pc->errors[i] || pc->recs[i]) {
+    if (pc->errors[i] || pc->recs[i] || pc->ok[i]) {
         return;
     }
     if (err) {
-        pc->errors[i] = strdup(err);
-        if (!pc->errors[i]) {
-            pc->errors[i] = strdup("out of memory");
-        }
+        pc->errors[i] = strdup(err); /* NULL: answered NO_ANSWER */
     } else if (rec) {
         pc->recs[i] = json_deep_copy(rec);
+        pc->ok[i] = pc->recs[i] != NULL;
+    } else {
+        pc->ok[i] = pc->unprepare; /* a prepare always has a record */
     }
     pc->ops[i] = NULL;
     if (--pc->left == 0) {
@@ -729,7 +743,8 @@ static pcall *pcall_new(kdp__dra *d, kdp__call *call, size_t n, bool unprepare)
     pc->errors = calloc(m, sizeof(*pc->errors));
     // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     pc->recs = calloc(m, sizeof(*pc->recs));
-    if (!pc->ops || !pc->uids || !pc->errors || !pc->recs ||
+    pc->ok = calloc(m, sizeof(*pc->ok));
+    if (!pc->ops || !pc->uids || !pc->errors || !pc->recs || !pc->ok ||
         kdp__timer_new(d->loop, on_deadline, pc, &pc->deadline) < 0) {
         pcall_free(pc); /* n 0: the arrays hold nothing */
         return NULL;
