@@ -467,6 +467,28 @@ static void fn_recorded(kdp__pjob *j)
     }
 }
 
+/* The prepare op succeeded but its result cannot be kept (the CDI spec or
+ * the checkpoint could not be written): the unprepare op undoes it, so that
+ * the kubelet's next try starts clean. */
+static void roll_back(kdp__pjob *j, pjob *pj)
+{
+    const char *uid = json_string_value(json_object_get(pj->rec, "uid"));
+    kdp__dra_claimview v;
+    int r = pj->ops.unprepare ? kdp__dra_claimview_init(&v, pj->rec) : 0;
+    if (r == 0 && pj->ops.unprepare) {
+        j->has_msg = false;
+        r = kdp__pjob_checked(j, pj->ops.unprepare(pj->p, &v.claim, pj->ud));
+        kdp__dra_claimview_done(&v);
+    }
+    if (r < 0) {
+        log_error("claim %s: rolling back its prepare, the unprepare callback failed too: %s",
+                  uid ? uid : "?", j->has_msg ? j->msg : strerror(-r));
+    } else {
+        log_warn("claim %s: its prepare rolled back (unprepare op called): %s", uid ? uid : "?",
+                 pj->err);
+    }
+}
+
 static void fn_prepare(kdp__pjob *j)
 {
     pjob *pj = j->data;
@@ -476,11 +498,13 @@ static void fn_prepare(kdp__pjob *j)
     if (r == 0) {
         r = kdp__dra_prepared_init(&pr, v.claim.n_devices);
     }
+    bool prepared = false;
     if (r == 0 && pj->ops.prepare) {
         r = kdp__pjob_checked(j, pj->ops.prepare(pj->p, &v.claim, &pr, pj->ud));
         if (r < 0) {
             fail(pj, "the prepare callback failed: %.400s", j->has_msg ? j->msg : strerror(-r));
         }
+        prepared = r == 0;
     }
     kdp__dra_claimview_done(&v);
     if (r == 0) {
@@ -491,6 +515,7 @@ static void fn_prepare(kdp__pjob *j)
         r = kdp__dra_rec_write_cdi(pj->rec, pj->cdi_dir, pj->file, pj->kind);
         if (r < 0) {
             fail(pj, "cannot write the claim's CDI spec %s: %s", pj->file, strerror(-r));
+            (void)kdp__cdi_remove_file(pj->cdi_dir, pj->file);
         }
     }
     if (r >= 0) {
@@ -502,6 +527,9 @@ static void fn_prepare(kdp__pjob *j)
     }
     if (r < 0 && !pj->err[0]) {
         fail(pj, "%s", strerror(-r));
+    }
+    if (r < 0 && prepared) {
+        roll_back(j, pj);
     }
     j->result = r < 0 ? r : 0;
 }

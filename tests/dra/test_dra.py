@@ -450,6 +450,22 @@ class Knobs(Base):
         os.unlink(slow)
         self.wait_slices(api, 4)  # a retry, with no change to the table
 
+    def test_prepare_rolled_back_when_its_cdi_spec_fails(self):
+        api = self.api()
+        kl = self.kubelet()
+        drv = self.start_proc(TestDriver(self, api))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        shutil.rmtree(self.path("cdi"))
+        open(self.path("cdi"), "w").close()  # the spec cannot be written
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["dev-0"])
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "error", r)
+        self.assertIn("CDI spec", r["by_uid"][uid]["error"])
+        drv.wait_log("test-dra-driver: unprepare " + uid, T)
+        drv.wait_log("prepare rolled back", T)
+        self.assertFalse(os.path.exists(self.path("root", "plugins", DRV, "checkpoint.json")))
+
     def test_300_devices_in_3_slices(self):
         api = self.api()
         self.start_proc(TestDriver(self, api, ["--devices", "300"]))

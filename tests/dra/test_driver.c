@@ -71,6 +71,7 @@ static int prepare(kdp_plugin *p, const kdp_dra_claim *c, kdp_dra_prepared *out,
 static int unprepare(kdp_plugin *p, const kdp_dra_claim *c, void *ud)
 {
     (void)ud;
+    fprintf(stderr, "test-dra-driver: unprepare %s\n", c->ref.uid);
     if (fail_unprepare_file && access(fail_unprepare_file, F_OK) == 0) {
         kdp_plugin_set_error(p, "unprepare of %s refused by the test", c->ref.uid);
         return -EBUSY;
