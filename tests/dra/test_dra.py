@@ -148,6 +148,20 @@ class Registration(Base):
         self.assertEqual(drv.stop(), 0)
         self.assertTrue(os.path.exists(other))
 
+    def test_second_process_refused_not_stealing(self):
+        """Two processes with no instance name: the second does not take
+        the first's sockets over."""
+        api, kl, drv, ev = self.up()
+        ino = os.stat(ev["endpoint"]).st_ino, os.stat(ev["registration_socket"]).st_ino
+        other = self.driver(api)
+        other.wait_log("another process serves", T)
+        self.assertEqual((os.stat(ev["endpoint"]).st_ino,
+                          os.stat(ev["registration_socket"]).st_ino), ino)
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "prepared", r)
+        drv.wait_log("prepared claim default/c1", T)  # the first one serves
+
     def test_sockets_removed_at_stop(self):
         api, kl, drv, ev = self.up()
         self.assertEqual(drv.stop(), 0)
