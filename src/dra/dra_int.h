@@ -72,6 +72,7 @@ struct kdp__dra {
     /* health.c: open NodeWatchResources streams */
     kdp__link streams;
     size_t n_streams;
+    kdp__timer *health_resend; /* the full list again, while a stream is open */
 
     /* prepare.c: claims being prepared or unprepared */
     kdp__link ops_inflight;
@@ -112,6 +113,8 @@ int kdp__dra_prepare_init(kdp__dra *d);
 void kdp__dra_prepare_done(kdp__dra *d);
 
 /* health.c */
+int kdp__dra_health_init(kdp__dra *d);
+void kdp__dra_health_done(kdp__dra *d);
 size_t kdp__dra_health_methods(kdp__dra *d, kdp__method *out, size_t cap);
 void kdp__dra_health_changed(kdp__dra *d);
 

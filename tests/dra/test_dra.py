@@ -272,6 +272,24 @@ class Prepare(Base):
         r = kl.dra_prepare(DRV, ["default/c1/" + uid])
         self.assertIn("unhealthy", r["by_uid"][uid]["error"])
 
+    def test_health_resent_while_watched(self):
+        """The full list again every 10 s while the kubelet watches (its
+        health timeout is 30 s: a device not heard of goes Unknown), each
+        device with health_check_timeout_seconds 30."""
+        api, kl, drv, ev = self.up()
+        time.sleep(0.5)  # the start's messages
+        m = kl.mark()
+        first = kl.wait_event("dra_health", 15, since=m, driver=DRV)
+        t1 = time.monotonic()
+        m = kl.mark()
+        second = kl.wait_event("dra_health", 15, since=m, driver=DRV)
+        gap = time.monotonic() - t1
+        self.assertGreater(gap, 8.0)
+        self.assertLess(gap, 12.5)
+        for e in (first, second):
+            self.assertEqual(sorted(d["device"] for d in e["devices"]), ["gopher-0", "gopher-1"])
+            self.assertEqual({d["health_check_timeout_seconds"] for d in e["devices"]}, {30})
+
     def test_api_server_down_then_back(self):
         api, kl, drv, ev = self.up()
         uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
