@@ -67,8 +67,9 @@ static int read_text(const char *path, char **ret)
         r = -EFBIG;
     }
     char *buf = r == 0 ? malloc((size_t)sb.st_size + 1) : NULL;
-    if (r == 0 && !buf) {
-        r = -ENOMEM;
+    if (!buf) {
+        close(fd);
+        return r < 0 ? r : -ENOMEM;
     }
     size_t len = 0;
     while (r == 0) {
