@@ -396,12 +396,14 @@ static int save(kdp__ckpt *c, json_t *claims)
     return r;
 }
 
-/* The memory's copy becomes claims (a reference taken), as of stamp. */
+/* The memory's copy becomes claims (its reference taken over: the caller
+ * no longer touches it), as of stamp. Nothing in it is shared with another
+ * thread: jansson's reference counts are not for sharing across threads. */
 static void swap_in(kdp__ckpt *c, json_t *claims, const kdp__ckpt_stamp *stamp)
 {
     pthread_mutex_lock(&c->mu);
     json_decref(c->claims);
-    c->claims = json_incref(claims);
+    c->claims = claims;
     c->seen = *stamp;
     atomic_store(&c->count, json_object_size(claims));
     pthread_mutex_unlock(&c->mu);
@@ -438,7 +440,7 @@ static int fresh_claims(kdp__ckpt *c, json_t **ret)
     log_error("checkpoint %s became corrupt (%s): kept as %s; writing the claims known here",
               c->path, why, aside);
     pthread_mutex_lock(&c->mu);
-    *ret = json_copy(c->claims);
+    *ret = json_deep_copy(c->claims);
     pthread_mutex_unlock(&c->mu);
     return *ret ? 0 : -ENOMEM;
 }
@@ -477,6 +479,7 @@ static int update(kdp__ckpt *c, int (*change)(json_t *claims, const char *uid, j
         kdp__ckpt_stamp stamp;
         (void)stamp_of(c->path, &stamp);
         swap_in(c, claims, &stamp);
+        claims = NULL;
         r = changed;
     }
     json_decref(claims);
@@ -526,7 +529,8 @@ static int change_put(json_t *claims, const char *uid, json_t *rec)
     if (!json_object_get(claims, uid) && json_object_size(claims) >= KDP__CKPT_MAX_CLAIMS) {
         return -ENOSPC;
     }
-    return json_object_set(claims, uid, rec) == 0 ? 1 : -ENOMEM;
+    /* a copy: rec stays the caller's, on its thread */
+    return json_object_set_new(claims, uid, json_deep_copy(rec)) == 0 ? 1 : -ENOMEM;
 }
 
 static int change_del(json_t *claims, const char *uid, json_t *rec)

@@ -65,7 +65,7 @@ kdp__ckpt *kdp__ckpt_ref(kdp__ckpt *c);
 void kdp__ckpt_unref(kdp__ckpt *c);
 /* A copy of uid's record (json_decref it), or NULL. */
 json_t *kdp__ckpt_get(kdp__ckpt *c, const char *uid);
-/* Records rec (a reference is taken) for uid and writes the file (worker
+/* Records a copy of rec for uid and writes the file (worker
  * thread: it syncs). Returns 0 or -errno (the record is not kept then). */
 int kdp__ckpt_put(kdp__ckpt *c, const char *uid, json_t *rec);
 /* Drops uid and writes the file. Returns 1 (dropped), 0 (none), -errno (the
