@@ -275,8 +275,9 @@ class Prepare(Base):
     def test_health_resent_while_watched(self):
         """The full list again every 10 s while the kubelet watches (its
         health timeout is 30 s: a device not heard of goes Unknown), each
-        device with health_check_timeout_seconds 30."""
-        api, kl, drv, ev = self.up()
+        device with health_check_timeout_seconds 30; so the kubelet (its
+        timeout modelled, 12 s here) never sees a steady device go stale."""
+        api, kl, drv, ev = self.up(dra_health_timeout=12)
         time.sleep(0.5)  # the start's messages
         m = kl.mark()
         first = kl.wait_event("dra_health", 15, since=m, driver=DRV)
@@ -289,6 +290,10 @@ class Prepare(Base):
         for e in (first, second):
             self.assertEqual(sorted(d["device"] for d in e["devices"]), ["gopher-0", "gopher-1"])
             self.assertEqual({d["health_check_timeout_seconds"] for d in e["devices"]}, {30})
+        time.sleep(max(0.0, 13.0 - (time.monotonic() - t1)))  # past 12 s since the first
+        h = kl.dra_health(DRV)
+        self.assertFalse(h.get("stale"), h)
+        self.assertEqual({d["health"] for d in h["devices"]}, {"Healthy"}, h)
 
     def test_api_server_down_then_back(self):
         api, kl, drv, ev = self.up()
