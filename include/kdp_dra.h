@@ -144,7 +144,8 @@ typedef struct kdp_dra_claim {
 /* The answer to a prepare (the prepare op's out): what each device of the
  * claim gives the container. kdp writes the nodes and variables added here
  * as one CDI spec for the claim (kind "k8s.<driver>/claim", device
- * "<claim UID>-<device>") in kdp_dra_config.cdi_dir and hands the kubelet
+ * "<claim UID>-<device>", "..._<result index>" for a device the claim
+ * names again) in kdp_dra_config.cdi_dir and hands the kubelet
  * their CDI IDs; IDs added with kdp_dra_prepared_add_cdi_id (a spec of
  * yours) are handed over as they are. A device with neither gets its host
  * device node (kdp_device.host_path, at its container_path) if it has one.

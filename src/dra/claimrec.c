@@ -91,7 +91,23 @@ static json_t *strv_json(char *const *v, size_t n)
     return a;
 }
 
-static int merge_dev(json_t *d, const kdp__dra_pdev *pd, const char *kind, const char *uid)
+/* The CDI device name of devs[i]: <uid>-<device>, or <uid>-<device>_<i>
+ * for a device named again in the claim (shared, admin access): the names
+ * are unique in the claim's spec, '_' never being in a device name (a DNS
+ * label). Returns what asprintf returns. */
+static int cdi_name(const json_t *devs, size_t i, const char *uid, char **ret)
+{
+    const char *dev = str(json_array_get(devs, i), "device");
+    for (size_t k = 0; k < i; k++) {
+        const char *other = str(json_array_get(devs, k), "device");
+        if (other && dev && strcmp(other, dev) == 0) {
+            return asprintf(ret, "%s-%s_%zu", uid, dev, i);
+        }
+    }
+    return asprintf(ret, "%s-%s", uid, dev);
+}
+
+static int merge_dev(json_t *d, const kdp__dra_pdev *pd, const char *kind, const char *name)
 {
     json_t *nodes = json_array();
     json_t *env = strv_json(pd ? pd->env : NULL, pd ? pd->n_env : 0);
@@ -108,9 +124,10 @@ static int merge_dev(json_t *d, const kdp__dra_pdev *pd, const char *kind, const
     }
     if (!bad && (json_array_size(nodes) || json_array_size(env))) {
         char *id = NULL;
-        bad = asprintf(&id, "%s=%s-%s", kind, uid, str(d, "device")) < 0;
+        bad = asprintf(&id, "%s=%s", kind, name) < 0;
         if (!bad) {
-            bad = json_array_append_new(ids, json_string(id)) < 0;
+            bad = json_array_append_new(ids, json_string(id)) < 0 ||
+                  json_object_set_new(d, "cdi_name", json_string(name)) < 0;
             free(id);
         }
     }
@@ -133,7 +150,12 @@ int kdp__dra_rec_merge(json_t *rec, const kdp_dra_prepared *pr, const char *kind
     const char *uid = str(rec, "uid");
     for (size_t i = 0; i < json_array_size(devs); i++) {
         const kdp__dra_pdev *pd = pr && i < pr->n ? &pr->devs[i] : NULL;
-        int r = merge_dev(json_array_get(devs, i), pd, kind, uid);
+        char *name = NULL;
+        int r = cdi_name(devs, i, uid, &name) < 0 ? -ENOMEM : 0;
+        if (r == 0) {
+            r = merge_dev(json_array_get(devs, i), pd, kind, name);
+            free(name);
+        }
         if (r < 0) {
             return r;
         }
@@ -182,7 +204,8 @@ int kdp__dra_rec_write_cdi(const json_t *rec, const char *dir, const char *file,
         if (!json_array_size(jn) && !json_array_size(je)) {
             continue;
         }
-        if (asprintf(&names[m], "%s-%s", uid, str(d, "device")) < 0) {
+        const char *name = str(d, "cdi_name"); /* none in records of before it was kept */
+        if ((name ? asprintf(&names[m], "%s", name) : cdi_name(devs, i, uid, &names[m])) < 0) {
             names[m] = NULL;
             r = -ENOMEM;
             break;

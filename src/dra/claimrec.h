@@ -32,8 +32,9 @@ void kdp__dra_claimview_done(kdp__dra_claimview *v);
 
 /* Merges the prepare op's answer (pr: kdp_dra_prepared, one entry per
  * device) into rec: nodes, env and the CDI IDs (kind=<uid>-<device> first
- * when the device has nodes or variables; a device with none of the three
- * gets its default node). Returns 0 or -ENOMEM. */
+ * when the device has nodes or variables, <uid>-<device>_<index> for a
+ * device named again in the claim, kept as "cdi_name"; a device with none
+ * of the three gets its default node). Returns 0 or -ENOMEM. */
 int kdp__dra_rec_merge(json_t *rec, const kdp_dra_prepared *pr, const char *kind);
 /* Writes rec's CDI spec as <dir>/<file> (removed when no device has edits).
  * Returns what kdp__cdi_write_file returns. */

@@ -8,6 +8,8 @@
  * The descriptions are kept by ID in `cache` (JSON: {"name", "attributes":
  * {name: {"int"|"bool"|"string"|"version": v}}, "capacity": {name:
  * {"value": q}}}, the API's shapes, or null for a device left out).
+ * A describe that overruns its deadline or cannot be run is tried again on
+ * a timer (backoff 1 s .. 60 s): a static table is never left unpublished.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,10 +20,19 @@
 #include "dra/dra_int.h"
 #include "plugin/jobs.h"
 
+#define RETRY_MIN_US (1000ULL * 1000ULL)
+#define RETRY_MAX_US (60ULL * 1000ULL * 1000ULL)
+
 /* The descriptions by ID (loop thread). */
 static json_t *cache(kdp__dra *d)
 {
     return json_object_get(d->described, "by_id");
+}
+
+static void on_describe_retry(kdp__timer *t, void *ud)
+{
+    (void)t;
+    kdp__dra_names_changed(ud, false);
 }
 
 int kdp__dra_names_init(kdp__dra *d)
@@ -29,11 +40,17 @@ int kdp__dra_names_init(kdp__dra *d)
     d->name_of = json_object();
     d->id_of = json_object();
     d->described = json_pack("{s:{}, s:{}}", "by_id", "devices");
-    return d->name_of && d->id_of && d->described ? 0 : -ENOMEM;
+    kdp__backoff_init(&d->describe_backoff, RETRY_MIN_US, RETRY_MAX_US, 0);
+    if (!d->name_of || !d->id_of || !d->described) {
+        return -ENOMEM;
+    }
+    return kdp__timer_new(d->loop, on_describe_retry, d, &d->describe_retry);
 }
 
 void kdp__dra_names_done(kdp__dra *d)
 {
+    kdp__timer_free(d->describe_retry);
+    d->describe_retry = NULL;
     json_decref(d->name_of);
     json_decref(d->id_of);
     json_decref(d->described);
@@ -163,6 +180,15 @@ static void djob_fn(kdp__pjob *j)
 static void rebuild(kdp__dra *d);
 static void describe_new(kdp__dra *d, bool force);
 
+/* The devices not described yet: again later. */
+static void retry_later(kdp__dra *d)
+{
+    uint64_t us = kdp__backoff_next(&d->describe_backoff);
+    log_warn("%s: describing the devices again in %llu ms", d->driver,
+             (unsigned long long)(us / 1000U));
+    kdp__timer_start(d->describe_retry, us);
+}
+
 static void djob_complete(kdp__pjob *j, bool timed_out)
 {
     kdp__dra *d = j->owner;
@@ -173,11 +199,14 @@ static void djob_complete(kdp__pjob *j, bool timed_out)
                   "descriptions",
                   d->driver);
     } else {
+        kdp__backoff_reset(&d->describe_backoff);
         json_object_update(cache(d), dj->out);
     }
     rebuild(d);
     if (d->describe_again) {
         describe_new(d, false);
+    } else if (timed_out) {
+        retry_later(d);
     }
 }
 
@@ -217,7 +246,8 @@ static void describe_new(kdp__dra *d, bool force)
     }
     djob *dj = r == 0 ? calloc(1, sizeof(*dj)) : NULL;
     kdp__pjob *j = dj ? kdp__pjob_new(kdp__plugin_jobs(d->p), "describe", d) : NULL;
-    if (dj && (kdp__devtab_export(&fresh, &dj->devs, &dj->n) < 0 || !(dj->out = json_object()))) {
+    if (j && (kdp__devtab_export(&fresh, &dj->devs, &dj->n) < 0 || !(dj->out = json_object()))) {
+        j->base.free(&j->base); /* never submitted; no data yet, so no cleanup */
         j = NULL;
     }
     kdp__devtab_clear(&fresh);
@@ -228,6 +258,7 @@ static void describe_new(kdp__dra *d, bool force)
             free(dj);
         }
         log_error("%s: out of memory describing the devices", d->driver);
+        retry_later(d);
         return;
     }
     dj->p = d->p;
@@ -242,11 +273,13 @@ static void describe_new(kdp__dra *d, bool force)
     if (r < 0) {
         d->describing = false;
         log_error("%s: cannot run the describe callback: %s", d->driver, strerror(-r));
+        retry_later(d);
     }
 }
 
 void kdp__dra_names_changed(kdp__dra *d, bool force)
 {
+    kdp__timer_stop(d->describe_retry); /* this one describes what is left */
     if (d->describing) {
         d->describe_again = true;
         return;

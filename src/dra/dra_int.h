@@ -20,6 +20,7 @@
 
 #include "base/backoff.h"
 #include "base/list.h"
+#include "dra/abandoned.h"
 #include "dra/checkpoint.h"
 #include "grpc/server.h"
 #include "kdp_dra.h"
@@ -71,12 +72,14 @@ struct kdp__dra {
     /* health.c: open NodeWatchResources streams */
     kdp__link streams;
     size_t n_streams;
+    kdp__timer *health_resend; /* the full list again, while a stream is open */
 
     /* prepare.c: claims being prepared or unprepared */
     kdp__link ops_inflight;
     kdp__link calls;
     kdp__timer *kick_timer; /* starts the ops waiting for their claim */
     kdp__ckpt *ckpt;
+    kdp__abandoned *abandoned; /* claims whose job overran its deadline and runs on */
 
     /* devnames.c: device name <-> kdp ID, from the describe op */
     json_t *name_of;   /* ID -> name */
@@ -84,6 +87,8 @@ struct kdp__dra {
     json_t *described; /* name -> {attrs, caps}: the slices' devices */
     bool describing;   /* the describe job runs */
     bool describe_again;
+    kdp__timer *describe_retry; /* a describe overran or could not run: again */
+    kdp__backoff describe_backoff;
 
     kdp__dra_api *api; /* NULL: no API server configured */
 
@@ -108,6 +113,8 @@ int kdp__dra_prepare_init(kdp__dra *d);
 void kdp__dra_prepare_done(kdp__dra *d);
 
 /* health.c */
+int kdp__dra_health_init(kdp__dra *d);
+void kdp__dra_health_done(kdp__dra *d);
 size_t kdp__dra_health_methods(kdp__dra *d, kdp__method *out, size_t cap);
 void kdp__dra_health_changed(kdp__dra *d);
 

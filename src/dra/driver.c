@@ -59,6 +59,7 @@ static void dra_free(kdp__dra *d)
     kdp__dra_prepare_done(d);
     kdp__dra_api_free(d->api);
     kdp__dra_names_done(d);
+    kdp__dra_health_done(d);
     kdp__ckpt_unref(d->ckpt);
     free(d->driver);
     free(d->node);
@@ -235,6 +236,9 @@ static int make(kdp__dra *d, const kdp_dra_config *cfg)
     kdp__dra_status_lock(d)->prepared = kdp__ckpt_count(d->ckpt);
     kdp__dra_status_unlock(d);
     r = kdp__dra_names_init(d);
+    if (r == 0) {
+        r = kdp__dra_health_init(d);
+    }
     if (r == 0) {
         r = kdp__dra_prepare_init(d);
     }

@@ -2,8 +2,12 @@
 /*
  * health: /v1alpha1.DRAResourceHealth/NodeWatchResources. Every device of
  * the pool with its health (the table's: the author's and the probes', as
- * the device-plugin list has it), the full list at the stream's start and
- * at every change (a device missing from a message goes Unknown). Not
+ * the device-plugin list has it), the full list at the stream's start, at
+ * every change, and every HEALTH_RESEND_S while a stream is open: the
+ * kubelet takes a device it has heard nothing of for its health timeout
+ * (30 s by default; health_check_timeout_seconds, sent as HEALTH_TIMEOUT_S,
+ * from 1.35) as Unknown, and a device missing from a message likewise. No
+ * stream, no timer: an idle driver nobody watches does not wake up. Not
  * served with kdp_dra_config.no_health: the server answers UNIMPLEMENTED.
  */
 #include <stdlib.h>
@@ -16,6 +20,10 @@
 #include "grpc/wire.h"
 
 #define MAX_STREAMS 16
+/* The kubelet's default (1.34's fixed healthTimeout), said explicitly. */
+#define HEALTH_TIMEOUT_S 30
+/* A third of it: two messages may be lost before a device goes Unknown. */
+#define HEALTH_RESEND_S (HEALTH_TIMEOUT_S / 3)
 
 typedef struct hstream {
     kdp__link link;
@@ -50,6 +58,7 @@ static uint8_t *encode(kdp__dra *d, size_t *ret_len)
             hs[m].health = dev->health == KDP_HEALTHY ? V1ALPHA1__HEALTH_STATUS__HEALTHY
                                                       : V1ALPHA1__HEALTH_STATUS__UNHEALTHY;
             hs[m].last_updated_time = now;
+            hs[m].health_check_timeout_seconds = HEALTH_TIMEOUT_S;
             ptrs[m] = &hs[m];
             m++;
         }
@@ -76,7 +85,27 @@ static void stream_cancel(kdp__call *call, int status, void *ud)
     hstream *s = ud;
     kdp__link_remove(&s->link);
     s->d->n_streams--;
+    if (kdp__list_empty(&s->d->streams)) {
+        kdp__timer_stop(s->d->health_resend);
+    }
     free(s);
+}
+
+static void on_resend(kdp__timer *t, void *ud)
+{
+    (void)t;
+    kdp__dra_health_changed(ud); /* re-arms while a stream is open */
+}
+
+int kdp__dra_health_init(kdp__dra *d)
+{
+    return kdp__timer_new(d->loop, on_resend, d, &d->health_resend);
+}
+
+void kdp__dra_health_done(kdp__dra *d)
+{
+    kdp__timer_free(d->health_resend);
+    d->health_resend = NULL;
 }
 
 static void h_watch(kdp__call *call, const uint8_t *msg, size_t len, void *ud)
@@ -109,6 +138,9 @@ static void h_watch(kdp__call *call, const uint8_t *msg, size_t len, void *ud)
     kdp__list_append(&d->streams, &s->link);
     d->n_streams++;
     kdp__call_set_cancel(call, stream_cancel, s);
+    if (!kdp__timer_armed(d->health_resend)) {
+        kdp__timer_start(d->health_resend, HEALTH_RESEND_S * 1000000ULL);
+    }
     log_info("%s: the kubelet watches the devices' health", d->driver);
 }
 
@@ -127,6 +159,8 @@ void kdp__dra_health_changed(kdp__dra *d)
     if (kdp__list_empty(&d->streams)) {
         return;
     }
+    /* the next full list a period after this one */
+    kdp__timer_start(d->health_resend, HEALTH_RESEND_S * 1000000ULL);
     size_t n = 0;
     uint8_t *buf = encode(d, &n);
     if (!buf) {

@@ -17,7 +17,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -51,7 +53,28 @@ static int mkdir_p(const char *dir)
     }
 }
 
-/* A stale socket of ours is removed; anything else there is refused. */
+/* Whether a process listens on the socket at path (a connect succeeds, or
+ * its backlog is full). */
+static bool someone_listens(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        return false; /* the listen fails anyway, with its own message */
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return false;
+    }
+    int r = connect(fd, (const struct sockaddr *)&sa, sizeof(sa));
+    bool live = r == 0 || errno == EAGAIN || errno == EINPROGRESS;
+    close(fd);
+    return live;
+}
+
+/* A stale socket of ours is removed; anything else there is refused, and
+ * so is a socket another process serves (-EADDRINUSE: a second driver
+ * process without an instance name of its own). */
 static int clear_path(kdp__dra *d, const char *path)
 {
     struct stat st;
@@ -61,6 +84,12 @@ static int clear_path(kdp__dra *d, const char *path)
     if (!S_ISSOCK(st.st_mode)) {
         log_error("%s: %s exists and is not a socket: refusing to replace it", d->driver, path);
         return -EEXIST;
+    }
+    if (someone_listens(path)) {
+        log_error("%s: another process serves %s: refusing to take it over (give each instance "
+                  "its own name: $POD_UID or kdp_dra_config.instance)",
+                  d->driver, path);
+        return -EADDRINUSE;
     }
     log_debug("%s: removing the stale socket %s", d->driver, path);
     return unlink(path) < 0 && errno != ENOENT ? -errno : 0;

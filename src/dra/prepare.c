@@ -20,12 +20,14 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
 #include "discovery/cdi.h"
+#include "dra/abandoned.h"
 #include "dra/claimrec.h"
 #include "dra/dra_int.h"
 #include "dra/prepared.h"
@@ -55,6 +57,7 @@ typedef struct pcall {
     char **uids;   /* the claims, in the request's order */
     char **errors; /* the answers: an error, or */
     json_t **recs; /* the record (prepare) */
+    bool *ok;      /* answered with success (else, without an error: out of memory) */
     kdp__timer *deadline;
 } pcall;
 
@@ -86,6 +89,7 @@ static void pcall_free(pcall *pc)
     free(pc->uids);
     free(pc->errors);
     free(pc->recs);
+    free(pc->ok);
     kdp__timer_free(pc->deadline);
     free(pc);
 }
@@ -110,6 +114,10 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse__Cl
     unprep_entry;
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse unprep_one;
 
+#define NO_ANSWER "out of memory answering for the claim: ask again"
+
+/* Fills one with rec's devices; if memory runs out, one->error is set
+ * (what was filled is still freed by free_devices). */
 static void fill_devices(pcall *pc, const json_t *rec, prep_one *one)
 {
     const json_t *devs = json_object_get(rec, "devices");
@@ -123,7 +131,7 @@ static void fill_devices(pcall *pc, const json_t *rec, prep_one *one)
     if (!pd || !pp) {
         free(pd);
         free(pp);
-        one->error = (char *)"out of memory";
+        one->error = (char *)NO_ANSWER;
         return;
     }
     for (size_t i = 0; i < n; i++) {
@@ -136,10 +144,14 @@ static void fill_devices(pcall *pc, const json_t *rec, prep_one *one)
             pd[i].request_names[0] = (char *)json_string_value(json_object_get(d, "request"));
         } else {
             pd[i].n_request_names = 0;
+            one->error = (char *)NO_ANSWER;
         }
         pd[i].pool_name = pc->d->node;
         pd[i].device_name = (char *)json_string_value(json_object_get(d, "device"));
         str_list(json_object_get(d, "cdi_ids"), &pd[i].n_cdi_device_ids, &pd[i].cdi_device_ids);
+        if (!pd[i].cdi_device_ids) {
+            one->error = (char *)NO_ANSWER;
+        }
         const char *share = json_string_value(json_object_get(d, "share_id"));
         if (share && !pc->v1beta1) {
             pd[i].share_id = (char *)share;
@@ -176,11 +188,13 @@ static void reply_prepare(pcall *pc)
             k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__claims_entry__init(
                 &es[i]);
             k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resource_response__init(&ones[i]);
-            es[i].key = pc->uids[i];
+            es[i].key = pc->uids[i] ? pc->uids[i] : (char *)"";
             es[i].value = &ones[i];
             if (pc->errors[i]) {
                 ones[i].error = pc->errors[i];
-            } else if (pc->recs[i]) {
+            } else if (!pc->ok[i] || !pc->recs[i]) {
+                ones[i].error = (char *)NO_ANSWER; /* never "prepared, no devices" */
+            } else {
                 fill_devices(pc, pc->recs[i], &ones[i]);
             }
             ep[i] = &es[i];
@@ -213,10 +227,12 @@ static void reply_unprepare(pcall *pc)
             k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__claims_entry__init(
                 &es[i]);
             k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resource_response__init(&ones[i]);
-            es[i].key = pc->uids[i];
+            es[i].key = pc->uids[i] ? pc->uids[i] : (char *)"";
             es[i].value = &ones[i];
             if (pc->errors[i]) {
                 ones[i].error = pc->errors[i];
+            } else if (!pc->ok[i]) {
+                ones[i].error = (char *)NO_ANSWER; /* never a success by mistake */
             }
             ep[i] = &es[i];
         }
@@ -248,16 +264,16 @@ static void pcall_reply(pcall *pc)
 /* Claim i's answer (err: an error message; else rec for a prepare). */
 static void pcall_answer(pcall *pc, size_t i, const char *err, const json_t *rec)
 {
-    if (pc->errors[i] || pc->recs[i]) {
+    if (pc->errors[i] || pc->recs[i] || pc->ok[i]) {
         return;
     }
     if (err) {
-        pc->errors[i] = strdup(err);
-        if (!pc->errors[i]) {
-            pc->errors[i] = strdup("out of memory");
-        }
+        pc->errors[i] = strdup(err); /* NULL: answered NO_ANSWER */
     } else if (rec) {
         pc->recs[i] = json_deep_copy(rec);
+        pc->ok[i] = pc->recs[i] != NULL;
+    } else {
+        pc->ok[i] = pc->unprepare; /* a prepare always has a record */
     }
     pc->ops[i] = NULL;
     if (--pc->left == 0) {
@@ -393,6 +409,9 @@ typedef struct pjob {
     bool recorded; /* the record came from the checkpoint */
     json_t *rec;
     kdp__ckpt *ckpt;
+    kdp__abandoned *abandoned;
+    char *uid;
+    atomic_bool listed; /* in abandoned: the deadline passed, fn runs on */
     char *cdi_dir;
     char *kind;
     char file[300];
@@ -403,6 +422,14 @@ static void pjob_cleanup(kdp__pjob *j)
 {
     pjob *pj = j->data;
     if (pj) {
+        if (atomic_load(&pj->listed)) {
+            /* the abandoned callback returned: its claim is free again */
+            log_info("claim %s: the %s callback that overran its deadline returned (%s)", pj->uid,
+                     pj->unprepare ? "unprepare" : "prepare", j->result < 0 ? pj->err : "done");
+            kdp__abandoned_del(pj->abandoned, pj->uid);
+        }
+        kdp__abandoned_unref(pj->abandoned);
+        free(pj->uid);
         json_decref(pj->rec);
         kdp__ckpt_unref(pj->ckpt);
         free(pj->cdi_dir);
@@ -440,6 +467,28 @@ static void fn_recorded(kdp__pjob *j)
     }
 }
 
+/* The prepare op succeeded but its result cannot be kept (the CDI spec or
+ * the checkpoint could not be written): the unprepare op undoes it, so that
+ * the kubelet's next try starts clean. */
+static void roll_back(kdp__pjob *j, pjob *pj)
+{
+    const char *uid = json_string_value(json_object_get(pj->rec, "uid"));
+    kdp__dra_claimview v;
+    int r = pj->ops.unprepare ? kdp__dra_claimview_init(&v, pj->rec) : 0;
+    if (r == 0 && pj->ops.unprepare) {
+        j->has_msg = false;
+        r = kdp__pjob_checked(j, pj->ops.unprepare(pj->p, &v.claim, pj->ud));
+        kdp__dra_claimview_done(&v);
+    }
+    if (r < 0) {
+        log_error("claim %s: rolling back its prepare, the unprepare callback failed too: %s",
+                  uid ? uid : "?", j->has_msg ? j->msg : strerror(-r));
+    } else {
+        log_warn("claim %s: its prepare rolled back (unprepare op called): %s", uid ? uid : "?",
+                 pj->err);
+    }
+}
+
 static void fn_prepare(kdp__pjob *j)
 {
     pjob *pj = j->data;
@@ -449,11 +498,13 @@ static void fn_prepare(kdp__pjob *j)
     if (r == 0) {
         r = kdp__dra_prepared_init(&pr, v.claim.n_devices);
     }
+    bool prepared = false;
     if (r == 0 && pj->ops.prepare) {
         r = kdp__pjob_checked(j, pj->ops.prepare(pj->p, &v.claim, &pr, pj->ud));
         if (r < 0) {
             fail(pj, "the prepare callback failed: %.400s", j->has_msg ? j->msg : strerror(-r));
         }
+        prepared = r == 0;
     }
     kdp__dra_claimview_done(&v);
     if (r == 0) {
@@ -464,6 +515,7 @@ static void fn_prepare(kdp__pjob *j)
         r = kdp__dra_rec_write_cdi(pj->rec, pj->cdi_dir, pj->file, pj->kind);
         if (r < 0) {
             fail(pj, "cannot write the claim's CDI spec %s: %s", pj->file, strerror(-r));
+            (void)kdp__cdi_remove_file(pj->cdi_dir, pj->file);
         }
     }
     if (r >= 0) {
@@ -475,6 +527,9 @@ static void fn_prepare(kdp__pjob *j)
     }
     if (r < 0 && !pj->err[0]) {
         fail(pj, "%s", strerror(-r));
+    }
+    if (r < 0 && prepared) {
+        roll_back(j, pj);
     }
     j->result = r < 0 ? r : 0;
 }
@@ -514,6 +569,11 @@ static void complete(kdp__pjob *j, bool timed_out)
     pjob *pj = j->data;
     cop *op = pj->op;
     if (timed_out) {
+        /* fn goes on (its thread is left to it): the claim stays busy until
+         * it returns, or it could record a claim unprepared meanwhile */
+        if (kdp__abandoned_add(pj->abandoned, pj->uid) == 0) {
+            atomic_store(&pj->listed, true);
+        }
         op_done(op,
                 pj->unprepare ? "the unprepare callback overran its deadline"
                               : "the prepare callback overran its deadline",
@@ -534,13 +594,18 @@ static void run_job(cop *op, json_t *rec, bool recorded)
     if (pj) {
         pj->cdi_dir = strdup(d->cdi_dir);
         pj->kind = strdup(d->cdi_kind);
+        pj->uid = strdup(op->uid);
         snprintf(pj->file, sizeof(pj->file), "k8s.%s-claim_%s.json", d->driver, op->uid);
     }
-    if (!j || !pj->cdi_dir || !pj->kind) {
+    if (!j || !pj->cdi_dir || !pj->kind || !pj->uid) {
         if (pj) {
             free(pj->cdi_dir);
             free(pj->kind);
+            free(pj->uid);
             free(pj);
+        }
+        if (j) {
+            j->base.free(&j->base); /* never submitted; no data, so no cleanup */
         }
         json_decref(rec);
         op_done(op, "out of memory", NULL);
@@ -554,6 +619,7 @@ static void run_job(cop *op, json_t *rec, bool recorded)
     pj->recorded = recorded;
     pj->rec = rec;
     pj->ckpt = kdp__ckpt_ref(d->ckpt);
+    pj->abandoned = kdp__abandoned_ref(d->abandoned);
     j->data = pj;
     j->fn = op->unprepare ? fn_unprepare : recorded ? fn_recorded : fn_prepare;
     j->complete = complete;
@@ -639,6 +705,13 @@ static void op_start(cop *op)
 {
     kdp__dra *d = op->d;
     op->started = true;
+    if (kdp__abandoned_has(d->abandoned, op->uid)) {
+        op_done(op,
+                "an earlier prepare or unprepare of this claim overran its deadline and is "
+                "still running: ask again later",
+                NULL);
+        return;
+    }
     json_t *rec = kdp__ckpt_get(d->ckpt, op->uid);
     if (op->unprepare) {
         if (!rec) {
@@ -698,7 +771,8 @@ static pcall *pcall_new(kdp__dra *d, kdp__call *call, size_t n, bool unprepare)
     pc->errors = calloc(m, sizeof(*pc->errors));
     // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
     pc->recs = calloc(m, sizeof(*pc->recs));
-    if (!pc->ops || !pc->uids || !pc->errors || !pc->recs ||
+    pc->ok = calloc(m, sizeof(*pc->ok));
+    if (!pc->ops || !pc->uids || !pc->errors || !pc->recs || !pc->ok ||
         kdp__timer_new(d->loop, on_deadline, pc, &pc->deadline) < 0) {
         pcall_free(pc); /* n 0: the arrays hold nothing */
         return NULL;
@@ -826,6 +900,10 @@ int kdp__dra_prepare_init(kdp__dra *d)
 {
     kdp__link_init(&d->ops_inflight);
     kdp__link_init(&d->calls);
+    d->abandoned = kdp__abandoned_new();
+    if (!d->abandoned) {
+        return -ENOMEM;
+    }
     return kdp__timer_new(d->loop, on_kick, d, &d->kick_timer);
 }
 
@@ -847,4 +925,6 @@ void kdp__dra_prepare_done(kdp__dra *d)
     }
     kdp__timer_free(d->kick_timer);
     d->kick_timer = NULL;
+    kdp__abandoned_unref(d->abandoned);
+    d->abandoned = NULL;
 }

@@ -322,9 +322,11 @@ static int cluster(struct kload *ld, yaml_node_t *c, const char *name)
                    "--server=https://HOST:PORT",
                    ld->file, name, name);
     }
-    if (strncmp(server, "https://", 8) != 0 && strncmp(server, "http://", 7) != 0) {
+    if (strncmp(server, "https://", 8) != 0) {
         return say(ld->why, ld->why_len, -EINVAL,
-                   "%s: cluster %s: server %s is not an https:// URL", ld->file, name, server);
+                   "%s: cluster %s: server %s is not an https:// URL (kdp talks to the API "
+                   "server over TLS only)",
+                   ld->file, name, server);
     }
     if (insecure && (strcmp(insecure, "true") == 0 || strcmp(insecure, "True") == 0)) {
         return say(ld->why, ld->why_len, -EINVAL,

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,8 @@
 #include "base/log.h"
 
 #define GROUP "resource.k8s.io"
+/* A watch that lasted this long (or delivered an event) works: its backoff resets. */
+#define WATCH_OK_US (5ULL * 1000000ULL)
 
 /* --- building --- */
 
@@ -334,7 +337,9 @@ static int have_put(kdp__slices *s, json_t *obj)
     }
     free(h->rv);
     h->rv = r;
-    h->gen = json_is_integer(gen) ? (uint64_t)json_integer_value(gen) : 0;
+    /* an int64 in the API: a negative one (not ours) counts as 0 */
+    json_int_t g = json_is_integer(gen) ? json_integer_value(gen) : 0;
+    h->gen = g > 0 ? (uint64_t)g : 0;
     json_decref(h->obj);
     h->obj = json_incref(obj);
     return 0;
@@ -515,6 +520,7 @@ static void watch_event(const char *type, json_t *obj, void *ud)
     if (rv && strlen(rv) < sizeof(s->watch_rv)) {
         snprintf(s->watch_rv, sizeof(s->watch_rv), "%s", rv);
     }
+    kdp__backoff_reset(&s->watch_bo); /* the watch works */
     if (strcmp(type, "BOOKMARK") == 0) {
         return;
     }
@@ -557,7 +563,10 @@ static void watch_end(int err, long code, json_t *obj, const char *why, void *ud
         }
         return;
     }
-    /* a quick end again and again: back off */
+    /* a quick end again and again: back off; one that lasted: it works */
+    if (lasted >= WATCH_OK_US) {
+        kdp__backoff_reset(&s->watch_bo);
+    }
     kdp__timer_start(s->t_watch, lasted < 1000000 ? kdp__backoff_next(&s->watch_bo) : 0);
 }
 
@@ -787,8 +796,16 @@ static int sync_once(kdp__slices *s)
         return 0;
     }
     if (s->round_gen < maxgen || (s->round_gen == 0 && !done)) {
-        /* a new round, or someone else went past ours: above them all */
-        s->round_gen = maxgen + 1;
+        /* a new round, or someone else went past ours: above them all (at
+         * most the API's int64 maximum: then the same generation again) */
+        if (maxgen >= (uint64_t)INT64_MAX) {
+            log_warn("k8s: pool %s is at generation %llu, the highest there is: published at it "
+                     "again",
+                     s->node, (unsigned long long)maxgen);
+            s->round_gen = (uint64_t)INT64_MAX;
+        } else {
+            s->round_gen = maxgen + 1;
+        }
     }
     struct have *obsolete = first_obsolete(s, count);
     if (obsolete) {

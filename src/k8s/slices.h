@@ -75,9 +75,9 @@ typedef void (*kdp__slices_status_cb)(const kdp__slices_status *st, void *ud);
 /* A publisher for driver's pool on node (node_uid: the Node's UID if
  * known, else NULL: read from the API server). resync_ms 0 = 10 minutes.
  * status (may be NULL) runs on every change of the status. Starts at once
- * (discovery, the Node, the list) and publishes an empty pool until
- * kdp__slices_set(). Returns 0, -EINVAL (a bad driver or node name),
- * -ENOMEM. */
+ * (discovery, the Node, the list), publishing nothing until the first
+ * kdp__slices_set() (an empty set then publishes an empty pool). Returns 0, -EINVAL (a bad driver
+ * or node name), -ENOMEM. */
 int kdp__slices_new(kdp__api *a, const char *driver, const char *node, const char *node_uid,
                     unsigned resync_ms, kdp__slices_status_cb status, void *ud, kdp__slices **ret);
 /* The devices to publish (copied; sorted by name here). Every field is

@@ -148,6 +148,20 @@ class Registration(Base):
         self.assertEqual(drv.stop(), 0)
         self.assertTrue(os.path.exists(other))
 
+    def test_second_process_refused_not_stealing(self):
+        """Two processes with no instance name: the second does not take
+        the first's sockets over."""
+        api, kl, drv, ev = self.up()
+        ino = os.stat(ev["endpoint"]).st_ino, os.stat(ev["registration_socket"]).st_ino
+        other = self.driver(api)
+        other.wait_log("another process serves", T)
+        self.assertEqual((os.stat(ev["endpoint"]).st_ino,
+                          os.stat(ev["registration_socket"]).st_ino), ino)
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "prepared", r)
+        drv.wait_log("prepared claim default/c1", T)  # the first one serves
+
     def test_sockets_removed_at_stop(self):
         api, kl, drv, ev = self.up()
         self.assertEqual(drv.stop(), 0)
@@ -258,6 +272,29 @@ class Prepare(Base):
         r = kl.dra_prepare(DRV, ["default/c1/" + uid])
         self.assertIn("unhealthy", r["by_uid"][uid]["error"])
 
+    def test_health_resent_while_watched(self):
+        """The full list again every 10 s while the kubelet watches (its
+        health timeout is 30 s: a device not heard of goes Unknown), each
+        device with health_check_timeout_seconds 30; so the kubelet (its
+        timeout modelled, 12 s here) never sees a steady device go stale."""
+        api, kl, drv, ev = self.up(dra_health_timeout=12)
+        time.sleep(0.5)  # the start's messages
+        m = kl.mark()
+        first = kl.wait_event("dra_health", 15, since=m, driver=DRV)
+        t1 = time.monotonic()
+        m = kl.mark()
+        second = kl.wait_event("dra_health", 15, since=m, driver=DRV)
+        gap = time.monotonic() - t1
+        self.assertGreater(gap, 8.0)
+        self.assertLess(gap, 12.5)
+        for e in (first, second):
+            self.assertEqual(sorted(d["device"] for d in e["devices"]), ["gopher-0", "gopher-1"])
+            self.assertEqual({d["health_check_timeout_seconds"] for d in e["devices"]}, {30})
+        time.sleep(max(0.0, 13.0 - (time.monotonic() - t1)))  # past 12 s since the first
+        h = kl.dra_health(DRV)
+        self.assertFalse(h.get("stale"), h)
+        self.assertEqual({d["health"] for d in h["devices"]}, {"Healthy"}, h)
+
     def test_api_server_down_then_back(self):
         api, kl, drv, ev = self.up()
         uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
@@ -300,6 +337,31 @@ class Prepare(Base):
         self.assertEqual(r["by_uid"][uid]["result"], "unprepared", r)
         self.assertEqual(self.cdi_files(), [])
 
+    def test_two_instances_share_the_checkpoint(self):
+        """A rolling update: two instances, one state directory; each
+        prepares a claim, and neither loses the other's record."""
+        api = self.api()
+        kl = self.kubelet()
+        a = self.driver(api, env={"POD_UID": "aaaa"})
+        kl.wait_dra_registered(DRV, T, endpoint=self.path("root", "plugins", DRV, "dra-aaaa.sock"))
+        self.wait_slices(api, 2)
+        b = self.driver(api, env={"POD_UID": "bbbb"})
+        kl.wait_dra_registered(DRV, T, endpoint=self.path("root", "plugins", DRV, "dra-bbbb.sock"))
+        u1 = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
+        u2 = api.create_claim("default", "c2", DRV, NODE, "gpu", ["gopher-1"])
+        r = kl.dra_prepare(DRV, ["default/c1/" + u1])  # the newest: b
+        self.assertEqual(r["by_uid"][u1]["result"], "prepared", r)
+        b.wait_log("prepared claim default/c1", T)
+        self.assertEqual(b.stop(), 0)
+        r = kl.dra_prepare(DRV, ["default/c2/" + u2])  # a, which never saw c1
+        self.assertEqual(r["by_uid"][u2]["result"], "prepared", r)
+        a.wait_log("prepared claim default/c2", T)
+        self.assertEqual(sorted(self.checkpoint()["claims"]), sorted([u1, u2]))
+        r = kl.dra_unprepare(DRV, ["default/c1/" + u1])  # b's record, from the file
+        self.assertEqual(r["by_uid"][u1]["result"], "unprepared", r)
+        self.assertEqual(list(self.checkpoint()["claims"]), [u2])
+        self.assertEqual(self.cdi_files(), ["k8s.%s-claim_%s.json" % (DRV, u2)])
+
     def test_cdi_directory_wiped(self):
         api, kl, drv, ev = self.up()
         uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
@@ -316,7 +378,7 @@ class Prepare(Base):
         with open(os.path.join(state, "checkpoint.json"), "w") as f:
             f.write('{"version": 1, "checksum": "fnv1a64:0", "claims": {}}')
         api, kl, drv, ev = self.up()
-        drv.wait_log("cannot be read", T)
+        drv.wait_log("is corrupt", T)
         self.assertEqual(len(glob.glob(os.path.join(state, "checkpoint.json.corrupt-*"))), 1)
 
 
@@ -385,6 +447,61 @@ class Knobs(Base):
         self.assertEqual(r["by_uid"][uid]["result"], "unprepared", r)
         self.assertEqual(self.checkpoint()["claims"], {})
         self.assertEqual(self.cdi_files(), [])
+
+    def test_overrun_prepare_keeps_its_claim_busy(self):
+        """A prepare past the callback deadline goes on: until it returns,
+        other ops on its claim fail fast, so an unprepare in between cannot
+        leave the late record behind."""
+        api = self.api()
+        kl = self.kubelet()
+        drv = self.start_proc(TestDriver(self, api, ["--prepare-delay-ms", "2500",
+                                                     "--callback-timeout-ms", "1000"]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["dev-0"])
+        ref = ["default/c1/" + uid]
+        r = kl.dra_prepare(DRV, ref)
+        self.assertEqual(r["by_uid"][uid]["result"], "error", r)
+        self.assertIn("overran its deadline", r["by_uid"][uid]["error"])
+        for call in (kl.dra_unprepare, kl.dra_prepare):  # the callback still runs
+            r = call(DRV, ref)
+            self.assertEqual(r["by_uid"][uid]["result"], "error", r)
+            self.assertIn("still running", r["by_uid"][uid]["error"])
+        drv.wait_log("overran its deadline returned", T)
+        self.assertEqual(list(self.checkpoint()["claims"]), [uid])  # it did prepare
+        r = kl.dra_unprepare(DRV, ref)
+        self.assertEqual(r["by_uid"][uid]["result"], "unprepared", r)
+        self.assertEqual(self.checkpoint()["claims"], {})
+        self.assertEqual(self.cdi_files(), [])
+        self.assertEqual(drv.count_log("prepare callback that overran"), 1)
+
+    def test_overrun_describe_tried_again(self):
+        api = self.api()
+        slow = self.path("slow-describe")
+        open(slow, "w").close()
+        drv = self.start_proc(TestDriver(self, api, ["--slow-describe-file", slow,
+                                                     "--callback-timeout-ms", "500"]))
+        drv.wait_log("describing the devices again", T)
+        time.sleep(1)  # every describe began: the table stays as it is
+        self.assertEqual(self.wait_slices(api, 0), [])
+        os.unlink(slow)
+        self.wait_slices(api, 4)  # a retry, with no change to the table
+
+    def test_prepare_rolled_back_when_its_cdi_spec_fails(self):
+        api = self.api()
+        kl = self.kubelet()
+        drv = self.start_proc(TestDriver(self, api))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        shutil.rmtree(self.path("cdi"))
+        open(self.path("cdi"), "w").close()  # the spec cannot be written
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["dev-0"])
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "error", r)
+        self.assertIn("CDI spec", r["by_uid"][uid]["error"])
+        drv.wait_log("test-dra-driver: unprepare " + uid, T)
+        drv.wait_log("prepare rolled back", T)
+        self.assertFalse(os.path.exists(self.path("root", "plugins", DRV, "checkpoint.json")))
 
     def test_300_devices_in_3_slices(self):
         api = self.api()

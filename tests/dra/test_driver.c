@@ -6,9 +6,11 @@
  *
  *   kdp-test-dra-driver --kubelet-root ROOT --kubeconfig FILE --driver NAME
  *       --node NODE --cdi-dir DIR [--devices N] [--prepare-delay-ms MS]
- *       [--fail-unprepare-file FILE]
+ *       [--fail-unprepare-file FILE] [--callback-timeout-ms MS]
+ *       [--slow-describe-file FILE]
  *
  * --fail-unprepare-file: while FILE exists, the unprepare op fails.
+ * --slow-describe-file: while FILE exists, the describe op sleeps 1.5 s.
  */
 #include <errno.h>
 #include <kdp_dra.h>
@@ -20,6 +22,25 @@
 
 static unsigned prepare_delay_ms;
 static const char *fail_unprepare_file;
+static const char *slow_describe_file;
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int describe(kdp_plugin *p, const kdp_device *d, kdp_dra_device *out, void *ud)
+{
+    (void)p;
+    (void)d;
+    (void)out;
+    (void)ud;
+    if (slow_describe_file && access(slow_describe_file, F_OK) == 0) {
+        sleep_ms(1500);
+    }
+    return 0;
+}
 
 static int list(kdp_plugin *p, kdp_device_list *out, void *ud)
 {
@@ -43,14 +64,14 @@ static int prepare(kdp_plugin *p, const kdp_dra_claim *c, kdp_dra_prepared *out,
     (void)c;
     (void)out;
     (void)ud;
-    struct timespec ts = {prepare_delay_ms / 1000, (long)(prepare_delay_ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    sleep_ms(prepare_delay_ms);
     return 0;
 }
 
 static int unprepare(kdp_plugin *p, const kdp_dra_claim *c, void *ud)
 {
     (void)ud;
+    fprintf(stderr, "test-dra-driver: unprepare %s\n", c->ref.uid);
     if (fail_unprepare_file && access(fail_unprepare_file, F_OK) == 0) {
         kdp_plugin_set_error(p, "unprepare of %s refused by the test", c->ref.uid);
         return -EBUSY;
@@ -84,6 +105,10 @@ int main(int argc, char **argv)
             prepare_delay_ms = (unsigned)strtoul(v, NULL, 10);
         } else if (strcmp(k, "--fail-unprepare-file") == 0) {
             fail_unprepare_file = v;
+        } else if (strcmp(k, "--callback-timeout-ms") == 0) {
+            cfg.callback_timeout_ms = (unsigned)strtoul(v, NULL, 10);
+        } else if (strcmp(k, "--slow-describe-file") == 0) {
+            slow_describe_file = v;
         } else {
             fprintf(stderr, "kdp-test-dra-driver: unknown flag %s\n", k);
             return 2;
@@ -91,7 +116,7 @@ int main(int argc, char **argv)
     }
     kdp_log_set(KDP_LOG_INFO, NULL, NULL);
     kdp_ops ops = {.list = list};
-    kdp_dra_ops dops = {.prepare = prepare, .unprepare = unprepare};
+    kdp_dra_ops dops = {.describe = describe, .prepare = prepare, .unprepare = unprepare};
     kdp_plugin *p;
     if (kdp_plugin_new(NULL, &cfg, &ops, &n, &p) < 0) {
         return 1;

@@ -221,6 +221,37 @@ class K8sTest(ProcTest):
         self.check_pool(api, 200)
         self.assertEqual(d.quit(), 0)
 
+    def test_generation_at_its_bounds(self):
+        """A pool generation someone set to int64's maximum (the API refuses
+        a negative one): the next round publishes at the maximum again,
+        never an overflow (which the API server would refuse)."""
+        api = self.api()
+        d = self.driver(api)
+        self.start_slices(d)
+        d.send("set 10")
+        d.published(10)
+        model = "m-a"
+        for gen, then in ((2**63 - 1, 2**63 - 1),):
+            sl = self.check_pool(api, 10, model=model)[0]
+            name = sl["metadata"]["name"]
+            sl["spec"]["pool"]["generation"] = gen
+            m = d.mark()
+            code, body = api.http("PUT", "/apis/resource.k8s.io/v1/resourceslices/" + name, sl)
+            self.assertEqual(code, 200, body)
+            d.send("set 10 b")  # a change: a new round
+            d.status(lambda e: e["published"] and e["generation"] == then, since=m)
+            model = "m-b"
+            deadline = time.monotonic() + 20
+            while True:  # the status may be the one of the PUT seen by the watch
+                sl = [x for x in api.slices() if x["spec"]["driver"] == DRIVER]
+                if all(dv["attributes"]["model"] == {"string": model}
+                       for x in sl for dv in x["spec"].get("devices") or []):
+                    break
+                self.assertLess(time.monotonic(), deadline, sl)
+                time.sleep(0.05)
+            self.check_pool(api, 10, gen=then, model=model)
+        self.assertEqual(d.quit(), 0)
+
     def test_resync_backstop(self):
         """The periodic list (here every second) runs as a backstop to the
         watch, and writes nothing while the pool is as wanted."""

@@ -51,7 +51,12 @@
 //     -dra-health-retry). Every message replaces the driver's device health
 //     list (the kubelet's health cache is per driver); the end of a stream
 //     clears it. UNIMPLEMENTED (a driver that serves no health) is reported
-//     once, not at every retry.
+//     once, not at every retry. -dra-health-timeout D models the kubelet's
+//     health timeout (healthinfo.go: a device not heard of for 30 s reads
+//     Unknown; from 1.35 health_check_timeout_seconds sets it per device):
+//     dra-health then reports the devices of a list older than D as
+//     Unknown ("stale": true). D applies to every device whatever field 4
+//     says (a test needs a short one); 0, the default, models nothing.
 //   - Per-call timeout of NodePrepareResources/NodeUnprepareResources: 45 s
 //     (defaultClientCallTimeout, -dra-call-timeout).
 //   - Kubelet restart: every connection is closed and the store emptied;
@@ -91,6 +96,7 @@ var (
 	fDRACallTimeout time.Duration
 	fDRAHealth      string
 	fDRAHealthRetry time.Duration
+	fDRAHealthTTL   time.Duration
 	fDRAWipeDelay   time.Duration
 )
 

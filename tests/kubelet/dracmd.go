@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/status"
 
@@ -254,6 +255,19 @@ func (k *kubelet) doDRAHealth(cmd *command) {
 		r["devices"] = h.devices
 		r["endpoint"] = h.endpoint
 		r["updated_ns"] = h.at
+		if fDRAHealthTTL > 0 && time.Now().UnixNano()-h.at > fDRAHealthTTL.Nanoseconds() {
+			stale := make([]M, 0, len(h.devices))
+			for _, d := range h.devices {
+				c := M{}
+				for k, v := range d {
+					c[k] = v
+				}
+				c["health"] = "Unknown"
+				stale = append(stale, c)
+			}
+			r["devices"] = stale
+			r["stale"] = true
+		}
 	}
 	m.mu.Unlock()
 	cmd.reply(r)

@@ -9,12 +9,14 @@
 /* clang-format on */
 
 /* The DRA checkpoint: round trip, atomic writes, a corrupt file kept
- * aside. */
+ * aside (a name of its own), a newer or unreadable one refused, two
+ * instances sharing the file. */
 #include <errno.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dra/checkpoint.h"
@@ -113,13 +115,70 @@ static void test_corrupt_kept_aside(void **state)
     (void)state;
     corrupt("{not json");
     assert_int_equal(count(KDP__CKPT_FILE ".corrupt-*"), 1);
-    sleep(1); /* a second name */
+    /* within the same second: a name of its own each */
     corrupt("{\"version\": 1, \"checksum\": \"fnv1a64:0000000000000000\", \"claims\": {}}");
     assert_int_equal(count(KDP__CKPT_FILE ".corrupt-*"), 2);
-    sleep(1);
-    corrupt("{\"version\": 99, \"checksum\": \"x\", \"claims\": {}}");
+    corrupt("{\"version\": 0, \"checksum\": \"x\", \"claims\": {}}");
     assert_int_equal(count(KDP__CKPT_FILE ".corrupt-*"), 3);
     assert_int_equal(count(KDP__CKPT_FILE), 0);
+}
+
+/* A newer version (a downgrade) and a file that cannot be read are no
+ * corruption: refused, the file left where it is. */
+static void test_refused_not_set_aside(void **state)
+{
+    (void)state;
+    write_file(KDP__CKPT_FILE, "{\"version\": 99, \"checksum\": \"x\", \"claims\": {}}");
+    kdp__ckpt *c = NULL;
+    assert_int_equal(kdp__ckpt_open(dir, &c), -EPROTO);
+    assert_int_equal(count(KDP__CKPT_FILE), 1);
+    char path[160];
+    snprintf(path, sizeof(path), "%s/%s", dir, KDP__CKPT_FILE);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(mkdir(path, 0700), 0); /* read() fails: EISDIR */
+    assert_int_equal(kdp__ckpt_open(dir, &c), -EISDIR);
+    assert_int_equal(count(KDP__CKPT_FILE ".corrupt-*"), 0);
+    assert_int_equal(rmdir(path), 0);
+}
+
+static void put(kdp__ckpt *c, const char *uid)
+{
+    json_t *rec = json_pack("{s:s}", "uid", uid);
+    assert_int_equal(kdp__ckpt_put(c, uid, rec), 0);
+    json_decref(rec);
+}
+
+static bool has(kdp__ckpt *c, const char *uid)
+{
+    json_t *rec = kdp__ckpt_get(c, uid);
+    json_decref(rec);
+    return rec != NULL;
+}
+
+/* Two instances on one state directory (a rolling update): neither loses
+ * the other's records. */
+static void test_two_instances(void **state)
+{
+    (void)state;
+    kdp__ckpt *a = NULL;
+    kdp__ckpt *b = NULL;
+    assert_int_equal(kdp__ckpt_open(dir, &a), 0);
+    assert_int_equal(kdp__ckpt_open(dir, &b), 0);
+    put(a, "u1");
+    put(b, "u2"); /* b read u1 from the file first */
+    put(a, "u3");
+    assert_true(has(a, "u2"));
+    assert_int_equal(kdp__ckpt_count(a), 3);
+    assert_int_equal(kdp__ckpt_del(b, "u1"), 1); /* b had not seen it yet */
+    assert_false(has(a, "u1"));
+    assert_int_equal(kdp__ckpt_del(a, "u1"), 0);
+    kdp__ckpt_unref(a);
+    kdp__ckpt_unref(b);
+    kdp__ckpt *c = NULL;
+    assert_int_equal(kdp__ckpt_open(dir, &c), 0);
+    assert_int_equal(kdp__ckpt_count(c), 2);
+    assert_true(has(c, "u2") && has(c, "u3"));
+    kdp__ckpt_unref(c);
 }
 
 static void test_checksum(void **state)
@@ -148,6 +207,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_kept_aside, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_not_set_aside, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_instances, setup, teardown),
         cmocka_unit_test(test_checksum),
         cmocka_unit_test(test_unwritable),
     };

@@ -135,6 +135,40 @@ static void test_merge_and_cdi(void **state)
     rmdir(dir);
 }
 
+/* The same device twice in a claim (a shared device, admin access): CDI
+ * names of their own, so the spec is written. */
+static void test_device_twice(void **state)
+{
+    (void)state;
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/tmp/kdp-claimrec-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    json_t *rec = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}]}", "namespace", "ns",
+                            "name", "c1", "uid", "u1", "devices", "request", "a", "device", "gpu-0",
+                            "request", "b", "device", "gpu-0");
+    kdp_dra_prepared pr;
+    assert_int_equal(kdp__dra_prepared_init(&pr, 2), 0);
+    assert_int_equal(kdp_dra_prepared_add_env(&pr, 0, "A", "1"), 0);
+    assert_int_equal(kdp_dra_prepared_add_env(&pr, 1, "B", "1"), 0);
+    assert_int_equal(kdp__dra_rec_merge(rec, &pr, KIND), 0);
+    kdp__dra_prepared_done(&pr);
+    json_t *devs = json_object_get(rec, "devices");
+    assert_string_equal(
+        json_string_value(json_array_get(json_object_get(json_array_get(devs, 0), "cdi_ids"), 0)),
+        KIND "=u1-gpu-0");
+    assert_string_equal(
+        json_string_value(json_array_get(json_object_get(json_array_get(devs, 1), "cdi_ids"), 0)),
+        KIND "=u1-gpu-0_1");
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND), 1);
+    /* a record kept before the names were: the same names again */
+    json_object_del(json_array_get(devs, 0), "cdi_name");
+    json_object_del(json_array_get(devs, 1), "cdi_name");
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND), 0); /* unchanged */
+    assert_int_equal(kdp__cdi_remove_file(dir, FILE_NAME), 1);
+    json_decref(rec);
+    rmdir(dir);
+}
+
 static void test_cdi_env_checks(void **state)
 {
     (void)state;
@@ -148,9 +182,8 @@ static void test_cdi_env_checks(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_prepared_builder),
-        cmocka_unit_test(test_view),
-        cmocka_unit_test(test_merge_and_cdi),
+        cmocka_unit_test(test_prepared_builder), cmocka_unit_test(test_view),
+        cmocka_unit_test(test_merge_and_cdi),    cmocka_unit_test(test_device_twice),
         cmocka_unit_test(test_cdi_env_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

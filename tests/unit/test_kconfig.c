@@ -186,6 +186,8 @@ static void test_kubeconfig_errors(void **state)
     assert_null(load("list", -EINVAL, "not a kubeconfig"));
     put("ftp", HEAD "clusters:\n- name: c1\n  cluster: {server: 'ftp://h'}\n");
     assert_null(load("ftp", -EINVAL, "not an https:// URL"));
+    put("http", HEAD "clusters:\n- name: c1\n  cluster: {server: 'http://h:8080'}\n");
+    assert_null(load("http", -EINVAL, "not an https:// URL"));
     assert_null(load("absent", -ENOENT, "cannot read the kubeconfig"));
 }
 

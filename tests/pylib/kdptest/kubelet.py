@@ -219,7 +219,8 @@ class Kubelet(Proc):
     def __init__(self, dir, legacy=False, dial=None, rpc_timeout=None, args=(), env=None,
                  registry=None, tracking=None, kubelet_root=None, podres_get=None,
                  podres_delay=None, dra=None, dra_versions=None, dra_call_timeout=None,
-                 dra_health=None, dra_health_retry=None, dra_wipe_delay=None):
+                 dra_health=None, dra_health_retry=None, dra_wipe_delay=None,
+                 dra_health_timeout=None):
         argv = [binary("kdp-test-kubelet"), "-dir", dir]
         if dra is not None:
             argv.append("-dra=%s" % ("true" if dra else "false"))
@@ -233,6 +234,8 @@ class Kubelet(Proc):
             argv += ["-dra-health-retry", "%gs" % dra_health_retry]
         if dra_wipe_delay is not None:
             argv += ["-dra-wipe-delay", "%gs" % dra_wipe_delay]
+        if dra_health_timeout is not None:
+            argv += ["-dra-health-timeout", "%gs" % dra_health_timeout]
         if kubelet_root:
             argv += ["-kubelet-root", kubelet_root]
         if podres_get:
