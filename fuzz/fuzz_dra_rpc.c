@@ -19,9 +19,10 @@
  * claim UID of the request and for no other (more than 1024 claims:
  * RESOURCE_EXHAUSTED); a prepare's entries all carry an error
  * and no device (no claim can be read: the API server is unreachable, or the
- * claim has no UID); an unprepare's entry has no error when its UID is
- * non-empty (kdp never prepared it: nothing to undo) and one when it is
- * empty; NodeWatchResources with a decodable request gets a first message
+ * claim's UID is empty or not one kdp takes, 1-128 of [A-Za-z0-9._-] not
+ * starting with '.': UIDs name files); an unprepare's entry has no error
+ * when its UID is one kdp takes (kdp never prepared it: nothing to undo)
+ * and one when it is not; NodeWatchResources with a decodable request gets a first message
  * listing the three devices of the table in the node's pool, dev-1
  * UNHEALTHY and the others HEALTHY (undecodable: INVALID_ARGUMENT); an
  * unknown method gets UNIMPLEMENTED. Every call ends within 5 s, and nothing
@@ -244,6 +245,25 @@ static size_t distinct(const char *const *keys, size_t n)
     return d;
 }
 
+/* The UIDs the driver takes: 1-128 of [A-Za-z0-9._-], not starting with
+ * '.' (they name files). */
+static bool uid_ok(const char *uid)
+{
+    size_t n = strlen(uid);
+    if (n == 0 || n > 128 || uid[0] == '.') {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = uid[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '.' || c == '_';
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* The distinct UIDs of the request's claims. */
 static size_t
 distinct_uids(const K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest *r)
@@ -313,7 +333,7 @@ static void check_answer(int method, const uint8_t *msg, size_t len, const outco
         for (size_t i = 0; i < r->n_claims; i++) {
             CHECK(uid_in(req, r->claims[i]->key) && r->claims[i]->value);
             bool failed = r->claims[i]->value->error[0] != '\0';
-            CHECK(failed == (r->claims[i]->key[0] == '\0'));
+            CHECK(failed == !uid_ok(r->claims[i]->key));
         }
         k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_response__free_unpacked(
             r, NULL);

@@ -18,6 +18,7 @@
  * its deadline whatever is still under way (those claims get an error: the
  * kubelet asks again, and finds what finished meanwhile); ops go on alone.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -784,12 +785,35 @@ static pcall *pcall_new(kdp__dra *d, kdp__call *call, size_t n, bool unprepare)
 }
 
 /* Claim i of the call: an op, or an error answered at once. */
+/* A claim UID kdp takes: what the API server gives (an RFC 4122 UUID), or
+ * at least 1-128 of [A-Za-z0-9._-] not starting with '.': it names the
+ * claim's CDI spec file and its checkpoint record, so "../x" must never get
+ * that far. Returns NULL, or what is wrong. */
+static const char *uid_problem(const char *uid)
+{
+    size_t n = strlen(uid);
+    if (n == 0) {
+        return "the claim has no UID";
+    }
+    if (n > 128 || uid[0] == '.') {
+        return "the claim's UID is not a Kubernetes UID";
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)uid[i];
+        if (!isalnum(ch) && ch != '-' && ch != '.' && ch != '_') {
+            return "the claim's UID is not a Kubernetes UID";
+        }
+    }
+    return NULL;
+}
+
 static void add_op(pcall *pc, size_t i, const K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *c)
 {
     kdp__dra *d = pc->d;
     const char *uid = c->uid ? c->uid : "";
+    const char *bad = uid_problem(uid);
     pc->uids[i] = strdup(uid);
-    cop *op = *uid && pc->uids[i] ? calloc(1, sizeof(*op)) : NULL;
+    cop *op = !bad && pc->uids[i] ? calloc(1, sizeof(*op)) : NULL;
     if (op) {
         kdp__link_init(&op->link);
         op->d = d;
@@ -812,7 +836,11 @@ static void add_op(pcall *pc, size_t i, const K8s__Io__Kubelet__Pkg__Apis__Dra__
     if (!pc->uids[i]) {
         pc->uids[i] = strdup("");
     }
-    pc->errors[i] = strdup(*uid ? "out of memory" : "the claim has no UID");
+    if (bad) {
+        log_warn("%s: %s: claim %.100s/%.100s refused", d->driver, bad,
+                 c->namespace_ ? c->namespace_ : "", c->name ? c->name : "");
+    }
+    pc->errors[i] = strdup(bad ? bad : "out of memory");
     pc->left--;
 }
 

@@ -257,6 +257,20 @@ class Prepare(Base):
         self.assertIn("gopher-9", r["by_uid"][u3]["error"])
         self.assertEqual(self.cdi_files(), [])
 
+    def test_uid_that_is_not_one_refused(self):
+        # A UID names the claim's CDI spec file and its record: one that is
+        # not a Kubernetes UID never gets that far, for prepare and unprepare.
+        api, kl, drv, ev = self.up()
+        bad = ["default/c1/.hidden", "default/c2/bad%uid", "default/c3/" + "u" * 129]
+        for r in (kl.dra_prepare(DRV, bad), kl.dra_unprepare(DRV, bad)):
+            self.assertTrue(r["ok"], r)
+            for claim in bad:
+                uid = claim.split("/", 2)[2]
+                self.assertEqual(r["by_uid"][uid]["result"], "error", r["by_uid"][uid])
+                self.assertIn("not a Kubernetes UID", r["by_uid"][uid]["error"])
+        drv.wait_log("not a Kubernetes UID: claim default/c1 refused", T)
+        self.assertEqual(self.cdi_files(), [])
+
     def test_unhealthy_device_refused_and_health_streamed(self):
         api, kl, drv, ev = self.up()
         self.gopher("gopher-1", "unhealthy")
