@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dra.h"
+#include "dra_api.h"
 
 enum {
     KD_F_ROOT = 1U << 0,
@@ -78,6 +79,30 @@ static const kd_sub subs[] = {
      "                       registered, refused, deregistered, health, prepared,\n"
      "                       unprepared, state, command_error, ...)\n"
      "  --timeout D          run for D (500ms, 5s, 2m), then exit 0\n"},
+    {"apiserver", KD_F_DIR | KD_F_LISTEN | KD_F_NODE | KD_F_JSON | KD_F_TIMEOUT, 0, 0,
+     kd_cmd_apiserver,
+     "kdpctl dra apiserver --dir DIR [--listen 127.0.0.1:0] [--node NAME]... [--json]\n"
+     "                            [--timeout D]",
+     "The small API-server surface a DRA driver needs, over HTTPS. At start it makes a CA\n"
+     "and a server certificate (EC P-256; subjectAltName 127.0.0.1, ::1, localhost) and a\n"
+     "bearer token, and writes DIR/ca.crt, DIR/token and DIR/kubeconfig (for the driver's\n"
+     "--kubeconfig and for kubectl --kubeconfig). Serves /version, discovery (/api,\n"
+     "/api/v1, /apis, /apis/resource.k8s.io, /apis/resource.k8s.io/v1), nodes (get,\n"
+     "list, watch: one per --node, default $NODE_NAME or the host name),\n"
+     "resourceslices (create with generateName, get, list and watch with fieldSelector\n"
+     "metadata.name, spec.nodeName, spec.driver and resourceVersion, update with 409 on a\n"
+     "stale resourceVersion, merge patch, delete) and resourceclaims (the same, namespaced,\n"
+     "with /status), every error a Kubernetes Status. Each slice is printed as it\n"
+     "changes: pool, generation, devices with their attributes and capacities.\n"
+     "Bounds: 10000 objects, 4 MiB bodies, 64 watches, 64 connections, the last 1000\n"
+     "events for watches that resume (older: 410 Expired).\n"
+     "Runs until SIGINT or SIGTERM (exit 0) or for --timeout D (exit 0).\n"
+     "  --dir DIR            where ca.crt, token and kubeconfig are written (created)\n"
+     "  --listen HOST:PORT   the address (default 127.0.0.1:0: a free port)\n"
+     "  --node NAME          a Node object (repeatable)\n"
+     "  --json               one JSON object per line on stdout (event: ready, request,\n"
+     "                       slice, exit)\n"
+     "  --timeout D          run for D, then exit 0\n"},
 };
 
 #define N_SUBS (sizeof(subs) / sizeof(subs[0]))
@@ -221,6 +246,10 @@ static int run_sub(const kd_sub *s, int argc, char **argv)
     } else if (r == 0 && o.pos.n > s->max_pos) {
         r = usage_error(s->name, "unexpected argument \"%s\"", o.pos.v[s->max_pos]);
     }
+    if (r == 0 && (s->flags & KD_F_DIR) && !o.dir) {
+        r = usage_error(s->name, "--dir DIR is required (where the credentials and the "
+                                 "kubeconfig go)");
+    }
     if (r == 0 && !o.versions.n && (s->flags & KD_F_VERSIONS)) {
         r = set_versions(&o, s->name, "v1,v1beta1");
     }
@@ -258,5 +287,5 @@ int kc_dra_main(int argc, char **argv)
             return run_sub(&subs[i], argc - 1, argv + 1);
         }
     }
-    return usage_error(NULL, "unknown subcommand \"%s\" (kubelet)", name);
+    return usage_error(NULL, "unknown subcommand \"%s\" (kubelet, apiserver)", name);
 }

@@ -1,0 +1,565 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dra_apiserver: `kdpctl dra apiserver`: the process (credentials and
+ * files in --dir, HTTPS on --listen, signals, --timeout), bearer-token
+ * authentication, routing, discovery (/version, /api, /api/v1, /apis,
+ * /apis/resource.k8s.io, /apis/resource.k8s.io/v1; the aggregated form
+ * kubectl asks first is not served: it falls back to these) and every slice
+ * printed as it changes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dra_api.h"
+#include "kubelet.h"
+#include "rpc.h"
+
+void kd_bookmark_cb(kdp__timer *t, void *ud);
+
+/* ---- output ---- */
+
+static void say(const char *text, const char *extra)
+{
+    kl_say("dra-apiserver", text, extra);
+}
+
+static void attr_text(kc_buf *b, const char *key, const json_t *v)
+{
+    json_t *x;
+    kc_buf_printf(b, "%s%s=", b->len ? " " : "", key);
+    if ((x = json_object_get(v, "string")) || (x = json_object_get(v, "version"))) {
+        kc_buf_puts(b, json_string_value(x) ? json_string_value(x) : "?");
+    } else if ((x = json_object_get(v, "int"))) {
+        kc_buf_printf(b, "%lld", (long long)json_integer_value(x));
+    } else if ((x = json_object_get(v, "bool"))) {
+        kc_buf_puts(b, json_is_true(x) ? "true" : "false");
+    } else if ((x = json_object_get(v, "value"))) { /* a capacity */
+        kc_buf_puts(b, json_is_string(x) ? json_string_value(x) : "?");
+    } else {
+        kc_buf_puts(b, "?");
+    }
+}
+
+void kd_print_slice(kd_api *a, const char *type, const json_t *o)
+{
+    const json_t *md = json_object_get(o, "metadata");
+    const json_t *spec = json_object_get(o, "spec");
+    const json_t *pool = json_object_get(spec, "pool");
+    const json_t *devs = json_object_get(spec, "devices");
+    const char *name = json_string_value(json_object_get(md, "name"));
+    const char *driver = json_string_value(json_object_get(spec, "driver"));
+    const char *node = json_string_value(json_object_get(spec, "nodeName"));
+    const char *pname = json_string_value(json_object_get(pool, "name"));
+    long long gen = json_integer_value(json_object_get(pool, "generation"));
+    long long count = json_integer_value(json_object_get(pool, "resourceSliceCount"));
+    if (a->o->json) {
+        kc_json j;
+        kd_json(&j, "slice");
+        kc_json_str(&j, "type", type);
+        kc_json_str(&j, "name", name);
+        kc_json_str(&j, "driver", driver);
+        kc_json_str(&j, "node", node);
+        kc_json_str(&j, "pool", pname);
+        kc_json_int(&j, "generation", gen);
+        kc_json_int(&j, "slice_count", count);
+        kc_json_str(&j, "resource_version",
+                    json_string_value(json_object_get(md, "resourceVersion")));
+        kc_json_arr(&j, "devices");
+        for (size_t i = 0; i < json_array_size(devs); i++) {
+            const json_t *d = json_array_get(devs, i);
+            kc_buf at = {0}, cap = {0};
+            const char *key;
+            json_t *v;
+            json_object_foreach(json_object_get(d, "attributes"), key, v)
+            {
+                attr_text(&at, key, v);
+            }
+            json_object_foreach(json_object_get(d, "capacity"), key, v)
+            {
+                attr_text(&cap, key, v);
+            }
+            kc_json_obj(&j, NULL);
+            kc_json_str(&j, "name", json_string_value(json_object_get(d, "name")));
+            kc_json_str(&j, "attributes", at.len ? at.s : "");
+            kc_json_str(&j, "capacity", cap.len ? cap.s : "");
+            kc_json_end(&j);
+            kc_buf_free(&at);
+            kc_buf_free(&cap);
+        }
+        kc_json_emit(&j);
+        return;
+    }
+    kc_buf head = {0};
+    kc_buf_printf(&head,
+                  "slice %s %s: driver %s, node %s, pool %s generation %lld (%lld slice%s), "
+                  "%zu device%s",
+                  type, name ? name : "?", driver ? driver : "?", node ? node : "-",
+                  pname ? pname : "?", gen, count, count == 1 ? "" : "s", json_array_size(devs),
+                  json_array_size(devs) == 1 ? "" : "s");
+    kc_table t;
+    kc_table_init(&t, 3);
+    const char *hdr[3] = {"DEVICE", "ATTRIBUTES", "CAPACITY"};
+    kc_table_row(&t, hdr);
+    for (size_t i = 0; i < json_array_size(devs) && strcmp(type, "DELETED") != 0; i++) {
+        const json_t *d = json_array_get(devs, i);
+        kc_buf at = {0}, cap = {0};
+        const char *key;
+        json_t *v;
+        json_object_foreach(json_object_get(d, "attributes"), key, v)
+        {
+            attr_text(&at, key, v);
+        }
+        json_object_foreach(json_object_get(d, "capacity"), key, v)
+        {
+            attr_text(&cap, key, v);
+        }
+        const char *dn = json_string_value(json_object_get(d, "name"));
+        const char *row[3] = {dn ? dn : "?", at.len ? at.s : "", cap.len ? cap.s : ""};
+        kc_table_row(&t, row);
+        kc_buf_free(&at);
+        kc_buf_free(&cap);
+    }
+    kc_buf out = {0};
+    if (json_array_size(devs) && strcmp(type, "DELETED") != 0) {
+        kc_table_render(&t, &out, "    ");
+    }
+    say(head.failed ? "slice" : head.s, out.len ? out.s : NULL);
+    kc_buf_free(&out);
+    kc_buf_free(&head);
+    kc_table_free(&t);
+}
+
+static void log_request(kd_api *a, kd_hreq *r)
+{
+    unsigned code = kd_http_code(r);
+    const char *m = kd_http_method(r);
+    if (code >= 400) {
+        a->errors++;
+    }
+    if (a->o->json) {
+        kc_json j;
+        kd_json(&j, "request");
+        kc_json_str(&j, "method", m);
+        kc_json_str(&j, "path", kd_http_path(r));
+        kc_json_uint(&j, "code", code);
+        kc_json_emit(&j);
+    } else if (code >= 400 || strcmp(m, "GET") != 0) {
+        char text[600];
+        snprintf(text, sizeof(text), "%s %.400s: %u", m, kd_http_path(r), code);
+        say(text, NULL);
+    }
+}
+
+/* ---- discovery ---- */
+
+static void reply_pack(kd_hreq *r, json_t *o)
+{
+    if (!o) {
+        kd_status(r, 500, "InternalError", "out of memory");
+        return;
+    }
+    kd_reply_json(r, 200, o);
+    json_decref(o);
+}
+
+static json_t *verbs(bool write)
+{
+    return write ? json_pack("[sssssss]", "create", "delete", "get", "list", "patch", "update",
+                             "watch")
+                 : json_pack("[sss]", "get", "list", "watch");
+}
+
+static void discovery(kd_api *a, kd_hreq *r, char **seg, size_t n)
+{
+    if (n == 1 && strcmp(seg[0], "api") == 0) {
+        char addr[100];
+        snprintf(addr, sizeof(addr), "%s", a->server + strlen("https://"));
+        reply_pack(r, json_pack("{s:s, s:[s], s:[{s:s, s:s}]}", "kind", "APIVersions", "versions",
+                                "v1", "serverAddressByClientCIDRs", "clientCIDR", "0.0.0.0/0",
+                                "serverAddress", addr));
+    } else if (n == 2 && strcmp(seg[0], "api") == 0) {
+        reply_pack(r, json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:b, s:s, s:o, s:[s]}]}", "kind",
+                                "APIResourceList", "apiVersion", "v1", "groupVersion", "v1",
+                                "resources", "name", "nodes", "singularName", "node", "namespaced",
+                                0, "kind", "Node", "verbs", verbs(false), "shortNames", "no"));
+    } else if (n == 1) {
+        reply_pack(r, json_pack("{s:s, s:s, s:[{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}]}", "kind",
+                                "APIGroupList", "apiVersion", "v1", "groups", "name", KD_GROUP,
+                                "versions", "groupVersion", KD_GROUP "/" KD_VERSION, "version",
+                                KD_VERSION, "preferredVersion", "groupVersion",
+                                KD_GROUP "/" KD_VERSION, "version", KD_VERSION));
+    } else if (n == 2) {
+        reply_pack(r, json_pack("{s:s, s:s, s:s, s:[{s:s, s:s}], s:{s:s, s:s}}", "kind", "APIGroup",
+                                "apiVersion", "v1", "name", KD_GROUP, "versions", "groupVersion",
+                                KD_GROUP "/" KD_VERSION, "version", KD_VERSION, "preferredVersion",
+                                "groupVersion", KD_GROUP "/" KD_VERSION, "version", KD_VERSION));
+    } else {
+        reply_pack(r, json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:b, s:s, s:o}, {s:s, s:s, s:b, "
+                                "s:s, s:o}, {s:s, s:s, s:b, s:s, s:[sss]}]}",
+                                "kind", "APIResourceList", "apiVersion", "v1", "groupVersion",
+                                KD_GROUP "/" KD_VERSION, "resources", "name", "resourceslices",
+                                "singularName", "resourceslice", "namespaced", 0, "kind",
+                                "ResourceSlice", "verbs", verbs(true), "name", "resourceclaims",
+                                "singularName", "resourceclaim", "namespaced", 1, "kind",
+                                "ResourceClaim", "verbs", verbs(true), "name",
+                                "resourceclaims/status", "singularName", "", "namespaced", 1,
+                                "kind", "ResourceClaim", "verbs", "get", "patch", "update"));
+    }
+}
+
+/* ---- routing ---- */
+
+static bool authorized(kd_api *a, kd_hreq *r)
+{
+    const char *h = kd_http_header(r, "Authorization");
+    if (!h || strncmp(h, "Bearer ", 7) != 0) {
+        return false;
+    }
+    const char *t = h + 7;
+    size_t n = strlen(a->creds.token);
+    if (strlen(t) != n) {
+        return false;
+    }
+    unsigned char diff = 0;
+    for (size_t i = 0; i < n; i++) {
+        diff |= (unsigned char)(t[i] ^ a->creds.token[i]);
+    }
+    return diff == 0;
+}
+
+static void unknown(kd_hreq *r)
+{
+    kd_status(r, 404, "NotFound", "the server could not find the requested resource");
+}
+
+static void route_group(kd_api *a, kd_hreq *r, char **seg, size_t n)
+{
+    /* seg: apis resource.k8s.io VERSION ... */
+    if (strcmp(seg[2], KD_VERSION) != 0) {
+        unknown(r);
+    } else if (n == 3) {
+        discovery(a, r, seg, n);
+    } else if (strcmp(seg[3], "resourceslices") == 0 && n <= 5) {
+        kd_rest(a, r, KD_SLICE, NULL, n == 5 ? seg[4] : NULL, NULL);
+    } else if (strcmp(seg[3], "resourceclaims") == 0 && n == 4) {
+        kd_rest(a, r, KD_CLAIM, NULL, NULL, NULL);
+    } else if (strcmp(seg[3], "namespaces") == 0 && n >= 6 && n <= 8 &&
+               strcmp(seg[5], "resourceclaims") == 0 && (n < 8 || strcmp(seg[7], "status") == 0)) {
+        kd_rest(a, r, KD_CLAIM, seg[4], n >= 7 ? seg[6] : NULL, n == 8 ? "status" : NULL);
+    } else {
+        unknown(r);
+    }
+}
+
+static void route(kd_api *a, kd_hreq *r, char **seg, size_t n)
+{
+    if (n == 1 && strcmp(seg[0], "version") == 0) {
+        reply_pack(r, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "major", "1", "minor", "34",
+                                "gitVersion", "v1.34.0-kdpctl", "platform", "linux/amd64",
+                                "compiler", "gc", "goVersion", "go1.24"));
+        return;
+    }
+    if (n == 1 && (strcmp(seg[0], "healthz") == 0 || strcmp(seg[0], "livez") == 0 ||
+                   strcmp(seg[0], "readyz") == 0)) {
+        kd_http_reply(r, 200, "text/plain", "ok", 2, NULL);
+        return;
+    }
+    if (!authorized(a, r)) {
+        kd_status(r, 401, "Unauthorized", "Unauthorized");
+        return;
+    }
+    if (n >= 1 && n <= 2 && strcmp(seg[0], "api") == 0 && (n == 1 || strcmp(seg[1], "v1") == 0)) {
+        discovery(a, r, seg, n);
+    } else if (n >= 3 && n <= 4 && strcmp(seg[0], "api") == 0 && strcmp(seg[1], "v1") == 0 &&
+               strcmp(seg[2], "nodes") == 0) {
+        kd_rest(a, r, KD_NODE, NULL, n == 4 ? seg[3] : NULL, NULL);
+    } else if (n == 1 && strcmp(seg[0], "apis") == 0) {
+        discovery(a, r, seg, n);
+    } else if (n == 2 && strcmp(seg[0], "apis") == 0 && strcmp(seg[1], KD_GROUP) == 0) {
+        discovery(a, r, seg, n);
+    } else if (n >= 3 && strcmp(seg[0], "apis") == 0 && strcmp(seg[1], KD_GROUP) == 0) {
+        route_group(a, r, seg, n);
+    } else {
+        unknown(r);
+    }
+}
+
+static void on_request(kd_hreq *r, void *ud)
+{
+    kd_api *a = ud;
+    a->requests++;
+    char path[1024];
+    const char *p = kd_http_path(r);
+    char *seg[9];
+    size_t n = 0;
+    if (strlen(p) >= sizeof(path)) {
+        kd_status(r, 414, "RequestURITooLong", "the path is too long");
+        log_request(a, r);
+        return;
+    }
+    snprintf(path, sizeof(path), "%s", p);
+    bool too_many = false;
+    for (char *save = NULL, *s = strtok_r(path, "/", &save); s; s = strtok_r(NULL, "/", &save)) {
+        if (n == sizeof(seg) / sizeof(seg[0])) {
+            too_many = true;
+            break;
+        }
+        seg[n++] = s;
+    }
+    if (too_many || n == 0) {
+        unknown(r);
+    } else {
+        route(a, r, seg, n);
+    }
+    log_request(a, r);
+}
+
+/* ---- files ---- */
+
+static int write_file(const char *dir, const char *name, const char *data, mode_t mode)
+{
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0) {
+        return -errno;
+    }
+    size_t len = strlen(data);
+    ssize_t w = write(fd, data, len);
+    int r = w == (ssize_t)len ? 0 : -EIO;
+    if (close(fd) < 0 && r == 0) {
+        r = -errno;
+    }
+    if (r == 0 && rename(tmp, path) < 0) {
+        r = -errno;
+    }
+    if (r < 0) {
+        (void)unlink(tmp);
+    }
+    return r;
+}
+
+static int write_files(kd_api *a, const char *dir)
+{
+    int r = kl_mkdir_p(dir);
+    if (r == 0) {
+        r = write_file(dir, "ca.crt", a->creds.ca_pem, 0644);
+    }
+    if (r == 0) {
+        r = write_file(dir, "token", a->creds.token, 0600);
+    }
+    char abs[4096];
+    if (r == 0 && !realpath(dir, abs)) {
+        r = -errno;
+    }
+    kc_buf kc = {0};
+    kc_buf_printf(&kc,
+                  "apiVersion: v1\n"
+                  "kind: Config\n"
+                  "clusters:\n"
+                  "- name: kdpctl\n"
+                  "  cluster:\n"
+                  "    server: %s\n"
+                  "    certificate-authority: %s/ca.crt\n"
+                  "users:\n"
+                  "- name: kdpctl\n"
+                  "  user:\n"
+                  "    token: %s\n"
+                  "contexts:\n"
+                  "- name: kdpctl\n"
+                  "  context:\n"
+                  "    cluster: kdpctl\n"
+                  "    user: kdpctl\n"
+                  "    namespace: default\n"
+                  "current-context: kdpctl\n",
+                  a->server, abs, a->creds.token);
+    if (r == 0) {
+        r = kc.failed ? -ENOMEM : write_file(dir, "kubeconfig", kc.s, 0600);
+    }
+    kc_buf_free(&kc);
+    return r;
+}
+
+/* ---- the process ---- */
+
+static int add_node(kd_api *a, const char *name)
+{
+    if (kd_store_find(a, KD_NODE, NULL, name)) {
+        return 0;
+    }
+    char uid[37], now[32];
+    kd_uuid(uid);
+    kd_now(now);
+    json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "kind", "Node", "apiVersion", "v1",
+                          "metadata", "name", name, "uid", uid, "creationTimestamp", now);
+    return o && kd_store_put(a, KD_NODE, NULL, name, o, NULL) ? 0 : -ENOMEM;
+}
+
+static void stop(kd_api *a, const char *reason)
+{
+    if (a->o->json) {
+        kc_json j;
+        kd_json(&j, "exit");
+        kc_json_str(&j, "reason", reason);
+        kc_json_uint(&j, "requests", a->requests);
+        kc_json_uint(&j, "errors", a->errors);
+        kc_json_emit(&j);
+    } else {
+        char text[160];
+        snprintf(text, sizeof(text), "%s: stopping (%lu requests, %lu errors)", reason, a->requests,
+                 a->errors);
+        say(text, NULL);
+    }
+    if (a->exit < 0) {
+        a->exit = KC_EXIT_OK;
+    }
+    kdp__loop_quit(a->loop);
+}
+
+static void on_signal(kdp__signal *s, int signo, void *ud)
+{
+    (void)s;
+    stop(ud, signo == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
+static void on_deadline(kdp__timer *t, void *ud)
+{
+    (void)t;
+    stop(ud, "timeout");
+}
+
+static int start(kd_api *a, const char **stage)
+{
+    const kd_opts *o = a->o;
+    static const int signals[2] = {SIGINT, SIGTERM};
+    *stage = "start";
+    int r = kdp__loop_new(&a->loop);
+    for (int i = 0; r == 0 && i < 2; i++) {
+        r = kdp__signal_add(a->loop, signals[i], on_signal, a, &a->sig[i]);
+    }
+    if (r == 0) {
+        r = kdp__timer_new(a->loop, on_deadline, a, &a->deadline);
+    }
+    if (r == 0) {
+        r = kdp__timer_new(a->loop, kd_bookmark_cb, a, &a->bookmark);
+    }
+    if (r == 0 && o->timeout_us) {
+        kdp__timer_start(a->deadline, o->timeout_us);
+    }
+    if (r == 0) {
+        *stage = "make the credentials";
+        r = kd_tls_make(&a->creds);
+    }
+    const char *listen = o->listen ? o->listen : "127.0.0.1:0";
+    const char *colon = strrchr(listen, ':');
+    char host[100];
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - listen), listen);
+    if (host[0] == '[') { /* [::1] */
+        memmove(host, host + 1, strlen(host));
+        host[strcspn(host, "]")] = '\0';
+    }
+    if (r == 0) {
+        *stage = "listen on";
+        r = kd_http_new(a->loop, host, colon + 1, a->creds.cert_pem, a->creds.key_pem, on_request,
+                        a, &a->http);
+    }
+    if (r == 0) {
+        bool v6 = strchr(host, ':') != NULL;
+        snprintf(a->server, sizeof(a->server), "https://%s%s%s:%u", v6 ? "[" : "",
+                 strcmp(host, "0.0.0.0") == 0 || !*host ? "127.0.0.1" : host, v6 ? "]" : "",
+                 kd_http_port(a->http));
+        *stage = "write the files in";
+        r = write_files(a, o->dir);
+    }
+    for (size_t i = 0; r == 0 && i < o->nodes.n; i++) {
+        r = add_node(a, o->nodes.v[i]);
+    }
+    if (r == 0 && o->nodes.n == 0) {
+        const char *env = getenv("NODE_NAME");
+        char hn[256] = "";
+        if (!env || !*env) {
+            (void)gethostname(hn, sizeof(hn) - 1);
+        }
+        r = add_node(a, env && *env ? env : *hn ? hn : "node-a");
+    }
+    return r;
+}
+
+int kd_cmd_apiserver(const kd_opts *o)
+{
+    kd_api a = {.o = o, .exit = -1};
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *stage = "start";
+    int r = start(&a, &stage);
+    if (r == 0) {
+        char kcpath[4200];
+        snprintf(kcpath, sizeof(kcpath), "%s/kubeconfig", o->dir);
+        if (o->json) {
+            kc_json j;
+            kd_json(&j, "ready");
+            kc_json_str(&j, "url", a.server);
+            kc_json_str(&j, "kubeconfig", kcpath);
+            kc_json_str(&j, "dir", o->dir);
+            kc_json_arr(&j, "nodes");
+            for (kd_obj *n = a.objs[KD_NODE]; n; n = n->next) {
+                kc_json_str(&j, NULL, n->name);
+            }
+            kc_json_end(&j);
+            kc_json_emit(&j);
+        } else {
+            kc_buf b = {0};
+            kc_buf_printf(&b,
+                          "serving %s (resource.k8s.io/v1: resourceslices, resourceclaims; "
+                          "nodes:",
+                          a.server);
+            for (kd_obj *n = a.objs[KD_NODE]; n; n = n->next) {
+                kc_buf_printf(&b, " %s", n->name);
+            }
+            kc_buf_printf(&b, "); kubeconfig %s (kubectl --kubeconfig %s get resourceslices)",
+                          kcpath, kcpath);
+            say(b.failed ? "serving" : b.s, NULL);
+            kc_buf_free(&b);
+        }
+        r = kdp__loop_run(a.loop);
+    }
+    if (r < 0 && a.exit < 0) {
+        char msg[8600];
+        const char *where = strcmp(stage, "listen on") == 0
+                                ? (o->listen ? o->listen : "127.0.0.1:0")
+                            : strcmp(stage, "write the files in") == 0 ? o->dir
+                                                                       : "";
+        snprintf(msg, sizeof(msg), "cannot %s %s: %s", stage, where,
+                 r == -ENOTSUP ? "libmicrohttpd has no TLS support" : strerror(-r));
+        kc_print_error(o->json, "dra apiserver", NULL, 0, msg,
+                       r == -EADDRINUSE ? "the port is taken: give --listen 127.0.0.1:0 for any"
+                       : r == -EINVAL && strcmp(stage, "listen on") == 0
+                           ? "--listen wants HOST:PORT with an IP address or localhost"
+                       : r == -EACCES ? "permission denied: choose another --dir or port"
+                                      : NULL);
+        a.exit = KC_EXIT_FAIL;
+    }
+    if (a.exit < 0) {
+        a.exit = KC_EXIT_OK;
+    }
+    kd_http_free(a.http); /* ends the watches: their close callbacks free them */
+    kd_watches_free(&a);
+    kd_store_free(&a);
+    kd_creds_free(&a.creds);
+    kdp__timer_free(a.deadline);
+    kdp__timer_free(a.bookmark);
+    for (int i = 0; i < 2; i++) {
+        kdp__signal_free(a.sig[i]);
+    }
+    if (a.loop) {
+        kc_loop_drain(a.loop);
+    }
+    kdp__loop_free(a.loop);
+    return a.exit;
+}
