@@ -140,6 +140,8 @@ void kd_reply_json(kd_hreq *r, unsigned code, const json_t *o);
 
 /* dra_apiserver.c */
 int kd_cmd_apiserver(const kd_opts *o);
+/* dra_claim.c */
+int kd_cmd_claim(const kd_opts *o);
 /* A slice changed: printed. */
 void kd_print_slice(kd_api *a, const char *type, const json_t *o);
 

@@ -103,6 +103,27 @@ static const kd_sub subs[] = {
      "  --json               one JSON object per line on stdout (event: ready, request,\n"
      "                       slice, exit)\n"
      "  --timeout D          run for D, then exit 0\n"},
+    {"claim",
+     KD_F_KUBECONFIG | KD_F_DRIVER | KD_F_NODE | KD_F_DEVICE | KD_F_REQUEST | KD_F_CONFIG |
+         KD_F_DELETE | KD_F_JSON,
+     1, 1, kd_cmd_claim,
+     "kdpctl dra claim [--kubeconfig FILE] NS/NAME --driver D --node N --device DEV[,DEV...]\n"
+     "                        [--request R] [--config JSON] [--json]\n"
+     "       kdpctl dra claim [--kubeconfig FILE] --delete NS/NAME",
+     "Creates a ResourceClaim allocated as the scheduler leaves it, through kdp's own API\n"
+     "client: spec.devices.requests (one request R, default req-0, of as many devices of\n"
+     "the class D as given), then through the /status subresource\n"
+     "status.allocation.devices.results (R, D, pool N, each DEV), with --config one opaque\n"
+     "config of D for R, and a node selector for N. Prints the claim's UID on stdout\n"
+     "(and how to prepare it on stderr). --delete deletes the claim. Works against\n"
+     "`kdpctl dra apiserver` (--kubeconfig DIR/kubeconfig) and any API server.\n"
+     "  --kubeconfig FILE    the API server (default $KUBECONFIG, else in-cluster)\n"
+     "  --driver D           the driver the devices belong to\n"
+     "  --node N             the node (and the pool: kdp names the pool after the node)\n"
+     "  --device DEV,DEV     the devices allocated\n"
+     "  --request R          the request's name (default req-0)\n"
+     "  --config JSON        the driver's opaque parameters, a JSON object\n"
+     "  --delete             delete NS/NAME instead\n"},
 };
 
 #define N_SUBS (sizeof(subs) / sizeof(subs[0]))
@@ -287,5 +308,5 @@ int kc_dra_main(int argc, char **argv)
             return run_sub(&subs[i], argc - 1, argv + 1);
         }
     }
-    return usage_error(NULL, "unknown subcommand \"%s\" (kubelet, apiserver)", name);
+    return usage_error(NULL, "unknown subcommand \"%s\" (kubelet, apiserver, claim)", name);
 }
