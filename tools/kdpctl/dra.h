@@ -49,7 +49,7 @@ typedef struct kd_opts {
     const char *devices; /* claim --device DEV[,DEV...] */
     const char *request; /* claim --request (default "req-0") */
     const char *config;  /* claim --config JSON */
-    bool delete_;        /* claim --delete */
+    bool del;            /* claim --delete */
     kc_strv pos;
 } kd_opts;
 

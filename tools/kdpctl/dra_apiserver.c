@@ -46,79 +46,77 @@ static void attr_text(kc_buf *b, const char *key, const json_t *v)
     }
 }
 
-void kd_print_slice(kd_api *a, const char *type, const json_t *o)
+/* A device's attributes and capacities as "k=v k=v". */
+static void device_texts(const json_t *d, kc_buf *at, kc_buf *cap)
 {
-    const json_t *md = json_object_get(o, "metadata");
-    const json_t *spec = json_object_get(o, "spec");
-    const json_t *pool = json_object_get(spec, "pool");
-    const json_t *devs = json_object_get(spec, "devices");
-    const char *name = json_string_value(json_object_get(md, "name"));
-    const char *driver = json_string_value(json_object_get(spec, "driver"));
-    const char *node = json_string_value(json_object_get(spec, "nodeName"));
-    const char *pname = json_string_value(json_object_get(pool, "name"));
-    long long gen = json_integer_value(json_object_get(pool, "generation"));
-    long long count = json_integer_value(json_object_get(pool, "resourceSliceCount"));
-    if (a->o->json) {
-        kc_json j;
-        kd_json(&j, "slice");
-        kc_json_str(&j, "type", type);
-        kc_json_str(&j, "name", name);
-        kc_json_str(&j, "driver", driver);
-        kc_json_str(&j, "node", node);
-        kc_json_str(&j, "pool", pname);
-        kc_json_int(&j, "generation", gen);
-        kc_json_int(&j, "slice_count", count);
-        kc_json_str(&j, "resource_version",
-                    json_string_value(json_object_get(md, "resourceVersion")));
-        kc_json_arr(&j, "devices");
-        for (size_t i = 0; i < json_array_size(devs); i++) {
-            const json_t *d = json_array_get(devs, i);
-            kc_buf at = {0}, cap = {0};
-            const char *key;
-            json_t *v;
-            json_object_foreach(json_object_get(d, "attributes"), key, v)
-            {
-                attr_text(&at, key, v);
-            }
-            json_object_foreach(json_object_get(d, "capacity"), key, v)
-            {
-                attr_text(&cap, key, v);
-            }
-            kc_json_obj(&j, NULL);
-            kc_json_str(&j, "name", json_string_value(json_object_get(d, "name")));
-            kc_json_str(&j, "attributes", at.len ? at.s : "");
-            kc_json_str(&j, "capacity", cap.len ? cap.s : "");
-            kc_json_end(&j);
-            kc_buf_free(&at);
-            kc_buf_free(&cap);
-        }
-        kc_json_emit(&j);
-        return;
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(d, "attributes"), key, v)
+    {
+        attr_text(at, key, v);
     }
+    json_object_foreach(json_object_get(d, "capacity"), key, v)
+    {
+        attr_text(cap, key, v);
+    }
+}
+
+/* What a slice line says. */
+typedef struct slice_view {
+    const char *type, *name, *driver, *node, *pool, *rv;
+    long long gen, count;
+    const json_t *devs;
+} slice_view;
+
+static void slice_json(const slice_view *v)
+{
+    kc_json j;
+    kd_json(&j, "slice");
+    kc_json_str(&j, "type", v->type);
+    kc_json_str(&j, "name", v->name);
+    kc_json_str(&j, "driver", v->driver);
+    kc_json_str(&j, "node", v->node);
+    kc_json_str(&j, "pool", v->pool);
+    kc_json_int(&j, "generation", v->gen);
+    kc_json_int(&j, "slice_count", v->count);
+    kc_json_str(&j, "resource_version", v->rv);
+    kc_json_arr(&j, "devices");
+    for (size_t i = 0; i < json_array_size(v->devs); i++) {
+        const json_t *d = json_array_get(v->devs, i);
+        kc_buf at = {0};
+        kc_buf cap = {0};
+        device_texts(d, &at, &cap);
+        kc_json_obj(&j, NULL);
+        kc_json_str(&j, "name", json_string_value(json_object_get(d, "name")));
+        kc_json_str(&j, "attributes", at.len ? at.s : "");
+        kc_json_str(&j, "capacity", cap.len ? cap.s : "");
+        kc_json_end(&j);
+        kc_buf_free(&at);
+        kc_buf_free(&cap);
+    }
+    kc_json_emit(&j);
+}
+
+static void slice_text(const slice_view *v)
+{
+    size_t n = json_array_size(v->devs);
+    bool gone = strcmp(v->type, "DELETED") == 0;
     kc_buf head = {0};
     kc_buf_printf(&head,
                   "slice %s %s: driver %s, node %s, pool %s generation %lld (%lld slice%s), "
                   "%zu device%s",
-                  type, name ? name : "?", driver ? driver : "?", node ? node : "-",
-                  pname ? pname : "?", gen, count, count == 1 ? "" : "s", json_array_size(devs),
-                  json_array_size(devs) == 1 ? "" : "s");
+                  v->type, v->name ? v->name : "?", v->driver ? v->driver : "?",
+                  v->node ? v->node : "-", v->pool ? v->pool : "?", v->gen, v->count,
+                  v->count == 1 ? "" : "s", n, n == 1 ? "" : "s");
     kc_table t;
     kc_table_init(&t, 3);
     const char *hdr[3] = {"DEVICE", "ATTRIBUTES", "CAPACITY"};
     kc_table_row(&t, hdr);
-    for (size_t i = 0; i < json_array_size(devs) && strcmp(type, "DELETED") != 0; i++) {
-        const json_t *d = json_array_get(devs, i);
-        kc_buf at = {0}, cap = {0};
-        const char *key;
-        json_t *v;
-        json_object_foreach(json_object_get(d, "attributes"), key, v)
-        {
-            attr_text(&at, key, v);
-        }
-        json_object_foreach(json_object_get(d, "capacity"), key, v)
-        {
-            attr_text(&cap, key, v);
-        }
+    for (size_t i = 0; i < n && !gone; i++) {
+        const json_t *d = json_array_get(v->devs, i);
+        kc_buf at = {0};
+        kc_buf cap = {0};
+        device_texts(d, &at, &cap);
         const char *dn = json_string_value(json_object_get(d, "name"));
         const char *row[3] = {dn ? dn : "?", at.len ? at.s : "", cap.len ? cap.s : ""};
         kc_table_row(&t, row);
@@ -126,13 +124,36 @@ void kd_print_slice(kd_api *a, const char *type, const json_t *o)
         kc_buf_free(&cap);
     }
     kc_buf out = {0};
-    if (json_array_size(devs) && strcmp(type, "DELETED") != 0) {
+    if (n && !gone) {
         kc_table_render(&t, &out, "    ");
     }
     say(head.failed ? "slice" : head.s, out.len ? out.s : NULL);
     kc_buf_free(&out);
     kc_buf_free(&head);
     kc_table_free(&t);
+}
+
+void kd_print_slice(kd_api *a, const char *type, const json_t *o)
+{
+    const json_t *md = json_object_get(o, "metadata");
+    const json_t *spec = json_object_get(o, "spec");
+    const json_t *pool = json_object_get(spec, "pool");
+    slice_view v = {
+        .type = type,
+        .name = json_string_value(json_object_get(md, "name")),
+        .driver = json_string_value(json_object_get(spec, "driver")),
+        .node = json_string_value(json_object_get(spec, "nodeName")),
+        .pool = json_string_value(json_object_get(pool, "name")),
+        .rv = json_string_value(json_object_get(md, "resourceVersion")),
+        .gen = json_integer_value(json_object_get(pool, "generation")),
+        .count = json_integer_value(json_object_get(pool, "resourceSliceCount")),
+        .devs = json_object_get(spec, "devices"),
+    };
+    if (a->o->json) {
+        slice_json(&v);
+    } else {
+        slice_text(&v);
+    }
 }
 
 static void log_request(kd_api *a, kd_hreq *r)
@@ -238,35 +259,46 @@ static void unknown(kd_hreq *r)
     kd_status(r, 404, "NotFound", "the server could not find the requested resource");
 }
 
-static void route_group(kd_api *a, kd_hreq *r, char **seg, size_t n)
+/* Whether seg[0..n) is a resource path of resource.k8s.io/v1 (seg[0..2]
+ * checked): fills what kd_rest needs. */
+static bool group_path(char **seg, size_t n, kd_kind *k, const char **ns, const char **name,
+                       const char **sub)
 {
-    /* seg: apis resource.k8s.io VERSION ... */
-    if (strcmp(seg[2], KD_VERSION) != 0) {
-        unknown(r);
-    } else if (n == 3) {
-        discovery(a, r, seg, n);
-    } else if (strcmp(seg[3], "resourceslices") == 0 && n <= 5) {
-        kd_rest(a, r, KD_SLICE, NULL, n == 5 ? seg[4] : NULL, NULL);
-    } else if (strcmp(seg[3], "resourceclaims") == 0 && n == 4) {
-        kd_rest(a, r, KD_CLAIM, NULL, NULL, NULL);
-    } else if (strcmp(seg[3], "namespaces") == 0 && n >= 6 && n <= 8 &&
-               strcmp(seg[5], "resourceclaims") == 0 && (n < 8 || strcmp(seg[7], "status") == 0)) {
-        kd_rest(a, r, KD_CLAIM, seg[4], n >= 7 ? seg[6] : NULL, n == 8 ? "status" : NULL);
-    } else {
-        unknown(r);
+    *ns = *name = *sub = NULL;
+    if (n >= 4 && n <= 5 && strcmp(seg[3], "resourceslices") == 0) {
+        *k = KD_SLICE;
+        *name = n == 5 ? seg[4] : NULL;
+        return true;
     }
+    if (n == 4 && strcmp(seg[3], "resourceclaims") == 0) {
+        *k = KD_CLAIM;
+        return true;
+    }
+    if (n >= 6 && n <= 8 && strcmp(seg[3], "namespaces") == 0 &&
+        strcmp(seg[5], "resourceclaims") == 0 && (n < 8 || strcmp(seg[7], "status") == 0)) {
+        *k = KD_CLAIM;
+        *ns = seg[4];
+        *name = n >= 7 ? seg[6] : NULL;
+        *sub = n == 8 ? "status" : NULL;
+        return true;
+    }
+    return false;
+}
+
+static bool is(char **seg, size_t n, size_t i, const char *s)
+{
+    return i < n && strcmp(seg[i], s) == 0;
 }
 
 static void route(kd_api *a, kd_hreq *r, char **seg, size_t n)
 {
-    if (n == 1 && strcmp(seg[0], "version") == 0) {
+    if (n == 1 && is(seg, n, 0, "version")) {
         reply_pack(r, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "major", "1", "minor", "34",
                                 "gitVersion", "v1.34.0-kdpctl", "platform", "linux/amd64",
                                 "compiler", "gc", "goVersion", "go1.24"));
         return;
     }
-    if (n == 1 && (strcmp(seg[0], "healthz") == 0 || strcmp(seg[0], "livez") == 0 ||
-                   strcmp(seg[0], "readyz") == 0)) {
+    if (n == 1 && (is(seg, n, 0, "healthz") || is(seg, n, 0, "livez") || is(seg, n, 0, "readyz"))) {
         kd_http_reply(r, 200, "text/plain", "ok", 2, NULL);
         return;
     }
@@ -274,17 +306,19 @@ static void route(kd_api *a, kd_hreq *r, char **seg, size_t n)
         kd_status(r, 401, "Unauthorized", "Unauthorized");
         return;
     }
-    if (n >= 1 && n <= 2 && strcmp(seg[0], "api") == 0 && (n == 1 || strcmp(seg[1], "v1") == 0)) {
+    bool api = is(seg, n, 0, "api") && (n == 1 || is(seg, n, 1, "v1"));
+    bool group = is(seg, n, 0, "apis") && (n == 1 || is(seg, n, 1, KD_GROUP)) &&
+                 (n < 3 || is(seg, n, 2, KD_VERSION));
+    kd_kind k = KD_NODE;
+    const char *ns = NULL;
+    const char *name = NULL;
+    const char *sub = NULL;
+    if ((api && n <= 2) || (group && n <= 3)) {
         discovery(a, r, seg, n);
-    } else if (n >= 3 && n <= 4 && strcmp(seg[0], "api") == 0 && strcmp(seg[1], "v1") == 0 &&
-               strcmp(seg[2], "nodes") == 0) {
+    } else if (api && n <= 4 && is(seg, n, 2, "nodes")) {
         kd_rest(a, r, KD_NODE, NULL, n == 4 ? seg[3] : NULL, NULL);
-    } else if (n == 1 && strcmp(seg[0], "apis") == 0) {
-        discovery(a, r, seg, n);
-    } else if (n == 2 && strcmp(seg[0], "apis") == 0 && strcmp(seg[1], KD_GROUP) == 0) {
-        discovery(a, r, seg, n);
-    } else if (n >= 3 && strcmp(seg[0], "apis") == 0 && strcmp(seg[1], KD_GROUP) == 0) {
-        route_group(a, r, seg, n);
+    } else if (group && group_path(seg, n, &k, &ns, &name, &sub)) {
+        kd_rest(a, r, k, ns, name, sub);
     } else {
         unknown(r);
     }
@@ -324,7 +358,8 @@ static void on_request(kd_hreq *r, void *ud)
 
 static int write_file(const char *dir, const char *name, const char *data, mode_t mode)
 {
-    char path[4200], tmp[4300];
+    char path[4200];
+    char tmp[4300];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
@@ -394,7 +429,8 @@ static int add_node(kd_api *a, const char *name)
     if (kd_store_find(a, KD_NODE, NULL, name)) {
         return 0;
     }
-    char uid[37], now[32];
+    char uid[37];
+    char now[32];
     kd_uuid(uid);
     kd_now(now);
     json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "kind", "Node", "apiVersion", "v1",
@@ -435,11 +471,9 @@ static void on_deadline(kdp__timer *t, void *ud)
     stop(ud, "timeout");
 }
 
-static int start(kd_api *a, const char **stage)
+static int start_loop(kd_api *a)
 {
-    const kd_opts *o = a->o;
     static const int signals[2] = {SIGINT, SIGTERM};
-    *stage = "start";
     int r = kdp__loop_new(&a->loop);
     for (int i = 0; r == 0 && i < 2; i++) {
         r = kdp__signal_add(a->loop, signals[i], on_signal, a, &a->sig[i]);
@@ -450,9 +484,36 @@ static int start(kd_api *a, const char **stage)
     if (r == 0) {
         r = kdp__timer_new(a->loop, kd_bookmark_cb, a, &a->bookmark);
     }
-    if (r == 0 && o->timeout_us) {
-        kdp__timer_start(a->deadline, o->timeout_us);
+    if (r == 0 && a->o->timeout_us) {
+        kdp__timer_start(a->deadline, a->o->timeout_us);
     }
+    return r;
+}
+
+/* The Node objects: --node, else $NODE_NAME, else the host name. */
+static int add_nodes(kd_api *a)
+{
+    const kd_opts *o = a->o;
+    int r = 0;
+    for (size_t i = 0; r == 0 && i < o->nodes.n; i++) {
+        r = add_node(a, o->nodes.v[i]);
+    }
+    if (r == 0 && o->nodes.n == 0) {
+        const char *env = getenv("NODE_NAME");
+        char hn[256] = "";
+        if (!env || !*env) {
+            (void)gethostname(hn, sizeof(hn) - 1);
+        }
+        r = add_node(a, env && *env ? env : *hn ? hn : "node-a");
+    }
+    return r;
+}
+
+static int start(kd_api *a, const char **stage)
+{
+    const kd_opts *o = a->o;
+    *stage = "start";
+    int r = start_loop(a);
     if (r == 0) {
         *stage = "make the credentials";
         r = kd_tls_make(&a->creds);
@@ -478,18 +539,76 @@ static int start(kd_api *a, const char **stage)
         *stage = "write the files in";
         r = write_files(a, o->dir);
     }
-    for (size_t i = 0; r == 0 && i < o->nodes.n; i++) {
-        r = add_node(a, o->nodes.v[i]);
-    }
-    if (r == 0 && o->nodes.n == 0) {
-        const char *env = getenv("NODE_NAME");
-        char hn[256] = "";
-        if (!env || !*env) {
-            (void)gethostname(hn, sizeof(hn) - 1);
+    return r == 0 ? add_nodes(a) : r;
+}
+
+static void say_ready(kd_api *a)
+{
+    const kd_opts *o = a->o;
+    char kcpath[4200];
+    snprintf(kcpath, sizeof(kcpath), "%s/kubeconfig", o->dir);
+    if (o->json) {
+        kc_json j;
+        kd_json(&j, "ready");
+        kc_json_str(&j, "url", a->server);
+        kc_json_str(&j, "kubeconfig", kcpath);
+        kc_json_str(&j, "dir", o->dir);
+        kc_json_arr(&j, "nodes");
+        for (kd_obj *n = a->objs[KD_NODE]; n; n = n->next) {
+            kc_json_str(&j, NULL, n->name);
         }
-        r = add_node(a, env && *env ? env : *hn ? hn : "node-a");
+        kc_json_end(&j);
+        kc_json_emit(&j);
+        return;
     }
-    return r;
+    kc_buf b = {0};
+    kc_buf_printf(
+        &b, "serving %s (resource.k8s.io/v1: resourceslices, resourceclaims; nodes:", a->server);
+    for (kd_obj *n = a->objs[KD_NODE]; n; n = n->next) {
+        kc_buf_printf(&b, " %s", n->name);
+    }
+    kc_buf_printf(&b, "); kubeconfig %s (kubectl --kubeconfig %s get resourceslices)", kcpath,
+                  kcpath);
+    say(b.failed ? "serving" : b.s, NULL);
+    kc_buf_free(&b);
+}
+
+static void say_failure(kd_api *a, const char *stage, int r)
+{
+    const kd_opts *o = a->o;
+    bool listening = strcmp(stage, "listen on") == 0;
+    char msg[8600];
+    const char *where = listening ? (o->listen ? o->listen : "127.0.0.1:0")
+                        : strcmp(stage, "write the files in") == 0 ? o->dir
+                                                                   : "";
+    snprintf(msg, sizeof(msg), "cannot %s %s: %s", stage, where,
+             r == -ENOTSUP ? "libmicrohttpd has no TLS support" : strerror(-r));
+    const char *hint = NULL;
+    if (r == -EADDRINUSE) {
+        hint = "the port is taken: give --listen 127.0.0.1:0 for any";
+    } else if (r == -EINVAL && listening) {
+        hint = "--listen wants HOST:PORT with an IP address or localhost";
+    } else if (r == -EACCES) {
+        hint = "permission denied: choose another --dir or port";
+    }
+    kc_print_error(o->json, "dra apiserver", NULL, 0, msg, hint);
+}
+
+static void teardown(kd_api *a)
+{
+    kd_http_free(a->http); /* ends the watches: their close callbacks free them */
+    kd_watches_free(a);
+    kd_store_free(a);
+    kd_creds_free(&a->creds);
+    kdp__timer_free(a->deadline);
+    kdp__timer_free(a->bookmark);
+    for (int i = 0; i < 2; i++) {
+        kdp__signal_free(a->sig[i]);
+    }
+    if (a->loop) {
+        kc_loop_drain(a->loop);
+    }
+    kdp__loop_free(a->loop);
 }
 
 int kd_cmd_apiserver(const kd_opts *o)
@@ -499,67 +618,16 @@ int kd_cmd_apiserver(const kd_opts *o)
     const char *stage = "start";
     int r = start(&a, &stage);
     if (r == 0) {
-        char kcpath[4200];
-        snprintf(kcpath, sizeof(kcpath), "%s/kubeconfig", o->dir);
-        if (o->json) {
-            kc_json j;
-            kd_json(&j, "ready");
-            kc_json_str(&j, "url", a.server);
-            kc_json_str(&j, "kubeconfig", kcpath);
-            kc_json_str(&j, "dir", o->dir);
-            kc_json_arr(&j, "nodes");
-            for (kd_obj *n = a.objs[KD_NODE]; n; n = n->next) {
-                kc_json_str(&j, NULL, n->name);
-            }
-            kc_json_end(&j);
-            kc_json_emit(&j);
-        } else {
-            kc_buf b = {0};
-            kc_buf_printf(&b,
-                          "serving %s (resource.k8s.io/v1: resourceslices, resourceclaims; "
-                          "nodes:",
-                          a.server);
-            for (kd_obj *n = a.objs[KD_NODE]; n; n = n->next) {
-                kc_buf_printf(&b, " %s", n->name);
-            }
-            kc_buf_printf(&b, "); kubeconfig %s (kubectl --kubeconfig %s get resourceslices)",
-                          kcpath, kcpath);
-            say(b.failed ? "serving" : b.s, NULL);
-            kc_buf_free(&b);
-        }
+        say_ready(&a);
         r = kdp__loop_run(a.loop);
     }
     if (r < 0 && a.exit < 0) {
-        char msg[8600];
-        const char *where = strcmp(stage, "listen on") == 0
-                                ? (o->listen ? o->listen : "127.0.0.1:0")
-                            : strcmp(stage, "write the files in") == 0 ? o->dir
-                                                                       : "";
-        snprintf(msg, sizeof(msg), "cannot %s %s: %s", stage, where,
-                 r == -ENOTSUP ? "libmicrohttpd has no TLS support" : strerror(-r));
-        kc_print_error(o->json, "dra apiserver", NULL, 0, msg,
-                       r == -EADDRINUSE ? "the port is taken: give --listen 127.0.0.1:0 for any"
-                       : r == -EINVAL && strcmp(stage, "listen on") == 0
-                           ? "--listen wants HOST:PORT with an IP address or localhost"
-                       : r == -EACCES ? "permission denied: choose another --dir or port"
-                                      : NULL);
+        say_failure(&a, stage, r);
         a.exit = KC_EXIT_FAIL;
     }
     if (a.exit < 0) {
         a.exit = KC_EXIT_OK;
     }
-    kd_http_free(a.http); /* ends the watches: their close callbacks free them */
-    kd_watches_free(&a);
-    kd_store_free(&a);
-    kd_creds_free(&a.creds);
-    kdp__timer_free(a.deadline);
-    kdp__timer_free(a.bookmark);
-    for (int i = 0; i < 2; i++) {
-        kdp__signal_free(a.sig[i]);
-    }
-    if (a.loop) {
-        kc_loop_drain(a.loop);
-    }
-    kdp__loop_free(a.loop);
+    teardown(&a);
     return a.exit;
 }

@@ -136,38 +136,48 @@ static void device_text(kc_buf *b, const pb_device *d)
     }
 }
 
+static void json_device(kc_json *j, const pb_device *d)
+{
+    kc_json_obj(j, NULL);
+    kc_json_str(j, "pool", d->pool_name);
+    kc_json_str(j, "device", d->device_name);
+    kc_json_arr(j, "requests");
+    for (size_t r = 0; r < d->n_request_names; r++) {
+        kc_json_str(j, NULL, d->request_names[r]);
+    }
+    kc_json_end(j);
+    kc_json_arr(j, "cdi_device_ids");
+    for (size_t r = 0; r < d->n_cdi_device_ids; r++) {
+        kc_json_str(j, NULL, d->cdi_device_ids[r]);
+    }
+    kc_json_end(j);
+    kc_json_end(j);
+}
+
+static void json_prepared(kd_call *c, size_t i, const char *error, pb_device **devs, size_t n)
+{
+    kc_json j;
+    kd_json(&j, "prepared");
+    kc_json_str(&j, "driver", c->driver);
+    kc_json_str(&j, "namespace", c->ns.v[i]);
+    kc_json_str(&j, "name", c->name.v[i]);
+    kc_json_str(&j, "uid", c->uid.v[i]);
+    if (error) {
+        kc_json_str(&j, "error", error);
+    } else {
+        kc_json_arr(&j, "devices");
+        for (size_t d = 0; d < n; d++) {
+            json_device(&j, devs[d]);
+        }
+    }
+    kc_json_emit(&j);
+}
+
 static void print_prepared(kd_call *c, size_t i, const char *error, pb_device **devs, size_t n)
 {
     kd *k = c->k;
     if (k->o->json) {
-        kc_json j;
-        kd_json(&j, "prepared");
-        kc_json_str(&j, "driver", c->driver);
-        kc_json_str(&j, "namespace", c->ns.v[i]);
-        kc_json_str(&j, "name", c->name.v[i]);
-        kc_json_str(&j, "uid", c->uid.v[i]);
-        if (error) {
-            kc_json_str(&j, "error", error);
-        } else {
-            kc_json_arr(&j, "devices");
-            for (size_t d = 0; d < n; d++) {
-                kc_json_obj(&j, NULL);
-                kc_json_str(&j, "pool", devs[d]->pool_name);
-                kc_json_str(&j, "device", devs[d]->device_name);
-                kc_json_arr(&j, "requests");
-                for (size_t r = 0; r < devs[d]->n_request_names; r++) {
-                    kc_json_str(&j, NULL, devs[d]->request_names[r]);
-                }
-                kc_json_end(&j);
-                kc_json_arr(&j, "cdi_device_ids");
-                for (size_t r = 0; r < devs[d]->n_cdi_device_ids; r++) {
-                    kc_json_str(&j, NULL, devs[d]->cdi_device_ids[r]);
-                }
-                kc_json_end(&j);
-                kc_json_end(&j);
-            }
-        }
-        kc_json_emit(&j);
+        json_prepared(c, i, error, devs, n);
     }
     kc_buf b = {0};
     kc_buf all = {0};
@@ -396,7 +406,7 @@ static void start_call(kd *k, bool prepare, char **argv, size_t argc)
         }
     }
     pb_claim *claims = calloc(c->uid.n, sizeof(*claims));
-    pb_claim **ptrs = calloc(c->uid.n, sizeof(*ptrs));
+    pb_claim **ptrs = calloc(c->uid.n, sizeof(pb_claim *));
     int r = claims && ptrs ? 0 : -ENOMEM;
     for (size_t i = 0; r == 0 && i < c->uid.n; i++) {
         pb_claim init = K8S__IO__KUBELET__PKG__APIS__DRA__V1__CLAIM__INIT;

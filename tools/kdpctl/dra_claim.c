@@ -159,7 +159,7 @@ static void on_deleted(int err, long code, json_t *obj, const char *why, void *u
 static int start(kd_claim *c)
 {
     char path[800];
-    if (c->o->delete_) {
+    if (c->o->del) {
         snprintf(path, sizeof(path), "/apis/" KD_GROUP "/v1/namespaces/%s/resourceclaims/%s", c->ns,
                  c->name);
         return kdp__api_call(c->api, "DELETE", path, NULL, on_deleted, c, NULL);
@@ -195,6 +195,21 @@ static int parse_name(kd_claim *c, const char *s)
                : -EINVAL;
 }
 
+/* --config: a JSON object. Returns 0 or an exit status. */
+static int parse_config(kd_claim *c)
+{
+    json_error_t err;
+    c->config = json_loads(c->o->config, 0, &err);
+    if (!json_is_object(c->config)) {
+        fprintf(stderr,
+                "kdpctl dra claim: --config wants a JSON object (the driver's opaque "
+                "parameters), e.g. '{\"mode\": \"shared\"}': %s\n",
+                c->config ? "not an object" : err.text);
+        return KC_EXIT_USAGE;
+    }
+    return 0;
+}
+
 /* The flags the subcommand needs; returns 0 or an exit status. */
 static int check(kd_claim *c)
 {
@@ -207,7 +222,7 @@ static int check(kd_claim *c)
                 o->pos.v[0]);
         return KC_EXIT_USAGE;
     }
-    if (!o->delete_) {
+    if (!o->del) {
         what = !o->driver    ? "--driver D"
                : !o->node    ? "--node N"
                : !o->devices ? "--device DEV"
@@ -217,25 +232,14 @@ static int check(kd_claim *c)
     }
     if (what) {
         fprintf(stderr, "kdpctl dra claim: %s is required%s\n(kdpctl dra help claim for help)\n",
-                what, o->delete_ ? " --config or --request" : "");
+                what, o->del ? " --config or --request" : "");
         return KC_EXIT_USAGE;
     }
-    if (!o->delete_ && (kc_split_ids(o->devices, &c->devices) < 0 || !c->devices.n)) {
+    if (!o->del && (kc_split_ids(o->devices, &c->devices) < 0 || !c->devices.n)) {
         fprintf(stderr, "kdpctl dra claim: --device wants DEV[,DEV...]\n");
         return KC_EXIT_USAGE;
     }
-    if (o->config) {
-        json_error_t err;
-        c->config = json_loads(o->config, 0, &err);
-        if (!json_is_object(c->config)) {
-            fprintf(stderr,
-                    "kdpctl dra claim: --config wants a JSON object (the driver's opaque "
-                    "parameters), e.g. '{\"mode\": \"shared\"}': %s\n",
-                    c->config ? "not an object" : err.text);
-            return KC_EXIT_USAGE;
-        }
-    }
-    return 0;
+    return o->config ? parse_config(c) : 0;
 }
 
 int kd_cmd_claim(const kd_opts *o)
@@ -254,9 +258,8 @@ int kd_cmd_claim(const kd_opts *o)
         fail(&c, why,
              "give --kubeconfig DIR/kubeconfig (kdpctl dra apiserver --dir DIR writes it) or set "
              "$KUBECONFIG");
-    } else if ((r = kdp__loop_new(&c.loop)) < 0 || (r = kdp__api_new(c.loop, kc, &c.api)) < 0) {
-        fail(&c, strerror(-r), NULL);
-    } else if ((r = start(&c)) < 0) {
+    } else if ((r = kdp__loop_new(&c.loop)) < 0 || (r = kdp__api_new(c.loop, kc, &c.api)) < 0 ||
+               (r = start(&c)) < 0) {
         fail(&c, strerror(-r), NULL);
     } else {
         r = kdp__loop_run(c.loop);

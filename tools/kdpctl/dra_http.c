@@ -81,6 +81,13 @@ static void on_timer(kdp__timer *t, void *ud)
 
 /* ---- requests ---- */
 
+static void req_destroy(kd_hreq *r)
+{
+    kc_buf_free(&r->body);
+    kc_buf_free(&r->q);
+    free(r);
+}
+
 static void req_unref(kd_hreq *r)
 {
     if (--r->refs > 0) {
@@ -94,9 +101,7 @@ static void req_unref(kd_hreq *r)
     if (r->next) {
         r->next->prev = r->prev;
     }
-    kc_buf_free(&r->body);
-    kc_buf_free(&r->q);
-    free(r);
+    req_destroy(r);
 }
 
 static void req_close(kd_hreq *r)
@@ -333,9 +338,15 @@ static int listen_on(const char *host, const char *port, int *ret_fd, unsigned *
         r = -errno;
     }
     freeaddrinfo(ai);
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    if (r == 0 && getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in;
+        struct sockaddr_in6 in6;
+        struct sockaddr_storage ss;
+    } u;
+    memset(&u, 0, sizeof(u));
+    socklen_t sl = sizeof(u);
+    if (r == 0 && getsockname(fd, &u.sa, &sl) < 0) {
         r = -errno;
     }
     if (r < 0) {
@@ -344,8 +355,7 @@ static int listen_on(const char *host, const char *port, int *ret_fd, unsigned *
         }
         return r;
     }
-    *ret_port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                         : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    *ret_port = u.sa.sa_family == AF_INET6 ? ntohs(u.in6.sin6_port) : ntohs(u.in.sin_port);
     *ret_fd = fd;
     return 0;
 }
@@ -438,8 +448,8 @@ void kd_http_free(kd_http *h)
     kdp__timer_free(h->timer);
     while (h->reqs) { /* whatever MHD did not release */
         kd_hreq *r = h->reqs;
-        r->refs = 1;
-        req_unref(r);
+        h->reqs = r->next;
+        req_destroy(r);
     }
     free(h->cert);
     free(h->key);

@@ -84,6 +84,16 @@ static void plugin_reset(kd_plugin *p)
     kc_strv_free(&p->health_msgs_text);
 }
 
+/* Frees p, already unlinked. */
+static void plugin_destroy(kd_plugin *p)
+{
+    kd_calls_cancel(p->k, p);
+    plugin_reset(p);
+    kdp__timer_free(p->retry);
+    free(p->reg_socket);
+    free(p);
+}
+
 static void plugin_free(kd_plugin *p)
 {
     kd *k = p->k;
@@ -94,11 +104,7 @@ static void plugin_free(kd_plugin *p)
             break;
         }
     }
-    kd_calls_cancel(k, p);
-    plugin_reset(p);
-    kdp__timer_free(p->retry);
-    free(p->reg_socket);
-    free(p);
+    plugin_destroy(p);
 }
 
 kd_plugin *kd_find_driver(kd *k, const char *driver)
@@ -286,7 +292,9 @@ static void notify(kd_plugin *p, bool ok, const char *error)
                                on_notify, p, &p->notify);
 }
 
-static void refuse(kd_plugin *p, const char *why)
+/* Asks again after the backoff; a refusal (tell) is also notified, a
+ * GetInfo that did not get through is not. */
+static void retry_later(kd_plugin *p, const char *why, bool tell)
 {
     char text[1200];
     p->backoff_us = p->backoff_us ? p->backoff_us * 2 : KD_BACKOFF_INITIAL;
@@ -294,11 +302,19 @@ static void refuse(kd_plugin *p, const char *why)
         p->backoff_us = KD_BACKOFF_MAX;
     }
     char d[32];
-    snprintf(text, sizeof(text), "%s refused: %s (asked again in %s)", p->reg_socket, why,
+    snprintf(text, sizeof(text), "%s %s: %s (asked again in %s)", p->reg_socket,
+             tell ? "refused" : "unreachable", why,
              kc_format_duration(p->backoff_us, d, sizeof(d)));
-    say_plugin(p, "refused", text, why);
-    notify(p, false, why);
+    say_plugin(p, tell ? "refused" : "info_failed", text, why);
+    if (tell) {
+        notify(p, false, why);
+    }
     kdp__timer_start(p->retry, p->backoff_us);
+}
+
+static void refuse(kd_plugin *p, const char *why)
+{
+    retry_later(p, why, true);
 }
 
 /* The version the kubelet takes: the plugin's first entry it supports
@@ -347,24 +363,44 @@ static void replace_older(kd_plugin *p)
     }
 }
 
-static void accept_info(kd_plugin *p, const Pluginregistration__PluginInfo *m)
+/* The endpoint's checks: NULL, or the refusal in why. */
+static const char *check_endpoint(kd_plugin *p, const char *endpoint, char *why, size_t cap)
 {
-    char why[1200];
-    p->driver = strdup(m->name);
-    p->endpoint = strdup(m->endpoint);
+    struct stat st;
+    if (endpoint[0] != '/') {
+        snprintf(why, cap, "endpoint \"%s\" is not an absolute path", endpoint);
+        return why;
+    }
+    int se = stat(endpoint, &st) < 0 ? errno : 0;
+    if (se || !S_ISSOCK(st.st_mode)) {
+        snprintf(why, cap, "endpoint %s: %s", endpoint, se ? strerror(se) : "not a socket");
+        return why;
+    }
+    for (kd_plugin *q = p->k->plugins; q; q = q->next) {
+        if (q != p && q->registered && strcmp(q->endpoint, endpoint) == 0) {
+            snprintf(why, cap,
+                     "cannot hijack the endpoint %s of another instance (registered through %s)",
+                     endpoint, q->reg_socket);
+            return why;
+        }
+    }
+    return NULL;
+}
+
+/* The kubelet's checks of GetInfo's answer: NULL, or the refusal in why. */
+static const char *check_info(kd_plugin *p, const Pluginregistration__PluginInfo *m, char *why,
+                              size_t cap)
+{
     if (!p->driver || !p->endpoint) {
-        refuse(p, "out of memory");
-        return;
+        return "out of memory";
     }
     if (strcmp(m->type, KD_PLUGIN_TYPE) != 0) {
-        snprintf(why, sizeof(why), "type \"%s\" is not \"%s\" (this is the DRA kubelet)", m->type,
+        snprintf(why, cap, "type \"%s\" is not \"%s\" (this is the DRA kubelet)", m->type,
                  KD_PLUGIN_TYPE);
-        refuse(p, why);
-        return;
+        return why;
     }
     if (!*m->name) {
-        refuse(p, "no driver name in GetInfo's name");
-        return;
+        return "no driver name in GetInfo's name";
     }
     p->version = choose_version(p, m);
     if (!p->version) {
@@ -372,35 +408,24 @@ static void accept_info(kd_plugin *p, const Pluginregistration__PluginInfo *m)
         for (size_t i = 0; i < p->k->o->versions.n; i++) {
             kc_buf_printf(&b, "%s%s.DRAPlugin", i ? ", " : "", p->k->o->versions.v[i]);
         }
-        snprintf(why, sizeof(why),
-                 "none of the plugin's supported_versions is one this kubelet "
-                 "supports (%s)",
+        snprintf(why, cap,
+                 "none of the plugin's supported_versions is one this kubelet supports (%s)",
                  b.len ? b.s : "none");
         kc_buf_free(&b);
-        refuse(p, why);
-        return;
+        return why;
     }
-    struct stat st;
-    if (m->endpoint[0] != '/') {
-        snprintf(why, sizeof(why), "endpoint \"%s\" is not an absolute path", m->endpoint);
-        refuse(p, why);
+    return check_endpoint(p, m->endpoint, why, cap);
+}
+
+static void accept_info(kd_plugin *p, const Pluginregistration__PluginInfo *m)
+{
+    char why[1200];
+    p->driver = strdup(m->name);
+    p->endpoint = strdup(m->endpoint);
+    const char *refusal = check_info(p, m, why, sizeof(why));
+    if (refusal) {
+        refuse(p, refusal);
         return;
-    }
-    int se = stat(m->endpoint, &st) < 0 ? errno : 0;
-    if (se || !S_ISSOCK(st.st_mode)) {
-        snprintf(why, sizeof(why), "endpoint %s: %s", m->endpoint,
-                 se ? strerror(se) : "not a socket");
-        refuse(p, why);
-        return;
-    }
-    for (kd_plugin *q = p->k->plugins; q; q = q->next) {
-        if (q != p && q->registered && strcmp(q->endpoint, p->endpoint) == 0) {
-            snprintf(why, sizeof(why),
-                     "cannot hijack the endpoint %s of another instance (registered through %s)",
-                     p->endpoint, q->reg_socket);
-            refuse(p, why);
-            return;
-        }
     }
     replace_older(p);
     p->registered = true;
@@ -433,7 +458,7 @@ static void on_info(int status, const char *message, const uint8_t *resp, size_t
     if (status != KDP__ST_OK) {
         char why[800];
         snprintf(why, sizeof(why), "GetInfo failed: %s: %s", kdp__status_name(status), message);
-        refuse(p, why);
+        retry_later(p, why, false);
         return;
     }
     Pluginregistration__PluginInfo *m = pluginregistration__plugin_info__unpack(NULL, len, resp);
@@ -464,7 +489,7 @@ static void send_info(kd_plugin *p)
     int r = kdp__client_unary_pb(p->k->loop, p->reg_socket, METHOD_GET_INFO, &req.base, &opts,
                                  on_info, p, &p->info);
     if (r < 0) {
-        refuse(p, strerror(-r));
+        retry_later(p, strerror(-r), false);
     }
 }
 
@@ -580,7 +605,7 @@ static int watch_start(kd *k)
     }
     kc_strv names = {0};
     struct dirent *de;
-    while ((de = readdir(d)) && names.n < KD_MAX_SOCKETS * 4) {
+    while ((de = readdir(d)) && names.n < (size_t)KD_MAX_SOCKETS * 4) {
         if (kc_strv_add(&names, de->d_name) < 0) {
             r = -ENOMEM;
             break;
@@ -634,7 +659,10 @@ static void teardown(kd *k)
     kd_input_stop(k);
     kd_calls_cancel(k, NULL);
     while (k->plugins) {
-        plugin_free(k->plugins);
+        kd_plugin *p = k->plugins;
+        k->plugins = p->next;
+        k->n_plugins--;
+        plugin_destroy(p);
     }
     kdp__watch_free(k->watch);
     kdp__timer_free(k->deadline);

@@ -182,7 +182,7 @@ static int set_flag(kd_opts *o, const char *sub, unsigned bit, const char *v)
         o->json = true;
         return 0;
     case KD_F_DELETE:
-        o->delete_ = true;
+        o->del = true;
         return 0;
     case KD_F_TIMEOUT:
         return kc_parse_duration(v, &o->timeout_us) == 0

@@ -100,7 +100,7 @@ static bool dns_subdomain(const char *s)
     return s[0] != '.' && s[n - 1] != '.' && !strstr(s, "..");
 }
 
-/* A ResourceSlice's checks: NULL, or the field with *detail set. */
+/* A device's checks: NULL, or the field with *detail set. */
 static const char *check_device(const json_t *d, size_t i, char *field, size_t cap,
                                 const char **detail)
 {
@@ -140,14 +140,11 @@ static const char *check_device(const json_t *d, size_t i, char *field, size_t c
     return NULL;
 }
 
-static const char *check_slice(const json_t *o, char *field, size_t cap, const char **detail)
+/* spec.driver and spec.pool. */
+static const char *check_pool(const json_t *spec, const char **detail)
 {
-    json_t *spec = json_object_get(o, "spec");
-    *detail = "Required value";
-    if (!json_is_object(spec)) {
-        return "spec";
-    }
     const char *driver = json_string_value(json_object_get(spec, "driver"));
+    *detail = "Required value";
     if (!driver || !*driver) {
         return "spec.driver";
     }
@@ -170,18 +167,28 @@ static const char *check_slice(const json_t *o, char *field, size_t cap, const c
         *detail = "Invalid value: must be greater than zero";
         return "spec.pool.resourceSliceCount";
     }
+    return NULL;
+}
+
+/* Exactly one of the node selections. */
+static const char *check_nodes(const json_t *spec, const char **detail)
+{
     const char *node = json_string_value(json_object_get(spec, "nodeName"));
     int which = (node && *node) + json_is_object(json_object_get(spec, "nodeSelector")) +
                 json_is_true(json_object_get(spec, "allNodes")) +
                 json_is_true(json_object_get(spec, "perDeviceNodeSelection"));
-    if (which != 1) {
-        *detail = which ? "Invalid value: exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
-                          "`perDeviceNodeSelection` is required, but multiple fields are set"
-                        : "Required value: exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
-                          "`perDeviceNodeSelection` is required";
-        return "spec";
+    if (which == 1) {
+        return NULL;
     }
-    json_t *devs = json_object_get(spec, "devices");
+    *detail = which ? "Invalid value: exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
+                      "`perDeviceNodeSelection` is required, but multiple fields are set"
+                    : "Required value: exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
+                      "`perDeviceNodeSelection` is required";
+    return "spec";
+}
+
+static const char *check_devices(const json_t *devs, char *field, size_t cap, const char **detail)
+{
     if (devs && !json_is_array(devs)) {
         *detail = "Invalid value: must be a list";
         return "spec.devices";
@@ -206,6 +213,21 @@ static const char *check_slice(const json_t *o, char *field, size_t cap, const c
         }
     }
     return NULL;
+}
+
+/* A ResourceSlice's checks: NULL, or the field with *detail set. */
+static const char *check_slice(const json_t *o, char *field, size_t cap, const char **detail)
+{
+    json_t *spec = json_object_get(o, "spec");
+    if (!json_is_object(spec)) {
+        *detail = "Required value";
+        return "spec";
+    }
+    const char *f = check_pool(spec, detail);
+    if (!f) {
+        f = check_nodes(spec, detail);
+    }
+    return f ? f : check_devices(json_object_get(spec, "devices"), field, cap, detail);
 }
 
 /* A changed immutable field of a slice, or NULL. */
@@ -285,7 +307,8 @@ static void do_list(kd_api *a, kd_hreq *r, kd_kind k, const char *ns)
         }
         return;
     }
-    char kind[64], rv[32];
+    char kind[64];
+    char rv[32];
     snprintf(kind, sizeof(kind), "%sList", kd_kind_name(k));
     snprintf(rv, sizeof(rv), "%llu", (unsigned long long)a->rv);
     json_t *items = json_array();
@@ -404,7 +427,8 @@ static void do_create(kd_api *a, kd_hreq *r, kd_kind k, const char *ns)
         json_decref(o);
         return;
     }
-    char uid[37], now[32];
+    char uid[37];
+    char now[32];
     kd_uuid(uid);
     kd_now(now);
     json_t *m = md(o);
@@ -427,19 +451,34 @@ static void do_create(kd_api *a, kd_hreq *r, kd_kind k, const char *ns)
     kd_reply_json(r, 201, obj->o);
 }
 
-/* Deep-merges patch into target (RFC 7386). */
+/* Deep-merges patch into target (RFC 7386), without recursion: nested
+ * objects wait on a bounded stack (deeper ones are set whole). */
+#define MERGE_DEPTH 64
 static void merge_patch(json_t *target, const json_t *patch)
 {
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)patch, key, v)
-    {
-        if (json_is_null(v)) {
-            json_object_del(target, key);
-        } else if (json_is_object(v) && json_is_object(json_object_get(target, key))) {
-            merge_patch(json_object_get(target, key), v);
-        } else {
-            json_object_set(target, key, v);
+    json_t *stack[MERGE_DEPTH][2];
+    size_t n = 0;
+    stack[n][0] = target;
+    stack[n][1] = (json_t *)patch;
+    n++;
+    while (n > 0) {
+        n--;
+        json_t *t = stack[n][0];
+        json_t *p = stack[n][1];
+        const char *key;
+        json_t *v;
+        json_object_foreach(p, key, v)
+        {
+            json_t *tv = json_object_get(t, key);
+            if (json_is_null(v)) {
+                json_object_del(t, key);
+            } else if (json_is_object(v) && json_is_object(tv) && n < MERGE_DEPTH) {
+                stack[n][0] = tv;
+                stack[n][1] = v;
+                n++;
+            } else {
+                json_object_set(t, key, v);
+            }
         }
     }
 }
@@ -464,6 +503,35 @@ static void conflict(kd_hreq *r, kd_kind k, const char *name)
              "apply your changes to the latest version and try again",
              kd_kind_qualified(k), name);
     kd_status(r, 409, "Conflict", msg);
+}
+
+/* status of from into to, or none. */
+static void copy_status(json_t *to, const json_t *from)
+{
+    json_t *st = json_object_get(from, "status");
+    if (st) {
+        json_object_set(to, "status", st);
+    } else {
+        json_object_del(to, "status");
+    }
+}
+
+/* obj's next version: body merged (patch), body's status only (sub), or
+ * body with obj's status (a claim's main resource). NULL: out of memory. */
+static json_t *combine(const kd_obj *obj, const json_t *body, const char *sub, bool patch)
+{
+    json_t *n = json_deep_copy(patch || sub ? obj->o : body);
+    if (!n) {
+        return NULL;
+    }
+    if (patch) {
+        merge_patch(n, body);
+    } else if (sub) {
+        copy_status(n, body);
+    } else if (obj->kind == KD_CLAIM) {
+        copy_status(n, obj->o);
+    }
+    return n;
 }
 
 /* The new version of obj from body (PUT) or obj + body (PATCH). */
@@ -493,31 +561,7 @@ static json_t *next_version(kd_hreq *r, kd_obj *obj, const char *sub, bool patch
         json_decref(body);
         return NULL;
     }
-    json_t *n;
-    if (patch) {
-        n = json_deep_copy(obj->o);
-        if (n) {
-            merge_patch(n, body);
-        }
-    } else if (sub) { /* /status: only the status changes */
-        n = json_deep_copy(obj->o);
-        if (n) {
-            json_object_set(n, "status", json_object_get(body, "status"));
-            if (!json_object_get(body, "status")) {
-                json_object_del(n, "status");
-            }
-        }
-    } else {
-        n = json_deep_copy(body);
-        if (n && obj->kind == KD_CLAIM) { /* the main resource never changes the status */
-            json_t *st = json_object_get(obj->o, "status");
-            if (st) {
-                json_object_set(n, "status", st);
-            } else {
-                json_object_del(n, "status");
-            }
-        }
-    }
+    json_t *n = combine(obj, body, sub, patch);
     json_decref(body);
     if (!n || !json_is_object(md(n))) {
         json_decref(n);

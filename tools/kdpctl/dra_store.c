@@ -48,10 +48,11 @@ const char *kd_kind_qualified(kd_kind k)
 void kd_uuid(char buf[37])
 {
     unsigned char b[16];
+    static uint64_t counter; /* getrandom cannot fail for 16 bytes; still unique if it does */
     if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
-        for (size_t i = 0; i < sizeof(b); i++) {
-            b[i] = (unsigned char)rand();
-        }
+        uint64_t v = ++counter ^ kdp__now_us();
+        memset(b, 0, sizeof(b));
+        memcpy(b, &v, sizeof(v));
     }
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
@@ -256,6 +257,13 @@ bool kd_sel_match(const kd_sel *s, const json_t *o)
 
 /* ---- watches ---- */
 
+static void watch_destroy(kd_watch *w)
+{
+    kdp__timer_free(w->timeout);
+    free(w->ns);
+    free(w);
+}
+
 static void watch_free(kd_watch *w)
 {
     kd_api *a = w->a;
@@ -266,9 +274,7 @@ static void watch_free(kd_watch *w)
             break;
         }
     }
-    kdp__timer_free(w->timeout);
-    free(w->ns);
-    free(w);
+    watch_destroy(w);
 }
 
 static void on_watch_close(kd_hreq *r, void *ud)
@@ -360,17 +366,16 @@ static unsigned parse_rv(const char *s, uint64_t *ret)
     return 0;
 }
 
-unsigned kd_watch_start(kd_api *a, kd_hreq *r, kd_kind k, const char *ns, const kd_sel *sel,
-                        char *why, size_t cap)
+/* resourceVersion and timeoutSeconds: 0 or 400 with why. */
+static unsigned watch_params(kd_hreq *r, uint64_t *from, long *timeout, char *why, size_t cap)
 {
     const char *rvs = kd_http_arg(r, "resourceVersion");
-    uint64_t from = 0;
-    if (parse_rv(rvs, &from)) {
+    if (parse_rv(rvs, from)) {
         snprintf(why, cap, "invalid resourceVersion \"%s\": a number", rvs);
         return 400;
     }
     const char *ts = kd_http_arg(r, "timeoutSeconds");
-    long timeout = KD_WATCH_MAX_S;
+    *timeout = KD_WATCH_MAX_S;
     if (ts) {
         char *end;
         long v = strtol(ts, &end, 10);
@@ -378,51 +383,24 @@ unsigned kd_watch_start(kd_api *a, kd_hreq *r, kd_kind k, const char *ns, const 
             snprintf(why, cap, "invalid timeoutSeconds \"%s\"", ts);
             return 400;
         }
-        if (v > 0 && v < timeout) {
-            timeout = v;
+        if (v > 0 && v < *timeout) {
+            *timeout = v;
         }
     }
-    if (a->n_watches >= KD_MAX_WATCHES) {
-        snprintf(why, cap, "too many watches (%d): close some", KD_MAX_WATCHES);
-        return 429;
-    }
-    kd_watch *w = calloc(1, sizeof(*w));
-    if (!w || (ns && !(w->ns = strdup(ns))) ||
-        kdp__timer_new(a->loop, on_watch_timeout, w, &w->timeout) < 0) {
-        if (w) {
-            free(w->ns);
-        }
-        free(w);
-        snprintf(why, cap, "out of memory");
-        return 500;
-    }
-    w->a = a;
-    w->r = r;
-    w->kind = k;
-    w->sel = *sel;
-    const char *bm = kd_http_arg(r, "allowWatchBookmarks");
-    w->bookmarks = bm && (strcmp(bm, "true") == 0 || strcmp(bm, "1") == 0);
-    if (kd_http_stream(r, "application/json", on_watch_close, w) < 0) {
-        kdp__timer_free(w->timeout);
-        free(w->ns);
-        free(w);
-        snprintf(why, cap, "out of memory");
-        return 500;
-    }
-    w->next = a->watches;
-    a->watches = w;
-    a->n_watches++;
-    kdp__timer_start(w->timeout, (uint64_t)timeout * 1000 * 1000);
-    if (w->bookmarks && !kdp__timer_armed(a->bookmark)) {
-        kdp__timer_start(a->bookmark, KD_BOOKMARK_US);
-    }
+    return 0;
+}
+
+/* What a watch from resourceVersion `from` sees first. */
+static void watch_replay(kd_watch *w, uint64_t from)
+{
+    kd_api *a = w->a;
     if (from == 0) {
-        for (kd_obj *o = a->objs[k]; o; o = o->next) {
-            if (in_scope(w, k, o->o)) {
+        for (kd_obj *o = a->objs[w->kind]; o; o = o->next) {
+            if (in_scope(w, w->kind, o->o)) {
                 (void)send_event(w, "ADDED", o->o);
             }
         }
-        return 0;
+        return;
     }
     if (from < a->ev_floor) {
         json_t *st =
@@ -434,22 +412,64 @@ unsigned kd_watch_start(kd_api *a, kd_hreq *r, kd_kind k, const char *ns, const 
         json_object_set_new(st, "message", json_string(msg));
         (void)send_event(w, "ERROR", st);
         json_decref(st);
-        kd_http_end(r);
-        return 0;
+        kd_http_end(w->r);
+        return;
     }
     for (size_t i = 0; i < a->ev_n; i++) {
         const kd_event *e = &a->ev[(a->ev_head + i) % KD_WINDOW];
-        if (e->rv > from && in_scope(w, k, e->o)) {
+        if (e->rv > from && in_scope(w, w->kind, e->o)) {
             (void)send_event(w, e->type, e->o);
         }
     }
+}
+
+unsigned kd_watch_start(kd_api *a, kd_hreq *r, kd_kind k, const char *ns, const kd_sel *sel,
+                        char *why, size_t cap)
+{
+    uint64_t from = 0;
+    long timeout = 0;
+    unsigned code = watch_params(r, &from, &timeout, why, cap);
+    if (code) {
+        return code;
+    }
+    if (a->n_watches >= KD_MAX_WATCHES) {
+        snprintf(why, cap, "too many watches (%d): close some", KD_MAX_WATCHES);
+        return 429;
+    }
+    kd_watch *w = calloc(1, sizeof(*w));
+    if (!w || (ns && !(w->ns = strdup(ns))) ||
+        kdp__timer_new(a->loop, on_watch_timeout, w, &w->timeout) < 0 ||
+        kd_http_stream(r, "application/json", on_watch_close, w) < 0) {
+        if (w) {
+            watch_destroy(w);
+        }
+        snprintf(why, cap, "out of memory");
+        return 500;
+    }
+    w->a = a;
+    w->r = r;
+    w->kind = k;
+    w->sel = *sel;
+    const char *bm = kd_http_arg(r, "allowWatchBookmarks");
+    w->bookmarks = bm && (strcmp(bm, "true") == 0 || strcmp(bm, "1") == 0);
+    w->next = a->watches;
+    a->watches = w;
+    a->n_watches++;
+    kdp__timer_start(w->timeout, (uint64_t)timeout * 1000 * 1000);
+    if (w->bookmarks && !kdp__timer_armed(a->bookmark)) {
+        kdp__timer_start(a->bookmark, KD_BOOKMARK_US);
+    }
+    watch_replay(w, from);
     return 0;
 }
 
 void kd_watches_free(kd_api *a)
 {
     while (a->watches) { /* after kd_http_free, whose close callbacks free them: none */
-        watch_free(a->watches);
+        kd_watch *w = a->watches;
+        a->watches = w->next;
+        a->n_watches--;
+        watch_destroy(w);
     }
 }
 
