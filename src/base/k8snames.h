@@ -9,13 +9,13 @@
 #define KDP_K8SNAMES_H
 
 /* The API's bounds. */
-#define KDP__K8S_DNS_LABEL_MAX     63u
-#define KDP__K8S_DNS_SUBDOMAIN_MAX 253u
-#define KDP__K8S_DRIVER_NAME_MAX   63u
-#define KDP__K8S_ATTR_DOMAIN_MAX   63u /* the "domain/" of a qualified name */
-#define KDP__K8S_ATTR_ID_MAX       32u /* the C identifier of a qualified name */
-#define KDP__K8S_ATTR_STRING_MAX   64u /* string and version attribute values */
-#define KDP__K8S_QUANTITY_MAX      64u /* ours: no real quantity is longer */
+#define KDP__K8S_DNS_LABEL_MAX     63U
+#define KDP__K8S_DNS_SUBDOMAIN_MAX 253U
+#define KDP__K8S_DRIVER_NAME_MAX   63U
+#define KDP__K8S_ATTR_DOMAIN_MAX   63U /* the "domain/" of a qualified name */
+#define KDP__K8S_ATTR_ID_MAX       32U /* the C identifier of a qualified name */
+#define KDP__K8S_ATTR_STRING_MAX   64U /* string and version attribute values */
+#define KDP__K8S_QUANTITY_MAX      64U /* ours: no real quantity is longer */
 
 /* RFC 1123 label: 1-63 of [a-z0-9-], a letter or digit at both ends. */
 int kdp__k8snames_dns_label(const char *s, const char **why);

@@ -21,8 +21,9 @@ struct kdp__api {
     const kdp__kconfig *kc;
     char *token;
     uint64_t token_at_us; /* when the token file was read */
-    kdp__timer *kick;     /* starts queued calls, delivers deferred ends */
-    kdp__link calls;      /* in flight, queued or ending: kdp__api_req.node */
+    uint64_t token_every_us;
+    kdp__timer *kick; /* starts queued calls, delivers deferred ends */
+    kdp__link calls;  /* in flight, queued or ending: kdp__api_req.node */
     kdp__api_stats stats;
 };
 
@@ -64,6 +65,11 @@ static int say(char *why, size_t n, int err, const char *fmt, ...)
     vsnprintf(why, n, fmt, ap);
     va_end(ap);
     return err;
+}
+
+void kdp__api_set_token_refresh(kdp__api *a, unsigned ms)
+{
+    a->token_every_us = (ms ? ms : KDP__API_TOKEN_REFRESH_MS) * 1000ULL;
 }
 
 kdp__loop *kdp__api_loop(const kdp__api *a)
@@ -120,7 +126,7 @@ static void token_refresh(kdp__api *a, bool now)
         return;
     }
     uint64_t t = kdp__now_us();
-    if (!now && a->token && t - a->token_at_us < KDP__API_TOKEN_REFRESH_MS * 1000ull) {
+    if (!now && a->token && t - a->token_at_us < a->token_every_us) {
         return;
     }
     char *tok = NULL;
@@ -173,13 +179,10 @@ static void defer_end(kdp__api_req *c, int err, long code, const char *why)
     kick_soon(c->a);
 }
 
-/* "resourceslices in resource.k8s.io" and a verb, from a method and path,
- * for the RBAC hint of a 403. */
-static void rbac_hint(const kdp__api_req *c, char *out, size_t n)
+/* A path's segments (before the query), at most 8 of at most 127 bytes. */
+static size_t split_path(const char *p, char seg[8][128])
 {
-    char seg[8][128];
     size_t ns = 0;
-    const char *p = c->path;
     while (*p && *p != '?' && ns < 8) {
         while (*p == '/') {
             p++;
@@ -188,12 +191,37 @@ static void rbac_hint(const kdp__api_req *c, char *out, size_t n)
         if (len == 0) {
             break;
         }
-        snprintf(seg[ns++], sizeof(seg[0]), "%.*s", (int)(len < 127 ? len : 127), p);
+        snprintf(seg[ns++], 128, "%.*s", (int)(len < 127 ? len : 127), p);
         p += len;
     }
+    return ns;
+}
+
+/* The RBAC verb of a request (named: the path names one object). */
+static const char *rbac_verb(const kdp__api_req *c, bool named)
+{
+    static const char *const verbs[][2] = {
+        {"POST", "create"}, {"PUT", "update"}, {"PATCH", "patch"}, {"DELETE", "delete"}};
+    if (c->watch) {
+        return "watch";
+    }
+    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+        if (strcmp(c->method, verbs[i][0]) == 0) {
+            return verbs[i][1];
+        }
+    }
+    return named ? "get" : "list";
+}
+
+/* "grant VERB on RESOURCE in GROUP (deploy/rbac)" from a request's method
+ * and path, for the hint of a 403. */
+static void rbac_hint(const kdp__api_req *c, char *out, size_t n)
+{
+    char seg[8][128];
+    size_t ns = split_path(c->path, seg);
     /* /api/v1/... or /apis/<group>/<version>/... */
     size_t i = 0;
-    const char *group = "";
+    const char *group = "the core API group";
     if (ns >= 2 && strcmp(seg[0], "api") == 0) {
         i = 2;
     } else if (ns >= 3 && strcmp(seg[0], "apis") == 0) {
@@ -210,22 +238,8 @@ static void rbac_hint(const kdp__api_req *c, char *out, size_t n)
         snprintf(out, n, "grant get on %s (deploy/rbac)", c->path);
         return;
     }
-    const char *res = seg[i];
-    bool named = ns > i + 1;
-    char sub[140] = "";
-    if (ns > i + 2) {
-        snprintf(sub, sizeof(sub), "/%s", seg[i + 2]);
-    }
-    const char *m = c->method;
-    const char *verb = c->watch                   ? "watch"
-                       : strcmp(m, "POST") == 0   ? "create"
-                       : strcmp(m, "PUT") == 0    ? "update"
-                       : strcmp(m, "PATCH") == 0  ? "patch"
-                       : strcmp(m, "DELETE") == 0 ? "delete"
-                       : named                    ? "get"
-                                                  : "list";
-    snprintf(out, n, "grant %s on %s%s in %s (deploy/rbac)", verb, res, sub,
-             *group ? group : "the core API group");
+    snprintf(out, n, "grant %s on %s%s%s in %s (deploy/rbac)", rbac_verb(c, ns > i + 1), seg[i],
+             ns > i + 2 ? "/" : "", ns > i + 2 ? seg[i + 2] : "", group);
 }
 
 /* The line for a non-2xx answer. */
@@ -254,9 +268,9 @@ static void error_line(kdp__api_req *c, long code, json_t *status, char *why, si
     } else if (code == 429 || code >= 500) {
         snprintf(hint, sizeof(hint), "the API server is busy or failing: retrying later");
     }
-    snprintf(why, n, "%s %s: HTTP %ld%s%s%s%s: %s", c->method, c->path, code, reason ? " " : "",
-             reason ? reason : "", msg ? ": " : "", msg ? msg : "",
-             *hint ? hint : "unexpected answer");
+    snprintf(why, n, "%s %s: HTTP %ld%s%s: %s%s%s", c->method, c->path, code, reason ? " " : "",
+             reason ? reason : "", *hint ? hint : "unexpected answer",
+             msg ? "; the API server says: " : "", msg ? msg : "");
 }
 
 static void deliver(kdp__api_req *c, int err, long code, json_t *obj, const char *why)
@@ -270,34 +284,26 @@ static void deliver(kdp__api_req *c, int err, long code, json_t *obj, const char
 
 static int start_call(kdp__api_req *c);
 
-static void hc_done(kdp__httpc_call *hc, int status, long code, const char *body, size_t len,
-                    const char *error, void *ud)
+/* The end of a call that got no HTTP answer. */
+static void transport_error(kdp__api_req *c, int status, const char *error)
 {
-    (void)hc;
-    kdp__api_req *c = ud;
-    kdp__api *a = c->a;
-    c->hc = NULL;
     char why[WHY_MAX];
-    if (status < 0) {
-        if (status == -ECONNREFUSED || status == -EHOSTUNREACH) {
-            say(why, sizeof(why), 0, "%s %s: API server at %s unreachable (%s): is it up? (%s)",
-                c->method, c->path, a->kc->server, error ? error : strerror(-status),
-                a->kc->source);
-        } else {
-            say(why, sizeof(why), 0, "%s %s: %s (API server at %s, %s)", c->method, c->path,
-                error ? error : strerror(-status), a->kc->server, a->kc->source);
-        }
-        deliver(c, status, 0, NULL, why);
-        return;
+    const kdp__kconfig *kc = c->a->kc;
+    const char *what = error ? error : strerror(-status);
+    if (status == -ECONNREFUSED || status == -EHOSTUNREACH) {
+        say(why, sizeof(why), 0, "%s %s: API server at %s unreachable (%s): is it up? (%s)",
+            c->method, c->path, kc->server, what, kc->source);
+    } else {
+        say(why, sizeof(why), 0, "%s %s: %s (API server at %s, %s)", c->method, c->path, what,
+            kc->server, kc->source);
     }
-    if (code == 401 && !c->retried && a->kc->token_file) {
-        c->retried = true;
-        a->stats.retries_401++;
-        token_refresh(a, true);
-        if (start_call(c) == 0) {
-            return;
-        }
-    }
+    deliver(c, status, 0, NULL, why);
+}
+
+/* The end of a call with an HTTP answer (after the 401 retry). */
+static void answer(kdp__api_req *c, long code, const char *body, size_t len)
+{
+    char why[WHY_MAX];
     json_error_t jerr;
     json_t *obj = body && len ? json_loadb(body, len, 0, &jerr) : NULL;
     if (obj && !json_is_object(obj)) {
@@ -318,6 +324,28 @@ static void hc_done(kdp__httpc_call *hc, int status, long code, const char *body
         deliver(c, err, code, obj, why);
     }
     json_decref(obj);
+}
+
+static void hc_done(kdp__httpc_call *hc, int status, long code, const char *body, size_t len,
+                    const char *error, void *ud)
+{
+    (void)hc;
+    kdp__api_req *c = ud;
+    kdp__api *a = c->a;
+    c->hc = NULL;
+    if (status < 0) {
+        transport_error(c, status, error);
+        return;
+    }
+    if (code == 401 && !c->retried && a->kc->token_file) {
+        c->retried = true;
+        a->stats.retries_401++;
+        token_refresh(a, true);
+        if (start_call(c) == 0) {
+            return;
+        }
+    }
+    answer(c, code, body, len);
 }
 
 static void hc_line(kdp__httpc_call *hc, const char *line, size_t len, void *ud)
@@ -407,7 +435,8 @@ static void kick_cb(kdp__timer *t, void *ud)
     kdp__api *a = ud;
     /* one pass over what is there now: calls added meanwhile wait for the
      * next kick */
-    kdp__link *l, *tmp;
+    kdp__link *l;
+    kdp__link *tmp;
     bool full = false;
     kdp__list_for_each_safe(l, tmp, &a->calls)
     {
@@ -436,7 +465,7 @@ static void kick_cb(kdp__timer *t, void *ud)
         }
     }
     if (full) {
-        kdp__timer_start(a->kick, 10 * 1000); /* a slot frees when a call ends */
+        kdp__timer_start(a->kick, 10ULL * 1000); /* a slot frees when a call ends */
     }
 }
 
@@ -658,6 +687,7 @@ int kdp__api_new(kdp__loop *l, const kdp__kconfig *kc, kdp__api **ret)
     }
     a->loop = l;
     a->kc = kc;
+    a->token_every_us = KDP__API_TOKEN_REFRESH_MS * 1000ULL;
     kdp__link_init(&a->calls);
     int r = kdp__httpc_client_new(l, &a->http);
     if (r == 0) {
@@ -678,7 +708,8 @@ void kdp__api_free(kdp__api *a)
         return;
     }
     kdp__httpc_client_free(a->http); /* no httpc callback after this */
-    kdp__link *l, *tmp;
+    kdp__link *l;
+    kdp__link *tmp;
     kdp__list_for_each_safe(l, tmp, &a->calls)
     {
         call_free(KDP__CONTAINER_OF(l, kdp__api_req, node));

@@ -41,9 +41,9 @@
  * most; past it kdp__api_call() answers -EAGAIN. */
 #define KDP__API_MAX_PENDING 256
 /* The bound on one call (watches have none: give timeoutSeconds). */
-#define KDP__API_CALL_TIMEOUT_MS 30000u
+#define KDP__API_CALL_TIMEOUT_MS 30000U
 /* How often the token file is re-read. */
-#define KDP__API_TOKEN_REFRESH_MS 60000u
+#define KDP__API_TOKEN_REFRESH_MS 60000U
 
 typedef struct kdp__api kdp__api;
 typedef struct kdp__api_req kdp__api_req; /* a call or watch in flight */
@@ -64,6 +64,9 @@ int kdp__api_new(kdp__loop *l, const kdp__kconfig *kc, kdp__api **ret);
 /* Cancels every call (no callback runs) and frees. NULL is fine. Not from
  * inside one of its callbacks. */
 void kdp__api_free(kdp__api *a);
+/* How often the token file is re-read (before a call, when this long has
+ * passed); 0 = KDP__API_TOKEN_REFRESH_MS. For tests. */
+void kdp__api_set_token_refresh(kdp__api *a, unsigned ms);
 /* The loop it runs on. */
 kdp__loop *kdp__api_loop(const kdp__api *a);
 /* The server's URL and the configuration's source, for log lines. */

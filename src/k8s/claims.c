@@ -136,6 +136,34 @@ static bool applies(json_t *requests, const char *r)
     return false;
 }
 
+/* One config entry: checked; *mine when it is this driver's opaque one,
+ * *from_class when the DeviceClass gave it. */
+static int check_config(json_t *c, size_t i, const char *driver, bool *mine, bool *from_class,
+                        char *why, size_t why_len)
+{
+    const char *source = NULL;
+    const char *d = NULL;
+    json_t *opaque = json_object_get(c, "opaque");
+    json_t *reqs = json_object_get(c, "requests");
+    if (!json_is_object(c) || get_str(c, "source", false, &source) < 0 ||
+        (reqs && !json_is_null(reqs) && !json_is_array(reqs))) {
+        return say(why, why_len, -EINVAL,
+                   "status.allocation.devices.config[%zu] is malformed (source, requests)", i);
+    }
+    *mine = false;
+    if (!opaque || json_is_null(opaque)) {
+        return 0; /* another kind of configuration */
+    }
+    if (!json_is_object(opaque) || get_str(opaque, "driver", true, &d) < 0 ||
+        !json_object_get(opaque, "parameters")) {
+        return say(why, why_len, -EINVAL,
+                   "status.allocation.devices.config[%zu].opaque needs driver and parameters", i);
+    }
+    *mine = strcmp(d, driver) == 0;
+    *from_class = source && strcmp(source, "FromClass") == 0;
+    return 0;
+}
+
 /* This driver's opaque configs, checked, in the order they apply: class
  * ones, then claim ones. */
 static int check_configs(json_t *configs, const char *driver, json_t **ordered, size_t *n,
@@ -155,32 +183,15 @@ static int check_configs(json_t *configs, const char *driver, json_t **ordered, 
         json_t *c;
         json_array_foreach(configs, i, c)
         {
-            const char *source = NULL;
-            const char *d = NULL;
-            json_t *opaque = json_object_get(c, "opaque");
-            json_t *reqs = json_object_get(c, "requests");
-            if (!json_is_object(c) || get_str(c, "source", false, &source) < 0 ||
-                (reqs && !json_is_null(reqs) && !json_is_array(reqs))) {
-                return say(why, why_len, -EINVAL,
-                           "status.allocation.devices.config[%zu] is malformed (source, "
-                           "requests)",
-                           i);
+            bool mine = false;
+            bool from_class = false;
+            int r = check_config(c, i, driver, &mine, &from_class, why, why_len);
+            if (r < 0) {
+                return r;
             }
-            if (!opaque || json_is_null(opaque)) {
-                continue; /* another kind of configuration */
+            if (mine && from_class == (pass == 0)) {
+                ordered[(*n)++] = c;
             }
-            if (!json_is_object(opaque) || get_str(opaque, "driver", true, &d) < 0 ||
-                !json_object_get(opaque, "parameters")) {
-                return say(why, why_len, -EINVAL,
-                           "status.allocation.devices.config[%zu].opaque needs driver and "
-                           "parameters",
-                           i);
-            }
-            bool from_class = source && strcmp(source, "FromClass") == 0;
-            if (strcmp(d, driver) != 0 || from_class != (pass == 0)) {
-                continue;
-            }
-            ordered[(*n)++] = c;
         }
     }
     return 0;
@@ -189,7 +200,11 @@ static int check_configs(json_t *configs, const char *driver, json_t **ordered, 
 static int add_dev(kdp__claim *cl, json_t *r, size_t idx, json_t **configs, size_t n_configs,
                    char *why, size_t why_len)
 {
-    const char *request = NULL, *pool = NULL, *device = NULL, *share = NULL, *driver = NULL;
+    const char *request = NULL;
+    const char *pool = NULL;
+    const char *device = NULL;
+    const char *share = NULL;
+    const char *driver = NULL;
     json_t *admin = json_object_get(r, "adminAccess");
     if (get_str(r, "request", true, &request) < 0 || get_str(r, "driver", true, &driver) < 0 ||
         get_str(r, "pool", true, &pool) < 0 || get_str(r, "device", true, &device) < 0 ||
@@ -199,6 +214,9 @@ static int add_dev(kdp__claim *cl, json_t *r, size_t idx, json_t **configs, size
                    "status.allocation.devices.results[%zu]: request, driver, pool and device "
                    "must be strings, adminAccess a boolean",
                    idx);
+    }
+    if (!cl->devs) {
+        return -EINVAL; /* sized for every result: not reached */
     }
     kdp__claim_dev *d = &cl->devs[cl->n_devs++];
     bool oom = false;
@@ -224,24 +242,65 @@ static int add_dev(kdp__claim *cl, json_t *r, size_t idx, json_t **configs, size
     return oom ? say(why, why_len, -ENOMEM, "out of memory reading the claim") : 0;
 }
 
+/* The claim's results for driver (and pool, unless NULL) into cl. */
+static int add_results(kdp__claim *cl, json_t *results, const char *driver, const char *pool,
+                       json_t **configs, size_t n_configs, char *why, size_t why_len)
+{
+    size_t i;
+    json_t *res;
+    json_array_foreach(results, i, res)
+    {
+        const char *d = NULL;
+        const char *p = NULL;
+        if (!json_is_object(res) || get_str(res, "driver", true, &d) < 0 ||
+            get_str(res, "pool", true, &p) < 0) {
+            return say(why, why_len, -EINVAL,
+                       "claim %s/%s: status.allocation.devices.results[%zu] has no driver or "
+                       "pool",
+                       cl->ns, cl->name, i);
+        }
+        if (strcmp(d, driver) != 0 || (pool && strcmp(p, pool) != 0)) {
+            continue;
+        }
+        int r = add_dev(cl, res, i, configs, n_configs, why, why_len);
+        if (r < 0) {
+            return r;
+        }
+    }
+    return 0;
+}
+
+/* The claim's metadata, UID checked. */
+static int check_meta(json_t *obj, const char *uid, const char **ns, const char **name,
+                      const char **cuid, char *why, size_t why_len)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    if (!json_is_object(obj) || !json_is_object(meta) || get_str(meta, "name", true, name) < 0 ||
+        get_str(meta, "namespace", true, ns) < 0 || get_str(meta, "uid", true, cuid) < 0) {
+        return say(why, why_len, -EINVAL,
+                   "the claim has no metadata.name, metadata.namespace or metadata.uid");
+    }
+    if (uid && strcmp(uid, *cuid) != 0) {
+        return say(why, why_len, -ESTALE,
+                   "claim %s/%s has UID %s, not %s: the claim was deleted and made again "
+                   "(the kubelet asks for the old one)",
+                   *ns, *name, *cuid, uid);
+    }
+    return 0;
+}
+
 int kdp__claim_parse(json_t *obj, const char *driver, const char *pool, const char *uid,
                      kdp__claim **ret, char *why, size_t why_len)
 {
     if (!obj || !driver || !ret) {
         return say(why, why_len, -EINVAL, "no claim or no driver");
     }
-    json_t *meta = json_object_get(obj, "metadata");
-    const char *ns = NULL, *name = NULL, *cuid = NULL;
-    if (!json_is_object(obj) || !json_is_object(meta) || get_str(meta, "name", true, &name) < 0 ||
-        get_str(meta, "namespace", true, &ns) < 0 || get_str(meta, "uid", true, &cuid) < 0) {
-        return say(why, why_len, -EINVAL,
-                   "the claim has no metadata.name, metadata.namespace or metadata.uid");
-    }
-    if (uid && strcmp(uid, cuid) != 0) {
-        return say(why, why_len, -ESTALE,
-                   "claim %s/%s has UID %s, not %s: the claim was deleted and made again "
-                   "(the kubelet asks for the old one)",
-                   ns, name, cuid, uid);
+    const char *ns = NULL;
+    const char *name = NULL;
+    const char *cuid = NULL;
+    int r = check_meta(obj, uid, &ns, &name, &cuid, why, why_len);
+    if (r < 0) {
+        return r;
     }
     json_t *alloc = json_object_get(json_object_get(obj, "status"), "allocation");
     if (!alloc || json_is_null(alloc)) {
@@ -262,8 +321,8 @@ int kdp__claim_parse(json_t *obj, const char *driver, const char *pool, const ch
     }
     json_t *configs[KDP__CLAIM_MAX_CONFIGS];
     size_t n_configs = 0;
-    int r = check_configs(json_object_get(devices, "config"), driver, configs, &n_configs, why,
-                          why_len);
+    r = check_configs(json_object_get(devices, "config"), driver, configs, &n_configs, why,
+                      why_len);
     if (r < 0) {
         return r;
     }
@@ -277,31 +336,12 @@ int kdp__claim_parse(json_t *obj, const char *driver, const char *pool, const ch
     cl->uid = dup_or_null(cuid, &oom);
     size_t nres = json_array_size(results);
     cl->devs = nres ? calloc(nres, sizeof(*cl->devs)) : NULL;
-    if (oom || (nres && !cl->devs)) {
+    r = oom || (nres && !cl->devs)
+            ? -ENOMEM
+            : add_results(cl, results, driver, pool, configs, n_configs, why, why_len);
+    if (r < 0) {
         kdp__claim_free(cl);
-        return -ENOMEM;
-    }
-    size_t i;
-    json_t *res;
-    json_array_foreach(results, i, res)
-    {
-        const char *d = NULL, *p = NULL;
-        if (!json_is_object(res) || get_str(res, "driver", true, &d) < 0 ||
-            get_str(res, "pool", true, &p) < 0) {
-            kdp__claim_free(cl);
-            return say(why, why_len, -EINVAL,
-                       "claim %s/%s: status.allocation.devices.results[%zu] has no driver or "
-                       "pool",
-                       ns, name, i);
-        }
-        if (strcmp(d, driver) != 0 || (pool && strcmp(p, pool) != 0)) {
-            continue;
-        }
-        r = add_dev(cl, res, i, configs, n_configs, why, why_len);
-        if (r < 0) {
-            kdp__claim_free(cl);
-            return r;
-        }
+        return r;
     }
     *ret = cl;
     return 0;

@@ -100,7 +100,8 @@ int kdp__kconfig_read_token(const char *path, char **ret, char *why, size_t why_
 {
     char *buf = NULL;
     int r = read_file(path, &buf, NULL);
-    if (r < 0) {
+    if (r < 0 || !buf) {
+        r = r < 0 ? r : -ENOMEM;
         return say(why, why_len, r, "cannot read the token file %s: %s", path, strerror(-r));
     }
     char *s = buf;
@@ -281,6 +282,9 @@ static int path_into(struct kload *ld, char **dst, const char *key, const char *
  * than at the first call). */
 static int check_readable(struct kload *ld, const char *key, const char *path)
 {
+    if (!path) {
+        return -EINVAL;
+    }
     if (access(path, R_OK) < 0) {
         int r = -errno;
         return say(ld->why, ld->why_len, r == -ENOENT ? -ENOENT : -EACCES, "%s: %s %s: %s",
@@ -345,6 +349,23 @@ static int cluster(struct kload *ld, yaml_node_t *c, const char *name)
     return r;
 }
 
+/* key (a file, checked readable) or key-data (base64 PEM, preferred);
+ * neither is fine. */
+static int file_or_data(struct kload *ld, const char *key, const char *file, const char *data,
+                        char **ret_file, char **ret_data, size_t *ret_len)
+{
+    char data_key[64];
+    snprintf(data_key, sizeof(data_key), "%s-data", key);
+    if (data && ret_data) {
+        return data_into(ld, ret_data, ret_len, data_key, data);
+    }
+    if (!file || !ret_file) {
+        return 0;
+    }
+    int r = path_into(ld, ret_file, key, file);
+    return r < 0 ? r : check_readable(ld, key, *ret_file);
+}
+
 static int user(struct kload *ld, yaml_node_t *u, const char *name)
 {
     bool ns = false;
@@ -372,27 +393,16 @@ static int user(struct kload *ld, yaml_node_t *u, const char *name)
                    "Kubernetes): give a token or client certificate",
                    ld->file, name);
     }
-    int r = 0;
-    if (token) {
-        r = dup_into(&ld->kc->token, token);
-    } else if (token_file) {
-        r = path_into(ld, &ld->kc->token_file, "tokenFile", token_file);
-        if (r == 0) {
-            r = check_readable(ld, "tokenFile", ld->kc->token_file);
-        }
+    int r = token
+                ? dup_into(&ld->kc->token, token)
+                : file_or_data(ld, "tokenFile", token_file, NULL, &ld->kc->token_file, NULL, NULL);
+    if (r == 0) {
+        r = file_or_data(ld, "client-certificate", cert, cert_data, &ld->kc->cert_file,
+                         &ld->kc->cert_data, &ld->kc->cert_len);
     }
-    if (r == 0 && cert_data) {
-        r = data_into(ld, &ld->kc->cert_data, &ld->kc->cert_len, "client-certificate-data",
-                      cert_data);
-    } else if (r == 0 && cert) {
-        r = path_into(ld, &ld->kc->cert_file, "client-certificate", cert);
-        r = r ? r : check_readable(ld, "client-certificate", ld->kc->cert_file);
-    }
-    if (r == 0 && key_data) {
-        r = data_into(ld, &ld->kc->key_data, &ld->kc->key_len, "client-key-data", key_data);
-    } else if (r == 0 && key) {
-        r = path_into(ld, &ld->kc->key_file, "client-key", key);
-        r = r ? r : check_readable(ld, "client-key", ld->kc->key_file);
+    if (r == 0) {
+        r = file_or_data(ld, "client-key", key, key_data, &ld->kc->key_file, &ld->kc->key_data,
+                         &ld->kc->key_len);
     }
     if (r < 0) {
         return r;

@@ -22,7 +22,7 @@
 #define KDP__KCONFIG_SA_DIR     "/var/run/secrets/kubernetes.io/serviceaccount"
 #define KDP__KCONFIG_SA_DIR_ENV "KDP_SERVICEACCOUNT_DIR"
 /* The largest kubeconfig, token or certificate file read. */
-#define KDP__KCONFIG_MAX_FILE (4u << 20)
+#define KDP__KCONFIG_MAX_FILE (4U << 20)
 
 typedef struct kdp__kconfig {
     char *server; /* "https://host:port" (no trailing '/') */

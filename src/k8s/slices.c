@@ -27,13 +27,13 @@ void kdp__slices_generate_name(const char *node, const char *driver, char *out, 
     size_t max = len - 1 < 58 ? len - 1 : 58;
     size_t n = 0;
     for (const char *p = node; *p && n < max - 1; p++) {
-        out[n++] = *p == '.' ? '-' : *p;
+        out[n++] = (char)(*p == '.' ? '-' : *p);
     }
     if (n < max - 1) {
         out[n++] = '-';
     }
     for (const char *p = driver; *p && n < max - 1; p++) {
-        out[n++] = *p == '.' ? '-' : *p;
+        out[n++] = (char)(*p == '.' ? '-' : *p);
     }
     out[n++] = '-';
     out[n] = '\0';
@@ -63,6 +63,66 @@ static json_t *attr_value(const kdp_dra_attr *a, const char **why)
     }
 }
 
+/* The device's attributes into attrs, bad ones left out (logged); *fields
+ * counts them. Returns 0 or -ENOMEM. */
+static int add_attrs(const kdp__slice_dev *d, json_t *attrs, size_t *fields)
+{
+    for (size_t i = 0; i < d->n_attrs; i++) {
+        const kdp_dra_attr *a = &d->attrs[i];
+        const char *w = NULL;
+        json_t *v = NULL;
+        if (kdp__k8snames_qualified_name(a->name, &w) == 0 && json_object_get(attrs, a->name)) {
+            w = "is there twice";
+        }
+        if (!w && *fields >= KDP__SLICES_MAX_FIELDS) {
+            w = "is past the 32 attributes and capacities a device may have";
+        }
+        if (!w) {
+            v = attr_value(a, &w);
+        }
+        if (w) {
+            log_warn("k8s: device %s: attribute \"%s\" %s: left out", d->name,
+                     a->name ? a->name : "", w);
+            continue;
+        }
+        if (!v || json_object_set_new(attrs, a->name, v) < 0) {
+            return -ENOMEM;
+        }
+        (*fields)++;
+    }
+    return 0;
+}
+
+/* The same for its capacities. */
+static int add_caps(const kdp__slice_dev *d, json_t *caps, size_t *fields)
+{
+    for (size_t i = 0; i < d->n_caps; i++) {
+        const char *name = d->cap_names[i];
+        const char *value = d->cap_values[i];
+        const char *w = NULL;
+        if (kdp__k8snames_qualified_name(name, &w) == 0 && json_object_get(caps, name)) {
+            w = "is there twice";
+        }
+        if (!w && kdp__k8snames_quantity(value, &w) < 0) {
+            log_warn("k8s: device %s: capacity \"%s\" value \"%s\" %s: left out", d->name, name,
+                     value ? value : "", w);
+            continue;
+        }
+        if (!w && *fields >= KDP__SLICES_MAX_FIELDS) {
+            w = "is past the 32 attributes and capacities a device may have";
+        }
+        if (w) {
+            log_warn("k8s: device %s: capacity \"%s\" %s: left out", d->name, name ? name : "", w);
+            continue;
+        }
+        if (json_object_set_new(caps, name, json_pack("{s:s}", "value", value)) < 0) {
+            return -ENOMEM;
+        }
+        (*fields)++;
+    }
+    return 0;
+}
+
 json_t *kdp__slices_device(const kdp__slice_dev *d, char *why, size_t why_len)
 {
     const char *w = NULL;
@@ -76,77 +136,19 @@ json_t *kdp__slices_device(const kdp__slice_dev *d, char *why, size_t why_len)
     json_t *attrs = json_object();
     json_t *caps = json_object();
     json_t *dev = json_object();
-    if (!attrs || !caps || !dev) {
-        goto oom;
-    }
     size_t fields = 0;
-    for (size_t i = 0; i < d->n_attrs; i++) {
-        const kdp_dra_attr *a = &d->attrs[i];
-        json_t *v = NULL;
-        w = NULL;
-        if (kdp__k8snames_qualified_name(a->name, &w) == 0 && json_object_get(attrs, a->name)) {
-            w = "is there twice";
-        }
-        if (!w && fields >= KDP__SLICES_MAX_FIELDS) {
-            w = "is past the 32 attributes and capacities a device may have";
-        }
-        if (!w) {
-            v = attr_value(a, &w);
-            if (!v && !w) {
-                goto oom;
-            }
-        }
-        if (w) {
-            log_warn("k8s: device %s: attribute \"%s\" %s: left out", d->name,
-                     a->name ? a->name : "", w);
-            continue;
-        }
-        if (json_object_set_new(attrs, a->name, v) < 0) {
-            goto oom;
-        }
-        fields++;
-    }
-    for (size_t i = 0; i < d->n_caps; i++) {
-        const char *name = d->cap_names[i];
-        const char *value = d->cap_values[i];
-        w = NULL;
-        if (kdp__k8snames_qualified_name(name, &w) == 0 && json_object_get(caps, name)) {
-            w = "is there twice";
-        }
-        if (!w && kdp__k8snames_quantity(value, &w) < 0) {
-            log_warn("k8s: device %s: capacity \"%s\" value \"%s\" %s: left out", d->name, name,
-                     value ? value : "", w);
-            continue;
-        }
-        if (!w && fields >= KDP__SLICES_MAX_FIELDS) {
-            w = "is past the 32 attributes and capacities a device may have";
-        }
-        if (w) {
-            log_warn("k8s: device %s: capacity \"%s\" %s: left out", d->name, name ? name : "", w);
-            continue;
-        }
-        if (json_object_set_new(caps, name, json_pack("{s:s}", "value", value)) < 0) {
-            goto oom;
-        }
-        fields++;
-    }
-    if (json_object_set_new(dev, "name", json_string(d->name)) < 0) {
-        goto oom;
-    }
-    if (json_object_size(attrs) && json_object_set(dev, "attributes", attrs) < 0) {
-        goto oom;
-    }
-    if (json_object_size(caps) && json_object_set(dev, "capacity", caps) < 0) {
-        goto oom;
-    }
+    bool bad = !attrs || !caps || !dev || add_attrs(d, attrs, &fields) < 0 ||
+               add_caps(d, caps, &fields) < 0 ||
+               json_object_set_new(dev, "name", json_string(d->name)) < 0 ||
+               (json_object_size(attrs) && json_object_set(dev, "attributes", attrs) < 0) ||
+               (json_object_size(caps) && json_object_set(dev, "capacity", caps) < 0);
     json_decref(attrs);
     json_decref(caps);
+    if (bad) {
+        json_decref(dev);
+        return NULL;
+    }
     return dev;
-oom:
-    json_decref(attrs);
-    json_decref(caps);
-    json_decref(dev);
-    return NULL;
 }
 
 json_t *kdp__slices_device_shape(const char *version, json_t *dev)
@@ -232,6 +234,15 @@ struct kdp__slices {
     size_t nhave;
     uint64_t round_gen; /* > 0 while a publish round writes */
     char watch_rv[64];
+    /* watch events not recognized while a write was in flight: checked
+     * again once it ended (our own writes' events often come first) */
+    struct suspect {
+        char name[KDP__K8S_DNS_SUBDOMAIN_MAX + 1];
+        char rv[64];
+        bool deleted;
+    } suspects[16];
+    size_t nsuspects;
+    bool started; /* kdp__slices_set was called: publish */
 
     kdp__api_req *req;   /* the pipeline's call in flight */
     kdp__api_req *watch; /* the watch */
@@ -240,6 +251,7 @@ struct kdp__slices {
     kdp__timer *t_resync; /* the periodic list */
     kdp__timer *t_watch;  /* re-watch after a backoff */
     kdp__backoff bo;
+    kdp__backoff conflict_bo; /* 409s: the server answers, retry sooner */
     kdp__backoff watch_bo;
     bool relist; /* list before the next sync */
     bool dirty;  /* compare and write */
@@ -428,7 +440,7 @@ static bool up_to_date(const kdp__slices *s, uint64_t *maxgen)
 
 /* --- failures --- */
 
-static void fail(kdp__slices *s, const char *key, int err, const char *why)
+static void fail_with(kdp__slices *s, const char *key, int err, const char *why, kdp__backoff *bo)
 {
     char k[64];
     snprintf(k, sizeof(k), "%s:%d", key, err);
@@ -441,46 +453,86 @@ static void fail(kdp__slices *s, const char *key, int err, const char *why)
     snprintf(s->st.error, sizeof(s->st.error), "%s", why);
     s->st.published = false;
     notify(s);
-    kdp__timer_start(s->t_step, kdp__backoff_next(&s->bo));
+    kdp__timer_start(s->t_step, kdp__backoff_next(bo));
 }
 
+static void fail(kdp__slices *s, const char *key, int err, const char *why)
+{
+    fail_with(s, key, err, why, &s->bo);
+}
+
+/* A step worked: back to the shortest backoff only once nothing fails
+ * (a list that works before a write that fails must not reset it). */
 static void ok(kdp__slices *s)
 {
-    kdp__backoff_reset(&s->bo);
+    if (!s->failing) {
+        kdp__backoff_reset(&s->bo);
+    }
 }
 
 /* --- the watch --- */
 
 static void watch_start(kdp__slices *s);
 
+/* Is this event one of our own writes (as far as we know now)? */
+static bool known(kdp__slices *s, const char *name, const char *rv, bool deleted)
+{
+    struct have *h = have_find(s, name);
+    if (deleted) {
+        return !h; /* we deleted it (or it was never ours) */
+    }
+    return h && rv && strcmp(h->rv, rv) == 0;
+}
+
+static void poke(kdp__slices *s, const char *name, bool deleted)
+{
+    log_info("k8s: slice %s %s by someone else: publishing again", name,
+             deleted ? "deleted" : "changed");
+    s->relist = s->dirty = true;
+    if (!s->req && !kdp__timer_armed(s->t_step)) {
+        kdp__timer_start(s->t_step, KDP__SLICES_POKE_MS * 1000ULL);
+    }
+}
+
+/* After a write ended: the events that came while it ran. */
+static void check_suspects(kdp__slices *s)
+{
+    for (size_t i = 0; i < s->nsuspects; i++) {
+        struct suspect *x = &s->suspects[i];
+        if (!known(s, x->name, x->rv, x->deleted)) {
+            poke(s, x->name, x->deleted);
+            break;
+        }
+    }
+    s->nsuspects = 0;
+}
+
 static void watch_event(const char *type, json_t *obj, void *ud)
 {
     kdp__slices *s = ud;
-    const char *rv =
-        json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    json_t *meta = json_object_get(obj, "metadata");
+    const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
     if (rv && strlen(rv) < sizeof(s->watch_rv)) {
         snprintf(s->watch_rv, sizeof(s->watch_rv), "%s", rv);
     }
     if (strcmp(type, "BOOKMARK") == 0) {
         return;
     }
-    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
-    struct have *h = have_find(s, name);
-    bool mine;
-    if (strcmp(type, "DELETED") == 0) {
-        mine = !h; /* we deleted it (or it was never ours) */
-    } else {
-        mine = h && rv && strcmp(h->rv, rv) == 0;
-    }
-    if (mine || (!ours(s, obj) && !h)) {
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    bool deleted = strcmp(type, "DELETED") == 0;
+    if (!name || (!ours(s, obj) && !have_find(s, name)) || known(s, name, rv, deleted)) {
         return;
     }
-    log_info("k8s: slice %s %s by someone else: publishing again", name ? name : "?",
-             strcmp(type, "DELETED") == 0 ? "deleted" : "changed");
-    s->relist = s->dirty = true;
-    if (!s->req && !kdp__timer_armed(s->t_step)) {
-        kdp__timer_start(s->t_step, KDP__SLICES_POKE_MS * 1000ull);
+    if (s->req && s->nsuspects < sizeof(s->suspects) / sizeof(s->suspects[0]) &&
+        strlen(name) < sizeof(s->suspects[0].name) && rv &&
+        strlen(rv) < sizeof(s->suspects[0].rv)) {
+        struct suspect *x = &s->suspects[s->nsuspects++];
+        snprintf(x->name, sizeof(x->name), "%s", name);
+        snprintf(x->rv, sizeof(x->rv), "%s", rv);
+        x->deleted = deleted;
+        return;
     }
+    poke(s, name, deleted);
 }
 
 static void watch_end(int err, long code, json_t *obj, const char *why, void *ud)
@@ -610,7 +662,6 @@ static void list_done(int err, long code, json_t *obj, const char *why, void *ud
         }
     }
     s->relist = false;
-    s->round_gen = 0; /* compare afresh */
     if (!s->watch || !s->watch_rv[0]) {
         snprintf(s->watch_rv, sizeof(s->watch_rv), "%s", rv);
         kdp__api_cancel(s->watch);
@@ -676,7 +727,7 @@ static void write_done(int err, long code, json_t *obj, const char *why, void *u
         s->relist = true;
         char line[1024];
         snprintf(line, sizeof(line), "%s (conflict: listing again)", why);
-        fail(s, "conflict", -ESTALE, line);
+        fail_with(s, "conflict", -ESTALE, line, &s->conflict_bo);
         return;
     }
     if (err < 0) {
@@ -693,45 +744,62 @@ static void write_done(int err, long code, json_t *obj, const char *why, void *u
     step(s);
 }
 
+/* The first slice to delete: of another pool, or past count. */
+static struct have *first_obsolete(kdp__slices *s, size_t count)
+{
+    size_t pool_seen = 0;
+    for (size_t i = 0; i < s->nhave; i++) {
+        struct have *h = &s->have[i];
+        if (!in_pool(s, h) || ++pool_seen > count) {
+            return h;
+        }
+    }
+    return NULL;
+}
+
+/* Writes chunk c of count into slice h (NULL: a new one). Returns 1 or
+ * -errno. */
+static int write_chunk(kdp__slices *s, size_t c, size_t count, const struct have *h)
+{
+    size_t from = c * KDP__SLICES_MAX_DEVICES;
+    size_t n =
+        s->ndevs - from < KDP__SLICES_MAX_DEVICES ? s->ndevs - from : KDP__SLICES_MAX_DEVICES;
+    json_t *obj =
+        kdp__slices_object(s->version, s->driver, s->node, s->node_uid, s->round_gen, count,
+                           n ? s->devs + from : NULL, n, h ? h->name : NULL, h ? h->rv : NULL);
+    if (!obj) {
+        return -ENOMEM;
+    }
+    int r = put_slice(s, h ? "PUT" : "POST", h ? h->name : NULL, obj);
+    json_decref(obj);
+    return r < 0 ? r : 1;
+}
+
 /* One write of the publish round, or none when the pool is as wanted.
  * Returns 1 if a write started, 0 if done, or -errno. */
 static int sync_once(kdp__slices *s)
 {
     size_t count = kdp__slices_count(s->ndevs);
-    if (s->round_gen == 0) {
-        uint64_t maxgen = 0;
-        if (up_to_date(s, &maxgen)) {
-            s->st.generation = maxgen;
-            return 0;
-        }
+    uint64_t maxgen = 0;
+    bool done = up_to_date(s, &maxgen);
+    if (s->round_gen == 0 && done) {
+        s->st.generation = maxgen;
+        return 0;
+    }
+    if (s->round_gen < maxgen || (s->round_gen == 0 && !done)) {
+        /* a new round, or someone else went past ours: above them all */
         s->round_gen = maxgen + 1;
     }
-    /* obsolete first: other pools, then slices past the count */
-    size_t pool_seen = 0;
-    for (size_t i = 0; i < s->nhave; i++) {
-        struct have *h = &s->have[i];
-        if (!in_pool(s, h) || ++pool_seen > count) {
-            return put_slice(s, "DELETE", h->name, NULL) < 0 ? -ENOMEM : 1;
-        }
+    struct have *obsolete = first_obsolete(s, count);
+    if (obsolete) {
+        return put_slice(s, "DELETE", obsolete->name, NULL) < 0 ? -ENOMEM : 1;
     }
     /* then chunk c into the c-th slice, or a new one */
     for (size_t c = 0; c < count; c++) {
         struct have *h = c < s->nhave ? &s->have[c] : NULL;
-        if (h && slice_matches(s, h, c, s->round_gen, count)) {
-            continue;
+        if (!h || !slice_matches(s, h, c, s->round_gen, count)) {
+            return write_chunk(s, c, count, h);
         }
-        size_t from = c * KDP__SLICES_MAX_DEVICES;
-        size_t n =
-            s->ndevs - from < KDP__SLICES_MAX_DEVICES ? s->ndevs - from : KDP__SLICES_MAX_DEVICES;
-        json_t *obj =
-            kdp__slices_object(s->version, s->driver, s->node, s->node_uid, s->round_gen, count,
-                               s->devs + from, n, h ? h->name : NULL, h ? h->rv : NULL);
-        if (!obj) {
-            return -ENOMEM;
-        }
-        int r = put_slice(s, h ? "PUT" : "POST", h ? h->name : NULL, obj);
-        json_decref(obj);
-        return r < 0 ? r : 1;
     }
     s->st.generation = s->round_gen;
     s->round_gen = 0;
@@ -743,6 +811,7 @@ static void step(kdp__slices *s)
     if (s->req) {
         return; /* one call at a time: its end steps again */
     }
+    check_suspects(s);
     kdp__timer_stop(s->t_step);
     int r = 0;
     if (!s->version[0]) {
@@ -759,7 +828,7 @@ static void step(kdp__slices *s)
                  "spec.driver%%3D%s",
                  s->version, s->node, s->driver);
         r = kdp__api_call(s->a, "GET", path, NULL, list_done, s, &s->req);
-    } else if (s->dirty) {
+    } else if (s->dirty && s->started) {
         r = sync_once(s);
         if (r == 0) {
             s->dirty = false;
@@ -777,6 +846,8 @@ static void step(kdp__slices *s)
             }
             s->failing = false;
             s->err_key[0] = '\0';
+            kdp__backoff_reset(&s->bo);
+            kdp__backoff_reset(&s->conflict_bo);
             notify(s);
         }
         r = r > 0 ? 0 : r;
@@ -821,6 +892,28 @@ static void devs_free(json_t **devs, size_t n)
     free(devs);
 }
 
+/* Sorts devs by name and drops the second of a name (logged). Returns
+ * how many are left. */
+static size_t sort_unique(json_t **devs, size_t n)
+{
+    if (n < 2) {
+        return n;
+    }
+    qsort(devs, n, sizeof(json_t *), cmp_dev);
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w > 0 && cmp_dev(&devs[w - 1], &devs[i]) == 0) {
+            log_warn("k8s: device name %s is there twice: the second one is left out of the "
+                     "ResourceSlices",
+                     json_string_value(json_object_get(devs[i], "name")));
+            json_decref(devs[i]);
+            continue;
+        }
+        devs[w++] = devs[i];
+    }
+    return w;
+}
+
 int kdp__slices_set(kdp__slices *s, const kdp__slice_dev *devs, size_t n)
 {
     if (!s || (n && !devs)) {
@@ -831,7 +924,7 @@ int kdp__slices_set(kdp__slices *s, const kdp__slice_dev *devs, size_t n)
                   KDP__SLICES_MAX_POOL);
         return -E2BIG;
     }
-    json_t **out = n ? calloc(n, sizeof(*out)) : NULL;
+    json_t **out = n ? calloc(n, sizeof(json_t *)) : NULL;
     if (n && !out) {
         return -ENOMEM;
     }
@@ -849,19 +942,8 @@ int kdp__slices_set(kdp__slices *s, const kdp__slice_dev *devs, size_t n)
         }
         out[kept++] = d;
     }
-    qsort(out, kept, sizeof(*out), cmp_dev);
-    size_t w = 0;
-    for (size_t i = 0; i < kept; i++) {
-        if (w > 0 && cmp_dev(&out[w - 1], &out[i]) == 0) {
-            log_warn("k8s: device name %s is there twice: the second one is left out of the "
-                     "ResourceSlices",
-                     json_string_value(json_object_get(out[i], "name")));
-            json_decref(out[i]);
-            continue;
-        }
-        out[w++] = out[i];
-    }
-    bool same = w == s->ndevs;
+    size_t w = sort_unique(out, kept);
+    bool same = s->started && w == s->ndevs;
     for (size_t i = 0; same && i < w; i++) {
         same = json_equal(out[i], s->devs[i]);
     }
@@ -872,12 +954,13 @@ int kdp__slices_set(kdp__slices *s, const kdp__slice_dev *devs, size_t n)
     devs_free(s->devs, s->ndevs);
     s->devs = out;
     s->ndevs = w;
+    s->started = true;
     s->dirty = true;
     s->round_gen = 0;
     s->st.published = false;
     notify(s);
     if (!s->req && !kdp__timer_armed(s->t_step)) {
-        kdp__timer_start(s->t_step, KDP__SLICES_COALESCE_MS * 1000ull);
+        kdp__timer_start(s->t_step, KDP__SLICES_COALESCE_MS * 1000ULL);
     }
     return (int)w;
 }
@@ -915,10 +998,12 @@ int kdp__slices_new(kdp__api *a, const char *driver, const char *node, const cha
     s->status_cb = status;
     s->ud = ud;
     s->relist = s->dirty = true;
-    kdp__backoff_init(&s->bo, KDP__SLICES_MIN_BACKOFF_MS * 1000ull,
-                      KDP__SLICES_MAX_BACKOFF_MS * 1000ull, 0);
-    kdp__backoff_init(&s->watch_bo, KDP__SLICES_MIN_BACKOFF_MS * 1000ull,
-                      KDP__SLICES_MAX_BACKOFF_MS * 1000ull, 0);
+    kdp__backoff_init(&s->bo, KDP__SLICES_MIN_BACKOFF_MS * 1000ULL,
+                      KDP__SLICES_MAX_BACKOFF_MS * 1000ULL, 0);
+    kdp__backoff_init(&s->conflict_bo, KDP__SLICES_MIN_CONFLICT_MS * 1000ULL,
+                      KDP__SLICES_MAX_CONFLICT_MS * 1000ULL, 0);
+    kdp__backoff_init(&s->watch_bo, KDP__SLICES_MIN_BACKOFF_MS * 1000ULL,
+                      KDP__SLICES_MAX_BACKOFF_MS * 1000ULL, 0);
     int r = kdp__timer_new(s->loop, step_timer, s, &s->t_step);
     if (r == 0) {
         r = kdp__timer_new(s->loop, resync_timer, s, &s->t_resync);

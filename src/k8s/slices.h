@@ -14,7 +14,7 @@
  *   - the node's slices of the driver are listed and watched (field
  *     selector spec.nodeName, spec.driver) from the list's resourceVersion:
  *     a slice edited or deleted by someone else is put back; a 409 re-lists
- *     and retries; a watch that ends is resumed (410: listed again); a list
+ *     and retries (backoff 20 ms .. 5 s); a watch that ends is resumed (410: listed again); a list
  *     every resync_ms is the backstop;
  *   - failures retry with a capped backoff (100 ms .. 30 s), logged once
  *     per change of state, not per retry.
@@ -35,15 +35,18 @@
 #include "k8s/api.h"
 #include "kdp_dra.h"
 
-#define KDP__SLICES_MAX_DEVICES       KDP_DRA_MAX_DEVICES_PER_SLICE /* per slice */
-#define KDP__SLICES_MAX_FIELDS        KDP_DRA_MAX_DEVICE_FIELDS
-#define KDP__SLICES_MIN_BACKOFF_MS    100u
-#define KDP__SLICES_MAX_BACKOFF_MS    30000u
-#define KDP__SLICES_COALESCE_MS       20u   /* kdp__slices_set bursts */
-#define KDP__SLICES_POKE_MS           200u  /* someone else's change: re-list after */
-#define KDP__SLICES_WATCH_TIMEOUT_S   1800u /* the server ends a watch after this */
-#define KDP__SLICES_DEFAULT_RESYNC_MS (10u * 60u * 1000u)
-#define KDP__SLICES_MAX_POOL          16384u /* devices kept at most */
+#define KDP__SLICES_MAX_DEVICES    KDP_DRA_MAX_DEVICES_PER_SLICE /* per slice */
+#define KDP__SLICES_MAX_FIELDS     KDP_DRA_MAX_DEVICE_FIELDS
+#define KDP__SLICES_MIN_BACKOFF_MS 100U
+#define KDP__SLICES_MAX_BACKOFF_MS 30000U
+/* After a 409 (re-list, write again): sooner, the server answers. */
+#define KDP__SLICES_MIN_CONFLICT_MS   20U
+#define KDP__SLICES_MAX_CONFLICT_MS   5000U
+#define KDP__SLICES_COALESCE_MS       20U   /* kdp__slices_set bursts */
+#define KDP__SLICES_POKE_MS           200U  /* someone else's change: re-list after */
+#define KDP__SLICES_WATCH_TIMEOUT_S   1800U /* the server ends a watch after this */
+#define KDP__SLICES_DEFAULT_RESYNC_MS (10U * 60U * 1000U)
+#define KDP__SLICES_MAX_POOL          16384U /* devices kept at most */
 
 /* A device to publish (strings borrowed for kdp__slices_set only). */
 typedef struct kdp__slice_dev {

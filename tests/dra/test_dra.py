@@ -386,6 +386,15 @@ class Knobs(Base):
         self.assertEqual(self.checkpoint()["claims"], {})
         self.assertEqual(self.cdi_files(), [])
 
+    def test_300_devices_in_3_slices(self):
+        api = self.api()
+        self.start_proc(TestDriver(self, api, ["--devices", "300"]))
+        devs = self.wait_slices(api, 300)
+        self.assertEqual(len(set(d["name"] for d in devs)), 300)
+        slices = [s for s in api.slices() if s["spec"]["driver"] == DRV]
+        self.assertEqual(sorted(len(s["spec"]["devices"]) for s in slices), [44, 128, 128])
+        self.assertEqual({s["spec"]["pool"]["resourceSliceCount"] for s in slices}, {3})
+
     def test_device_plugin_too(self):
         api = self.api()
         kl = self.kubelet()

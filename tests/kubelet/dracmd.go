@@ -15,6 +15,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"google.golang.org/grpc/status"
@@ -135,6 +136,7 @@ func (k *kubelet) draReply(cmd *command, in *draInstance, method string, claims 
 			unexpected = append(unexpected, uid)
 		}
 	}
+	sort.Strings(unexpected)
 	m["ok"] = true
 	m["claims"] = list
 	m["missing"] = missing

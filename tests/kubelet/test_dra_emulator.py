@@ -97,6 +97,13 @@ class Registration(Base):
         self.assertEqual(r["method"], "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodePrepareResources")
         d.wait_event("prepare", T, service="v1beta1")
 
+    def test_health_string_skipped(self):
+        # "v1alpha1.DRAResourceHealth" names an optional service, not a
+        # DRAPlugin version: the walk passes over it.
+        kl = self.kubelet()
+        d = self.driver("-versions", "v1alpha1.DRAResourceHealth," + V1 + "," + V1BETA1)
+        self.assertEqual(self.registered(kl, d)["service"], V1)
+
     def test_older_kubelet_picks_v1beta1(self):
         kl = self.kubelet(dra_versions=[V1BETA1])
         d = self.driver()

@@ -2,7 +2,8 @@
 // DIR or -watcher): it finds device plugins through sockets in
 // <kubelet-root>/plugins_registry/, as the kubelet's pluginmanager does
 // (pkg/kubelet/pluginmanager: pluginwatcher, reconciler, operationexecutor),
-// and hands DevicePlugin ones to the same connect as kubelet.sock Register.
+// and hands DevicePlugin ones to the same connect as kubelet.sock Register,
+// DRAPlugin ones to the DRA side (dra.go: registerDRA below).
 //
 // What the kubelet does, and what this models:
 //   - Desired state: fsnotify on the directory (subdirectories too) plus a
