@@ -108,10 +108,12 @@ int kc_dra_main(int argc, char **argv);
 int kd_cmd_kubelet(const kd_opts *o);
 /* The registered plugin of driver (the newest registration), or NULL. */
 kd_plugin *kd_find_driver(kd *k, const char *driver);
-/* A human line "HH:MM:SS.mmm dra-kubelet: text" or, with --json, nothing:
- * JSON lines are written by the caller. */
+/* dra_out.c */
+/* A human line "HH:MM:SS.mmm dra-kubelet: text" (text terminal-safe). */
 void kd_say(const char *text);
-/* Starts a JSON event line. */
+/* The same for who; extra (may be NULL) is appended as is, after it. */
+void kd_say_as(const char *who, const char *text, const char *extra);
+/* Starts a JSON event line: {"event": event, "t_ns": ...}. */
 void kd_json(kc_json *j, const char *event);
 /* Prints the plugin's last health list (the `health DRIVER` command). */
 void kd_print_health(kd_plugin *p, const char *why);

@@ -138,11 +138,16 @@ void kd_status(kd_hreq *r, unsigned code, const char *reason, const char *messag
 /* Answers a JSON object. */
 void kd_reply_json(kd_hreq *r, unsigned code, const json_t *o);
 
-/* dra_apiserver.c */
-int kd_cmd_apiserver(const kd_opts *o);
-/* dra_claim.c */
-int kd_cmd_claim(const kd_opts *o);
+/* dra_route.c */
+/* Serves one request (a kd_http_fn; ud = the kd_api). */
+void kd_api_request(kd_hreq *r, void *ud);
 /* A slice changed: printed. */
 void kd_print_slice(kd_api *a, const char *type, const json_t *o);
+
+/* dra_apiserver.c */
+int kd_cmd_apiserver(const kd_opts *o);
+
+/* dra_claim.c */
+int kd_cmd_claim(const kd_opts *o);
 
 #endif

@@ -203,8 +203,8 @@ static void print_prepared(kd_call *c, size_t i, const char *error, pb_device **
         note_prepared(k, c, i, all.len ? all.s : "", true);
     }
     if (!k->o->json) {
-        kl_say("dra-kubelet", b.failed ? "prepare: out of memory" : b.s,
-               lines.len && !lines.failed ? lines.s : NULL);
+        kd_say_as("dra-kubelet", b.failed ? "prepare: out of memory" : b.s,
+                  lines.len && !lines.failed ? lines.s : NULL);
     }
     kc_buf_free(&b);
     kc_buf_free(&lines);
@@ -505,7 +505,7 @@ static void cmd_state(kd *k)
     char head[120];
     snprintf(head, sizeof(head), "state: %zu driver%s registered, %zu claim%s prepared", n,
              n == 1 ? "" : "s", k->prepared.n, k->prepared.n == 1 ? "" : "s");
-    kl_say("dra-kubelet", head, out.len ? out.s : NULL);
+    kd_say_as("dra-kubelet", head, out.len ? out.s : NULL);
     kc_buf_free(&out);
 }
 

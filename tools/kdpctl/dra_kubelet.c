@@ -33,18 +33,6 @@
 
 /* ---- output ---- */
 
-void kd_json(kc_json *j, const char *event)
-{
-    kc_json_begin(j);
-    kc_json_str(j, "event", event);
-    kc_json_uint(j, "t_ns", kc_wall_ns());
-}
-
-void kd_say(const char *text)
-{
-    kl_say("dra-kubelet", text, NULL);
-}
-
 static void say_plugin(kd_plugin *p, const char *event, const char *text, const char *error)
 {
     if (p->k->o->json) {
@@ -168,7 +156,7 @@ void kd_print_health(kd_plugin *p, const char *why)
     if (p->health_ids.n) {
         kc_table_render(&t, &out, "    ");
     }
-    kl_say("dra-kubelet", head.failed ? "health" : head.s, out.len ? out.s : NULL);
+    kd_say_as("dra-kubelet", head.failed ? "health" : head.s, out.len ? out.s : NULL);
     kc_buf_free(&out);
     kc_buf_free(&head);
     kc_table_free(&t);
