@@ -188,10 +188,20 @@ static const uint8_t *take_line(const uint8_t *s, size_t len, char **head, size_
     return nl ? nl + 1 : s + len;
 }
 
+/* A path the router takes for /version or a health path (empty segments
+ * are skipped, as in "//version/"). */
 static bool public_path(const char *p)
 {
-    return strcmp(p, "/version") == 0 || strcmp(p, "/healthz") == 0 || strcmp(p, "/livez") == 0 ||
-           strcmp(p, "/readyz") == 0;
+    char flat[64];
+    size_t n = 0;
+    for (; *p && n < sizeof(flat) - 1; p++) {
+        if (*p != '/') {
+            flat[n++] = *p;
+        }
+    }
+    flat[n] = '\0';
+    return strcmp(flat, "version") == 0 || strcmp(flat, "healthz") == 0 ||
+           strcmp(flat, "livez") == 0 || strcmp(flat, "readyz") == 0;
 }
 
 static void one_request(kd_api *a, const uint8_t *d, size_t len)
