@@ -339,6 +339,30 @@ class ApiServerSide(Base):
         self.assertIn("--delete", r.stderr)
 
 
+class Run(Base):
+    """`kdpctl dra run`: both sides in one process."""
+
+    def test_run(self):
+        for i in range(2):
+            self.gopher_file("gopher%d" % i)
+        p = Proc([binary("kdpctl"), "dra", "run", "--dir", self.path("api"), "--kubelet-root",
+                  self.root, "--node", NODE, "--json"], "dra-run", stdin=True)
+        p.stop_last = True
+        self.start_proc(p)
+        ready = [p.wait_event(lambda e, k=k: e.get("event") == "ready" and k in e, since=0)
+                 for k in ("url", "registry")]
+        kubeconfig = ready[0]["kubeconfig"]
+        self.gopher_dra(kubeconfig)
+        p.wait_event("registered", since=0, driver=DRV)
+        sl = p.wait_event("slice", since=0, type="ADDED")
+        self.assertEqual(len(sl["devices"]), 2)
+        uid = self.claim(kubeconfig, "r1", ["gopher1"])
+        m = p.mark()
+        p.send("prepare %s default/r1/%s" % (DRV, uid))
+        ev = p.wait_event("prepared", since=m, uid=uid)
+        self.assertEqual([d["device"] for d in ev["devices"]], ["gopher1"])
+
+
 class BadInput(Base):
     """Raw requests: every error a Status, never a crash."""
 

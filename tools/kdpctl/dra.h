@@ -98,6 +98,7 @@ struct kd {
     kc_strv prepared;         /* "DRIVER NS/NAME/UID" of the claims prepared */
     kc_strv prepared_devices; /* their devices, one string each */
     int exit;                 /* -1 while running */
+    bool owns_loop;           /* not `dra run`'s */
 };
 
 /* dra_main.c */
@@ -106,6 +107,11 @@ int kc_dra_main(int argc, char **argv);
 
 /* dra_kubelet.c */
 int kd_cmd_kubelet(const kd_opts *o);
+/* Starts the kubelet side in *k: on shared (`dra run`: its loop, signals
+ * and --timeout), or on a loop of its own when NULL. Returns 0, or an exit
+ * status with the failure printed; kd_kubelet_close() either way. */
+int kd_kubelet_open(kd *k, const kd_opts *o, kdp__loop *shared);
+void kd_kubelet_close(kd *k);
 /* The registered plugin of driver (the newest registration), or NULL. */
 kd_plugin *kd_find_driver(kd *k, const char *driver);
 /* dra_out.c */

@@ -96,6 +96,7 @@ struct kd_api {
     kdp__timer *deadline;
     unsigned long requests, errors;
     int exit;
+    bool owns_loop; /* not `dra run`'s */
 };
 
 /* The kinds' names. */
@@ -146,6 +147,14 @@ void kd_print_slice(kd_api *a, const char *type, const json_t *o);
 
 /* dra_apiserver.c */
 int kd_cmd_apiserver(const kd_opts *o);
+/* Starts the API server in *a: on shared (`dra run`: its loop, signals and
+ * --timeout), or on a loop of its own when NULL. Returns 0, or an exit
+ * status with the failure printed; kd_apiserver_close() either way. */
+int kd_apiserver_open(kd_api *a, const kd_opts *o, kdp__loop *shared);
+void kd_apiserver_close(kd_api *a);
+
+/* dra_run.c */
+int kd_cmd_run(const kd_opts *o);
 
 /* dra_claim.c */
 int kd_cmd_claim(const kd_opts *o);

@@ -145,14 +145,12 @@ static int start_loop(kd_api *a)
 {
     static const int signals[2] = {SIGINT, SIGTERM};
     int r = kdp__loop_new(&a->loop);
+    a->owns_loop = r == 0;
     for (int i = 0; r == 0 && i < 2; i++) {
         r = kdp__signal_add(a->loop, signals[i], on_signal, a, &a->sig[i]);
     }
     if (r == 0) {
         r = kdp__timer_new(a->loop, on_deadline, a, &a->deadline);
-    }
-    if (r == 0) {
-        r = kdp__timer_new(a->loop, kd_bookmark_cb, a, &a->bookmark);
     }
     if (r == 0 && a->o->timeout_us) {
         kdp__timer_start(a->deadline, a->o->timeout_us);
@@ -183,7 +181,10 @@ static int start(kd_api *a, const char **stage)
 {
     const kd_opts *o = a->o;
     *stage = "start";
-    int r = start_loop(a);
+    int r = a->loop ? 0 : start_loop(a);
+    if (r == 0) {
+        r = kdp__timer_new(a->loop, kd_bookmark_cb, a, &a->bookmark);
+    }
     if (r == 0) {
         *stage = "make the credentials";
         r = kd_tls_make(&a->creds);
@@ -264,40 +265,60 @@ static void say_failure(kd_api *a, const char *stage, int r)
     kc_print_error(o->json, "dra apiserver", NULL, 0, msg, hint);
 }
 
-static void teardown(kd_api *a)
+void kd_apiserver_close(kd_api *a)
 {
     kd_http_free(a->http); /* ends the watches: their close callbacks free them */
+    a->http = NULL;
     kd_watches_free(a);
     kd_store_free(a);
     kd_creds_free(&a->creds);
     kdp__timer_free(a->deadline);
     kdp__timer_free(a->bookmark);
+    a->deadline = a->bookmark = NULL;
     for (int i = 0; i < 2; i++) {
         kdp__signal_free(a->sig[i]);
+        a->sig[i] = NULL;
     }
-    if (a->loop) {
+    if (a->owns_loop) {
         kc_loop_drain(a->loop);
+        kdp__loop_free(a->loop);
     }
-    kdp__loop_free(a->loop);
+    a->loop = NULL;
+}
+
+int kd_apiserver_open(kd_api *a, const kd_opts *o, kdp__loop *shared)
+{
+    memset(a, 0, sizeof(*a));
+    a->o = o;
+    a->exit = -1;
+    a->loop = shared;
+    const char *stage = "start";
+    int r = start(a, &stage);
+    if (r < 0) {
+        say_failure(a, stage, r);
+        return KC_EXIT_FAIL;
+    }
+    say_ready(a);
+    return 0;
 }
 
 int kd_cmd_apiserver(const kd_opts *o)
 {
-    kd_api a = {.o = o, .exit = -1};
+    kd_api *a = malloc(sizeof(*a)); /* the event window: not on the stack */
+    if (!a) {
+        return kc_fail_errno(&(kc_opts){.cmd = "dra apiserver", .json = o->json}, "start", -ENOMEM);
+    }
     setvbuf(stdout, NULL, _IOLBF, 0);
-    const char *stage = "start";
-    int r = start(&a, &stage);
-    if (r == 0) {
-        say_ready(&a);
-        r = kdp__loop_run(a.loop);
+    int e = kd_apiserver_open(a, o, NULL);
+    if (e == 0) {
+        int r = kdp__loop_run(a->loop);
+        if (r < 0 && a->exit < 0) {
+            say_failure(a, "run", r);
+            a->exit = KC_EXIT_FAIL;
+        }
+        e = a->exit < 0 ? KC_EXIT_OK : a->exit;
     }
-    if (r < 0 && a.exit < 0) {
-        say_failure(&a, stage, r);
-        a.exit = KC_EXIT_FAIL;
-    }
-    if (a.exit < 0) {
-        a.exit = KC_EXIT_OK;
-    }
-    teardown(&a);
-    return a.exit;
+    kd_apiserver_close(a);
+    free(a);
+    return e;
 }

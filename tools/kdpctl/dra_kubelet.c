@@ -642,7 +642,7 @@ static void on_deadline(kdp__timer *t, void *ud)
     stop(ud, "timeout");
 }
 
-static void teardown(kd *k)
+void kd_kubelet_close(kd *k)
 {
     kd_input_stop(k);
     kd_calls_cancel(k, NULL);
@@ -657,76 +657,103 @@ static void teardown(kd *k)
     for (int i = 0; i < 2; i++) {
         kdp__signal_free(k->sig[i]);
     }
-    if (k->loop) {
+    if (k->owns_loop) {
         kc_loop_drain(k->loop);
+        kdp__loop_free(k->loop);
     }
-    kdp__loop_free(k->loop);
+    k->loop = NULL;
     kc_strv_free(&k->prepared);
     kc_strv_free(&k->prepared_devices);
     free(k->registry);
+    k->registry = NULL;
 }
 
-int kd_cmd_kubelet(const kd_opts *o)
+/* The loop, signals and --timeout of a kubelet of its own. */
+static int own_loop(kd *k)
 {
-    kd k = {.o = o, .exit = -1};
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    static const int signals[2] = {SIGINT, SIGTERM};
+    int r = kdp__loop_new(&k->loop);
+    k->owns_loop = r == 0;
+    for (int i = 0; r == 0 && i < 2; i++) {
+        r = kdp__signal_add(k->loop, signals[i], on_signal, k, &k->sig[i]);
+    }
+    if (r == 0) {
+        r = kdp__timer_new(k->loop, on_deadline, k, &k->deadline);
+    }
+    if (r == 0 && k->o->timeout_us) {
+        kdp__timer_start(k->deadline, k->o->timeout_us);
+    }
+    return r;
+}
+
+static void say_ready(kd *k)
+{
+    if (k->o->json) {
+        kc_json j;
+        kd_json(&j, "ready");
+        kc_json_str(&j, "registry", k->registry);
+        kc_json_emit(&j);
+        return;
+    }
+    char text[8400];
+    snprintf(text, sizeof(text),
+             "watching %s; commands on stdin: prepare DRIVER NS/NAME/UID..., unprepare "
+             "DRIVER NS/NAME/UID..., state, health DRIVER",
+             k->registry);
+    kd_say(text);
+}
+
+int kd_kubelet_open(kd *k, const kd_opts *o, kdp__loop *shared)
+{
+    memset(k, 0, sizeof(*k));
+    k->o = o;
+    k->exit = -1;
     const char *root = o->root ? o->root : getenv(KDP_KUBELET_ROOT_ENV);
     if (!root || !*root) {
         root = KDP_KUBELET_ROOT;
     }
-    if (asprintf(&k.registry, "%s%splugins_registry", root,
+    if (asprintf(&k->registry, "%s%splugins_registry", root,
                  root[strlen(root) - 1] == '/' ? "" : "/") < 0) {
-        k.registry = NULL;
+        k->registry = NULL;
         return kc_fail_errno(&(kc_opts){.cmd = "dra kubelet", .json = o->json}, "path", -ENOMEM);
     }
-    static const int signals[2] = {SIGINT, SIGTERM};
-    int r = kdp__loop_new(&k.loop);
-    for (int i = 0; r == 0 && i < 2; i++) {
-        r = kdp__signal_add(k.loop, signals[i], on_signal, &k, &k.sig[i]);
-    }
-    if (r == 0) {
-        r = kdp__timer_new(k.loop, on_deadline, &k, &k.deadline);
-    }
-    if (r == 0 && o->timeout_us) {
-        kdp__timer_start(k.deadline, o->timeout_us);
-    }
+    k->loop = shared;
+    int r = shared ? 0 : own_loop(k);
     const char *stage = "start";
     if (r == 0) {
         stage = "watch";
-        r = watch_start(&k);
+        r = watch_start(k);
     }
     if (r == 0) {
         stage = "read stdin";
-        r = kd_input_start(&k);
+        r = kd_input_start(k);
     }
-    if (r == 0) {
-        if (o->json) {
-            kc_json j;
-            kd_json(&j, "ready");
-            kc_json_str(&j, "registry", k.registry);
-            kc_json_emit(&j);
-        } else {
-            char text[8400];
-            snprintf(text, sizeof(text),
-                     "watching %s; commands on stdin: prepare DRIVER NS/NAME/UID..., unprepare "
-                     "DRIVER NS/NAME/UID..., state, health DRIVER",
-                     k.registry);
-            kd_say(text);
-        }
-        r = kdp__loop_run(k.loop);
-    }
-    if (r < 0 && k.exit < 0) {
+    if (r < 0) {
         char msg[8600];
-        snprintf(msg, sizeof(msg), "cannot %s %s: %s", stage, k.registry, strerror(-r));
+        snprintf(msg, sizeof(msg), "cannot %s %s: %s", stage, k->registry, strerror(-r));
         kc_print_error(o->json, "dra kubelet", NULL, 0, msg,
                        r == -EACCES ? "permission denied: run as root, or give --kubelet-root DIR "
                                       "(the driver's too)"
                                     : NULL);
-        k.exit = KC_EXIT_FAIL;
+        return KC_EXIT_FAIL;
     }
-    if (k.exit < 0) {
-        k.exit = KC_EXIT_OK;
+    say_ready(k);
+    return 0;
+}
+
+int kd_cmd_kubelet(const kd_opts *o)
+{
+    kd k;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    int e = kd_kubelet_open(&k, o, NULL);
+    if (e == 0) {
+        int r = kdp__loop_run(k.loop);
+        if (r < 0 && k.exit < 0) {
+            k.exit =
+                kc_fail_errno(&(kc_opts){.cmd = "dra kubelet", .json = o->json}, "event loop", r);
+        }
+        e = k.exit < 0 ? KC_EXIT_OK : k.exit;
     }
-    teardown(&k);
-    return k.exit;
+    kd_kubelet_close(&k);
+    return e;
 }

@@ -103,6 +103,16 @@ static const kd_sub subs[] = {
      "  --json               one JSON object per line on stdout (event: ready, request,\n"
      "                       slice, exit)\n"
      "  --timeout D          run for D, then exit 0\n"},
+    {"run",
+     KD_F_ROOT | KD_F_VERSIONS | KD_F_NO_HEALTH | KD_F_DIR | KD_F_LISTEN | KD_F_NODE | KD_F_JSON |
+         KD_F_TIMEOUT,
+     0, 0, kd_cmd_run,
+     "kdpctl dra run --dir DIR [--kubelet-root ROOT] [--listen 127.0.0.1:0] [--node NAME]...\n"
+     "                      [--versions v1,v1beta1] [--no-health] [--json] [--timeout D]",
+     "`kdpctl dra apiserver` and `kdpctl dra kubelet` in one process, on one loop: the API\n"
+     "server's files in DIR (the driver's --kubeconfig DIR/kubeconfig), the kubelet side\n"
+     "on ROOT/plugins_registry, its commands (prepare, unprepare, state, health) on stdin.\n"
+     "See kdpctl dra help apiserver and kdpctl dra help kubelet for each side.\n"},
     {"claim",
      KD_F_KUBECONFIG | KD_F_DRIVER | KD_F_NODE | KD_F_DEVICE | KD_F_REQUEST | KD_F_CONFIG |
          KD_F_DELETE | KD_F_JSON,
@@ -308,5 +318,5 @@ int kc_dra_main(int argc, char **argv)
             return run_sub(&subs[i], argc - 1, argv + 1);
         }
     }
-    return usage_error(NULL, "unknown subcommand \"%s\" (kubelet, apiserver, claim)", name);
+    return usage_error(NULL, "unknown subcommand \"%s\" (kubelet, apiserver, claim, run)", name);
 }
