@@ -7,7 +7,8 @@
  *
  * Input: requests separated by 0xff bytes, at most 16. Each: a flags byte
  * (bits 0-2: the method, GET POST PUT PATCH DELETE GET GET GET; bit 3: no
- * bearer token; bit 4: a json-patch content type), then the path up to
+ * bearer token; bit 4: a json-patch content type; bit 5: Accept a Table, as
+ * kubectl get; bit 6: Accept aggregated discovery), then the path up to
  * '\n', the query up to '\n' ("a=b&c=d", not decoded), and the body.
  *
  * Oracle, abort()s on any breach: every request gets exactly one answer
@@ -46,6 +47,7 @@ struct kd_hreq {
     char *query;
     bool token;
     bool json_patch;
+    unsigned accept; /* 0, 1 = a Table, 2 = aggregated discovery, 3 = both */
     const char *body;
     size_t len;
     unsigned answers;
@@ -101,6 +103,14 @@ const char *kd_http_header(const kd_hreq *r, const char *name)
     if (strcmp(name, "Content-Type") == 0) {
         return r->json_patch ? "application/json-patch+json" : "application/json";
     }
+    static const char *const accepts[4] = {
+        NULL, "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
+        "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;g=apidiscovery.k8s.io;v=v2;"
+        "as=APIGroupDiscoveryList"};
+    if (strcmp(name, "Accept") == 0) {
+        return accepts[r->accept & 3];
+    }
     return NULL;
 }
 
@@ -126,7 +136,7 @@ void kd_http_reply(kd_hreq *r, unsigned code, const char *content_type, const ch
     r->answers++;
     r->code = code;
     CHECK(code >= 200 && code <= 599);
-    if (strcmp(content_type, "application/json") != 0) {
+    if (strncmp(content_type, "application/json", 16) != 0) {
         return;
     }
     json_t *o;
@@ -209,7 +219,10 @@ static void one_request(kd_api *a, const uint8_t *d, size_t len)
     if (len == 0) {
         return;
     }
-    kd_hreq r = {.method = methods[d[0] & 7], .token = !(d[0] & 8), .json_patch = d[0] & 16};
+    kd_hreq r = {.method = methods[d[0] & 7],
+                 .token = !(d[0] & 8),
+                 .json_patch = d[0] & 16,
+                 .accept = (d[0] >> 5) & 3};
     size_t rest;
     const uint8_t *p = take_line(d + 1, len - 1, &r.path, &rest);
     p = take_line(p, rest, &r.query, &rest);

@@ -26,7 +26,7 @@ set(KDP_FUZZ_INCLUDES_dra_api ${CMAKE_SOURCE_DIR}/tools/kdpctl)
 set(KDP_FUZZ_EXTRA_dra_api
   ${CMAKE_SOURCE_DIR}/tools/kdpctl/dra_route.c ${CMAKE_SOURCE_DIR}/tools/kdpctl/dra_rest.c
   ${CMAKE_SOURCE_DIR}/tools/kdpctl/dra_store.c ${CMAKE_SOURCE_DIR}/tools/kdpctl/dra_out.c
-  ${CMAKE_SOURCE_DIR}/tools/kdpctl/print.c)
+  ${CMAKE_SOURCE_DIR}/tools/kdpctl/dra_table.c ${CMAKE_SOURCE_DIR}/tools/kdpctl/print.c)
 foreach(name IN LISTS KDP_FUZZ_TARGETS)
   if(NOT KDP_FUZZ_LAYER_${name})
     message(FATAL_ERROR "fuzz/fuzz_${name}.c: name its layer in fuzz/targets.cmake")

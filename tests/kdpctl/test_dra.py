@@ -257,6 +257,17 @@ class ApiServerSide(Base):
         self.assertIn("gopher1", r.stdout)
         r = run([kubectl, "--kubeconfig", api.kubeconfig, "get", "nodes", "-o", "name"], 30)
         self.assertEqual(r.stdout.strip(), "node/" + NODE)
+        # kubectl 1.32 asks for aggregated discovery first: served, so it
+        # never needs the per-version lists
+        paths = [e["path"] for e in api.events() if e.get("event") == "request"]
+        self.assertIn("/apis", paths)
+        self.assertNotIn("/apis/resource.k8s.io/v1", paths)
+        # the Table kubectl get asks for: its columns
+        r = run([kubectl, "--kubeconfig", api.kubeconfig, "get", "resourceslices"], 30)
+        self.assertEqual(r.returncode, 0, r)
+        head, row = r.stdout.splitlines()[:2]
+        self.assertEqual(head.split(), ["NAME", "NODE", "DRIVER", "POOL", "AGE"])
+        self.assertEqual(row.split()[1:4], [NODE, DRV, NODE])
         self.claim(api.kubeconfig, "k1", ["gopher0"])
         r = run([kubectl, "--kubeconfig", api.kubeconfig, "get", "resourceclaims", "-n", "default",
                  "k1", "-o", "json"], 30)
@@ -264,6 +275,9 @@ class ApiServerSide(Base):
         res = json.loads(r.stdout)["status"]["allocation"]["devices"]["results"]
         self.assertEqual(res, [{"request": "req-0", "driver": DRV, "pool": NODE,
                                 "device": "gopher0"}])
+        r = run([kubectl, "--kubeconfig", api.kubeconfig, "get", "resourceclaims", "-A"], 30)
+        self.assertEqual(r.stdout.split()[:8], ["NAMESPACE", "NAME", "STATE", "AGE",
+                                                "default", "k1", "allocated", r.stdout.split()[7]])
 
     def test_python_kubernetes(self):
         try:

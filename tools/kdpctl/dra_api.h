@@ -74,6 +74,8 @@ typedef struct kd_watch {
     char *ns; /* NULL = every namespace */
     kd_sel sel;
     bool bookmarks;
+    bool table;   /* kubectl get -w: each event's object a Table of one row */
+    bool columns; /* the column definitions have gone out */
     kdp__timer *timeout;
 } kd_watch;
 
@@ -138,6 +140,15 @@ void kd_rest(kd_api *a, kd_hreq *r, kd_kind k, const char *ns, const char *name,
 void kd_status(kd_hreq *r, unsigned code, const char *reason, const char *message);
 /* Answers a JSON object. */
 void kd_reply_json(kd_hreq *r, unsigned code, const json_t *o);
+
+/* dra_table.c */
+/* The request asks for a Table (kubectl get). */
+bool kd_wants_table(kd_hreq *r);
+/* items (kind k) as a meta.k8s.io/v1 Table (a new reference, NULL when out
+ * of memory); its columnDefinitions when with_columns. */
+json_t *kd_table_of(kd_kind k, const json_t *items, uint64_t rv, bool with_columns);
+/* Answers items (kind k) as a Table. */
+void kd_reply_table(kd_hreq *r, kd_kind k, const json_t *items, uint64_t rv);
 
 /* dra_route.c */
 /* Serves one request (a kd_http_fn; ud = the kd_api). */

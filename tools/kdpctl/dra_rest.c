@@ -317,6 +317,11 @@ static void do_list(kd_api *a, kd_hreq *r, kd_kind k, const char *ns)
             json_array_append(items, o->o);
         }
     }
+    if (items && kd_wants_table(r)) {
+        kd_reply_table(r, k, items, a->rv);
+        json_decref(items);
+        return;
+    }
     json_t *list =
         json_pack("{s:s, s:s, s:{s:s}, s:o}", "kind", kind, "apiVersion", kd_kind_api_version(k),
                   "metadata", "resourceVersion", rv, "items", items);
@@ -676,7 +681,11 @@ void kd_rest(kd_api *a, kd_hreq *r, kd_kind k, const char *ns, const char *name,
     bool put = strcmp(m, "PUT") == 0;
     bool patch = strcmp(m, "PATCH") == 0;
     const char *ct = kd_http_header(r, "Content-Type");
-    if (get) {
+    if (get && kd_wants_table(r)) {
+        json_t *one = json_pack("[O]", obj->o);
+        kd_reply_table(r, k, one, obj->rv);
+        json_decref(one);
+    } else if (get) {
         kd_reply_json(r, 200, obj->o);
     } else if (patch && ct && strncmp(ct, "application/json-patch+json", 27) == 0) {
         kd_status(r, 415, "UnsupportedMediaType",

@@ -2,8 +2,8 @@
 /*
  * dra_route: the requests of `kdpctl dra apiserver`: bearer-token
  * authentication, routing, discovery (/version, /api, /api/v1, /apis,
- * /apis/resource.k8s.io, /apis/resource.k8s.io/v1; the aggregated form
- * kubectl asks first is not served: it falls back to these), the request
+ * /apis/resource.k8s.io, /apis/resource.k8s.io/v1, and the aggregated
+ * form kubectl asks /api and /apis for first), the request
  * log and every slice printed as it changes. No I/O of its own: the HTTP
  * side is dra_http.c (or the fuzz target's stand-in).
  */
@@ -187,9 +187,77 @@ static json_t *verbs(bool write)
                  : json_pack("[sss]", "get", "list", "watch");
 }
 
+/* The aggregated discovery kubectl 1.30+ asks /api and /apis for first
+ * (KEP-3352): one APIGroupDiscoveryList (apidiscovery.k8s.io/v2) with every
+ * group's versions and resources. */
+#define AGGREGATED_CT "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+static bool wants_aggregated(kd_hreq *r)
+{
+    const char *accept = kd_http_header(r, "Accept");
+    return accept && strstr(accept, "g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList");
+}
+
+static json_t *agg_kind(bool core, const char *kind)
+{
+    /* core: group "", version v1; resource.k8s.io: its version (v1 too) */
+    return json_pack("{s:s, s:s, s:s}", "group", core ? "" : KD_GROUP, "version", KD_VERSION,
+                     "kind", kind);
+}
+
+static json_t *agg_resource(const char *res, const char *singular, const char *kind,
+                            bool namespaced, json_t *verb_list)
+{
+    bool core = strcmp(kind, "Node") == 0;
+    return json_pack("{s:s, s:o, s:s, s:s, s:o}", "resource", res, "responseKind",
+                     agg_kind(core, kind), "scope", namespaced ? "Namespaced" : "Cluster",
+                     "singularResource", singular, "verbs", verb_list);
+}
+
+static json_t *agg_group(const char *name, const char *version, json_t *resources)
+{
+    return json_pack("{s:{s:s, s:n}, s:[{s:s, s:o, s:s}]}", "metadata", "name", name,
+                     "creationTimestamp", "versions", "version", version, "resources", resources,
+                     "freshness", "Current");
+}
+
+static void aggregated(kd_hreq *r, bool core)
+{
+    json_t *group;
+    if (core) {
+        json_t *nodes = agg_resource("nodes", "node", "Node", false, verbs(false));
+        json_object_set_new(nodes, "shortNames", json_pack("[s]", "no"));
+        group = agg_group("", "v1", json_pack("[o]", nodes));
+    } else {
+        json_t *claims =
+            agg_resource("resourceclaims", "resourceclaim", "ResourceClaim", true, verbs(true));
+        json_object_set_new(claims, "subresources",
+                            json_pack("[{s:s, s:{s:s, s:s, s:s}, s:[sss]}]", "subresource",
+                                      "status", "responseKind", "group", "", "version", "", "kind",
+                                      "ResourceClaim", "verbs", "get", "patch", "update"));
+        group = agg_group(KD_GROUP, KD_VERSION,
+                          json_pack("[oo]",
+                                    agg_resource("resourceslices", "resourceslice", "ResourceSlice",
+                                                 false, verbs(true)),
+                                    claims));
+    }
+    json_t *list = json_pack("{s:s, s:s, s:{}, s:[o]}", "kind", "APIGroupDiscoveryList",
+                             "apiVersion", "apidiscovery.k8s.io/v2", "metadata", "items", group);
+    char *body = list ? json_dumps(list, JSON_COMPACT) : NULL;
+    json_decref(list);
+    if (!body) {
+        kd_status(r, 500, "InternalError", "out of memory");
+        return;
+    }
+    kd_http_reply(r, 200, AGGREGATED_CT, body, strlen(body), NULL);
+    free(body);
+}
+
 static void discovery(kd_api *a, kd_hreq *r, char **seg, size_t n)
 {
-    if (n == 1 && strcmp(seg[0], "api") == 0) {
+    if (n == 1 && wants_aggregated(r)) {
+        aggregated(r, strcmp(seg[0], "api") == 0);
+    } else if (n == 1 && strcmp(seg[0], "api") == 0) {
         char addr[100];
         snprintf(addr, sizeof(addr), "%s", a->server + strlen("https://"));
         reply_pack(r, json_pack("{s:s, s:[s], s:[{s:s, s:s}]}", "kind", "APIVersions", "versions",

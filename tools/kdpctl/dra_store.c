@@ -301,7 +301,20 @@ static bool in_scope(const kd_watch *w, kd_kind k, const json_t *o)
 /* Sends one event; false if the stream is gone or full. */
 static bool send_event(kd_watch *w, const char *type, const json_t *o)
 {
-    json_t *e = json_pack("{s:s, s:O}", "type", type, "object", o);
+    json_t *e;
+    if (w->table && strcmp(type, "BOOKMARK") != 0 && strcmp(type, "ERROR") != 0) {
+        json_t *one = json_pack("[O]", o);
+        const char *rvs =
+            json_string_value(json_object_get(json_object_get(o, "metadata"), "resourceVersion"));
+        json_t *t =
+            one ? kd_table_of(w->kind, one, rvs ? strtoull(rvs, NULL, 10) : w->a->rv, !w->columns)
+                : NULL;
+        json_decref(one);
+        w->columns = w->columns || t;
+        e = t ? json_pack("{s:s, s:o}", "type", type, "object", t) : NULL;
+    } else {
+        e = json_pack("{s:s, s:O}", "type", type, "object", o);
+    }
     char *s = e ? json_dumps(e, JSON_COMPACT) : NULL;
     json_decref(e);
     if (!s) {
@@ -452,6 +465,7 @@ unsigned kd_watch_start(kd_api *a, kd_hreq *r, kd_kind k, const char *ns, const 
     w->sel = *sel;
     const char *bm = kd_http_arg(r, "allowWatchBookmarks");
     w->bookmarks = bm && (strcmp(bm, "true") == 0 || strcmp(bm, "1") == 0);
+    w->table = kd_wants_table(r);
     w->next = a->watches;
     a->watches = w;
     a->n_watches++;
