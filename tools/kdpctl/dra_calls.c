@@ -162,6 +162,7 @@ static void json_prepared(kd_call *c, size_t i, const char *error, pb_device **d
     kc_json_str(&j, "namespace", c->ns.v[i]);
     kc_json_str(&j, "name", c->name.v[i]);
     kc_json_str(&j, "uid", c->uid.v[i]);
+    kc_json_ms(&j, "call_ms", kdp__now_us() - c->start_us);
     if (error) {
         kc_json_str(&j, "error", error);
     } else {
@@ -224,6 +225,7 @@ static void print_unprepared(kd_call *c, size_t i, const char *error)
         kc_json_str(&j, "namespace", c->ns.v[i]);
         kc_json_str(&j, "name", c->name.v[i]);
         kc_json_str(&j, "uid", c->uid.v[i]);
+        kc_json_ms(&j, "call_ms", kdp__now_us() - c->start_us);
         if (error) {
             kc_json_str(&j, "error", error);
         }
