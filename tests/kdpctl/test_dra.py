@@ -77,6 +77,12 @@ class Base(ProcTest):
         self.assertRegex(uid, r"^[0-9a-f-]{36}$")
         return uid
 
+    def conn(self, api):
+        """An HTTPS connection to kdpctl's API server, checked with its CA."""
+        ctx = ssl.create_default_context(cafile=os.path.join(self.path("api"), "ca.crt"))
+        host, port = api.ready["url"][len("https://"):].rsplit(":", 1)
+        return http.client.HTTPSConnection(host, int(port), context=ctx, timeout=T)
+
     # -- drivers ---------------------------------------------------------------
 
     def go_driver(self, *args):
@@ -380,11 +386,6 @@ class Run(Base):
 class BadInput(Base):
     """Raw requests: every error a Status, never a crash."""
 
-    def conn(self, api):
-        ctx = ssl.create_default_context(cafile=os.path.join(self.path("api"), "ca.crt"))
-        host, port = api.ready["url"][len("https://"):].rsplit(":", 1)
-        return http.client.HTTPSConnection(host, int(port), context=ctx, timeout=T)
-
     def req(self, api, method, path, body=None, token=True, ctype="application/json"):
         with open(os.path.join(self.path("api"), "token")) as f:
             tok = f.read().strip()
@@ -457,6 +458,49 @@ class BadInput(Base):
         code, _ = self.req(api, "GET", "/version", token=False)
         self.assertEqual(code, 200)
         self.assertTrue(api.alive())
+
+
+class Window(Base):
+    """Watches that resume: from the window of the last 1000 events, or 410."""
+
+    def test_expired(self):
+        api = self.dra_apiserver()
+        S = "/apis/resource.k8s.io/v1/resourceslices"
+        with open(os.path.join(self.path("api"), "token")) as f:
+            h = {"Authorization": "Bearer " + f.read().strip(), "Content-Type": "application/json"}
+        c = self.conn(api)  # one connection, kept alive
+        body = {"metadata": {"name": "s1"},
+                "spec": {"driver": DRV, "nodeName": NODE,
+                         "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                         "devices": []}}
+        c.request("POST", S, body=json.dumps(body), headers=h)
+        obj = json.loads(c.getresponse().read())
+        first = int(obj["metadata"]["resourceVersion"])
+        for gen in range(2, 1103):  # 1101 updates: the first ones leave the window
+            obj["spec"]["pool"]["generation"] = gen
+            c.request("PUT", S + "/s1", body=json.dumps(obj), headers=h)
+            r = c.getresponse()
+            obj = json.loads(r.read())
+            self.assertEqual(r.status, 200, obj)
+        c.close()
+        c = self.conn(api)
+        c.request("GET", S + "?watch=true&resourceVersion=%d" % first, headers=h)
+        lines = [json.loads(x) for x in c.getresponse().read().splitlines() if x.strip()]
+        c.close()
+        self.assertEqual(len(lines), 1, lines[:3])
+        self.assertEqual(lines[0]["type"], "ERROR")
+        self.assertEqual((lines[0]["object"]["code"], lines[0]["object"]["reason"]),
+                         (410, "Expired"))
+        self.assertIn("too old resource version", lines[0]["object"]["message"])
+        # from a recent one: the events since, then the stream stays open until timeoutSeconds
+        recent = int(obj["metadata"]["resourceVersion"]) - 3
+        c = self.conn(api)
+        c.request("GET", S + "?watch=true&timeoutSeconds=1&resourceVersion=%d" % recent,
+                  headers=h)
+        lines = [json.loads(x) for x in c.getresponse().read().splitlines() if x.strip()]
+        c.close()
+        self.assertEqual([e["object"]["spec"]["pool"]["generation"] for e in lines],
+                         [1100, 1101, 1102])
 
 
 if __name__ == "__main__":
