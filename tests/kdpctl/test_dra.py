@@ -16,9 +16,7 @@ import json
 import os
 import shutil
 import ssl
-import subprocess
 import sys
-import time
 import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
