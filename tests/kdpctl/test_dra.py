@@ -17,6 +17,7 @@ import os
 import shutil
 import ssl
 import sys
+import time
 import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -499,6 +500,37 @@ class Window(Base):
         c.close()
         self.assertEqual([e["object"]["spec"]["pool"]["generation"] for e in lines],
                          [1100, 1101, 1102])
+
+
+class GoneClients(Base):
+    """Watch clients that go while nothing is queued for them are found and
+    their watches freed: the cap (64) is not eaten by them."""
+
+    def test_gone_watch_clients(self):
+        api = self.dra_apiserver()
+        S = "/apis/resource.k8s.io/v1/resourceslices?watch=true&resourceVersion=1"
+        with open(os.path.join(self.path("api"), "token")) as f:
+            h = {"Authorization": "Bearer " + f.read().strip()}
+
+        def watch():
+            c = self.conn(api)
+            c.request("GET", S, headers=h)
+            r = c.getresponse()
+            return c, r.status
+
+        conns = [watch() for _ in range(64)]
+        self.assertEqual({st for _, st in conns}, {200})
+        c, st = watch()  # the 65th: over the cap
+        self.assertEqual(st, 429)
+        c.close()
+        for c, _ in conns:
+            c.close()
+        time.sleep(6)  # the reaper runs every 5 s
+        conns = [watch() for _ in range(3)]
+        self.assertEqual([st for _, st in conns], [200, 200, 200])
+        for c, _ in conns:
+            c.close()
+        self.assertTrue(api.alive())
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@
 #define KD_MAX_WATCHES   64
 #define KD_WATCH_MAX_S   1800 /* a watch's longest life, s */
 #define KD_BOOKMARK_US   ((uint64_t)10 * 1000 * 1000)
+#define KD_REAP_US       ((uint64_t)5 * 1000 * 1000) /* gone watch clients looked for */
 #define KD_MAX_SLICE_DEV 128
 #define KD_SEL_TERMS     4
 
@@ -94,6 +95,7 @@ struct kd_api {
     kd_watch *watches;
     size_t n_watches;
     kdp__timer *bookmark;
+    kdp__timer *reaper;
     kdp__signal *sig[2];
     kdp__timer *deadline;
     unsigned long requests, errors;

@@ -141,6 +141,16 @@ static void on_deadline(kdp__timer *t, void *ud)
     stop(ud, "timeout");
 }
 
+/* Every 5 s while watches are open: the clients gone from them. */
+static void on_reap(kdp__timer *t, void *ud)
+{
+    kd_api *a = ud;
+    (void)kd_http_reap(a->http);
+    if (a->watches) {
+        kdp__timer_start(t, KD_REAP_US);
+    }
+}
+
 static int start_loop(kd_api *a)
 {
     static const int signals[2] = {SIGINT, SIGTERM};
@@ -184,6 +194,9 @@ static int start(kd_api *a, const char **stage)
     int r = a->loop ? 0 : start_loop(a);
     if (r == 0) {
         r = kdp__timer_new(a->loop, kd_bookmark_cb, a, &a->bookmark);
+    }
+    if (r == 0) {
+        r = kdp__timer_new(a->loop, on_reap, a, &a->reaper);
     }
     if (r == 0) {
         *stage = "make the credentials";
@@ -274,7 +287,8 @@ void kd_apiserver_close(kd_api *a)
     kd_creds_free(&a->creds);
     kdp__timer_free(a->deadline);
     kdp__timer_free(a->bookmark);
-    a->deadline = a->bookmark = NULL;
+    kdp__timer_free(a->reaper);
+    a->deadline = a->bookmark = a->reaper = NULL;
     for (int i = 0; i < 2; i++) {
         kdp__signal_free(a->sig[i]);
         a->sig[i] = NULL;

@@ -6,6 +6,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,6 +316,30 @@ void kd_http_end(kd_hreq *r)
 {
     r->ended = true;
     wake(r);
+}
+
+size_t kd_http_reap(kd_http *h)
+{
+    size_t n = 0;
+    for (kd_hreq *r = h->reqs; r; r = r->next) {
+        if (!r->streaming || !r->suspended || !r->c || r->ended) {
+            continue;
+        }
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(r->c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!ci) {
+            continue;
+        }
+        /* a client sends nothing while it reads a stream: anything readable
+         * (its TLS close_notify, EOF) or an error means it has gone */
+        struct pollfd p = {.fd = ci->connect_fd, .events = POLLIN | POLLRDHUP};
+        if (poll(&p, 1, 0) > 0) {
+            r->ended = true;
+            wake(r);
+            n++;
+        }
+    }
+    return n;
 }
 
 /* ---- the server ---- */

@@ -17,7 +17,7 @@
 
 #define KD_HTTP_MAX_BODY  ((size_t)4 << 20) /* one request body */
 #define KD_HTTP_MAX_QUEUE ((size_t)8 << 20) /* one stream's unsent bytes */
-#define KD_HTTP_MAX_CONNS 64U
+#define KD_HTTP_MAX_CONNS 128U
 #define KD_HTTP_TIMEOUT_S 120U /* an idle connection */
 
 typedef struct kd_http kd_http;
@@ -59,5 +59,8 @@ int kd_http_stream(kd_hreq *r, const char *content_type, kd_http_close_fn close,
 int kd_http_write(kd_hreq *r, const char *data, size_t len);
 /* Ends a stream once what is queued has gone. */
 void kd_http_end(kd_hreq *r);
+/* Ends the streams whose client has gone while nothing was queued for it
+ * (libmicrohttpd does not watch a suspended connection). Returns how many. */
+size_t kd_http_reap(kd_http *h);
 
 #endif

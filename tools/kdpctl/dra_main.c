@@ -94,7 +94,7 @@ static const kd_sub subs[] = {
      "stale resourceVersion, merge patch, delete) and resourceclaims (the same, namespaced,\n"
      "with /status), every error a Kubernetes Status. Each slice is printed as it\n"
      "changes: pool, generation, devices with their attributes and capacities.\n"
-     "Bounds: 10000 objects, 4 MiB bodies, 64 watches, 64 connections, the last 1000\n"
+     "Bounds: 10000 objects, 4 MiB bodies, 64 watches, 128 connections, the last 1000\n"
      "events for watches that resume (older: 410 Expired).\n"
      "Runs until SIGINT or SIGTERM (exit 0) or for --timeout D (exit 0).\n"
      "  --dir DIR            where ca.crt, token and kubeconfig are written (created)\n"

@@ -473,6 +473,9 @@ unsigned kd_watch_start(kd_api *a, kd_hreq *r, kd_kind k, const char *ns, const 
     if (w->bookmarks && !kdp__timer_armed(a->bookmark)) {
         kdp__timer_start(a->bookmark, KD_BOOKMARK_US);
     }
+    if (a->reaper && !kdp__timer_armed(a->reaper)) {
+        kdp__timer_start(a->reaper, KD_REAP_US);
+    }
     watch_replay(w, from);
     return 0;
 }
