@@ -3,18 +3,22 @@
 #
 # make demo: a narrated story of a device plugin's life, with kdpctl's kubelet
 # emulator and the gopher example plugin (every file in a directory is a
-# device; "unhealthy" in its content makes it Unhealthy). Everything runs in
-# a temporary directory; no root, no Kubernetes, no stdin needed.
+# device; "unhealthy" in its content makes it Unhealthy); then the same
+# gophers as a DRA driver (kdp-example-gopher-dra) with `kdpctl dra`'s API
+# server and kubelet: slices, a claim, prepare, health, unprepare.
+# Everything runs in a temporary directory; no root, no Kubernetes, no stdin
+# needed.
 #
-#   scripts/demo.sh BIN_DIR      (BIN_DIR holds kdpctl and kdp-example-gopher)
+#   scripts/demo.sh BIN_DIR      (BIN_DIR holds kdpctl and kdp-example-gopher;
+#                                 the DRA chapter also kdp-example-gopher-dra)
 #
 # Bounded: every wait has a timeout and the whole story a budget (DEMO_BUDGET
-# seconds, default 25); every process started here is stopped on exit, pass
+# seconds, default 30); every process started here is stopped on exit, pass
 # or fail. Exit 0 on success, 1 with the failed step and the logs otherwise.
 set -u
 
 BIN=${1:-}
-BUDGET=${DEMO_BUDGET:-25}
+BUDGET=${DEMO_BUDGET:-30}
 if [ -z "$BIN" ] || [ ! -x "$BIN/kdpctl" ] || [ ! -x "$BIN/kdp-example-gopher" ]; then
     echo "usage: $0 BIN_DIR  (BIN_DIR must hold kdpctl and kdp-example-gopher: run make build)" >&2
     exit 2
@@ -30,6 +34,12 @@ PLOG=$WORK/gopher.log
 mkdir -p "$DP" "$GOPHERS"
 KUBELET_PID=
 PLUGIN_PID=
+API_PID=
+DRAKL_PID=
+DRV_PID=
+ALOG=$WORK/dra-apiserver.log
+DKLOG=$WORK/dra-kubelet.log
+DLOG=$WORK/gopher-dra.log
 SHOWN=0
 START=$(date +%s)
 
@@ -65,6 +75,9 @@ stop_process() { # PID: SIGTERM, then SIGKILL after 3 s
 
 # shellcheck disable=SC2317 # the EXIT trap
 cleanup() {
+    stop_process "$DRV_PID"
+    stop_process "$DRAKL_PID"
+    stop_process "$API_PID"
     stop_process "$PLUGIN_PID"
     stop_process "$KUBELET_PID"
     rm -rf "$WORK"
@@ -81,7 +94,7 @@ indent() { sed 's/^/    /'; }
 
 fail() {
     printf '\n%sdemo FAILED: %s%s\n' "$BOLD" "$*" "$OFF" >&2
-    for f in "$KLOG" "$PLOG"; do
+    for f in "$KLOG" "$PLOG" "$ALOG" "$DKLOG" "$DLOG"; do
         if [ -s "$f" ]; then
             printf '\n--- last lines of %s ---\n' "$(basename "$f")" >&2
             tail -n 15 "$f" >&2
@@ -209,5 +222,95 @@ fi
 echo "    the plugin exited 0; $DP/gopher.sock is gone:"
 find "$DP" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort | indent
 
-say "Done in $(($(date +%s) - START))s. Try it on your own plugin: kdpctl help"
+# ---- DRA: the same gophers as a DRA driver, without a cluster ----
+
+# Shows FILE's lines after line $2 (and returns the new count in SEEN).
+show_after() {
+    total=$(wc -l <"$1")
+    if [ "$total" -gt "$2" ]; then
+        sed -n "$(($2 + 1)),${total}p" "$1" | indent
+    fi
+    SEEN=$total
+}
+
+if [ ! -x "$BIN/kdp-example-gopher-dra" ] || ! "$BIN/kdpctl" dra --help >/dev/null 2>&1; then
+    say "DRA chapter skipped: $BIN has no kdp-example-gopher-dra or this kdpctl has no DRA"
+    say "Done in $(($(date +%s) - START))s. Try it on your own plugin: kdpctl help"
+    exit 0
+fi
+
+ROOT=$WORK/root
+DGOPHERS=$WORK/dra-gophers
+API=$WORK/api
+CDI=$WORK/cdi
+DRV=gopher.example.com
+mkdir -p "$ROOT" "$DGOPHERS" "$CDI"
+for g in gopher-0 gopher-1 gopher-2; do : >"$DGOPHERS/$g"; done
+
+say "9. DRA without a cluster: kdpctl dra apiserver --dir $API --node node-a"
+echo "    (HTTPS with a CA, a server certificate and a bearer token it makes; $API/kubeconfig)"
+"$BIN/kdpctl" dra apiserver --dir "$API" --node node-a --timeout "$(left)s" >"$ALOG" 2>&1 </dev/null &
+API_PID=$!
+wait_for "$ALOG" "dra-apiserver: serving https" 5
+ASEEN=0
+show_after "$ALOG" 0
+ASEEN=$SEEN
+
+say "10. The kubelet's DRA side: kdpctl dra kubelet --kubelet-root $ROOT"
+# Its commands (prepare, unprepare) go through a FIFO held open here.
+mkfifo "$WORK/dra-kubelet.in" || fail "mkfifo"
+exec 7<>"$WORK/dra-kubelet.in"
+"$BIN/kdpctl" dra kubelet --kubelet-root "$ROOT" --timeout "$(left)s" >"$DKLOG" 2>&1 <&7 &
+DRAKL_PID=$!
+wait_for "$DKLOG" "dra-kubelet: watching" 5
+show_after "$DKLOG" 0
+KSEEN=$SEEN
+
+say "11. The driver: kdp-example-gopher-dra --dra $DRV --kubeconfig $API/kubeconfig"
+"$BIN/kdp-example-gopher-dra" --devices-dir "$DGOPHERS" --kubelet-root "$ROOT" --dra "$DRV" \
+    --kubeconfig "$API/kubeconfig" --node node-a --cdi-dir "$CDI" --state-dir "$WORK/state" \
+    >"$DLOG" 2>&1 </dev/null &
+DRV_PID=$!
+wait_for "$DKLOG" "$DRV: health \(stream opened\)" 5
+show_after "$DKLOG" "$KSEEN"
+KSEEN=$SEEN
+
+say "12. The ResourceSlice it published, as the API server printed it"
+wait_for "$ALOG" "slice ADDED" 5
+show_after "$ALOG" "$ASEEN"
+ASEEN=$SEEN
+
+say "13. A claim for two gophers, allocated as the scheduler would: kdpctl dra claim"
+echo "    kdpctl dra claim --kubeconfig $API/kubeconfig default/two-gophers --driver $DRV \\"
+echo "        --node node-a --device gopher-0,gopher-2"
+UID_=$($BOUND "$BIN/kdpctl" dra claim --kubeconfig "$API/kubeconfig" default/two-gophers \
+    --driver "$DRV" --node node-a --device gopher-0,gopher-2 </dev/null 2>"$WORK/claim.err") ||
+    fail "kdpctl dra claim: $(cat "$WORK/claim.err")"
+echo "    its UID: $UID_"
+
+say "14. The kubelet prepares it (stdin of kdpctl dra kubelet: prepare $DRV default/two-gophers/UID)"
+echo "prepare $DRV default/two-gophers/$UID_" >&7
+wait_after "$DKLOG" "$KSEEN" "prepare $DRV default/two-gophers" 5
+show_after "$DKLOG" "$KSEEN"
+KSEEN=$SEEN
+SPEC=$(find "$CDI" -type f | head -n 1)
+[ -n "$SPEC" ] || fail "no CDI spec in $CDI"
+echo "    the CDI spec the container runtime reads, $SPEC:"
+sed 's/^/    /' "$SPEC" | head -n 40
+
+say "15. A gopher turns unhealthy: the health stream tells the kubelet"
+echo unhealthy >"$DGOPHERS/gopher-2"
+wait_after "$DKLOG" "$KSEEN" "gopher-2 +Unhealthy" 5
+show_after "$DKLOG" "$KSEEN"
+KSEEN=$SEEN
+
+say "16. The pod is gone: the kubelet unprepares the claim"
+echo "unprepare $DRV default/two-gophers/$UID_" >&7
+wait_after "$DKLOG" "$KSEEN" "unprepare $DRV default/two-gophers .*: done" 5
+show_after "$DKLOG" "$KSEEN"
+[ -z "$(find "$CDI" -type f)" ] || fail "the CDI spec is still in $CDI"
+echo "    the claim's CDI spec is gone from $CDI"
+exec 7>&-
+
+say "Done in $(($(date +%s) - START))s. Try it on your own plugin: kdpctl help; kdpctl dra help"
 exit 0

@@ -9,8 +9,9 @@ packages=(
   # build
   gcc make cmake ninja-build pkg-config
   libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
-  # the metrics endpoint: libmicrohttpd's header (the library is loaded at run time)
-  libmicrohttpd-dev
+  # the metrics endpoint: libmicrohttpd's header (the library is loaded at run time);
+  # kdpctl dra apiserver links it (HTTPS) and OpenSSL's libcrypto (its certificates)
+  libmicrohttpd-dev libssl-dev
   # the Kubernetes API-server client (src/k8s/): HTTPS through libcurl, JSON
   # through jansson, kubeconfig files through libyaml
   libcurl4-openssl-dev libjansson-dev

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import kdptest  # noqa: E402
 
 DEMO = os.path.join(kdptest.REPO, "scripts", "demo.sh")
-BOUND = 30.0
+BOUND = 35.0
 
 
 def leftovers(work):
@@ -55,7 +55,7 @@ class Demo(kdptest.ProcTest):
     def check_story(self, r):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         out = r.stdout
-        for step in range(1, 9):
+        for step in range(1, 17):  # 9-16: the DRA chapter
             self.assertIn("==> %d. " % step, out)
         for want in (r"kubelet: listening on",
                      r"example.com/gopher: registered \(endpoint gopher.sock",
@@ -66,7 +66,16 @@ class Demo(kdptest.ProcTest):
                      r"env\s+GOPHER=gopher-1,gopher-3",
                      r"example.com/gopher: came back in \d+\.\d ms",
                      r"ListAndWatch ended",
-                     r"gopher.sock is gone"):
+                     r"gopher.sock is gone",
+                     r"dra-apiserver: serving https://127\.0\.0\.1:\d+",
+                     r"gopher.example.com registered: v1.DRAPlugin",
+                     r"slice ADDED \S+: driver gopher.example.com, node node-a",
+                     r"gopher-1\s+model=gopher index=1\s+memory=1Gi",
+                     r"its UID: [0-9a-f-]{36}",
+                     r"node-a/gopher-0 \[request req-0\] -> k8s.gopher.example.com/claim=",
+                     r'"env": \["GOPHER_0=gopher-0"\]',
+                     r"node-a/gopher-2\s+Unhealthy",
+                     r"unprepare gopher.example.com default/two-gophers .*: done"):
             self.assertRegex(out, want)
         self.assertNotIn("\033[", out)  # no colours under CI=true
 

@@ -8,6 +8,9 @@
 
 #include "kdp.h"
 #include "kdpctl.h"
+#ifdef KDPCTL_DRA
+#include "dra.h"
+#endif
 
 typedef struct kc_command {
     const char *name;
@@ -155,6 +158,7 @@ static void main_help(FILE *f)
     for (size_t i = 0; i < N_COMMANDS; i++) {
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     }
+    fprintf(f, "  %-10s %s\n", "dra", "DRA without a cluster (kdpctl dra help)");
     fprintf(f, "  %-10s %s\n", "help", "help CMD: a command's manual");
     fprintf(f, "\n"
                "SOCK is a plugin's socket: a name without '/' is looked up in the device-plugin\n"
@@ -420,6 +424,14 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[i], "help") == 0) {
         return help_command(argc, argv, i + 1);
+    }
+    if (strcmp(argv[i], "dra") == 0) {
+#ifdef KDPCTL_DRA
+        return kc_dra_main(argc - i - 1, argv + i + 1);
+#else
+        return usage_error(NULL, "this kdpctl is built without DRA (a static build): use a "
+                                 "dynamically linked kdpctl for `kdpctl dra`");
+#endif
     }
     const kc_command *c = find_command(argv[i]);
     if (!c) {

@@ -1,0 +1,537 @@
+#!/usr/bin/python3
+"""`kdpctl dra`: DRA without a cluster.
+
+`kdpctl dra kubelet` (the kubelet's DRA side) against kdp-go-testdra (a
+grpc-go driver) and kdp-example-gopher-dra; `kdpctl dra apiserver` (HTTPS,
+discovery, slices, claims) against the same driver, kubectl,
+python3-kubernetes (CustomObjectsApi), raw requests and the grpc-go kubelet
+emulator; `kdpctl dra claim` against both API servers (kdpctl's and
+kdp-test-apiserver).
+
+usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_dra.py [-v] [Class.test ...]
+"""
+
+import http.client
+import json
+import os
+import shutil
+import ssl
+import sys
+import time
+import unittest
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import kdptest  # noqa: E402,F401
+from kdptest import T  # noqa: E402
+from kdptest.apiserver import ApiServer  # noqa: E402
+from kdptest.kubelet import Kubelet  # noqa: E402
+from kdptest.proc import Proc, ProcTest, binary, run, sanitizer_report  # noqa: E402
+
+DRV = "gopher.example.com"
+NODE = "node-a"
+TDRV = "test.example.com"
+
+
+class Base(ProcTest):
+    TEST_BOUND = 90.0
+
+    def setUp(self):
+        super().setUp()
+        self.root = self.path("root")
+        self.reg = os.path.join(self.root, "plugins_registry")
+        for d in ("root/plugins_registry", "gophers", "cdi"):
+            os.makedirs(self.path(d), exist_ok=True)
+
+    # -- kdpctl ----------------------------------------------------------------
+
+    def kdpctl(self, *args, timeout=T):
+        r = run([binary("kdpctl")] + [str(a) for a in args], timeout)
+        if sanitizer_report(r.stderr):
+            self.fail("sanitizer report from kdpctl %s:\n%s" % (" ".join(args), r.stderr))
+        return r
+
+    def dra_kubelet(self, *args):
+        p = Proc([binary("kdpctl"), "dra", "kubelet", "--kubelet-root", self.root, "--json"]
+                 + list(args), "dra-kubelet", stdin=True)
+        p.stop_last = True
+        self.start_proc(p)
+        p.wait_event("ready", since=0)
+        return p
+
+    def dra_apiserver(self, *args):
+        p = Proc([binary("kdpctl"), "dra", "apiserver", "--dir", self.path("api"), "--node", NODE,
+                  "--json"] + list(args), "dra-apiserver", stdin=False)
+        p.stop_last = True
+        self.start_proc(p)
+        p.ready = p.wait_event("ready", since=0)
+        p.kubeconfig = p.ready["kubeconfig"]
+        return p
+
+    def claim(self, kubeconfig, name, devices, *extra):
+        r = self.kdpctl("dra", "claim", "--kubeconfig", kubeconfig, "default/" + name,
+                        "--driver", DRV, "--node", NODE, "--device", ",".join(devices), *extra)
+        self.assertEqual(r.returncode, 0, r)
+        uid = r.stdout.strip()
+        self.assertRegex(uid, r"^[0-9a-f-]{36}$")
+        return uid
+
+    def conn(self, api):
+        """An HTTPS connection to kdpctl's API server, checked with its CA."""
+        ctx = ssl.create_default_context(cafile=os.path.join(self.path("api"), "ca.crt"))
+        host, port = api.ready["url"][len("https://"):].rsplit(":", 1)
+        return http.client.HTTPSConnection(host, int(port), context=ctx, timeout=T)
+
+    # -- drivers ---------------------------------------------------------------
+
+    def go_driver(self, *args):
+        p = Proc([binary("kdp-go-testdra"), "-registry", self.reg, "-driver", TDRV,
+                  "-pool", NODE] + list(args), "testdra", stdin=True)
+        return self.start_proc(p)
+
+    def gopher_file(self, name, content=""):
+        with open(self.path("gophers", name), "w") as f:
+            f.write(content)
+
+    def gopher_dra(self, kubeconfig):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "NODE_NAME", "POD_UID")}
+        p = Proc([binary("kdp-example-gopher-dra"), "--devices-dir", self.path("gophers"),
+                  "--kubelet-root", self.root, "--dra", DRV, "--node", NODE,
+                  "--cdi-dir", self.path("cdi"), "--state-dir", self.path("state"),
+                  "--kubeconfig", kubeconfig], "gopher-dra", env=env)
+        return self.start_proc(p)
+
+
+class KubeletSide(Base):
+    """`kdpctl dra kubelet` against kdp-go-testdra (grpc-go)."""
+
+    def test_registration_and_version_choice(self):
+        kl = self.dra_kubelet()
+        self.go_driver("-versions", "v1beta1.DRAPlugin,v1.DRAPlugin")
+        reg = kl.wait_event("registered", driver=TDRV)
+        self.assertEqual(reg["version"], "v1beta1")  # the plugin's order, not ours
+        self.assertTrue(reg["endpoint"].startswith("/"))
+        st = kl.wait_event("health", driver=TDRV)
+        self.assertEqual(sorted(d["device"] for d in st["devices"]),
+                         ["%s/dev0" % NODE, "%s/dev1" % NODE])
+
+    def test_no_common_version_refused_and_retried(self):
+        kl = self.dra_kubelet("--versions", "v1")
+        self.go_driver("-versions", "v1beta1.DRAPlugin")
+        ref = kl.wait_event("refused")
+        self.assertIn("supported_versions", ref["error"])
+        kl.wait_event("refused")  # asked again after the backoff
+        kl.assert_no_event("registered", within=0.3)
+
+    def test_prepare_several_claims_one_call(self):
+        kl = self.dra_kubelet()
+        self.go_driver("-fail-claim", "u2", "-omit-claim", "u3")
+        kl.wait_event("registered", driver=TDRV)
+        m = kl.mark()
+        kl.send("prepare %s ns/a/u1 ns/b/u2 ns/c/u3" % TDRV)
+        evs = [kl.wait_event("prepared", since=m, uid=u) for u in ("u1", "u2", "u3")]
+        self.assertNotIn("error", evs[0])
+        self.assertTrue(evs[0]["devices"])
+        self.assertTrue(evs[0]["devices"][0]["cdi_device_ids"])
+        self.assertIn("error", evs[1])
+        self.assertIn("no entry for this claim", evs[2]["error"])
+        m = kl.mark()
+        kl.send("state")
+        st = kl.wait_event("state", since=m)
+        self.assertEqual([d["driver"] for d in st["drivers"]], [TDRV])
+        self.assertEqual(len(st["prepared"]), 1)
+        kl.send("unprepare %s ns/a/u1" % TDRV)
+        kl.wait_event("unprepared", since=m, uid="u1")
+
+    def test_health_stream_and_unimplemented(self):
+        kl = self.dra_kubelet()
+        d = self.go_driver()
+        kl.wait_event("health", driver=TDRV)
+        m = kl.mark()
+        d.send("health dev1 Unhealthy overheated")
+        ev = kl.wait_event(lambda e: e.get("event") == "health" and any(
+            x["health"] == "Unhealthy" for x in e["devices"]), since=m)
+        bad = [x for x in ev["devices"] if x["health"] == "Unhealthy"]
+        self.assertEqual(bad[0]["device"], "%s/dev1" % NODE)
+        self.assertEqual(bad[0]["message"], "overheated")
+        d.stop()
+        kl.wait_event("deregistered", since=m)
+        m = kl.mark()
+        self.go_driver("-health=false")
+        kl.wait_event("registered", since=m, driver=TDRV)
+        kl.wait_event("health_unimplemented", since=m, driver=TDRV)
+        kl.assert_no_event("health_unimplemented", within=5.6, since=kl.mark())
+
+    def test_bad_commands(self):
+        kl = self.dra_kubelet()
+        for line in ("hello", "prepare", "prepare nobody.example.com ns/a/u",
+                     "prepare %s not-a-claim" % TDRV, "health"):
+            m = kl.mark()
+            kl.send(line)
+            kl.wait_event("command_error", since=m)
+        kl.send("x" * 70000)
+        kl.wait_event("command_error", since=m, message="a command longer than 64 KiB: ignored")
+        self.assertTrue(kl.alive())
+
+    def test_cli_misuse(self):
+        for args, text in ((["dra"], "usage"), (["dra", "nope"], "unknown subcommand"),
+                           (["dra", "kubelet", "--kubelet-root", "rel"], "absolute path"),
+                           (["dra", "kubelet", "--versions", "v2"], "not v1 or v1beta1"),
+                           (["dra", "kubelet", "--dir", "x"], "not an option"),
+                           (["dra", "apiserver"], "--dir DIR is required"),
+                           (["dra", "apiserver", "--dir", "x", "--listen", "nope"], "HOST:PORT"),
+                           (["dra", "claim", "x"], "NAMESPACE/NAME"),
+                           (["dra", "claim", "default/c", "--driver", DRV], "--node N is required"),
+                           (["dra", "claim", "default/c", "--driver", DRV, "--node", "n",
+                             "--device", "d", "--config", "[1"], "--config wants a JSON object")):
+            r = self.kdpctl(*args)
+            self.assertEqual(r.returncode, 2, r)
+            self.assertIn(text, r.stderr + r.stdout)
+        r = self.kdpctl("dra", "help", "kubelet")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("prepare DRIVER NS/NAME/UID", r.stdout)
+
+
+class ApiServerSide(Base):
+    """`kdpctl dra apiserver` with kdp-example-gopher-dra and clients we did not write."""
+
+    def up(self, n=2):
+        for i in range(n):
+            self.gopher_file("gopher%d" % i)
+        api = self.dra_apiserver()
+        kl = self.dra_kubelet()
+        drv = self.gopher_dra(api.kubeconfig)
+        kl.wait_event("registered", driver=DRV)
+        sl = api.wait_event("slice", type="ADDED", since=0)
+        self.assertEqual(len(sl["devices"]), n)
+        return api, kl, drv
+
+    def test_end_to_end(self):
+        api, kl, drv = self.up(3)
+        sl = api.wait_event("slice", since=0)
+        self.assertEqual((sl["driver"], sl["node"], sl["pool"]), (DRV, NODE, NODE))
+        self.assertIn("model=gopher", sl["devices"][0]["attributes"])
+        self.assertEqual(sl["devices"][0]["capacity"], "memory=1Gi")
+        u1 = self.claim(api.kubeconfig, "c1", ["gopher0", "gopher1"], "--config",
+                        '{"mode": "shared"}')
+        u2 = self.claim(api.kubeconfig, "c2", ["gopher2"])
+        m = kl.mark()
+        kl.send("prepare %s default/c1/%s default/c2/%s" % (DRV, u1, u2))
+        p1 = kl.wait_event("prepared", since=m, uid=u1)
+        p2 = kl.wait_event("prepared", since=m, uid=u2)
+        self.assertNotIn("error", p1, p1)
+        self.assertEqual(sorted(d["device"] for d in p1["devices"]), ["gopher0", "gopher1"])
+        self.assertEqual([d["device"] for d in p2["devices"]], ["gopher2"])
+        ids = [i for d in p1["devices"] for i in d["cdi_device_ids"]]
+        self.assertTrue(all(i.startswith("k8s.%s/" % DRV) for i in ids), ids)
+        self.assertTrue(os.listdir(self.path("cdi")))
+        # a slice changes: printed again
+        m2 = api.mark()
+        self.gopher_file("gopher3")
+        sl = api.wait_event("slice", type="MODIFIED", since=m2)
+        self.assertEqual(len(sl["devices"]), 4)
+        self.assertGreater(sl["generation"], 1)
+        # health through the stream
+        self.gopher_file("gopher1", "unhealthy\n")
+        kl.wait_event(lambda e: e.get("event") == "health" and any(
+            x["device"] == "%s/gopher1" % NODE and x["health"] == "Unhealthy"
+            for x in e["devices"]), since=m)
+        kl.send("unprepare %s default/c1/%s default/c2/%s" % (DRV, u1, u2))
+        for u in (u1, u2):
+            ev = kl.wait_event("unprepared", since=m, uid=u)
+            self.assertNotIn("error", ev)
+        r = self.kdpctl("dra", "claim", "--kubeconfig", api.kubeconfig, "--delete", "default/c1")
+        self.assertEqual(r.returncode, 0, r)
+
+    def test_kubectl(self):
+        kubectl = shutil.which("kubectl")
+        if not kubectl:
+            self.skipTest("no kubectl")
+        api, kl, drv = self.up(2)
+        r = run([kubectl, "--kubeconfig", api.kubeconfig, "get", "resourceslices", "-o", "json"],
+                30)
+        self.assertEqual(r.returncode, 0, r)
+        items = json.loads(r.stdout)["items"]
+        self.assertEqual(len(items), 1)
+        self.assertEqual(items[0]["spec"]["driver"], DRV)
+        self.assertEqual(items[0]["metadata"]["ownerReferences"][0]["kind"], "Node")
+        r = run([kubectl, "--kubeconfig", api.kubeconfig, "get", "resourceslices", "-o", "yaml"],
+                30)
+        self.assertEqual(r.returncode, 0, r)
+        self.assertIn("gopher1", r.stdout)
+        r = run([kubectl, "--kubeconfig", api.kubeconfig, "get", "nodes", "-o", "name"], 30)
+        self.assertEqual(r.stdout.strip(), "node/" + NODE)
+        # kubectl 1.32 asks for aggregated discovery first: served, so it
+        # never needs the per-version lists
+        paths = [e["path"] for e in api.events() if e.get("event") == "request"]
+        self.assertIn("/apis", paths)
+        self.assertNotIn("/apis/resource.k8s.io/v1", paths)
+        # the Table kubectl get asks for: its columns
+        r = run([kubectl, "--kubeconfig", api.kubeconfig, "get", "resourceslices"], 30)
+        self.assertEqual(r.returncode, 0, r)
+        head, row = r.stdout.splitlines()[:2]
+        self.assertEqual(head.split(), ["NAME", "NODE", "DRIVER", "POOL", "AGE"])
+        self.assertEqual(row.split()[1:4], [NODE, DRV, NODE])
+        self.claim(api.kubeconfig, "k1", ["gopher0"])
+        r = run([kubectl, "--kubeconfig", api.kubeconfig, "get", "resourceclaims", "-n", "default",
+                 "k1", "-o", "json"], 30)
+        self.assertEqual(r.returncode, 0, r)
+        res = json.loads(r.stdout)["status"]["allocation"]["devices"]["results"]
+        self.assertEqual(res, [{"request": "req-0", "driver": DRV, "pool": NODE,
+                                "device": "gopher0"}])
+        r = run([kubectl, "--kubeconfig", api.kubeconfig, "get", "resourceclaims", "-A"], 30)
+        self.assertEqual(r.stdout.split()[:8], ["NAMESPACE", "NAME", "STATE", "AGE",
+                                                "default", "k1", "allocated", r.stdout.split()[7]])
+
+    def test_python_kubernetes(self):
+        try:
+            from kubernetes import client, config, watch
+        except ImportError:
+            self.skipTest("python3-kubernetes is missing (run with /usr/bin/python3)")
+        api, kl, drv = self.up(2)
+        c = config.new_client_from_config(config_file=api.kubeconfig)
+        co = client.CustomObjectsApi(c)
+        lst = co.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices",
+                                            field_selector="spec.driver=" + DRV)
+        self.assertEqual(len(lst["items"]), 1)
+        name = lst["items"][0]["metadata"]["name"]
+        got = co.get_cluster_custom_object("resource.k8s.io", "v1", "resourceslices", name)
+        self.assertEqual(got["metadata"]["uid"], lst["items"][0]["metadata"]["uid"])
+        body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                "metadata": {"generateName": "py-"},
+                "spec": {"driver": "py.example.com", "nodeName": NODE,
+                         "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                         "devices": [{"name": "d0"}]}}
+        made = co.create_cluster_custom_object("resource.k8s.io", "v1", "resourceslices", body)
+        self.assertTrue(made["metadata"]["name"].startswith("py-"))
+        w = watch.Watch()
+        seen = []
+        for ev in w.stream(co.list_cluster_custom_object, "resource.k8s.io", "v1",
+                           "resourceslices", field_selector="spec.driver=py.example.com",
+                           timeout_seconds=5):
+            seen.append((ev["type"], ev["object"]["metadata"]["name"]))
+            w.stop()
+        self.assertEqual(seen, [("ADDED", made["metadata"]["name"])])
+        co.delete_cluster_custom_object("resource.k8s.io", "v1", "resourceslices",
+                                        made["metadata"]["name"])
+        claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": "py-claim"},
+                 "spec": {"devices": {"requests": [{"name": "r", "exactly": {
+                     "deviceClassName": DRV}}]}}}
+        co.create_namespaced_custom_object("resource.k8s.io", "v1", "default", "resourceclaims",
+                                           claim)
+        got = co.get_namespaced_custom_object("resource.k8s.io", "v1", "default",
+                                              "resourceclaims", "py-claim")
+        self.assertEqual(got["metadata"]["namespace"], "default")
+
+    def test_go_kubelet_emulator(self):
+        for i in range(2):
+            self.gopher_file("gopher%d" % i)
+        api = self.dra_apiserver()
+        os.makedirs(self.path("root", "device-plugins"), exist_ok=True)
+        kl = self.start_proc(Kubelet(self.path("root", "device-plugins"), registry=self.reg))
+        self.gopher_dra(api.kubeconfig)
+        kl.wait_dra_registered(DRV)
+        api.wait_event("slice", type="ADDED", since=0)
+        uid = self.claim(api.kubeconfig, "g1", ["gopher1"])
+        r = kl.dra_prepare(DRV, [("default", "g1", uid)])
+        self.assertTrue(r["ok"], r)
+        self.assertEqual(r["by_uid"][uid]["result"], "prepared")
+        self.assertEqual([d["device"] for d in r["by_uid"][uid]["devices"]], ["gopher1"])
+        r = kl.dra_unprepare(DRV, [("default", "g1", uid)])
+        self.assertTrue(r["ok"], r)
+
+    def test_claim_against_go_apiserver(self):
+        api = self.start_proc(ApiServer(self.path("goapi"), nodes=[NODE]))
+        uid = self.claim(api.kubeconfig_token, "c1", ["gopher0", "gopher1"], "--request", "gpu",
+                         "--config", '{"a": 1}')
+        cl = [c for c in api.claims() if c["metadata"]["name"] == "c1"][0]
+        self.assertEqual(cl["metadata"]["uid"], uid)
+        alloc = cl["status"]["allocation"]["devices"]
+        self.assertEqual([x["device"] for x in alloc["results"]], ["gopher0", "gopher1"])
+        self.assertEqual(alloc["config"][0]["opaque"]["parameters"], {"a": 1})
+        r = self.kdpctl("dra", "claim", "--kubeconfig", api.kubeconfig_token, "default/c1",
+                        "--driver", DRV, "--node", NODE, "--device", "gopher0")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertIn("already exists", r.stderr)
+        self.assertIn("--delete", r.stderr)
+
+
+class Run(Base):
+    """`kdpctl dra run`: both sides in one process."""
+
+    def test_run(self):
+        for i in range(2):
+            self.gopher_file("gopher%d" % i)
+        p = Proc([binary("kdpctl"), "dra", "run", "--dir", self.path("api"), "--kubelet-root",
+                  self.root, "--node", NODE, "--json"], "dra-run", stdin=True)
+        p.stop_last = True
+        self.start_proc(p)
+        ready = [p.wait_event(lambda e, k=k: e.get("event") == "ready" and k in e, since=0)
+                 for k in ("url", "registry")]
+        kubeconfig = ready[0]["kubeconfig"]
+        self.gopher_dra(kubeconfig)
+        p.wait_event("registered", since=0, driver=DRV)
+        sl = p.wait_event("slice", since=0, type="ADDED")
+        self.assertEqual(len(sl["devices"]), 2)
+        uid = self.claim(kubeconfig, "r1", ["gopher1"])
+        m = p.mark()
+        p.send("prepare %s default/r1/%s" % (DRV, uid))
+        ev = p.wait_event("prepared", since=m, uid=uid)
+        self.assertEqual([d["device"] for d in ev["devices"]], ["gopher1"])
+
+
+class BadInput(Base):
+    """Raw requests: every error a Status, never a crash."""
+
+    def req(self, api, method, path, body=None, token=True, ctype="application/json"):
+        with open(os.path.join(self.path("api"), "token")) as f:
+            tok = f.read().strip()
+        h = {"Content-Type": ctype, "Accept": "application/json"}
+        if token:
+            h["Authorization"] = "Bearer " + tok
+        c = self.conn(api)
+        try:
+            c.request(method, path, body=body, headers=h)
+            r = c.getresponse()
+            data = r.read()
+            return r.status, (json.loads(data) if data[:1] == b"{" else data)
+        finally:
+            c.close()
+
+    def status(self, api, code, reason, *a, **kw):
+        got, obj = self.req(api, *a, **kw)
+        self.assertEqual(got, code, obj)
+        self.assertEqual((obj["kind"], obj["status"], obj["reason"], obj["code"]),
+                         ("Status", "Failure", reason, code), obj)
+        return obj
+
+    def test_errors(self):
+        api = self.dra_apiserver()
+        S = "/apis/resource.k8s.io/v1/resourceslices"
+        self.status(api, 401, "Unauthorized", "GET", S, token=False)
+        self.status(api, 404, "NotFound", "GET", "/apis/nope/v1/things")
+        self.status(api, 404, "NotFound", "GET", "/apis/resource.k8s.io/v1beta1/resourceslices")
+        self.status(api, 404, "NotFound", "GET", S + "/missing")
+        self.status(api, 400, "BadRequest", "POST", S, body=b"\x00garbage{")
+        self.status(api, 400, "BadRequest", "POST", S, body=b"[1,2]")
+        self.status(api, 400, "BadRequest", "GET", S + "?fieldSelector=spec.bogus%3Dx")
+        self.status(api, 400, "BadRequest", "GET", S + "?watch=true&resourceVersion=abc")
+        self.status(api, 405, "MethodNotAllowed", "DELETE", S)
+        self.status(api, 413, "RequestEntityTooLarge", "POST", S, body=b" " * (5 << 20))
+        obj = self.status(api, 422, "Invalid", "POST", S, body=json.dumps(
+            {"metadata": {"name": "x"}, "spec": {"driver": DRV, "nodeName": NODE,
+                                                 "pool": {"name": "p", "resourceSliceCount": 1},
+                                                 "devices": [{"name": "Bad_Name"}]}}).encode())
+        self.assertIn("spec.devices[0].name", obj["message"])
+        good = {"metadata": {"name": "s1"},
+                "spec": {"driver": DRV, "nodeName": NODE,
+                         "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                         "devices": [{"name": "d0"}]}}
+        code, made = self.req(api, "POST", S, body=json.dumps(good).encode())
+        self.assertEqual(code, 201, made)
+        self.status(api, 409, "AlreadyExists", "POST", S, body=json.dumps(good).encode())
+        stale = dict(made)
+        stale["metadata"] = dict(made["metadata"], resourceVersion="1")
+        self.status(api, 409, "Conflict", "PUT", S + "/s1", body=json.dumps(stale).encode())
+        fresh = json.loads(json.dumps(made))
+        fresh["spec"]["devices"].append({"name": "d1"})
+        code, upd = self.req(api, "PUT", S + "/s1", body=json.dumps(fresh).encode())
+        self.assertEqual(code, 200, upd)
+        self.assertEqual(upd["metadata"]["generation"], 2)
+        moved = json.loads(json.dumps(upd))
+        moved["spec"]["driver"] = "other.example.com"
+        self.status(api, 422, "Invalid", "PUT", S + "/s1", body=json.dumps(moved).encode())
+        # a watch from an old resourceVersion replays; from now, nothing yet
+        c = self.conn(api)
+        c.request("GET", S + "?watch=true&resourceVersion=1&timeoutSeconds=1",
+                  headers={"Authorization": "Bearer " + open(
+                      os.path.join(self.path("api"), "token")).read().strip()})
+        r = c.getresponse()
+        lines = [json.loads(x) for x in r.read().splitlines() if x.strip()]
+        c.close()
+        self.assertEqual([e["type"] for e in lines], ["ADDED", "MODIFIED"])
+        code, _ = self.req(api, "DELETE", S + "/s1")
+        self.assertEqual(code, 200)
+        code, _ = self.req(api, "GET", "/version", token=False)
+        self.assertEqual(code, 200)
+        self.assertTrue(api.alive())
+
+
+class Window(Base):
+    """Watches that resume: from the window of the last 1000 events, or 410."""
+
+    def test_expired(self):
+        api = self.dra_apiserver()
+        S = "/apis/resource.k8s.io/v1/resourceslices"
+        with open(os.path.join(self.path("api"), "token")) as f:
+            h = {"Authorization": "Bearer " + f.read().strip(), "Content-Type": "application/json"}
+        c = self.conn(api)  # one connection, kept alive
+        body = {"metadata": {"name": "s1"},
+                "spec": {"driver": DRV, "nodeName": NODE,
+                         "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                         "devices": []}}
+        c.request("POST", S, body=json.dumps(body), headers=h)
+        obj = json.loads(c.getresponse().read())
+        first = int(obj["metadata"]["resourceVersion"])
+        for gen in range(2, 1103):  # 1101 updates: the first ones leave the window
+            obj["spec"]["pool"]["generation"] = gen
+            c.request("PUT", S + "/s1", body=json.dumps(obj), headers=h)
+            r = c.getresponse()
+            obj = json.loads(r.read())
+            self.assertEqual(r.status, 200, obj)
+        c.close()
+        c = self.conn(api)
+        c.request("GET", S + "?watch=true&resourceVersion=%d" % first, headers=h)
+        lines = [json.loads(x) for x in c.getresponse().read().splitlines() if x.strip()]
+        c.close()
+        self.assertEqual(len(lines), 1, lines[:3])
+        self.assertEqual(lines[0]["type"], "ERROR")
+        self.assertEqual((lines[0]["object"]["code"], lines[0]["object"]["reason"]),
+                         (410, "Expired"))
+        self.assertIn("too old resource version", lines[0]["object"]["message"])
+        # from a recent one: the events since, then the stream stays open until timeoutSeconds
+        recent = int(obj["metadata"]["resourceVersion"]) - 3
+        c = self.conn(api)
+        c.request("GET", S + "?watch=true&timeoutSeconds=1&resourceVersion=%d" % recent,
+                  headers=h)
+        lines = [json.loads(x) for x in c.getresponse().read().splitlines() if x.strip()]
+        c.close()
+        self.assertEqual([e["object"]["spec"]["pool"]["generation"] for e in lines],
+                         [1100, 1101, 1102])
+
+
+class GoneClients(Base):
+    """Watch clients that go while nothing is queued for them are found and
+    their watches freed: the cap (64) is not eaten by them."""
+
+    def test_gone_watch_clients(self):
+        api = self.dra_apiserver()
+        S = "/apis/resource.k8s.io/v1/resourceslices?watch=true&resourceVersion=1"
+        with open(os.path.join(self.path("api"), "token")) as f:
+            h = {"Authorization": "Bearer " + f.read().strip()}
+
+        def watch():
+            c = self.conn(api)
+            c.request("GET", S, headers=h)
+            r = c.getresponse()
+            return c, r.status
+
+        conns = [watch() for _ in range(64)]
+        self.assertEqual({st for _, st in conns}, {200})
+        c, st = watch()  # the 65th: over the cap
+        self.assertEqual(st, 429)
+        c.close()
+        for c, _ in conns:
+            c.close()
+        time.sleep(6)  # the reaper runs every 5 s
+        conns = [watch() for _ in range(3)]
+        self.assertEqual([st for _, st in conns], [200, 200, 200])
+        for c, _ in conns:
+            c.close()
+        self.assertTrue(api.alive())
+
+
+if __name__ == "__main__":
+    unittest.main()

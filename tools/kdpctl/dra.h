@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dra: `kdpctl dra ...`, DRA without a cluster. `dra kubelet` plays the
+ * kubelet's DRA side (dra_kubelet.c: plugins_registry, GetInfo, version
+ * choice, the health stream; dra_calls.c: the commands on stdin, prepare
+ * and unprepare), on kdp's own gRPC client and loop.
+ */
+#ifndef KDPCTL_DRA_H
+#define KDPCTL_DRA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "grpc/client.h"
+#include "kdpctl.h"
+#include "print.h"
+#include "runtime/loop.h"
+#include "runtime/watch.h"
+
+#define KD_PLUGIN_TYPE     "DRAPlugin"
+#define KD_HEALTH_SERVICE  "v1alpha1.DRAResourceHealth"
+#define KD_METHOD_HEALTH   "/v1alpha1.DRAResourceHealth/NodeWatchResources"
+#define KD_INFO_TIMEOUT    ((uint64_t)1000 * 1000)       /* GetInfo, us */
+#define KD_NOTIFY_TIMEOUT  ((uint64_t)5 * 1000 * 1000)   /* NotifyRegistrationStatus */
+#define KD_CALL_TIMEOUT    ((uint64_t)45 * 1000 * 1000)  /* the kubelet's per-call bound */
+#define KD_HEALTH_RETRY    ((uint64_t)5 * 1000 * 1000)   /* the health stream reopened */
+#define KD_BACKOFF_INITIAL ((uint64_t)500 * 1000)        /* a refused registration */
+#define KD_BACKOFF_MAX     ((uint64_t)122 * 1000 * 1000) /* 2m2s */
+#define KD_MAX_SOCKETS     256                           /* registration sockets tracked */
+#define KD_MAX_LINE        65536                         /* one stdin command */
+#define KD_MAX_CLAIMS      256                           /* claims in one command */
+#define KD_MAX_HEALTH      4096                          /* devices kept from one health list */
+
+/* `kdpctl dra` options: every subcommand's (each takes a subset). */
+typedef struct kd_opts {
+    const char *sub;  /* kubelet, apiserver, claim, run */
+    const char *root; /* --kubelet-root */
+    kc_strv versions; /* --versions: the kubelet's supported DRAPlugin versions */
+    bool no_health;   /* --no-health */
+    bool json;
+    uint64_t timeout_us; /* --timeout: run for D, then exit 0 (0 = until a signal) */
+    const char *dir;     /* apiserver --dir */
+    const char *listen;  /* apiserver --listen HOST:PORT */
+    kc_strv nodes;       /* apiserver --node (repeatable) */
+    const char *kubeconfig;
+    const char *driver;
+    const char *node;
+    const char *devices; /* claim --device DEV[,DEV...] */
+    const char *request; /* claim --request (default "req-0") */
+    const char *config;  /* claim --config JSON */
+    bool del;            /* claim --delete */
+    kc_strv pos;
+} kd_opts;
+
+/* A DRA plugin registered through a socket of plugins_registry. */
+typedef struct kd_plugin kd_plugin;
+typedef struct kd kd;
+
+struct kd_plugin {
+    kd *k;
+    kd_plugin *next;
+    char *reg_socket; /* in plugins_registry */
+    char *driver;     /* GetInfo's name */
+    char *endpoint;   /* the service socket (absolute) */
+    char *version;    /* the chosen one: "v1" or "v1beta1" */
+    bool registered;  /* accepted and notified */
+    bool health_advertised;
+    kdp__client_call *info;
+    kdp__client_call *notify;
+    kdp__client_call *health;
+    kdp__timer *retry; /* a refused registration: GetInfo again; the health stream: reopen */
+    uint64_t backoff_us;
+    bool said_unimplemented;
+    uint64_t health_msgs;
+    /* The last health list: "pool/device" and its state, message. */
+    kc_strv health_ids;
+    kc_strv health_states;
+    kc_strv health_msgs_text;
+};
+
+/* A prepare or unprepare in flight (dra_calls.c). */
+typedef struct kd_call kd_call;
+
+struct kd {
+    const kd_opts *o;
+    kdp__loop *loop;
+    char *registry; /* <root>/plugins_registry */
+    kdp__watch *watch;
+    kd_plugin *plugins;
+    size_t n_plugins;
+    kdp__signal *sig[2];
+    kdp__timer *deadline;
+    kdp__io *in; /* stdin */
+    kc_buf line; /* stdin's partial line */
+    bool line_dropped;
+    kd_call *calls;
+    kc_strv prepared;         /* "DRIVER NS/NAME/UID" of the claims prepared */
+    kc_strv prepared_devices; /* their devices, one string each */
+    int exit;                 /* -1 while running */
+    bool owns_loop;           /* not `dra run`'s */
+};
+
+/* dra_main.c */
+/* `kdpctl dra ...`: argv after "dra". Returns an exit status. */
+int kc_dra_main(int argc, char **argv);
+
+/* dra_kubelet.c */
+int kd_cmd_kubelet(const kd_opts *o);
+/* Starts the kubelet side in *k: on shared (`dra run`: its loop, signals
+ * and --timeout), or on a loop of its own when NULL. Returns 0, or an exit
+ * status with the failure printed; kd_kubelet_close() either way. */
+int kd_kubelet_open(kd *k, const kd_opts *o, kdp__loop *shared);
+void kd_kubelet_close(kd *k);
+/* The registered plugin of driver (the newest registration), or NULL. */
+kd_plugin *kd_find_driver(kd *k, const char *driver);
+/* dra_out.c */
+/* A human line "HH:MM:SS.mmm dra-kubelet: text" (text terminal-safe). */
+void kd_say(const char *text);
+/* The same for who; extra (may be NULL) is appended as is, after it. */
+void kd_say_as(const char *who, const char *text, const char *extra);
+/* Starts a JSON event line: {"event": event, "t_ns": ...}. */
+void kd_json(kc_json *j, const char *event);
+/* Prints the plugin's last health list (the `health DRIVER` command). */
+void kd_print_health(kd_plugin *p, const char *why);
+
+/* dra_calls.c: the commands on stdin. */
+/* Starts reading stdin. Returns 0 or -errno. */
+int kd_input_start(kd *k);
+void kd_input_stop(kd *k);
+/* Cancels every call in flight (at exit, or when p goes: p non-NULL). */
+void kd_calls_cancel(kd *k, const kd_plugin *p);
+
+#endif

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dra_api: `kdpctl dra apiserver`, the small API-server surface a DRA driver
+ * needs, over HTTPS (dra_http.c) with credentials made at start
+ * (dra_tls.c): discovery, nodes, resourceslices and resourceclaims
+ * (dra_store.c: the objects, resourceVersions, the event window, watches;
+ * dra_rest.c: the REST verbs and Status errors; dra_apiserver.c: routing,
+ * discovery, the slices printed, the process). JSON through jansson.
+ */
+#ifndef KDPCTL_DRA_API_H
+#define KDPCTL_DRA_API_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dra.h"
+#include "dra_http.h"
+
+#define KD_GROUP         "resource.k8s.io"
+#define KD_VERSION       "v1"
+#define KD_MAX_OBJECTS   10000
+#define KD_WINDOW        1000 /* events kept for watches that resume */
+#define KD_MAX_WATCHES   64
+#define KD_WATCH_MAX_S   1800 /* a watch's longest life, s */
+#define KD_BOOKMARK_US   ((uint64_t)10 * 1000 * 1000)
+#define KD_REAP_US       ((uint64_t)5 * 1000 * 1000) /* gone watch clients looked for */
+#define KD_MAX_SLICE_DEV 128
+#define KD_SEL_TERMS     4
+
+typedef struct kd_creds {
+    char *ca_pem, *cert_pem, *key_pem; /* the server's */
+    char *token;
+} kd_creds;
+
+/* dra_tls.c */
+int kd_tls_make(kd_creds *ret);
+void kd_creds_free(kd_creds *c);
+
+typedef enum kd_kind { KD_NODE, KD_SLICE, KD_CLAIM, KD_NKINDS } kd_kind;
+
+typedef struct kd_obj {
+    struct kd_obj *next;
+    kd_kind kind;
+    char *ns; /* NULL for cluster-scoped kinds */
+    char *name;
+    uint64_t rv;
+    json_t *o; /* never changed once stored: an update stores a new one */
+} kd_obj;
+
+typedef struct kd_event {
+    uint64_t rv;
+    kd_kind kind;
+    const char *type; /* "ADDED", "MODIFIED", "DELETED" */
+    json_t *o;
+} kd_event;
+
+typedef struct kd_sel {
+    size_t n;
+    struct {
+        char field[32];
+        char value[256];
+        bool neg;
+    } t[KD_SEL_TERMS];
+} kd_sel;
+
+typedef struct kd_api kd_api;
+
+typedef struct kd_watch {
+    struct kd_watch *next;
+    kd_api *a;
+    kd_hreq *r;
+    kd_kind kind;
+    char *ns; /* NULL = every namespace */
+    kd_sel sel;
+    bool bookmarks;
+    bool table;   /* kubectl get -w: each event's object a Table of one row */
+    bool columns; /* the column definitions have gone out */
+    kdp__timer *timeout;
+} kd_watch;
+
+struct kd_api {
+    const kd_opts *o;
+    kdp__loop *loop;
+    kd_http *http;
+    kd_creds creds;
+    char server[128]; /* https://127.0.0.1:PORT */
+    kd_obj *objs[KD_NKINDS];
+    size_t n_objs;
+    uint64_t rv;
+    kd_event ev[KD_WINDOW];
+    size_t ev_head, ev_n;
+    uint64_t ev_floor; /* events up to this rv are gone from the window */
+    kd_watch *watches;
+    size_t n_watches;
+    kdp__timer *bookmark;
+    kdp__timer *reaper;
+    kdp__signal *sig[2];
+    kdp__timer *deadline;
+    unsigned long requests, errors;
+    int exit;
+    bool owns_loop; /* not `dra run`'s */
+};
+
+/* The kinds' names. */
+const char *kd_kind_resource(kd_kind k); /* "resourceslices" */
+const char *kd_kind_name(kd_kind k);     /* "ResourceSlice" */
+const char *kd_kind_api_version(kd_kind k);
+/* "resourceslices.resource.k8s.io" or "nodes", for messages. */
+const char *kd_kind_qualified(kd_kind k);
+
+/* dra_store.c */
+kd_obj *kd_store_find(kd_api *a, kd_kind k, const char *ns, const char *name);
+/* Stores o (stolen) as a new object, or as obj's new version (obj
+ * non-NULL); type is the event. Sets metadata.resourceVersion. Returns
+ * the object. */
+kd_obj *kd_store_put(kd_api *a, kd_kind k, const char *ns, const char *name, json_t *o,
+                     kd_obj *obj);
+/* Removes obj (a DELETED event with a new resourceVersion); returns the
+ * object as deleted (a new reference). */
+json_t *kd_store_delete(kd_api *a, kd_obj *obj);
+void kd_store_free(kd_api *a);
+/* Parses a fieldSelector for kind k: 0, or -EINVAL with a message. */
+int kd_sel_parse(kd_kind k, const char *s, kd_sel *ret, char *why, size_t cap);
+bool kd_sel_match(const kd_sel *s, const json_t *o);
+/* Starts a watch on r (the stream is answered here). Returns 0 or an HTTP
+ * error code with a message (the caller answers it). */
+unsigned kd_watch_start(kd_api *a, kd_hreq *r, kd_kind k, const char *ns, const kd_sel *sel,
+                        char *why, size_t cap);
+void kd_watches_free(kd_api *a);
+/* Random lowercase-hex UUID (v4) in buf (37 bytes). */
+void kd_uuid(char buf[37]);
+/* RFC 3339 UTC now in buf (21 bytes). */
+void kd_now(char buf[32]);
+
+/* dra_rest.c */
+/* Serves one request under a resource path: segments after the version
+ * ("resourceslices", "NAME"...). */
+void kd_rest(kd_api *a, kd_hreq *r, kd_kind k, const char *ns, const char *name, const char *sub);
+/* Answers a Status error. */
+void kd_status(kd_hreq *r, unsigned code, const char *reason, const char *message);
+/* Answers a JSON object. */
+void kd_reply_json(kd_hreq *r, unsigned code, const json_t *o);
+
+/* dra_table.c */
+/* The request asks for a Table (kubectl get). */
+bool kd_wants_table(kd_hreq *r);
+/* items (kind k) as a meta.k8s.io/v1 Table (a new reference, NULL when out
+ * of memory); its columnDefinitions when with_columns. */
+json_t *kd_table_of(kd_kind k, const json_t *items, uint64_t rv, bool with_columns);
+/* Answers items (kind k) as a Table. */
+void kd_reply_table(kd_hreq *r, kd_kind k, const json_t *items, uint64_t rv);
+
+/* dra_route.c */
+/* Serves one request (a kd_http_fn; ud = the kd_api). */
+void kd_api_request(kd_hreq *r, void *ud);
+/* A slice changed: printed. */
+void kd_print_slice(kd_api *a, const char *type, const json_t *o);
+
+/* dra_apiserver.c */
+int kd_cmd_apiserver(const kd_opts *o);
+/* Starts the API server in *a: on shared (`dra run`: its loop, signals and
+ * --timeout), or on a loop of its own when NULL. Returns 0, or an exit
+ * status with the failure printed; kd_apiserver_close() either way. */
+int kd_apiserver_open(kd_api *a, const kd_opts *o, kdp__loop *shared);
+void kd_apiserver_close(kd_api *a);
+
+/* dra_run.c */
+int kd_cmd_run(const kd_opts *o);
+
+/* dra_claim.c */
+int kd_cmd_claim(const kd_opts *o);
+
+#endif

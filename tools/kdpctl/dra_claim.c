@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dra_claim: `kdpctl dra claim`: an allocated ResourceClaim, as the
+ * scheduler leaves it, through kdp's own API client (src/k8s/api): a create
+ * (spec.devices.requests: one request of --count devices of the class named
+ * after the driver), then the /status subresource with
+ * status.allocation.devices.results (request, driver, pool = the node,
+ * device) and, with --config, one opaque config for the request, and a node
+ * selector for the node. Prints the claim's UID. `--delete NS/NAME` deletes
+ * a claim. Works against `kdpctl dra apiserver` and any API server.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dra_api.h"
+#include "k8s/api.h"
+#include "k8s/kconfig.h"
+#include "rpc.h"
+
+typedef struct kd_claim {
+    const kd_opts *o;
+    kdp__loop *loop;
+    kdp__api *api;
+    char ns[256], name[256];
+    json_t *config; /* --config, parsed */
+    kc_strv devices;
+    int exit;
+} kd_claim;
+
+static int fail(kd_claim *c, const char *msg, const char *hint)
+{
+    kc_print_error(c->o->json, "dra claim", NULL, 0, msg, hint);
+    c->exit = KC_EXIT_FAIL;
+    if (c->loop) {
+        kdp__loop_quit(c->loop);
+    }
+    return KC_EXIT_FAIL;
+}
+
+static const char *hint_for(int err)
+{
+    return err == -EEXIST   ? "delete it first: kdpctl dra claim --delete NS/NAME"
+           : err == -EACCES ? "the kubeconfig's credentials were refused: is it the API server's "
+                              "kubeconfig (kdpctl dra apiserver --dir DIR writes DIR/kubeconfig)?"
+           : err == -ENOENT ? "the API server does not serve resource.k8s.io/v1 resourceclaims "
+                              "there, or the claim does not exist"
+           : err == -EINVAL ? "the API server refused the claim: see its message"
+           : err == -ECONNREFUSED ? "is the API server running (kdpctl dra apiserver)?"
+                                  : NULL;
+}
+
+static void on_status(int err, long code, json_t *obj, const char *why, void *ud)
+{
+    (void)code;
+    kd_claim *c = ud;
+    if (err) {
+        fail(c, why, hint_for(err));
+        return;
+    }
+    const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
+    if (c->o->json) {
+        kc_json j;
+        kd_json(&j, "claim");
+        kc_json_str(&j, "namespace", c->ns);
+        kc_json_str(&j, "name", c->name);
+        kc_json_str(&j, "uid", uid);
+        kc_json_str(&j, "driver", c->o->driver);
+        kc_json_str(&j, "node", c->o->node);
+        kc_json_arr(&j, "devices");
+        for (size_t i = 0; i < c->devices.n; i++) {
+            kc_json_str(&j, NULL, c->devices.v[i]);
+        }
+        kc_json_end(&j);
+        kc_json_emit(&j);
+    } else {
+        printf("%s\n", uid ? uid : "");
+        fprintf(stderr,
+                "kdpctl dra claim: %s/%s allocated (%s on %s: %s); prepare it with: prepare %s "
+                "%s/%s/%s\n",
+                c->ns, c->name, c->o->driver, c->o->node, c->o->devices, c->o->driver, c->ns,
+                c->name, uid ? uid : "");
+    }
+    c->exit = KC_EXIT_OK;
+    kdp__loop_quit(c->loop);
+}
+
+static json_t *allocation(kd_claim *c)
+{
+    const char *req = c->o->request ? c->o->request : "req-0";
+    json_t *results = json_array();
+    for (size_t i = 0; results && i < c->devices.n; i++) {
+        json_array_append_new(results, json_pack("{s:s, s:s, s:s, s:s}", "request", req, "driver",
+                                                 c->o->driver, "pool", c->o->node, "device",
+                                                 c->devices.v[i]));
+    }
+    json_t *devices = json_pack("{s:o}", "results", results);
+    if (devices && c->config) {
+        json_object_set_new(devices, "config",
+                            json_pack("[{s:s, s:[s], s:{s:s, s:O}}]", "source", "FromClaim",
+                                      "requests", req, "opaque", "driver", c->o->driver,
+                                      "parameters", c->config));
+    }
+    return json_pack("{s:{s:o, s:{s:[{s:[{s:s, s:s, s:[s]}]}]}}}", "allocation", "devices", devices,
+                     "nodeSelector", "nodeSelectorTerms", "matchFields", "key", "metadata.name",
+                     "operator", "In", "values", c->o->node);
+}
+
+static void on_created(int err, long code, json_t *obj, const char *why, void *ud)
+{
+    (void)code;
+    kd_claim *c = ud;
+    if (err) {
+        fail(c, why, hint_for(err));
+        return;
+    }
+    json_t *o = json_deep_copy(obj);
+    json_t *st = allocation(c);
+    if (!o || !st) {
+        json_decref(o);
+        json_decref(st);
+        fail(c, "out of memory", NULL);
+        return;
+    }
+    json_object_set_new(o, "status", st);
+    char path[800];
+    snprintf(path, sizeof(path), "/apis/" KD_GROUP "/v1/namespaces/%s/resourceclaims/%s/status",
+             c->ns, c->name);
+    int r = kdp__api_call(c->api, "PUT", path, o, on_status, c, NULL);
+    json_decref(o);
+    if (r < 0) {
+        fail(c, "cannot update the claim's status", strerror(-r));
+    }
+}
+
+static void on_deleted(int err, long code, json_t *obj, const char *why, void *ud)
+{
+    (void)code;
+    (void)obj;
+    kd_claim *c = ud;
+    if (err) {
+        fail(c, why, hint_for(err));
+        return;
+    }
+    if (c->o->json) {
+        kc_json j;
+        kd_json(&j, "claim_deleted");
+        kc_json_str(&j, "namespace", c->ns);
+        kc_json_str(&j, "name", c->name);
+        kc_json_emit(&j);
+    } else {
+        printf("deleted %s/%s\n", c->ns, c->name);
+    }
+    c->exit = KC_EXIT_OK;
+    kdp__loop_quit(c->loop);
+}
+
+static int start(kd_claim *c)
+{
+    char path[800];
+    if (c->o->del) {
+        snprintf(path, sizeof(path), "/apis/" KD_GROUP "/v1/namespaces/%s/resourceclaims/%s", c->ns,
+                 c->name);
+        return kdp__api_call(c->api, "DELETE", path, NULL, on_deleted, c, NULL);
+    }
+    const char *req = c->o->request ? c->o->request : "req-0";
+    json_t *o =
+        json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:{s:[{s:s, s:{s:s, s:s, s:I}}]}}}", "apiVersion",
+                  KD_GROUP "/v1", "kind", "ResourceClaim", "metadata", "name", c->name, "namespace",
+                  c->ns, "spec", "devices", "requests", "name", req, "exactly", "deviceClassName",
+                  c->o->driver, "allocationMode", "ExactCount", "count", (json_int_t)c->devices.n);
+    if (!o) {
+        return -ENOMEM;
+    }
+    snprintf(path, sizeof(path), "/apis/" KD_GROUP "/v1/namespaces/%s/resourceclaims", c->ns);
+    int r = kdp__api_call(c->api, "POST", path, o, on_created, c, NULL);
+    json_decref(o);
+    return r;
+}
+
+/* NS/NAME, both DNS names. */
+static int parse_name(kd_claim *c, const char *s)
+{
+    const char *slash = strchr(s, '/');
+    if (!slash || slash == s || !slash[1] || strchr(slash + 1, '/') ||
+        (size_t)(slash - s) >= sizeof(c->ns) || strlen(slash + 1) >= sizeof(c->name)) {
+        return -EINVAL;
+    }
+    snprintf(c->ns, sizeof(c->ns), "%.*s", (int)(slash - s), s);
+    snprintf(c->name, sizeof(c->name), "%s", slash + 1);
+    return strspn(c->ns, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(c->ns) &&
+                   strspn(c->name, "abcdefghijklmnopqrstuvwxyz0123456789-.") == strlen(c->name)
+               ? 0
+               : -EINVAL;
+}
+
+/* --config: a JSON object. Returns 0 or an exit status. */
+static int parse_config(kd_claim *c)
+{
+    json_error_t err;
+    c->config = json_loads(c->o->config, 0, &err);
+    if (!json_is_object(c->config)) {
+        fprintf(stderr,
+                "kdpctl dra claim: --config wants a JSON object (the driver's opaque "
+                "parameters), e.g. '{\"mode\": \"shared\"}': %s\n",
+                c->config ? "not an object" : err.text);
+        return KC_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* The flags the subcommand needs; returns 0 or an exit status. */
+static int check(kd_claim *c)
+{
+    const kd_opts *o = c->o;
+    const char *what = NULL;
+    if (parse_name(c, o->pos.v[0]) < 0) {
+        fprintf(stderr,
+                "kdpctl dra claim: \"%s\" is not NAMESPACE/NAME (lowercase DNS names)\n"
+                "(kdpctl dra help claim for help)\n",
+                o->pos.v[0]);
+        return KC_EXIT_USAGE;
+    }
+    if (!o->del) {
+        what = !o->driver    ? "--driver D"
+               : !o->node    ? "--node N"
+               : !o->devices ? "--device DEV"
+                             : NULL;
+    } else if (o->driver || o->devices || o->config || o->request) {
+        what = "nothing but NS/NAME and --kubeconfig with --delete: no --driver, --device,";
+    }
+    if (what) {
+        fprintf(stderr, "kdpctl dra claim: %s is required%s\n(kdpctl dra help claim for help)\n",
+                what, o->del ? " --config or --request" : "");
+        return KC_EXIT_USAGE;
+    }
+    if (!o->del && (kc_split_ids(o->devices, &c->devices) < 0 || !c->devices.n)) {
+        fprintf(stderr, "kdpctl dra claim: --device wants DEV[,DEV...]\n");
+        return KC_EXIT_USAGE;
+    }
+    return o->config ? parse_config(c) : 0;
+}
+
+int kd_cmd_claim(const kd_opts *o)
+{
+    kd_claim c = {.o = o, .exit = KC_EXIT_FAIL};
+    int e = check(&c);
+    if (e) {
+        kc_strv_free(&c.devices);
+        json_decref(c.config);
+        return e;
+    }
+    char why[600] = "";
+    kdp__kconfig *kc = NULL;
+    int r = kdp__kconfig_load(o->kubeconfig, &kc, why, sizeof(why));
+    if (r < 0) {
+        fail(&c, why,
+             "give --kubeconfig DIR/kubeconfig (kdpctl dra apiserver --dir DIR writes it) or set "
+             "$KUBECONFIG");
+    } else if ((r = kdp__loop_new(&c.loop)) < 0 || (r = kdp__api_new(c.loop, kc, &c.api)) < 0 ||
+               (r = start(&c)) < 0) {
+        fail(&c, strerror(-r), NULL);
+    } else {
+        r = kdp__loop_run(c.loop);
+        if (r < 0) {
+            fail(&c, "event loop", strerror(-r));
+        }
+    }
+    kdp__api_free(c.api);
+    if (c.loop) {
+        kc_loop_drain(c.loop);
+    }
+    kdp__loop_free(c.loop);
+    kdp__kconfig_free(kc);
+    kc_strv_free(&c.devices);
+    json_decref(c.config);
+    return c.exit;
+}
