@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "base/validate.h"
 #include "discovery/discover.h"
 #include "kdp.h"
@@ -258,29 +259,6 @@ static void put_spec(sbuf *b, const char *kind, const kdp__cdi_dev *devs, size_t
 
 /* ---- files ---- */
 
-static int mkdir_p(const char *dir)
-{
-    char path[PATH_MAX];
-    int w = snprintf(path, sizeof(path), "%s", dir);
-    if (w < 0 || (size_t)w >= sizeof(path)) {
-        return -ENAMETOOLONG;
-    }
-    for (char *p = path + 1;; p++) {
-        if (*p != '/' && *p != '\0') {
-            continue;
-        }
-        char c = *p;
-        *p = '\0';
-        if (mkdir(path, 0755) < 0 && errno != EEXIST) {
-            return -errno;
-        }
-        *p = c;
-        if (c == '\0') {
-            return 0;
-        }
-    }
-}
-
 static int spec_file(const char *kind, char out[NAME_MAX + 1])
 {
     const char *slash = strchr(kind, '/');
@@ -313,65 +291,6 @@ static bool same_content(const char *path, const char *buf, size_t len)
     }
     close(fd);
     return same;
-}
-
-static int sync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        return -errno;
-    }
-    int r = fsync(fd) < 0 ? -errno : 0;
-    close(fd);
-    return r;
-}
-
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return n < 0 ? -errno : -EIO;
-        }
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* Temporary file, fsync, rename: the final name only ever holds a whole spec. */
-static int replace_file(const char *dir, const char *path, const char *buf, size_t len)
-{
-    char tmp[PATH_MAX];
-    int w = snprintf(tmp, sizeof(tmp), "%s/.%s.tmp-XXXXXX", dir, strrchr(path, '/') + 1);
-    if (w < 0 || (size_t)w >= sizeof(tmp)) {
-        return -ENAMETOOLONG;
-    }
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        return -errno;
-    }
-    int r = fchmod(fd, 0644) < 0 ? -errno : 0;
-    if (r == 0) {
-        r = write_all(fd, buf, len);
-    }
-    if (r == 0 && fsync(fd) < 0) {
-        r = -errno;
-    }
-    if (close(fd) < 0 && r == 0) {
-        r = -errno;
-    }
-    if (r == 0 && rename(tmp, path) < 0) {
-        r = -errno;
-    }
-    if (r < 0) {
-        (void)unlink(tmp);
-        return r;
-    }
-    return sync_dir(dir);
 }
 
 static int make_names(const char *kind, const kdp__cdi_dev *devs, size_t n, char ***ret)
@@ -412,10 +331,10 @@ static int write_file(const char *dir, const char *file, const char *kind, const
         int w = snprintf(path, sizeof(path), "%s/%s", dir, file);
         r = b.failed ? -ENOMEM : (w < 0 || (size_t)w >= sizeof(path) ? -ENAMETOOLONG : 0);
         if (r == 0) {
-            r = mkdir_p(dir);
+            r = kdp__mkdir_p(dir, 0755);
         }
         if (r == 0 && !same_content(path, b.s, b.n)) {
-            r = replace_file(dir, path, b.s, b.n);
+            r = kdp__replace_file(path, b.s, b.n, 0644);
             r = r < 0 ? r : 1;
         }
         free(b.s);
@@ -453,7 +372,7 @@ int kdp__cdi_remove_file(const char *dir, const char *file)
     if (unlink(path) < 0) {
         return errno == ENOENT ? 0 : -errno;
     }
-    (void)sync_dir(dir);
+    (void)kdp__sync_dir(dir);
     return 1;
 }
 

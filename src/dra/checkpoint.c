@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "base/log.h"
 
 #define MAX_FILE (64U << 20)
@@ -25,29 +26,6 @@ void kdp__ckpt_checksum(const char *s, char out[32])
         h *= 0x100000001b3ULL;
     }
     snprintf(out, 32, "fnv1a64:%016" PRIx64, h);
-}
-
-static int mkdir_p(const char *dir)
-{
-    char path[PATH_MAX];
-    int w = snprintf(path, sizeof(path), "%s", dir);
-    if (w < 0 || (size_t)w >= sizeof(path)) {
-        return -ENAMETOOLONG;
-    }
-    for (char *p = path + 1;; p++) {
-        if (*p != '/' && *p != '\0') {
-            continue;
-        }
-        char ch = *p;
-        *p = '\0';
-        if (mkdir(path, 0700) < 0 && errno != EEXIST) {
-            return -errno;
-        }
-        *p = ch;
-        if (ch == '\0') {
-            return 0;
-        }
-    }
 }
 
 /* The file's text into *ret (malloc'd). Returns 0, -ENOENT (none), or
@@ -234,7 +212,7 @@ kdp__ckpt *kdp__ckpt_ref(kdp__ckpt *c)
 
 static int load(kdp__ckpt *c, const char *dir)
 {
-    int r = mkdir_p(dir);
+    int r = kdp__mkdir_p(dir, 0700);
     if (r < 0) {
         log_error("cannot create the DRA state directory %s: %s", dir, strerror(-r));
         return r;
@@ -308,22 +286,6 @@ void kdp__ckpt_unref(kdp__ckpt *c)
     free(c);
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return n < 0 ? -errno : -EIO;
-        }
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* The file's text for claims (malloc'd), or NULL. */
 static char *file_text(json_t *claims)
 {
@@ -341,44 +303,12 @@ static char *file_text(json_t *claims)
     return text;
 }
 
-/* text into a temporary file next to path, fsync, rename over path. */
+/* text into a temporary file next to path, fsync, rename over path, fsync
+ * of the directory. */
 static int replace(const char *path, const char *text)
 {
     size_t len = strlen(text);
-    if (len > MAX_FILE) {
-        return -EFBIG;
-    }
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", path);
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        return -errno;
-    }
-    int r = fchmod(fd, 0600) < 0 ? -errno : write_all(fd, text, len);
-    if (r == 0 && fsync(fd) < 0) {
-        r = -errno;
-    }
-    if (close(fd) < 0 && r == 0) {
-        r = -errno;
-    }
-    if (r == 0 && rename(tmp, path) < 0) {
-        r = -errno;
-    }
-    if (r < 0) {
-        (void)unlink(tmp);
-    }
-    return r;
-}
-
-static int sync_dir(const char *dir)
-{
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) {
-        return -errno;
-    }
-    int r = fsync(dfd) < 0 ? -errno : 0;
-    close(dfd);
-    return r;
+    return len > MAX_FILE ? -EFBIG : kdp__replace_file(path, text, len, 0600);
 }
 
 /* Writes claims (the writer lock and the file lock held). */
@@ -387,9 +317,6 @@ static int save(kdp__ckpt *c, json_t *claims)
     char *text = file_text(claims);
     int r = text ? replace(c->path, text) : -ENOMEM;
     free(text);
-    if (r == 0) {
-        r = sync_dir(c->dir);
-    }
     if (r < 0) {
         log_error("cannot write the checkpoint %s: %s", c->path, strerror(-r));
     }

@@ -22,6 +22,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "base/log.h"
 #include "dra/dra_int.h"
 
@@ -29,29 +30,6 @@
 #define RETRY_MIN_US     (200ULL * 1000ULL)
 #define RETRY_MAX_US     (30ULL * 1000000ULL)
 #define MAX_RECV_MESSAGE (4U << 20)
-
-static int mkdir_p(const char *dir)
-{
-    char path[4096];
-    int w = snprintf(path, sizeof(path), "%s", dir);
-    if (w < 0 || (size_t)w >= sizeof(path)) {
-        return -ENAMETOOLONG;
-    }
-    for (char *s = path + 1;; s++) {
-        if (*s != '/' && *s != '\0') {
-            continue;
-        }
-        char c = *s;
-        *s = '\0';
-        if (mkdir(path, 0750) < 0 && errno != EEXIST) {
-            return -errno;
-        }
-        *s = c;
-        if (c == '\0') {
-            return 0;
-        }
-    }
-}
 
 /* Whether a process listens on the socket at path (a connect succeeds, or
  * its backlog is full). */
@@ -113,7 +91,7 @@ static int listen_on(kdp__dra *d, const char *path, const kdp__method *m, size_t
     if (slash) {
         *slash = '\0';
     }
-    int r = mkdir_p(dir);
+    int r = kdp__mkdir_p(dir, 0750);
     if (r == 0) {
         r = clear_path(d, path);
     }

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "dra_api.h"
 #include "kubelet.h"
 #include "rpc.h"
@@ -24,26 +25,11 @@ void kd_bookmark_cb(kdp__timer *t, void *ud);
 static int write_file(const char *dir, const char *name, const char *data, mode_t mode)
 {
     char path[4200];
-    char tmp[4300];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0) {
-        return -errno;
+    int w = snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (w < 0 || (size_t)w >= sizeof(path)) {
+        return -ENAMETOOLONG;
     }
-    size_t len = strlen(data);
-    ssize_t w = write(fd, data, len);
-    int r = w == (ssize_t)len ? 0 : -EIO;
-    if (close(fd) < 0 && r == 0) {
-        r = -errno;
-    }
-    if (r == 0 && rename(tmp, path) < 0) {
-        r = -errno;
-    }
-    if (r < 0) {
-        (void)unlink(tmp);
-    }
-    return r;
+    return kdp__replace_file(path, data, strlen(data), mode);
 }
 
 static int write_files(kd_api *a, const char *dir)

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "rpc.h"
 
 /* ---- output ---- */
@@ -100,24 +101,7 @@ static void say_serving(kl *k, const kc_strv *removed, const kc_strv *expected)
 
 int kl_mkdir_p(const char *dir)
 {
-    char *p = strdup(dir);
-    int r = p ? 0 : -ENOMEM;
-    for (char *s = p ? p + 1 : NULL; r == 0 && s; s = strchr(s + 1, '/')) {
-        char c = *s;
-        *s = '\0';
-        if (*p && mkdir(p, 0750) < 0 && errno != EEXIST) {
-            r = -errno;
-        }
-        *s = c;
-        if (c == '\0') {
-            break;
-        }
-    }
-    if (r == 0 && mkdir(dir, 0750) < 0 && errno != EEXIST) {
-        r = -errno;
-    }
-    free(p);
-    return r;
+    return kdp__mkdir_p(dir, 0750);
 }
 
 /* Deletes the socket files in the directory, as the kubelet does when it

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * files: the file-system chores several modules share: a directory and its
+ * parents, a whole write, a directory's fsync, and a file replaced
+ * atomically (the CDI specs, the DRA checkpoint).
+ *
+ * Threading: none (plain system calls on the caller's thread).
+ */
+#ifndef KDP_BASE_FILES_H
+#define KDP_BASE_FILES_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* dir and its missing parents, each made with mode (existing ones are left
+ * as they are). Returns 0, -ENAMETOOLONG (over PATH_MAX) or mkdir's -errno. */
+int kdp__mkdir_p(const char *dir, mode_t mode);
+/* All of buf to fd, through EINTR and short writes. Returns 0 or -errno
+ * (-EIO for a write of 0 bytes). */
+int kdp__write_all(int fd, const void *buf, size_t len);
+/* fsync of a directory, so that a rename in it is durable. Returns 0 or
+ * -errno. */
+int kdp__sync_dir(const char *dir);
+/* Replaces the file at path (absolute or relative, in an existing
+ * directory) with buf: a temporary file ".<name>.tmp-XXXXXX" in the same
+ * directory (hidden, so readers that skip dot files ignore it), mode, the
+ * content, fsync, rename over path, fsync of the directory. A reader sees
+ * the old file or the new one whole, and the new one survives a crash once
+ * this returns 0. The temporary file is removed on failure. Returns 0,
+ * -ENAMETOOLONG or -errno. */
+int kdp__replace_file(const char *path, const void *buf, size_t len, mode_t mode);
+
+#endif
