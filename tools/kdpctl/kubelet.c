@@ -24,25 +24,12 @@
 
 void kl_json(kc_json *j, const char *event)
 {
-    kc_json_begin(j);
-    kc_json_str(j, "event", event);
-    kc_json_uint(j, "t_ns", kc_wall_ns());
+    kc_json_event(j, event);
 }
 
 void kl_say(const char *who, const char *text, const char *extra)
 {
-    char clock[32];
-    kc_buf b = {0};
-    kc_buf_printf(&b, "%s ", kc_clock(clock, sizeof(clock)));
-    kc_buf_safe(&b, who);
-    kc_buf_puts(&b, ": ");
-    kc_buf_safe(&b, text);
-    kc_buf_puts(&b, "\n");
-    if (extra) {
-        kc_buf_puts(&b, extra);
-    }
-    (void)kc_buf_write(&b, stdout);
-    kc_buf_free(&b);
+    kc_say_line(who, text, extra);
 }
 
 static void json_names(kc_json *j, const char *key, const kc_strv *names)

@@ -418,3 +418,26 @@ void kc_print_warnings(const char *cmd, const kc_buf *warn)
     (void)kc_buf_write(&b, stderr);
     kc_buf_free(&b);
 }
+
+void kc_json_event(kc_json *j, const char *event)
+{
+    kc_json_begin(j);
+    kc_json_str(j, "event", event);
+    kc_json_uint(j, "t_ns", kc_wall_ns());
+}
+
+void kc_say_line(const char *who, const char *text, const char *extra)
+{
+    char clock[32];
+    kc_buf b = {0};
+    kc_buf_printf(&b, "%s ", kc_clock(clock, sizeof(clock)));
+    kc_buf_safe(&b, who);
+    kc_buf_puts(&b, ": ");
+    kc_buf_safe(&b, text);
+    kc_buf_puts(&b, "\n");
+    if (extra) {
+        kc_buf_puts(&b, extra);
+    }
+    (void)kc_buf_write(&b, stdout);
+    kc_buf_free(&b);
+}

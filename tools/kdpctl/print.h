@@ -79,6 +79,13 @@ void kc_table_free(kc_table *t);
 const char *kc_clock(char *buf, size_t cap);
 /* Wall-clock nanoseconds since the epoch (comparable with time.time_ns()). */
 uint64_t kc_wall_ns(void);
+
+/* Begins an event line of the emulators' --json output: {"event": EVENT,
+ * "t_ns": wall clock}; the caller adds its fields and ends it. */
+void kc_json_event(kc_json *j, const char *event);
+/* Prints "HH:MM:SS.mmm WHO: TEXT\n" (terminal-safe), then extra as it is
+ * (NULL: nothing), in one write to stdout. */
+void kc_say_line(const char *who, const char *text, const char *extra);
 /* "%.1f" milliseconds of a microsecond count. */
 const char *kc_ms(uint64_t us, char *buf, size_t cap);
 
