@@ -241,7 +241,9 @@ class Basics(ApiTest):
         self.assertIn("resource.k8s.io/v1", r.stdout)
         r = self.kubectl("get", "nodes")
         self.assertIn(NODE, r.stdout)
-        # kubectl speaks HTTP/2 and asked for aggregated discovery first
+        # kubectl speaks HTTP/2 and asked for aggregated discovery first (the
+        # emulator's line for the request may come after kubectl's exit)
+        self.api.sync()
         reqs = self.api.requests(resource="nodes")
         self.assertEqual(reqs[-1]["proto"], "HTTP/2.0")
         self.assertIn("Ready", r.stdout)
@@ -284,6 +286,7 @@ class Basics(ApiTest):
             self.api = api
             shutil.rmtree(self.path("kubecache"), ignore_errors=True)
             self.kubectl("get", "resourceslices")
+            api.sync()
             paths = [e["path"] for e in api.requests()]
             self.assertIn("/apis", paths)
             self.assertEqual("/apis/resource.k8s.io/v1" in paths, not aggregated, paths)

@@ -237,6 +237,7 @@ class Prepare(Base):
             self.assertEqual(r["claims"][0]["result"], "prepared", r)
             self.assertEqual(r["claims"][0]["devices"], replies[0]["claims"][0]["devices"])
         # one after the other: the claim read once, then from the checkpoint
+        api.sync()
         gets = api.requests(mark, verb="get", resource="resourceclaims")
         self.assertEqual(len(gets), 1, gets)
         self.assertEqual(list(self.checkpoint()["claims"]), [uid])

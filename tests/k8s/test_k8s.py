@@ -127,15 +127,18 @@ class K8sTest(ProcTest):
         st = d.status(lambda e: e["published"] and e["generation"] == 2, since=m)
         self.check_pool(api, 300, gen=2, model="m-b")
         # fewer devices: the obsolete slices are deleted, first
+        api.sync()
         m, am = d.mark(), api.mark()
         d.send("set 100 b")
         st = d.status(lambda e: e["published"] and e["devices"] == 100, since=m)
         self.assertEqual((st["slices"], st["generation"]), (1, 3))
         self.check_pool(api, 100, gen=3, model="m-b")
+        api.sync()
         writes = [e["verb"] for e in api.requests(am) if e["resource"] == "resourceslices"
                   and e["verb"] in ("create", "update", "delete")]
         self.assertEqual(writes, ["delete", "delete", "update"], writes)
         # the same devices again: nothing written
+        api.sync()
         m, am = d.mark(), api.mark()
         d.send("set 100 b")
         d.wait_event("set", since=m)
@@ -210,6 +213,7 @@ class K8sTest(ProcTest):
             after = self.check_pool(api, 200)
             self.assertGreater(after[0]["spec"]["pool"]["generation"], gen)
         # the watch ended with 410: listed and watched again, still right
+        api.sync()
         am = api.mark()
         api.ok("expire-watches 410")
         api.wait_event("request", verb="list", resource="resourceslices", since=am)
@@ -260,6 +264,7 @@ class K8sTest(ProcTest):
         self.start_slices(d, resync_ms=1000)
         d.send("set 3")
         d.published(3)
+        api.sync()  # the publishing writes' lines read before the mark
         am = api.mark()
         time.sleep(3.5)
         lists = [e for e in api.requests(am, resource="resourceslices") if e["verb"] == "list"]
@@ -333,9 +338,11 @@ class K8sTest(ProcTest):
         d.send("set 5")
         d.published(5)
         api.ok("token-rotate")  # the old token is refused at once
+        api.sync()
         m, am = d.mark(), api.mark()
         d.send("set 5 r")
         d.status(lambda e: e["published"] and e["generation"] == 2, since=m)
+        api.sync()
         codes = [e["code"] for e in api.requests(am) if e["verb"] == "update"]
         self.assertIn(401, codes, "the old token was refused once")
         self.assertEqual(codes[-1], 200)
@@ -357,9 +364,11 @@ class K8sTest(ProcTest):
         d.published(2)
         api.ok("token-rotate")
         time.sleep(0.5)
+        api.sync()
         m, am = d.mark(), api.mark()
         d.send("set 2 t")
         d.status(lambda e: e["published"] and e["generation"] == 2, since=m)
+        api.sync()
         auths = {e["auth"] for e in api.requests(am) if e["verb"] == "update"}
         self.assertEqual(auths, {"token"}, "the new token, not the old one")
         self.assertEqual(d.quit(), 0)

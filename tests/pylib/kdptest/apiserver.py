@@ -267,8 +267,15 @@ class ApiServer(Proc):
             line += " --node %s" % node
         return self.ok(line)["uid"]
 
+    def sync(self):
+        """Returns once every request a client has had its answer to is in
+        the events: the emulator writes a request's line before its answer
+        goes out, and a command's reply comes after every line before it."""
+        self.ok("stats")
+
     def requests(self, since=0, **fields):
-        """The "request" events since a mark, filtered by fields."""
+        """The "request" events since a mark, filtered by fields (call sync()
+        first when a client just had its answer)."""
         return self.events_since(since, "request", **fields)
 
     # -- a minimal client (tests that need no other client) -----------------
