@@ -5,9 +5,12 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 15
 CMAKE_GEN  := -G Ninja
 JOBS       ?= $(shell nproc)
+# Tests of the Go emulators alone (no kdp C code runs in them): the
+# sanitizer builds skip them, the normal build runs them.
+GO_ONLY_TESTS := ^(kubelet_emulator|kubelet_dra_emulator|apiserver_emulator)$$
 
 .PHONY: all deps build test test-unit test-asan test-tsan test-valgrind fuzz fuzz-build format \
 	lint clean demo bench
@@ -44,7 +47,8 @@ test-asan: deps
 	  -DKDP_KUBELET_DIR=$(abspath $(BUILD))/kubelet-go -DKDP_APISERVER_DIR=$(abspath $(BUILD))/apiserver-go
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j 2
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j 2 \
+	    -E '$(GO_ONLY_TESTS)'
 
 # The threaded code under ThreadSanitizer (clang; the demo is left out: its
 # fixed waits are for people, not for TSan's slowdown): the unit tests (their
@@ -61,7 +65,7 @@ test-tsan: build
 	cmake --build $(TSAN_BUILD) -j $(JOBS)
 	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ctest --output-on-failure -j 2 -L 'unit|integration|robustness' \
-	    -E 'kdpctl_demo'
+	    -E 'kdpctl_demo|$(GO_ONLY_TESTS)'
 
 # valgrind memcheck of kdp-example-gopher through a whole lifecycle (also
 # part of the normal build's ctest run).
