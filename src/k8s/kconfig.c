@@ -340,6 +340,12 @@ static int cluster(struct kload *ld, yaml_node_t *c, const char *name)
     while (n > 0 && ld->kc->server[n - 1] == '/') {
         ld->kc->server[--n] = '\0';
     }
+    if (r == 0 && (n <= 8 || ld->kc->server[8] == '/')) {
+        return say(ld->why, ld->why_len, -EINVAL,
+                   "%s: cluster %s: server %s has no host: set one with kubectl config "
+                   "set-cluster %s --server=https://HOST:PORT",
+                   ld->file, name, server, name);
+    }
     if (r == 0 && ca_data) {
         r = data_into(ld, &ld->kc->ca_data, &ld->kc->ca_len, "certificate-authority-data", ca_data);
     } else if (r == 0 && ca) {

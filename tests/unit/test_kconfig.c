@@ -188,6 +188,11 @@ static void test_kubeconfig_errors(void **state)
     assert_null(load("ftp", -EINVAL, "not an https:// URL"));
     put("http", HEAD "clusters:\n- name: c1\n  cluster: {server: 'http://h:8080'}\n");
     assert_null(load("http", -EINVAL, "not an https:// URL"));
+    /* no host (fuzz_kconfig's second finding: "https://" became "https:") */
+    put("nohost", HEAD "clusters:\n- name: c1\n  cluster: {server: 'https://'}\n");
+    assert_null(load("nohost", -EINVAL, "has no host"));
+    put("nohost2", HEAD "clusters:\n- name: c1\n  cluster: {server: 'https:///x'}\n");
+    assert_null(load("nohost2", -EINVAL, "has no host"));
     assert_null(load("absent", -ENOENT, "cannot read the kubeconfig"));
 }
 
