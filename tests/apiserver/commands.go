@@ -75,6 +75,26 @@ func (s *server) dispatch(cmd *command) {
 		s.conflicts = n
 		s.mu.Unlock()
 		cmd.reply(M{"ok": true})
+	case "delete-after-create":
+		// The next N ResourceSlices created are deleted by "someone else"
+		// right after: DELAY 0 before the create's answer goes out (the
+		// DELETED event may reach a watch before the creator hears back),
+		// else that long after it. A kubelet wiping the node's slices just
+		// as a driver re-publishes them.
+		n, err := strconv.Atoi(argOr(cmd.args, 0, ""))
+		delay := time.Duration(0)
+		if err == nil && len(cmd.args) == 2 {
+			delay, err = time.ParseDuration(cmd.args[1])
+		}
+		if err != nil || n < 0 || len(cmd.args) < 1 || len(cmd.args) > 2 || delay < 0 {
+			cmd.fail("Usage", "delete-after-create N [DELAY]")
+			return
+		}
+		s.mu.Lock()
+		s.delCreated = n
+		s.delDelay = delay
+		s.mu.Unlock()
+		cmd.reply(M{"ok": true})
 	case "forbid", "allow":
 		if len(cmd.args) != 2 {
 			cmd.fail("Usage", "%s VERB RESOURCE (either may be *)", cmd.name)

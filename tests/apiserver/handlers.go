@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 const maxBody = 3 * 1024 * 1024 // the API server's limit
@@ -283,7 +284,36 @@ func (s *server) doCreate(w http.ResponseWriter, r *http.Request, rq *request) {
 		return
 	}
 	rq.name = nameField(out)
+	s.deleteAfterCreate(rq.rd, out)
 	rq.writeJSON(w, 201, fromStored(rq.rd, rq.version, out), "")
+}
+
+// deleteAfterCreate plays the delete-after-create command.
+func (s *server) deleteAfterCreate(rd *resourceDef, obj M) {
+	if rd != resSlices {
+		return
+	}
+	s.mu.Lock()
+	arm := s.delCreated > 0
+	delay := s.delDelay
+	if arm {
+		s.delCreated--
+	}
+	s.mu.Unlock()
+	if !arm {
+		return
+	}
+	name := nameField(obj)
+	del := func() {
+		if _, aerr := s.store.remove(resSlices, "", name, nil); aerr == nil {
+			emit("deleted_after_create", M{"name": name, "delay_ms": delay.Milliseconds()})
+		}
+	}
+	if delay == 0 {
+		del()
+		return
+	}
+	time.AfterFunc(delay, del)
 }
 
 func (s *server) doUpdate(w http.ResponseWriter, r *http.Request, rq *request) {

@@ -41,6 +41,8 @@ type server struct {
 	faults       []*faultRule
 	forbid       map[string]bool // "verb resource"
 	conflicts    int             // the next N resourceslice writes answer 409
+	delCreated   int             // the next N resourceslices created are deleted at once
+	delDelay     time.Duration   // ... this long after their create (0: before its answer)
 	stats        map[string]int  // "verb resource" -> requests
 	codes        map[int]int
 	writes       int

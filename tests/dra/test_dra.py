@@ -194,6 +194,54 @@ class Slices(Base):
         self.assertNotIn("gopher-0", [d["name"] for d in devs])
 
 
+    def slice_names(self, api):
+        return sorted(s["metadata"]["name"] for s in api.slices() if s["spec"]["driver"] == DRV)
+
+    def wait_new_slice(self, api, old, timeout):
+        """The pool published again in a slice not among old: its name."""
+        deadline = time.time() + timeout
+        while True:
+            slices = [s for s in api.slices() if s["spec"]["driver"] == DRV]
+            names = [s["metadata"]["name"] for s in slices]
+            if (len(slices) == 1 and names[0] not in old
+                    and len(slices[0]["spec"].get("devices") or []) == 2):
+                return names[0]
+            if time.time() > deadline:
+                raise AssertionError("the pool was not published again in %.0f s: slices %s "
+                                     "(deleted: %s)" % (timeout, names, sorted(old)))
+            time.sleep(0.02)
+
+    def test_no_deletion_lost(self):
+        """A slice deleted right after kdp re-created it (before and after
+        kdp heard back about the create), then again with a kubelet restart:
+        re-created every time, long before the periodic list (10 minutes)."""
+        rounds = int(os.environ.get("KDP_DRA_LOST_DELETION_ROUNDS", "50"))
+        api, kl, drv, ev = self.up()
+        gone = set(self.slice_names(api))
+        for i in range(rounds):
+            # someone deletes the slice; the one kdp makes instead is
+            # deleted again at once (before its create is answered, or
+            # a few ms after)
+            delay = "0s" if i % 2 == 0 else "%dms" % (1 + i % 7)
+            api.ok("delete-after-create 1 " + delay)
+            mark = api.mark()
+            for name in self.slice_names(api):
+                api.ok("delete " + name)
+            api.wait_event("deleted_after_create", T, since=mark)
+            gone |= set(e["name"] for e in api.events_since(mark, "deleted_after_create"))
+            name = self.wait_new_slice(api, gone, 5.0)
+            gone.add(name)
+            # a kubelet restart wipes the node's slices as kdp registers again
+            kl.ok("restart")
+            api.ok("delete-after-create 1 0s")
+            mark = api.mark()
+            api.ok("delete " + name)
+            api.wait_event("deleted_after_create", T, since=mark)
+            gone |= set(e["name"] for e in api.events_since(mark, "deleted_after_create"))
+            gone.add(self.wait_new_slice(api, gone, 5.0))
+        self.assertEqual(drv.count_log("cannot publish"), 0, drv.log_text())
+
+
 class Prepare(Base):
     def test_several_claims_in_one_call(self):
         api, kl, drv, ev = self.up()

@@ -99,6 +99,11 @@ Commands (stdin lines; an optional last word "#ID" is echoed as "id"):
                             the old one works for -token-grace more
   token-revoke              no token is accepted any more (until token-rotate)
   delete NAME               someone else deletes the ResourceSlice NAME
+  delete-after-create N [DELAY]   the next N ResourceSlices created are
+                            deleted by someone else DELAY (a Go duration)
+                            after their create, or before its answer goes
+                            out (DELAY 0, the default); event
+                            deleted_after_create {name, delay_ms}
   edit NAME [generation|drop-device|attribute]   someone else changes its
                             spec (default: pool.generation + 1)
   expire-watches [410]      end every watch (410: an ERROR 410 event first);

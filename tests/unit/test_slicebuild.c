@@ -14,37 +14,38 @@
 #include <string.h>
 
 #include "base/k8snames.h"
-#include "k8s/slices.h"
+#include "k8s/slicebuild.h"
+#include "k8s/slicerec.h"
 
 static void test_count(void **state)
 {
     (void)state;
-    assert_int_equal(kdp__slices_count(0), 1); /* at least one slice, even empty */
-    assert_int_equal(kdp__slices_count(1), 1);
-    assert_int_equal(kdp__slices_count(128), 1);
-    assert_int_equal(kdp__slices_count(129), 2);
-    assert_int_equal(kdp__slices_count(300), 3);
-    assert_int_equal(kdp__slices_count(384), 3);
-    assert_int_equal(kdp__slices_count(385), 4);
+    assert_int_equal(kdp__sr_count(0), 1); /* at least one slice, even empty */
+    assert_int_equal(kdp__sr_count(1), 1);
+    assert_int_equal(kdp__sr_count(128), 1);
+    assert_int_equal(kdp__sr_count(129), 2);
+    assert_int_equal(kdp__sr_count(300), 3);
+    assert_int_equal(kdp__sr_count(384), 3);
+    assert_int_equal(kdp__sr_count(385), 4);
 }
 
 static void test_generate_name(void **state)
 {
     (void)state;
     char out[64];
-    kdp__slices_generate_name("node-a", "gpu.example.com", out, sizeof(out));
+    kdp__slicebuild_generate_name("node-a", "gpu.example.com", out, sizeof(out));
     assert_string_equal(out, "node-a-gpu-example-com-");
     /* long ones are cut to 58, still a valid prefix */
     char node[254];
     memset(node, 'n', 200);
     node[200] = '\0';
-    kdp__slices_generate_name(node, "gpu.example.com", out, sizeof(out));
+    kdp__slicebuild_generate_name(node, "gpu.example.com", out, sizeof(out));
     assert_int_equal(strlen(out), 58);
     assert_int_equal(out[57], '-');
     char full[80];
     snprintf(full, sizeof(full), "%sabcde", out);
     assert_int_equal(kdp__k8snames_dns_subdomain(full, NULL), 0);
-    kdp__slices_generate_name("a.b.c", "d", out, sizeof(out));
+    kdp__slicebuild_generate_name("a.b.c", "d", out, sizeof(out));
     assert_string_equal(out, "a-b-c-d-");
 }
 
@@ -76,7 +77,7 @@ static void test_device_fields(void **state)
                         .cap_values = cap_values,
                         .n_caps = 3};
     char why[256];
-    json_t *j = kdp__slices_device(&d, why, sizeof(why));
+    json_t *j = kdp__slicebuild_device(&d, why, sizeof(why));
     assert_non_null(j);
     char *text = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
     assert_string_equal(
@@ -87,21 +88,21 @@ static void test_device_fields(void **state)
     free(text);
 
     /* v1beta1: under "basic" */
-    json_t *b = kdp__slices_device_shape("v1beta1", j);
+    json_t *b = kdp__slicebuild_shape("v1beta1", j);
     text = json_dumps(b, JSON_SORT_KEYS | JSON_COMPACT);
     assert_non_null(strstr(text, "\"basic\":{\"attributes\":{\"cores\""));
     assert_non_null(strstr(text, "\"capacity\":{\"memory\":{\"value\":\"80Gi\"}}}"));
     assert_null(json_object_get(b, "attributes"));
     free(text);
     json_decref(b);
-    json_t *v = kdp__slices_device_shape("v1beta2", j);
+    json_t *v = kdp__slicebuild_shape("v1beta2", j);
     assert_ptr_equal(v, j);
     json_decref(v);
     json_decref(j);
 
     /* a bad name leaves the device out */
     kdp__slice_dev bad = {.name = "GPU_0"};
-    assert_null(kdp__slices_device(&bad, why, sizeof(why)));
+    assert_null(kdp__slicebuild_device(&bad, why, sizeof(why)));
     assert_non_null(strstr(why, "GPU_0"));
 
     /* at most 32 fields */
@@ -112,7 +113,7 @@ static void test_device_fields(void **state)
         many[i] = (kdp_dra_attr){.name = names[i], .type = KDP_DRA_ATTR_INT, .int_value = i};
     }
     kdp__slice_dev m = {.name = "m", .attrs = many, .n_attrs = 40};
-    j = kdp__slices_device(&m, why, sizeof(why));
+    j = kdp__slicebuild_device(&m, why, sizeof(why));
     assert_int_equal(json_object_size(json_object_get(j, "attributes")), 32);
     json_decref(j);
 }
@@ -122,12 +123,12 @@ static void test_object(void **state)
     (void)state;
     kdp__slice_dev d = {.name = "d0"};
     char why[100];
-    json_t *dev = kdp__slices_device(&d, why, sizeof(why));
+    json_t *dev = kdp__slicebuild_device(&d, why, sizeof(why));
     json_t *devs[] = {dev};
     for (int k = 0; k < 3; k++) {
         const char *version = k == 0 ? "v1" : k == 1 ? "v1beta2" : "v1beta1";
-        json_t *o = kdp__slices_object(version, "gpu.example.com", "node-a", "uid-n", 7, 3, devs, 1,
-                                       NULL, NULL);
+        json_t *o = kdp__slicebuild_object(version, "gpu.example.com", "node-a", "uid-n", 7, 3,
+                                           devs, 1, NULL, NULL);
         assert_non_null(o);
         char api[64];
         snprintf(api, sizeof(api), "resource.k8s.io/%s", version);
@@ -160,8 +161,8 @@ static void test_object(void **state)
         json_decref(o);
     }
     /* an update names the slice and its resourceVersion */
-    json_t *o = kdp__slices_object("v1", "gpu.example.com", "node-a", "uid-n", 8, 1, devs, 1,
-                                   "node-a-gpu-example-com-x1y2z", "42");
+    json_t *o = kdp__slicebuild_object("v1", "gpu.example.com", "node-a", "uid-n", 8, 1, devs, 1,
+                                       "node-a-gpu-example-com-x1y2z", "42");
     json_t *meta = json_object_get(o, "metadata");
     assert_string_equal(json_string_value(json_object_get(meta, "name")),
                         "node-a-gpu-example-com-x1y2z");
@@ -169,7 +170,8 @@ static void test_object(void **state)
     assert_null(json_object_get(meta, "generateName"));
     json_decref(o);
     /* an empty pool is one slice with no device */
-    o = kdp__slices_object("v1", "gpu.example.com", "node-a", "uid-n", 1, 1, NULL, 0, NULL, NULL);
+    o = kdp__slicebuild_object("v1", "gpu.example.com", "node-a", "uid-n", 1, 1, NULL, 0, NULL,
+                               NULL);
     assert_int_equal(json_array_size(json_object_get(json_object_get(o, "spec"), "devices")), 0);
     json_decref(o);
     json_decref(dev);

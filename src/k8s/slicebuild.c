@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/* slicebuild: ResourceSlice objects as the API server takes them (see
+ * slicebuild.h). */
+#include "k8s/slicebuild.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/k8snames.h"
+#include "base/log.h"
+
+#define GROUP "resource.k8s.io"
+
+void kdp__slicebuild_generate_name(const char *node, const char *driver, char *out, size_t len)
+{
+    /* 63 (a name) - 5 (the random suffix the API server appends) */
+    size_t max = len - 1 < 58 ? len - 1 : 58;
+    size_t n = 0;
+    for (const char *p = node; *p && n < max - 1; p++) {
+        out[n++] = (char)(*p == '.' ? '-' : *p);
+    }
+    if (n < max - 1) {
+        out[n++] = '-';
+    }
+    for (const char *p = driver; *p && n < max - 1; p++) {
+        out[n++] = (char)(*p == '.' ? '-' : *p);
+    }
+    out[n++] = '-';
+    out[n] = '\0';
+}
+
+static json_t *attr_value(const kdp_dra_attr *a, const char **why)
+{
+    switch (a->type) {
+    case KDP_DRA_ATTR_INT:
+        return json_pack("{s:I}", "int", (json_int_t)a->int_value);
+    case KDP_DRA_ATTR_BOOL:
+        return json_pack("{s:b}", "bool", a->bool_value);
+    case KDP_DRA_ATTR_STRING:
+        if (!a->string_value || strlen(a->string_value) > KDP__K8S_ATTR_STRING_MAX) {
+            *why = "a string attribute needs a value of at most 64 characters";
+            return NULL;
+        }
+        return json_pack("{s:s}", "string", a->string_value);
+    case KDP_DRA_ATTR_VERSION:
+        if (kdp__k8snames_semver(a->string_value, why) < 0) {
+            return NULL;
+        }
+        return json_pack("{s:s}", "version", a->string_value);
+    default:
+        *why = "has an unknown type";
+        return NULL;
+    }
+}
+
+/* The device's attributes into attrs, bad ones left out (logged); *fields
+ * counts them. Returns 0 or -ENOMEM. */
+static int add_attrs(const kdp__slice_dev *d, json_t *attrs, size_t *fields)
+{
+    for (size_t i = 0; i < d->n_attrs; i++) {
+        const kdp_dra_attr *a = &d->attrs[i];
+        const char *w = NULL;
+        json_t *v = NULL;
+        if (kdp__k8snames_qualified_name(a->name, &w) == 0 && json_object_get(attrs, a->name)) {
+            w = "is there twice";
+        }
+        if (!w && *fields >= KDP__SLICEBUILD_MAX_FIELDS) {
+            w = "is past the 32 attributes and capacities a device may have";
+        }
+        if (!w) {
+            v = attr_value(a, &w);
+        }
+        if (w) {
+            log_warn("k8s: device %s: attribute \"%s\" %s: left out", d->name,
+                     a->name ? a->name : "", w);
+            continue;
+        }
+        if (!v || json_object_set_new(attrs, a->name, v) < 0) {
+            return -ENOMEM;
+        }
+        (*fields)++;
+    }
+    return 0;
+}
+
+/* The same for its capacities. */
+static int add_caps(const kdp__slice_dev *d, json_t *caps, size_t *fields)
+{
+    for (size_t i = 0; i < d->n_caps; i++) {
+        const char *name = d->cap_names[i];
+        const char *value = d->cap_values[i];
+        const char *w = NULL;
+        if (kdp__k8snames_qualified_name(name, &w) == 0 && json_object_get(caps, name)) {
+            w = "is there twice";
+        }
+        if (!w && kdp__k8snames_quantity(value, &w) < 0) {
+            log_warn("k8s: device %s: capacity \"%s\" value \"%s\" %s: left out", d->name, name,
+                     value ? value : "", w);
+            continue;
+        }
+        if (!w && *fields >= KDP__SLICEBUILD_MAX_FIELDS) {
+            w = "is past the 32 attributes and capacities a device may have";
+        }
+        if (w) {
+            log_warn("k8s: device %s: capacity \"%s\" %s: left out", d->name, name ? name : "", w);
+            continue;
+        }
+        if (json_object_set_new(caps, name, json_pack("{s:s}", "value", value)) < 0) {
+            return -ENOMEM;
+        }
+        (*fields)++;
+    }
+    return 0;
+}
+
+json_t *kdp__slicebuild_device(const kdp__slice_dev *d, char *why, size_t why_len)
+{
+    const char *w = NULL;
+    if (why && why_len) {
+        why[0] = '\0';
+    }
+    if (kdp__k8snames_dns_label(d->name, &w) < 0) {
+        snprintf(why, why_len, "device name \"%s\" %s", d->name ? d->name : "", w);
+        return NULL;
+    }
+    json_t *attrs = json_object();
+    json_t *caps = json_object();
+    json_t *dev = json_object();
+    size_t fields = 0;
+    bool bad = !attrs || !caps || !dev || add_attrs(d, attrs, &fields) < 0 ||
+               add_caps(d, caps, &fields) < 0 ||
+               json_object_set_new(dev, "name", json_string(d->name)) < 0 ||
+               (json_object_size(attrs) && json_object_set(dev, "attributes", attrs) < 0) ||
+               (json_object_size(caps) && json_object_set(dev, "capacity", caps) < 0);
+    json_decref(attrs);
+    json_decref(caps);
+    if (bad) {
+        json_decref(dev);
+        return NULL;
+    }
+    return dev;
+}
+
+json_t *kdp__slicebuild_shape(const char *version, json_t *dev)
+{
+    if (strcmp(version, "v1beta1") != 0) {
+        return json_incref(dev);
+    }
+    json_t *basic = json_object();
+    json_t *out = json_pack("{s:O}", "name", json_object_get(dev, "name"));
+    json_t *a = json_object_get(dev, "attributes");
+    json_t *c = json_object_get(dev, "capacity");
+    if (!basic || !out || (a && json_object_set(basic, "attributes", a) < 0) ||
+        (c && json_object_set(basic, "capacity", c) < 0) ||
+        json_object_set(out, "basic", basic) < 0) {
+        json_decref(out);
+        out = NULL;
+    }
+    json_decref(basic);
+    return out;
+}
+
+json_t *kdp__slicebuild_object(const char *version, const char *driver, const char *node,
+                               const char *node_uid, uint64_t generation, size_t count,
+                               json_t *const *devs, size_t n, const char *name,
+                               const char *resource_version)
+{
+    char api_version[64];
+    snprintf(api_version, sizeof(api_version), GROUP "/%s", version);
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < n; i++) {
+        if (json_array_append_new(list, kdp__slicebuild_shape(version, devs[i])) < 0) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    if (!list) {
+        return NULL;
+    }
+    json_t *meta = json_pack("{s:[{s:s,s:s,s:s,s:s,s:b}]}", "ownerReferences", "apiVersion", "v1",
+                             "kind", "Node", "name", node, "uid", node_uid, "controller", 1);
+    char gen_name[64];
+    kdp__slicebuild_generate_name(node, driver, gen_name, sizeof(gen_name));
+    if (meta && name) {
+        json_object_set_new(meta, "name", json_string(name));
+        if (resource_version) {
+            json_object_set_new(meta, "resourceVersion", json_string(resource_version));
+        }
+    } else if (meta) {
+        json_object_set_new(meta, "generateName", json_string(gen_name));
+    }
+    json_t *obj =
+        json_pack("{s:s,s:s,s:o,s:{s:s,s:s,s:{s:s,s:I,s:I},s:o}}", "apiVersion", api_version,
+                  "kind", "ResourceSlice", "metadata", meta, "spec", "driver", driver, "nodeName",
+                  node, "pool", "name", node, "generation", (json_int_t)generation,
+                  "resourceSliceCount", (json_int_t)count, "devices", list);
+    return obj; /* json_pack's "o" steals meta and list, even on failure */
+}
+
+static int cmp_dev(const void *x, const void *y)
+{
+    json_t *const *a = x;
+    json_t *const *b = y;
+    return strcmp(json_string_value(json_object_get(*a, "name")),
+                  json_string_value(json_object_get(*b, "name")));
+}
+
+/* Sorts devs by name and drops the second of a name (logged). Returns
+ * how many are left. */
+static size_t sort_unique(json_t **devs, size_t n)
+{
+    if (n < 2) {
+        return n;
+    }
+    qsort(devs, n, sizeof(json_t *), cmp_dev);
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w > 0 && cmp_dev(&devs[w - 1], &devs[i]) == 0) {
+            log_warn("k8s: device name %s is there twice: the second one is left out of the "
+                     "ResourceSlices",
+                     json_string_value(json_object_get(devs[i], "name")));
+            json_decref(devs[i]);
+            continue;
+        }
+        devs[w++] = devs[i];
+    }
+    return w;
+}
+
+int kdp__slicebuild_devices(const kdp__slice_dev *devs, size_t n, json_t ***ret)
+{
+    if (n > KDP__SLICEBUILD_MAX_POOL) {
+        log_error("k8s: %zu devices: more than the %u a pool of kdp holds", n,
+                  KDP__SLICEBUILD_MAX_POOL);
+        return -E2BIG;
+    }
+    json_t **out = calloc(n ? n : 1, sizeof(json_t *));
+    if (!out) {
+        return -ENOMEM;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        char why[400];
+        json_t *d = kdp__slicebuild_device(&devs[i], why, sizeof(why));
+        if (!d && !why[0]) {
+            for (size_t k = 0; k < kept; k++) {
+                json_decref(out[k]);
+            }
+            free(out);
+            return -ENOMEM;
+        }
+        if (!d) {
+            log_warn("k8s: %s: left out of the ResourceSlices", why);
+            continue;
+        }
+        out[kept++] = d;
+    }
+    *ret = out;
+    return (int)sort_unique(out, kept);
+}

@@ -1,0 +1,691 @@
+/* SPDX-License-Identifier: MIT */
+/* slicerec: the decisions of publishing a node's ResourceSlices (see
+ * slicerec.h). */
+#include "k8s/slicerec.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+
+#define MS                 1000ULL
+#define DEFAULT_RESYNC_MS  (10U * 60U * 1000U)
+#define WATCH_QUICK_END_US (1000ULL * MS)
+
+/* ---- small pieces ---- */
+
+size_t kdp__sr_count(size_t n)
+{
+    return n == 0 ? 1 : (n + KDP__SR_MAX_DEVICES - 1) / KDP__SR_MAX_DEVICES;
+}
+
+uint64_t kdp__sr_rv(const char *rv)
+{
+    if (!rv || !*rv || strlen(rv) > 19) {
+        return 0;
+    }
+    uint64_t v = 0;
+    for (const char *p = rv; *p; p++) {
+        if (*p < '0' || *p > '9') {
+            return 0;
+        }
+        v = v * 10U + (uint64_t)(*p - '0');
+    }
+    return v;
+}
+
+void kdp__sr_chunk(const kdp__sr *s, size_t i, json_t *const **ret_devs, size_t *ret_n)
+{
+    size_t from = i * KDP__SR_MAX_DEVICES;
+    size_t n = from >= s->ndevs ? 0 : s->ndevs - from;
+    *ret_n = n < KDP__SR_MAX_DEVICES ? n : KDP__SR_MAX_DEVICES;
+    *ret_devs = *ret_n ? s->devs + from : NULL;
+}
+
+static const char *meta_str(json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
+}
+
+static json_t *spec_get(json_t *obj, const char *key)
+{
+    return json_object_get(json_object_get(obj, "spec"), key);
+}
+
+static bool ours(const kdp__sr *s, json_t *obj)
+{
+    const char *d = json_string_value(spec_get(obj, "driver"));
+    const char *n = json_string_value(spec_get(obj, "nodeName"));
+    return d && n && strcmp(d, s->driver) == 0 && strcmp(n, s->node) == 0;
+}
+
+static bool in_pool(const kdp__sr *s, json_t *obj)
+{
+    const char *p = json_string_value(json_object_get(spec_get(obj, "pool"), "name"));
+    return p && strcmp(p, s->node) == 0;
+}
+
+/* ---- what the API server has ---- */
+
+static void slice_clear(kdp__sr_slice *k)
+{
+    free(k->name);
+    free(k->rv_text);
+    json_decref(k->obj);
+    memset(k, 0, sizeof(*k));
+}
+
+static kdp__sr_slice *find(kdp__sr *s, const char *name)
+{
+    for (size_t i = 0; name && i < s->nknown; i++) {
+        if (strcmp(s->known[i].name, name) == 0) {
+            return &s->known[i];
+        }
+    }
+    return NULL;
+}
+
+static void forget(kdp__sr *s, kdp__sr_slice *k)
+{
+    slice_clear(k);
+    size_t i = (size_t)(k - s->known);
+    memmove(k, k + 1, (s->nknown - i - 1) * sizeof(*k));
+    s->nknown--;
+}
+
+static void known_clear(kdp__sr *s)
+{
+    for (size_t i = 0; i < s->nknown; i++) {
+        slice_clear(&s->known[i]);
+    }
+    free(s->known);
+    s->known = NULL;
+    s->nknown = 0;
+}
+
+/* What obj (or its deletion) says of its slice, unless something newer was
+ * seen for it. Returns 0, -ENOSPC (too many kept: list again), -ENOMEM. */
+static int observe(kdp__sr *s, json_t *obj, bool deleted, const char *name_if_none)
+{
+    const char *name = obj ? meta_str(obj, "name") : name_if_none;
+    const char *rv_text = obj ? meta_str(obj, "resourceVersion") : NULL;
+    uint64_t rv = kdp__sr_rv(rv_text);
+    if (!name) {
+        return 0;
+    }
+    if (rv && s->list_rv && rv <= s->list_rv) {
+        return 0; /* the last list has it (or what came after it) */
+    }
+    kdp__sr_slice *k = find(s, name);
+    if (k && rv && k->rv && rv <= k->rv) {
+        return 0; /* older than what we have */
+    }
+    if (k && k->gone && !deleted && (!rv || !k->rv)) {
+        return 0; /* deleted, order unknown: names are not reused */
+    }
+    if (!k) {
+        if (s->nknown >= KDP__SR_MAX_KNOWN) {
+            return -ENOSPC;
+        }
+        kdp__sr_slice *nk = realloc(s->known, (s->nknown + 1) * sizeof(*nk));
+        if (!nk) {
+            return -ENOMEM;
+        }
+        s->known = nk;
+        k = &s->known[s->nknown];
+        memset(k, 0, sizeof(*k));
+        if (!(k->name = strdup(name))) {
+            return -ENOMEM;
+        }
+        s->nknown++;
+    }
+    char *t = rv_text ? strdup(rv_text) : NULL;
+    if (rv_text && !t) {
+        return -ENOMEM;
+    }
+    free(k->rv_text);
+    k->rv_text = t;
+    k->rv = rv;
+    k->gone = deleted;
+    json_decref(k->obj);
+    k->obj = deleted ? NULL : json_incref(obj);
+    json_t *g = json_object_get(spec_get(obj, "pool"), "generation");
+    /* an int64 in the API: a negative one (not ours) counts as 0 */
+    k->gen = !deleted && json_is_integer(g) && json_integer_value(g) > 0
+                 ? (uint64_t)json_integer_value(g)
+                 : 0;
+    return 0;
+}
+
+/* ---- failures ---- */
+
+static void fail_with(kdp__sr *s, const char *key, int err, const char *why, kdp__backoff *bo,
+                      uint64_t now)
+{
+    const char *w = why ? why : strerror(-err);
+    /* logged once per kind of failure, not per retry nor per wording */
+    if (!s->failing || s->st.err != err || strncmp(s->st.error, key, strlen(key)) != 0) {
+        log_warn("k8s: slices of %s on %s: %s: %s (retrying with backoff up to %u s)", s->driver,
+                 s->node, key, w, KDP__SR_MAX_BACKOFF_MS / 1000);
+    }
+    s->failing = true;
+    s->st.err = err;
+    snprintf(s->st.error, sizeof(s->st.error), "%s: %s", key, w);
+    s->st.published = false;
+    s->retry_at_us = now + kdp__backoff_next(bo);
+}
+
+static void fail(kdp__sr *s, const char *key, int err, const char *why, uint64_t now)
+{
+    fail_with(s, key, err, why, &s->bo, now);
+}
+
+static void call_ended(kdp__sr *s)
+{
+    s->inflight = KDP__SR_NONE;
+    s->inflight_name[0] = '\0';
+}
+
+/* ---- the answers ---- */
+
+void kdp__sr_discovered(kdp__sr *s, int err, const char *version, const char *why, uint64_t now)
+{
+    call_ended(s);
+    if (err < 0 || !version || strlen(version) >= sizeof(s->st.version)) {
+        fail(s, "discovery", err < 0 ? err : -EPROTO, why, now);
+        return;
+    }
+    snprintf(s->st.version, sizeof(s->st.version), "%s", version);
+}
+
+void kdp__sr_node(kdp__sr *s, int err, json_t *node, const char *why, uint64_t now)
+{
+    call_ended(s);
+    char line[512];
+    if (err == -ENOENT) {
+        snprintf(line, sizeof(line),
+                 "node %s not found at the API server: the node name must be the Node's "
+                 "(spec.nodeName through the downward API, $NODE_NAME)",
+                 s->node);
+        why = line;
+    }
+    const char *uid = err == 0 ? meta_str(node, "uid") : NULL;
+    if (err == 0 && (!uid || !*uid || strlen(uid) >= sizeof(s->node_uid))) {
+        err = -EPROTO;
+        why = "the Node object has no metadata.uid";
+    }
+    if (err < 0) {
+        fail(s, "node", err, why, now);
+        return;
+    }
+    snprintf(s->node_uid, sizeof(s->node_uid), "%s", uid);
+}
+
+/* The list replaces what was known, except what came after it. */
+static int take_list(kdp__sr *s, json_t *items, uint64_t list_rv)
+{
+    for (size_t i = 0; i < s->nknown;) {
+        kdp__sr_slice *k = &s->known[i];
+        if (!list_rv || !k->rv || k->rv <= list_rv) {
+            forget(s, k);
+        } else {
+            i++;
+        }
+    }
+    uint64_t keep = s->list_rv;
+    s->list_rv = 0; /* every item counts */
+    size_t i;
+    json_t *it;
+    int r = 0;
+    json_array_foreach(items, i, it)
+    {
+        if (r == 0 && ours(s, it)) {
+            r = observe(s, it, false, NULL);
+        }
+    }
+    s->list_rv = r == 0 ? list_rv : keep;
+    return r;
+}
+
+void kdp__sr_listed(kdp__sr *s, int err, json_t *list, const char *why, uint64_t now)
+{
+    call_ended(s);
+    json_t *items = err == 0 ? json_object_get(list, "items") : NULL;
+    const char *rv = err == 0 ? meta_str(list, "resourceVersion") : NULL;
+    if (err == 0 && (!rv || strlen(rv) >= sizeof(s->watch_rv) ||
+                     (items && !json_is_null(items) && !json_is_array(items)))) {
+        err = -EPROTO;
+        why = "the ResourceSlice list has no metadata.resourceVersion or items";
+    }
+    if (err == 0) {
+        err = take_list(s, items, kdp__sr_rv(rv));
+        why = err == -ENOSPC ? "too many slices of this driver on the node" : "out of memory";
+    }
+    if (err < 0) {
+        fail(s, "list", err, why, now);
+        return;
+    }
+    s->st.lists++;
+    s->need_list = false;
+    s->resync_at_us = now + s->resync_us;
+    s->watch_wanted = true;
+    if (!s->watching) {
+        snprintf(s->watch_rv, sizeof(s->watch_rv), "%s", rv);
+        s->watch_at_us = now;
+    }
+    if (!s->failing) {
+        kdp__backoff_reset(&s->bo);
+    }
+}
+
+void kdp__sr_written(kdp__sr *s, int err, json_t *obj, const char *why, uint64_t now)
+{
+    kdp__sr_kind kind = s->inflight;
+    char name[sizeof(s->inflight_name)];
+    snprintf(name, sizeof(name), "%s", s->inflight_name);
+    call_ended(s);
+    if (kind == KDP__SR_DELETE && (err == 0 || err == -ENOENT)) {
+        (void)observe(s, NULL, true, name); /* gone either way */
+        return;
+    }
+    if (kind == KDP__SR_UPDATE && err == -ENOENT) {
+        (void)observe(s, NULL, true, name); /* deleted meanwhile: create instead */
+        return;
+    }
+    if (err == -ESTALE || err == -EEXIST) {
+        /* someone else wrote meanwhile: read again, then write again */
+        s->need_list = true;
+        s->st.conflicts++;
+        char line[512];
+        snprintf(line, sizeof(line), "%s (conflict: listing again)", why ? why : "409");
+        fail_with(s, "conflict", -ESTALE, line, &s->conflict_bo, now);
+        return;
+    }
+    if (err < 0) {
+        s->need_list = true; /* done or not: the list says */
+        fail(s, "write", err, why, now);
+        return;
+    }
+    s->st.writes++;
+    if (!obj || !meta_str(obj, "name") || !ours(s, obj)) {
+        s->need_list = true;
+        fail(s, "write", -EPROTO, "the API server's answer to a write is not the slice", now);
+        return;
+    }
+    if (observe(s, obj, false, NULL) < 0) {
+        s->need_list = true;
+    }
+}
+
+void kdp__sr_watch_event(kdp__sr *s, const char *type, json_t *obj, uint64_t now)
+{
+    (void)now;
+    const char *rv = meta_str(obj, "resourceVersion");
+    if (rv && strlen(rv) < sizeof(s->watch_rv)) {
+        snprintf(s->watch_rv, sizeof(s->watch_rv), "%s", rv);
+    }
+    kdp__backoff_reset(&s->watch_bo); /* the watch works */
+    if (strcmp(type, "BOOKMARK") == 0) {
+        return;
+    }
+    const char *name = meta_str(obj, "name");
+    if (!name || (!ours(s, obj) && !find(s, name))) {
+        return;
+    }
+    if (observe(s, obj, strcmp(type, "DELETED") == 0, NULL) < 0) {
+        s->need_list = true;
+    }
+}
+
+void kdp__sr_watch_ended(kdp__sr *s, int err, const char *why, uint64_t now)
+{
+    s->watching = false;
+    uint64_t lasted = now - s->watch_since_us;
+    if (err == 0) {
+        /* a quick end again and again: back off; one that lasted works */
+        if (lasted >= KDP__SR_WATCH_OK_MS * MS) {
+            kdp__backoff_reset(&s->watch_bo);
+        }
+        s->watch_at_us = now + (lasted < WATCH_QUICK_END_US ? kdp__backoff_next(&s->watch_bo) : 0);
+        return;
+    }
+    log_info("k8s: the slices' watch ended: %s: listing again", why ? why : strerror(-err));
+    /* a gap: list again (the watch resumes from the list) */
+    s->need_list = true;
+    s->watch_rv[0] = '\0';
+    if (err != -EIDRM) {
+        uint64_t at = now + kdp__backoff_next(&s->watch_bo);
+        s->retry_at_us = at > s->retry_at_us ? at : s->retry_at_us;
+    }
+}
+
+void kdp__sr_not_started(kdp__sr *s, kdp__sr_kind kind, int err, uint64_t now)
+{
+    if (kind == KDP__SR_WATCH) {
+        s->watching = false;
+        s->watch_at_us = now + kdp__backoff_next(&s->watch_bo);
+        return;
+    }
+    call_ended(s);
+    fail(s, "start", err, "cannot start a call", now);
+}
+
+/* ---- what should be ---- */
+
+bool kdp__sr_set_devices(kdp__sr *s, json_t **devs, size_t n)
+{
+    bool same = s->started && n == s->ndevs;
+    for (size_t i = 0; same && i < n; i++) {
+        same = json_equal(devs[i], s->devs[i]);
+    }
+    json_t **drop = same ? devs : s->devs;
+    size_t ndrop = same ? n : s->ndevs;
+    for (size_t i = 0; i < ndrop; i++) {
+        json_decref(drop[i]);
+    }
+    free(drop);
+    if (same) {
+        return false;
+    }
+    s->devs = devs;
+    s->ndevs = n;
+    s->started = true;
+    s->round_gen = 0;
+    s->st.published = false;
+    return true;
+}
+
+/* A device as the server has it against one we want (v1 shape; v1beta1
+ * nests the attributes and capacity under "basic"). */
+static bool dev_equal(const char *version, json_t *want, json_t *got)
+{
+    if (!json_equal(json_object_get(want, "name"), json_object_get(got, "name"))) {
+        return false;
+    }
+    json_t *g = strcmp(version, "v1beta1") == 0 ? json_object_get(got, "basic") : got;
+    json_t *empty = json_object();
+    json_t *wa = json_object_get(want, "attributes");
+    json_t *ga = json_object_get(g, "attributes");
+    json_t *wc = json_object_get(want, "capacity");
+    json_t *gc = json_object_get(g, "capacity");
+    bool eq = json_equal(wa ? wa : empty, ga ? ga : empty) &&
+              json_equal(wc ? wc : empty, gc ? gc : empty);
+    json_decref(empty);
+    return eq;
+}
+
+static bool owned_by_node(const kdp__sr *s, json_t *obj)
+{
+    json_t *owners = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+    size_t k;
+    json_t *o;
+    json_array_foreach(owners, k, o)
+    {
+        const char *uid = json_string_value(json_object_get(o, "uid"));
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+        if (uid && kind && strcmp(uid, s->node_uid) == 0 && strcmp(kind, "Node") == 0 &&
+            json_is_true(json_object_get(o, "controller"))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Does slice k hold chunk c (devices, owner) at generation gen and count? */
+static bool matches(const kdp__sr *s, const kdp__sr_slice *k, size_t c, uint64_t gen, size_t count)
+{
+    json_t *rc = json_object_get(spec_get(k->obj, "pool"), "resourceSliceCount");
+    if (k->gen != gen || !json_is_integer(rc) || (size_t)json_integer_value(rc) != count ||
+        !owned_by_node(s, k->obj)) {
+        return false;
+    }
+    json_t *devs = spec_get(k->obj, "devices");
+    json_t *const *want;
+    size_t n;
+    kdp__sr_chunk(s, c, &want, &n);
+    if (json_array_size(devs) != n) {
+        return false;
+    }
+    for (size_t j = 0; j < n; j++) {
+        if (!dev_equal(s->st.version, want[j], json_array_get(devs, j))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The plan of a round at gen: each chunk's slice (or none), the slices to
+ * delete (another pool's, and those no chunk needs). */
+typedef struct plan {
+    size_t missing;         /* chunks with no slice holding them */
+    size_t first_missing;   /* the first of them */
+    kdp__sr_slice *spare;   /* a slice of the pool holding no chunk */
+    size_t spares;          /* how many */
+    kdp__sr_slice *foreign; /* a slice of ours in another pool */
+    uint64_t maxgen;        /* the highest generation there */
+} plan;
+
+static uint64_t max_gen(const kdp__sr *s)
+{
+    uint64_t g = 0;
+    for (size_t i = 0; i < s->nknown; i++) {
+        if (!s->known[i].gone && s->known[i].gen > g) {
+            g = s->known[i].gen;
+        }
+    }
+    return g;
+}
+
+/* The slice of the pool holding chunk c at gen that holds no other chunk
+ * yet (holds: the chunk each slice holds, plus one); its index or -1. */
+static long holder(const kdp__sr *s, const uint16_t *holds, size_t c, uint64_t gen, size_t count)
+{
+    for (size_t i = 0; i < s->nknown; i++) {
+        const kdp__sr_slice *k = &s->known[i];
+        if (!k->gone && holds[i] == 0 && in_pool(s, k->obj) && matches(s, k, c, gen, count)) {
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
+static void make_plan(kdp__sr *s, uint64_t gen, size_t count, plan *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->first_missing = count;
+    p->maxgen = max_gen(s);
+    uint16_t holds[KDP__SR_MAX_KNOWN];
+    memset(holds, 0, sizeof(holds[0]) * s->nknown);
+    for (size_t c = 0; c < count; c++) {
+        long i = holder(s, holds, c, gen ? gen : p->maxgen, count);
+        if (i >= 0) {
+            holds[i] = (uint16_t)(c + 1);
+        } else if (p->missing++ == 0) {
+            p->first_missing = c;
+        }
+    }
+    for (size_t i = 0; i < s->nknown; i++) {
+        kdp__sr_slice *k = &s->known[i];
+        if (k->gone || holds[i]) {
+            continue;
+        }
+        if (!in_pool(s, k->obj)) {
+            p->foreign = p->foreign ? p->foreign : k;
+            continue;
+        }
+        p->spares++;
+        /* the one to reuse or delete first: by name, for a stable order */
+        if (!p->spare || strcmp(k->name, p->spare->name) < 0) {
+            p->spare = k;
+        }
+    }
+}
+
+static kdp__sr_action at(uint64_t us)
+{
+    return (kdp__sr_action){.kind = KDP__SR_NONE, .at_us = us};
+}
+
+static void published(kdp__sr *s, uint64_t gen)
+{
+    bool was = s->st.published;
+    s->st.published = true;
+    s->st.generation = gen;
+    s->st.slices = kdp__sr_count(s->ndevs);
+    s->st.devices = s->ndevs;
+    s->st.error[0] = '\0';
+    s->st.err = 0;
+    if (s->failing || !was) {
+        log_info("k8s: %zu device(s) of %s published in %zu ResourceSlice(s) of pool %s, "
+                 "generation %llu%s",
+                 s->ndevs, s->driver, s->st.slices, s->node, (unsigned long long)gen,
+                 s->failing ? " (the API server answers again)" : "");
+    }
+    s->failing = false;
+    kdp__backoff_reset(&s->bo);
+    kdp__backoff_reset(&s->conflict_bo);
+}
+
+/* The next write of the round, or NONE when the pool is as wanted. */
+static kdp__sr_action publish(kdp__sr *s)
+{
+    size_t count = kdp__sr_count(s->ndevs);
+    plan p;
+    if (s->round_gen == 0) {
+        make_plan(s, 0, count, &p);
+        if (p.missing == 0 && p.spares == 0 && !p.foreign) {
+            if (!s->st.published || s->st.generation != p.maxgen) {
+                published(s, p.maxgen);
+            }
+            return at(s->resync_at_us);
+        }
+        if (s->st.published) {
+            log_info("k8s: the slices of %s on %s are not as published (changed or deleted by "
+                     "someone else): publishing again",
+                     s->driver, s->node);
+            s->st.published = false;
+        }
+    }
+    make_plan(s, s->round_gen, count, &p);
+    if (s->round_gen == 0 || s->round_gen < p.maxgen) {
+        /* a new round, or someone else went past ours: above them all (at
+         * most the API's int64 maximum: then that one again) */
+        s->round_gen = p.maxgen >= (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : p.maxgen + 1;
+        make_plan(s, s->round_gen, count, &p);
+    }
+    kdp__sr_action a = {.count = count, .generation = s->round_gen};
+    if (p.foreign || p.spares > p.missing) {
+        kdp__sr_slice *k = p.foreign ? p.foreign : p.spare;
+        a.kind = KDP__SR_DELETE;
+        a.name = k->name;
+    } else if (p.missing && p.spare) {
+        a.kind = KDP__SR_UPDATE;
+        a.chunk = p.first_missing;
+        a.name = p.spare->name;
+        a.rv = p.spare->rv_text;
+    } else if (p.missing) {
+        a.kind = KDP__SR_CREATE;
+        a.chunk = p.first_missing;
+    } else {
+        published(s, s->round_gen);
+        s->round_gen = 0;
+        return at(s->resync_at_us);
+    }
+    return a;
+}
+
+static uint64_t earliest(uint64_t a, uint64_t b)
+{
+    return !a ? b : !b ? a : a < b ? a : b;
+}
+
+static kdp__sr_action call(kdp__sr *s, kdp__sr_action a)
+{
+    s->inflight = a.kind;
+    snprintf(s->inflight_name, sizeof(s->inflight_name), "%s", a.name ? a.name : "");
+    if (a.name) {
+        a.name = s->inflight_name; /* valid until the answer */
+    }
+    return a;
+}
+
+kdp__sr_action kdp__sr_next(kdp__sr *s, uint64_t now)
+{
+    if (s->watch_wanted && !s->watching && s->watch_rv[0] && !s->need_list &&
+        now >= s->watch_at_us) {
+        s->watching = true;
+        s->watch_since_us = now;
+        return (kdp__sr_action){.kind = KDP__SR_WATCH, .rv = s->watch_rv};
+    }
+    uint64_t watch_at =
+        s->watch_wanted && !s->watching && s->watch_rv[0] && !s->need_list ? s->watch_at_us : 0;
+    if (s->inflight != KDP__SR_NONE) {
+        return at(watch_at);
+    }
+    if (now < s->retry_at_us) {
+        return at(earliest(s->retry_at_us, watch_at));
+    }
+    if (!s->st.version[0]) {
+        return call(s, (kdp__sr_action){.kind = KDP__SR_DISCOVER});
+    }
+    if (!s->node_uid[0]) {
+        return call(s, (kdp__sr_action){.kind = KDP__SR_GET_NODE});
+    }
+    if (s->need_list || (s->resync_at_us && now >= s->resync_at_us) ||
+        s->nknown >= KDP__SR_MAX_KNOWN) {
+        return call(s, (kdp__sr_action){.kind = KDP__SR_LIST});
+    }
+    if (!s->started) {
+        return at(earliest(s->resync_at_us, watch_at));
+    }
+    kdp__sr_action a = publish(s);
+    if (a.kind == KDP__SR_NONE) {
+        a.at_us = earliest(a.at_us, watch_at);
+        return a;
+    }
+    return call(s, a);
+}
+
+/* ---- life ---- */
+
+int kdp__sr_init(kdp__sr *s, const char *driver, const char *node, const char *node_uid,
+                 unsigned resync_ms, uint32_t seed)
+{
+    memset(s, 0, sizeof(*s));
+    const char *why = NULL;
+    if (kdp__k8snames_driver_name(driver, &why) < 0) {
+        log_error("k8s: driver name \"%s\" %s", driver ? driver : "", why);
+        return -EINVAL;
+    }
+    if (kdp__k8snames_dns_subdomain(node, &why) < 0) {
+        log_error("k8s: node name \"%s\" %s", node ? node : "", why);
+        return -EINVAL;
+    }
+    if (node_uid && (!*node_uid || strlen(node_uid) >= sizeof(s->node_uid))) {
+        log_error("k8s: node UID \"%s\": 1 to 127 characters", node_uid);
+        return -EINVAL;
+    }
+    snprintf(s->driver, sizeof(s->driver), "%s", driver);
+    snprintf(s->node, sizeof(s->node), "%s", node);
+    snprintf(s->node_uid, sizeof(s->node_uid), "%s", node_uid ? node_uid : "");
+    s->resync_us = (uint64_t)(resync_ms ? resync_ms : DEFAULT_RESYNC_MS) * MS;
+    s->need_list = true;
+    kdp__backoff_init(&s->bo, KDP__SR_MIN_BACKOFF_MS * MS, KDP__SR_MAX_BACKOFF_MS * MS, seed);
+    kdp__backoff_init(&s->conflict_bo, KDP__SR_MIN_CONFLICT_MS * MS, KDP__SR_MAX_CONFLICT_MS * MS,
+                      seed);
+    kdp__backoff_init(&s->watch_bo, KDP__SR_MIN_BACKOFF_MS * MS, KDP__SR_MAX_BACKOFF_MS * MS, seed);
+    return 0;
+}
+
+void kdp__sr_done(kdp__sr *s)
+{
+    known_clear(s);
+    for (size_t i = 0; i < s->ndevs; i++) {
+        json_decref(s->devs[i]);
+    }
+    free(s->devs);
+    s->devs = NULL;
+    s->ndevs = 0;
+}
