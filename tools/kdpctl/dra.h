@@ -15,8 +15,8 @@
 #include "grpc/client.h"
 #include "kdpctl.h"
 #include "print.h"
+#include "regdir.h"
 #include "runtime/loop.h"
-#include "runtime/watch.h"
 
 #define KD_PLUGIN_TYPE     "DRAPlugin"
 #define KD_HEALTH_SERVICE  "v1alpha1.DRAResourceHealth"
@@ -86,7 +86,7 @@ struct kd {
     const kd_opts *o;
     kdp__loop *loop;
     char *registry; /* <root>/plugins_registry */
-    kdp__watch *watch;
+    kc_regdir *regdir;
     kd_plugin *plugins;
     size_t n_plugins;
     kdp__signal *sig[2];

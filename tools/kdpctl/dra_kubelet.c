@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dra_kubelet: `kdpctl dra kubelet`, the kubelet's DRA side on kdp's own
- * client: <root>/plugins_registry is walked and watched (kdp's inotify
- * watch); each socket gets GetInfo (1 s); type "DRAPlugin", then the version:
+ * client: <root>/plugins_registry is walked and watched (regdir.c, on kdp's
+ * inotify watch); each socket gets GetInfo (1 s); type "DRAPlugin", then the version:
  * the plugin's supported_versions in its order, the first the kubelet
  * supports (--versions, default v1,v1beta1; "v1alpha1.DRAResourceHealth"
  * only notes the health service); the endpoint must be an absolute path to
@@ -13,7 +13,6 @@
  * list is printed. A later registration of a driver replaces the earlier
  * one; a socket removed deregisters its plugin.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +25,7 @@
 #include "grpc/wire.h"
 #include "kubelet.h"
 #include "pluginregistration.pb-c.h"
+#include "regdir.h"
 #include "rpc.h"
 
 #define METHOD_GET_INFO "/pluginregistration.Registration/GetInfo"
@@ -491,44 +491,33 @@ static void deregister(kd_plugin *p, const char *why)
     say_plugin(p, "deregistered", text, NULL);
 }
 
-static void found(kd *k, const char *name, const char *source)
+static void on_found(const char *name, const char *path, const char *source, void *ud)
 {
-    if (name[0] == '.') {
-        return;
-    }
-    char *path;
-    if (asprintf(&path, "%s/%s", k->registry, name) < 0) {
-        return;
-    }
-    struct stat st;
-    if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode)) {
-        free(path);
-        return;
-    }
+    kd *k = ud;
     kd_plugin *p = find_socket(k, path);
     if (p) {
         if (p->registered) {
             deregister(p, "created again");
         }
         kd_calls_cancel(k, p);
-        free(path);
     } else {
         if (k->n_plugins >= KD_MAX_SOCKETS) {
             char text[600];
             snprintf(text, sizeof(text), "%s ignored: %d sockets tracked already", name,
                      KD_MAX_SOCKETS);
             kd_say(text);
-            free(path);
             return;
         }
         p = calloc(1, sizeof(*p));
-        if (!p || kdp__timer_new(k->loop, on_retry, p, &p->retry) < 0) {
+        if (!p || !(p->reg_socket = strdup(path)) ||
+            kdp__timer_new(k->loop, on_retry, p, &p->retry) < 0) {
+            if (p) {
+                free(p->reg_socket);
+            }
             free(p);
-            free(path);
             return;
         }
         p->k = k;
-        p->reg_socket = path;
         p->next = k->plugins;
         k->plugins = p;
         k->n_plugins++;
@@ -548,66 +537,28 @@ static void found(kd *k, const char *name, const char *source)
     send_info(p);
 }
 
-static void gone(kd *k, const char *name)
+static void on_gone(const char *name, const char *path, void *ud)
 {
-    char path[8192];
-    snprintf(path, sizeof(path), "%s/%s", k->registry, name);
-    kd_plugin *p = find_socket(k, path);
+    (void)name;
+    kd_plugin *p = find_socket(ud, path);
     if (p) {
         deregister(p, "removed");
         plugin_free(p);
     }
 }
 
-static void on_dir(int what, const char *name, void *ud)
+static void on_dir_gone(void *ud)
 {
     kd *k = ud;
-    if (what == KDP__WATCH_CREATED) {
-        found(k, name, "inotify");
-    } else if (what == KDP__WATCH_DELETED) {
-        gone(k, name);
-    } else {
-        kd_say("plugins_registry was removed: no longer watching it");
-        kdp__watch_free(k->watch);
-        k->watch = NULL;
-    }
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    kd_say("plugins_registry was removed: no longer watching it");
+    kc_regdir_free(k->regdir);
+    k->regdir = NULL;
 }
 
 static int watch_start(kd *k)
 {
-    int r = kl_mkdir_p(k->registry);
-    if (r == 0) {
-        r = kdp__watch_new(k->loop, k->registry, on_dir, k, &k->watch);
-    }
-    if (r < 0) {
-        return r;
-    }
-    DIR *d = opendir(k->registry);
-    if (!d) {
-        return -errno;
-    }
-    kc_strv names = {0};
-    struct dirent *de;
-    while ((de = readdir(d)) && names.n < (size_t)KD_MAX_SOCKETS * 4) {
-        if (kc_strv_add(&names, de->d_name) < 0) {
-            r = -ENOMEM;
-            break;
-        }
-    }
-    closedir(d);
-    if (names.n > 1) {
-        qsort(names.v, names.n, sizeof(*names.v), cmp_names);
-    }
-    for (size_t i = 0; r == 0 && i < names.n; i++) {
-        found(k, names.v[i], "walk");
-    }
-    kc_strv_free(&names);
-    return r;
+    static const kc_regdir_ops ops = {on_found, on_gone, on_dir_gone};
+    return kc_regdir_start(k->loop, k->registry, (size_t)KD_MAX_SOCKETS * 4, &ops, k, &k->regdir);
 }
 
 /* ---- the process ---- */
@@ -652,7 +603,7 @@ void kd_kubelet_close(kd *k)
         k->n_plugins--;
         plugin_destroy(p);
     }
-    kdp__watch_free(k->watch);
+    kc_regdir_free(k->regdir);
     kdp__timer_free(k->deadline);
     for (int i = 0; i < 2; i++) {
         kdp__signal_free(k->sig[i]);
