@@ -324,6 +324,23 @@ class Discovery(GenericTest):
                          [("nvme0", ["/dev/nvme0"], []), ("ttyUSB0", ["/dev/ttyUSB0"], [1]),
                           ("ttyUSB1", ["/dev/ttyUSB1"], [1])])
 
+    def test_list_escapes_paths(self):
+        """--list is JSON whatever the file names: a newline as \\n, a quote
+        escaped, a byte that is not UTF-8 as \\ufffd (RFC 8259, section 8.1;
+        the escaper kdpctl uses too)."""
+        for name in (b"odd\n1", b'odd"2', b"odd\xff3"):
+            open(os.fsencode(self.host.p("/dev/")) + name, "w").close()
+        cfg = self.config("resources:\n"
+                          "  - name: example.com/odd\n"
+                          "    devices: [/dev/odd*]\n")
+        out = kdptest.run([binary("kdp-generic"), "--config", cfg, "--list"], T)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn('"/dev/odd\\n1"', out.stdout)
+        self.assertIn('"/dev/odd\\ufffd3"', out.stdout)
+        got = json.loads(out.stdout)
+        self.assertEqual(sorted(p for d in got["devices"] for p in d["paths"]),
+                         ["/dev/odd\n1", '/dev/odd"2', "/dev/odd\ufffd3"])
+
 
 class Hotplug(GenericTest):
     def test_nodes_come_and_go(self):

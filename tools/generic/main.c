@@ -36,6 +36,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "common/jsonstr.h"
 #include "config.h"
 #include "health.h"
 #include "scan.h"
@@ -517,15 +518,15 @@ static int list_once(const gen_config *c)
             continue;
         }
         printf("{\"resource\": ");
-        gen_json_str(stdout, c->res[i].name);
+        kt_json_string_file(stdout, c->res[i].name);
         printf(", \"ids\": %zu, \"devices\": [", s.n_ids);
         for (size_t d = 0; d < s.n; d++) {
             printf("%s{\"id\": ", d ? ", " : "");
-            gen_json_str(stdout, s.devs[d].id);
+            kt_json_string_file(stdout, s.devs[d].id);
             printf(", \"paths\": [");
             for (size_t k = 0; k < s.devs[d].n_paths; k++) {
                 printf(k ? ", " : "");
-                gen_json_str(stdout, s.devs[d].paths[k]);
+                kt_json_string_file(stdout, s.devs[d].paths[k]);
             }
             printf("], \"numa\": [");
             for (size_t k = 0; k < s.devs[d].n_numa; k++) {

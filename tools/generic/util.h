@@ -23,7 +23,4 @@ void gen_id_from_path(const char *path, char *out);
 /* Same sanitising for any string (e.g. a USB device's sysfs name). */
 void gen_sanitize_id(const char *s, char *out);
 
-/* Writes s as a JSON string (quoted, escaped). */
-void gen_json_str(FILE *f, const char *s);
-
 #endif

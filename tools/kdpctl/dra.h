@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dra: `kdpctl dra ...`, DRA without a cluster. `dra kubelet` plays the
- * kubelet's DRA side (dra_kubelet.c: plugins_registry, GetInfo, version
- * choice, the health stream; dra_calls.c: the commands on stdin, prepare
- * and unprepare), on kdp's own gRPC client and loop.
+ * kubelet's DRA side (dra_kubelet.c: plugins_registry and the process;
+ * dra_reg.c: GetInfo, version choice, NotifyRegistrationStatus;
+ * dra_health_stream.c: the health stream; dra_calls.c: the commands on
+ * stdin, prepare and unprepare), on kdp's own gRPC client and loop.
  */
 #ifndef KDPCTL_DRA_H
 #define KDPCTL_DRA_H
@@ -15,8 +16,8 @@
 #include "grpc/client.h"
 #include "kdpctl.h"
 #include "print.h"
+#include "regdir.h"
 #include "runtime/loop.h"
-#include "runtime/watch.h"
 
 #define KD_PLUGIN_TYPE     "DRAPlugin"
 #define KD_HEALTH_SERVICE  "v1alpha1.DRAResourceHealth"
@@ -86,7 +87,7 @@ struct kd {
     const kd_opts *o;
     kdp__loop *loop;
     char *registry; /* <root>/plugins_registry */
-    kdp__watch *watch;
+    kc_regdir *regdir;
     kd_plugin *plugins;
     size_t n_plugins;
     kdp__signal *sig[2];
@@ -121,6 +122,9 @@ void kd_say(const char *text);
 void kd_say_as(const char *who, const char *text, const char *extra);
 /* Starts a JSON event line: {"event": event, "t_ns": ...}. */
 void kd_json(kc_json *j, const char *event);
+/* A line about p: its JSON event (socket, driver, endpoint, version, and
+ * error when not NULL) or text. */
+void kd_say_plugin(kd_plugin *p, const char *event, const char *text, const char *error);
 /* Prints the plugin's last health list (the `health DRIVER` command). */
 void kd_print_health(kd_plugin *p, const char *why);
 

@@ -17,8 +17,8 @@
 #include "plugin/devices.h"
 #include "pluginregistration.pb-c.h"
 #include "print.h"
+#include "regdir.h"
 #include "runtime/loop.h"
-#include "runtime/watch.h"
 
 #define KL_DIAL_TIMEOUT ((uint64_t)10 * 1000 * 1000) /* the kubelet's dial bound, us */
 #define KL_REPORT_DELAY ((uint64_t)10 * 1000 * 1000) /* restart: who is still missing, us */
@@ -103,7 +103,7 @@ struct kl {
     bool expect_open; /* the restart's summary is not printed yet */
     int exit;         /* -1 while running */
     char *registry;   /* plugins_registry/ watched; NULL = no watcher side */
-    kdp__watch *watch;
+    kc_regdir *regdir;
     kw_entry *entries; /* the sockets found there */
     kl_res *res;       /* every resource seen (capacity.c) */
 };

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/jsonstr.h"
+
 void kc_buf_free(kc_buf *b)
 {
     free(b->s);
@@ -90,75 +92,14 @@ void kc_buf_safe(kc_buf *b, const char *s)
     }
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 if it is not one. */
-static size_t utf8_len(const unsigned char *s)
+static void put_buf(const char *s, size_t len, void *ud)
 {
-    if (s[0] < 0x80) {
-        return 1;
-    }
-    size_t n;
-    unsigned min;
-    unsigned cp;
-    if ((s[0] & 0xe0) == 0xc0) {
-        n = 2, min = 0x80, cp = s[0] & 0x1fU;
-    } else if ((s[0] & 0xf0) == 0xe0) {
-        n = 3, min = 0x800, cp = s[0] & 0x0fU;
-    } else if ((s[0] & 0xf8) == 0xf0) {
-        n = 4, min = 0x10000, cp = s[0] & 0x07U;
-    } else {
-        return 0;
-    }
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80) { /* also stops at the NUL */
-            return 0;
-        }
-        cp = (cp << 6) | (s[i] & 0x3fU);
-    }
-    bool surrogate = cp >= 0xd800 && cp <= 0xdfff;
-    return cp < min || cp > 0x10ffff || surrogate ? 0 : n;
+    kc_buf_add(ud, s, len);
 }
 
-void kc_buf_json_string(kc_buf *b, const char *str)
+void kc_buf_json_string(kc_buf *b, const char *s)
 {
-    const unsigned char *s = (const unsigned char *)str;
-    kc_buf_add(b, "\"", 1);
-    while (*s) {
-        const char *esc = NULL;
-        switch (*s) {
-        case '"':
-            esc = "\\\"";
-            break;
-        case '\\':
-            esc = "\\\\";
-            break;
-        case '\n':
-            esc = "\\n";
-            break;
-        case '\r':
-            esc = "\\r";
-            break;
-        case '\t':
-            esc = "\\t";
-            break;
-        default:
-            break;
-        }
-        size_t n = esc ? 0 : utf8_len(s);
-        if (esc) {
-            kc_buf_puts(b, esc);
-            s++;
-        } else if (n == 0) {
-            kc_buf_puts(b, "\\ufffd"); /* not UTF-8: one replacement per byte */
-            s++;
-        } else if (*s < 0x20 || *s == 0x7f) {
-            kc_buf_printf(b, "\\u%04x", *s);
-            s++;
-        } else {
-            kc_buf_add(b, (const char *)s, n);
-            s += n;
-        }
-    }
-    kc_buf_add(b, "\"", 1);
+    kt_json_string(s, put_buf, b);
 }
 
 bool kc_buf_write(const kc_buf *b, FILE *f)

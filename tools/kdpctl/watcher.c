@@ -2,8 +2,9 @@
 /*
  * watcher: the kubelet's plugin-watcher side of `kdpctl kubelet`, as the
  * kubelet's pluginmanager does it (and tests/kubelet/watcher.go models it):
- * plugins_registry/ is walked at start and watched (kdp's inotify watch);
- * names starting with '.' and anything not a socket are ignored. For each
+ * plugins_registry/ is walked at start and watched (regdir.c, on kdp's
+ * inotify watch); names starting with '.' and anything not a socket are
+ * ignored. For each
  * socket: GetInfo (1 s); type "DevicePlugin", "v1beta1" among its
  * supported_versions and a valid extended resource name, else
  * NotifyRegistrationStatus(false, the kubelet's text) and a retry with
@@ -18,16 +19,15 @@
  *
  * Only the directory itself is watched, not subdirectories.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/validate.h"
 #include "grpc/wire.h"
 #include "kubelet.h"
+#include "regdir.h"
 #include "rpc.h"
 
 #define METHOD_GET_INFO "/pluginregistration.Registration/GetInfo"
@@ -472,22 +472,9 @@ void kl_watcher_connected(kl *k, kl_plugin *p, const char *error)
 
 /* ---- the directory ---- */
 
-static void found(kl *k, const char *name, const char *source)
+static void on_found(const char *name, const char *path, const char *source, void *ud)
 {
-    if (name[0] == '.') {
-        return;
-    }
-    char *path;
-    size_t n = strlen(k->registry);
-    bool slash = n > 0 && k->registry[n - 1] == '/';
-    if (asprintf(&path, "%s%s%s", k->registry, slash ? "" : "/", name) < 0) {
-        return;
-    }
-    struct stat st;
-    if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode)) {
-        free(path);
-        return;
-    }
+    kl *k = ud;
     kw_entry *e = entry_find(k, path);
     if (e) {
         /* A new incarnation: what the old one registered goes first. */
@@ -495,16 +482,17 @@ static void found(kl *k, const char *name, const char *source)
             deregister(e, "created again");
         }
         entry_cancel(e);
-        free(path);
     } else {
         e = calloc(1, sizeof(*e));
-        if (!e || kdp__timer_new(k->loop, on_retry, e, &e->retry) < 0) {
+        if (!e || !(e->path = strdup(path)) ||
+            kdp__timer_new(k->loop, on_retry, e, &e->retry) < 0) {
+            if (e) {
+                free(e->path);
+            }
             free(e);
-            free(path);
             return;
         }
         e->k = k;
-        e->path = path;
         e->next = k->entries;
         k->entries = e;
     }
@@ -516,12 +504,9 @@ static void found(kl *k, const char *name, const char *source)
     }
 }
 
-static void gone(kl *k, const char *name)
+static void on_gone(const char *name, const char *path, void *ud)
 {
-    char path[8192];
-    snprintf(path, sizeof(path), "%s%s%s", k->registry,
-             k->registry[strlen(k->registry) - 1] == '/' ? "" : "/", name);
-    kw_entry *e = entry_find(k, path);
+    kw_entry *e = entry_find(ud, path);
     if (!e) {
         return;
     }
@@ -535,58 +520,21 @@ static void gone(kl *k, const char *name)
     entry_free(e);
 }
 
-static void on_dir(int what, const char *name, void *ud)
+static void on_dir_gone(void *ud)
 {
     kl *k = ud;
-    if (what == KDP__WATCH_CREATED) {
-        found(k, name, "inotify");
-    } else if (what == KDP__WATCH_DELETED) {
-        gone(k, name);
-    } else {
-        kc_buf b = {0};
-        kc_buf_printf(&b, "%s was removed: no longer watching it", k->registry);
-        kl_say("watcher", b.failed ? "plugins_registry removed" : b.s, NULL);
-        kc_buf_free(&b);
-        kdp__watch_free(k->watch);
-        k->watch = NULL;
-    }
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    kc_buf b = {0};
+    kc_buf_printf(&b, "%s was removed: no longer watching it", k->registry);
+    kl_say("watcher", b.failed ? "plugins_registry removed" : b.s, NULL);
+    kc_buf_free(&b);
+    kc_regdir_free(k->regdir);
+    k->regdir = NULL;
 }
 
 int kl_watcher_start(kl *k)
 {
-    int r = kl_mkdir_p(k->registry);
-    if (r == 0) {
-        r = kdp__watch_new(k->loop, k->registry, on_dir, k, &k->watch);
-    }
-    if (r < 0) {
-        return r;
-    }
-    DIR *d = opendir(k->registry);
-    if (!d) {
-        return -errno;
-    }
-    kc_strv names = {0};
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (kc_strv_add(&names, de->d_name) < 0) {
-            r = -ENOMEM;
-            break;
-        }
-    }
-    closedir(d);
-    if (names.n > 1) {
-        qsort(names.v, names.n, sizeof(*names.v), cmp_names);
-    }
-    for (size_t i = 0; r == 0 && i < names.n; i++) {
-        found(k, names.v[i], "walk");
-    }
-    kc_strv_free(&names);
-    return r;
+    static const kc_regdir_ops ops = {on_found, on_gone, on_dir_gone};
+    return kc_regdir_start(k->loop, k->registry, 0, &ops, k, &k->regdir);
 }
 
 void kl_watcher_stop(kl *k)
@@ -596,6 +544,6 @@ void kl_watcher_stop(kl *k)
         k->entries = e->next; /* unlinked here: entry_free finds nothing to unlink */
         entry_free(e);
     }
-    kdp__watch_free(k->watch);
-    k->watch = NULL;
+    kc_regdir_free(k->regdir);
+    k->regdir = NULL;
 }
