@@ -197,6 +197,8 @@ def check(build, root, nm, known_path, show_graph=False, show_cycles=False):
         problems.append("%d cycles or more: not all listed" % MAX_CYCLES)
     known = read_known(known_path)
     rel_known = os.path.relpath(known_path, root)
+    if rel_known.startswith(".."):
+        rel_known = known_path
     for c in found:
         if tuple(c) not in known:
             problems.append(describe(graph, c))
