@@ -21,8 +21,8 @@ SRC = os.path.join(ROOT, "src")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
-def cmake_layers():
-    text = open(os.path.join(ROOT, "CMakeLists.txt")).read()
+def cmake_layers(root=ROOT):
+    text = open(os.path.join(root, "CMakeLists.txt")).read()
     layers = re.search(r"set\(KDP_LAYERS ([^)]*)\)", text).group(1).split()
     deps = {}
     for layer in layers:
