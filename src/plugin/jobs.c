@@ -102,15 +102,52 @@ kdp__pjob *kdp__pjob_new(kdp__jobs *js, const char *what, void *owner)
     return j;
 }
 
+static unsigned bound_ms(const kdp__pjob *j)
+{
+    unsigned t = j->js->timeout_ms;
+    return j->bound_ms && j->bound_ms < t ? j->bound_ms : t;
+}
+
+/* When j is due: the caller's deadline, or the bound counted from when it
+ * began running (from now while it waits behind others that run; now if
+ * the queue cannot move: a stuck callback at the cap holds it). */
+static uint64_t due(kdp__pjob *j, uint64_t now)
+{
+    kdp__jobs *js = j->js;
+    uint64_t started = kdp__worker_started(js->worker, &j->base);
+    if (!started && kdp__worker_blocked(js->worker)) {
+        return now;
+    }
+    uint64_t at = (started ? started : now) + (uint64_t)bound_ms(j) * 1000U;
+    if (j->call_deadline_us && j->call_deadline_us < at) {
+        at = j->call_deadline_us;
+    }
+    return at;
+}
+
 static void on_deadline(kdp__timer *t, void *ud)
 {
-    (void)t;
     kdp__pjob *j = ud;
     kdp__jobs *js = j->js;
+    uint64_t now = kdp__now_us();
+    uint64_t at = due(j, now);
+    if (at > now) {
+        kdp__timer_start_at(t, at); /* it waited in the queue: its time began later */
+        return;
+    }
     unlist(j); /* frees t: safe from its own callback */
-    log_error("%s: the %s callback did not return within its deadline; its result will be "
-              "dropped",
-              js->resource, j->what);
+    bool ran = kdp__worker_started(js->worker, &j->base) != 0;
+    if (ran) {
+        log_error("%s: the %s callback did not return within its deadline; its result will be "
+                  "dropped",
+                  js->resource, j->what);
+    } else {
+        log_error("%s: the %s callback could not start before its deadline (%s): not run",
+                  js->resource, j->what,
+                  kdp__worker_blocked(js->worker)
+                      ? "the callbacks stuck past their deadline are at the cap"
+                      : "its caller's deadline passed while others ran");
+    }
     kdp__op op = kdp__op_of(j->what);
     if (js->stats && op != KDP__OP_N) {
         kdp__count(&js->stats->deadline_exceeded[op], 1);
@@ -125,13 +162,15 @@ static void on_deadline(kdp__timer *t, void *ud)
 int kdp__pjob_submit(kdp__pjob *j, uint64_t deadline_us)
 {
     kdp__jobs *js = j->js;
-    uint64_t limit = kdp__now_us() + (uint64_t)js->timeout_ms * 1000U;
-    if (deadline_us == 0 || deadline_us > limit) {
-        deadline_us = limit;
+    uint64_t now = kdp__now_us();
+    j->call_deadline_us = deadline_us;
+    uint64_t at = now + (uint64_t)bound_ms(j) * 1000U;
+    if (deadline_us && deadline_us < at) {
+        at = deadline_us;
     }
     int r = kdp__timer_new(js->loop, on_deadline, j, &j->deadline);
     if (r == 0) {
-        kdp__timer_start_at(j->deadline, deadline_us);
+        kdp__timer_start_at(j->deadline, at);
         /* listed before the submit: a fast worker cannot race the loop here */
         kdp__list_append(&js->pending, &j->link);
         r = kdp__worker_submit(js->worker, &j->base);

@@ -48,7 +48,9 @@ struct kdp__pjob {
     void (*cleanup)(kdp__pjob *j); /* frees what data holds; any thread; may be NULL */
     void *data;
     kdp__timer *deadline;
-    kdp__link link; /* in js->pending while complete may still run */
+    uint64_t call_deadline_us; /* the caller's, absolute (0: none) */
+    unsigned bound_ms;         /* its own bound if shorter than the jobs' (0: theirs) */
+    kdp__link link;            /* in js->pending while complete may still run */
     int result;
     bool has_msg;
     char msg[KDP__JOB_MSG_MAX];
@@ -69,10 +71,12 @@ unsigned kdp__jobs_stuck(kdp__jobs *js);
 
 /* A zeroed job of owner. Returns NULL on allocation failure. */
 kdp__pjob *kdp__pjob_new(kdp__jobs *js, const char *what, void *owner);
-/* Queues j with a deadline at deadline_us (absolute kdp__now_us()), or the
- * bound from now if 0 or later than that. On failure the job is freed and
- * -errno returned (complete is not called): -EBUSY when every thread the
- * cap allows is stuck (kdp__pjob_busy_message says which callback). */
+/* Queues j. It is bounded twice: by the callback bound (the jobs'
+ * timeout, or j->bound_ms if set and shorter), which counts its own running time from when the
+ * worker starts it, never its time in the queue; and by deadline_us (absolute kdp__now_us(); 0:
+ * none), the caller's, past which its answer is useless whether it ran or waited. On failure the
+ * job is freed and -errno returned (complete is not called): -EBUSY when every thread the cap
+ * allows is stuck (kdp__pjob_busy_message says which callback). */
 int kdp__pjob_submit(kdp__pjob *j, uint64_t deadline_us);
 /* The result is no longer wanted (loop thread): complete will not run. */
 void kdp__pjob_cancel(kdp__pjob *j);

@@ -273,8 +273,9 @@ static void run_next(kdp__prober *pr)
         j->fn = fn_probe;
         j->complete = complete_probe;
         j->cleanup = cleanup_probe;
+        j->bound_ms = pr->cfg.timeout_ms; /* from when it runs */
         pr->job = j;
-        int r = kdp__pjob_submit(j, kdp__now_us() + (uint64_t)pr->cfg.timeout_ms * 1000U);
+        int r = kdp__pjob_submit(j, 0);
         if (r == 0) {
             return;
         }

@@ -109,6 +109,7 @@ static void thread_forget(core *c, wthread *t)
 static void run_job(core *c, wthread *t, kdp__job *j)
 {
     j->state = J_RUNNING;
+    j->started_us = kdp__now_us();
     t->running = j;
     pthread_mutex_unlock(&c->mu);
     current_job = j;
@@ -292,6 +293,7 @@ int kdp__worker_submit(kdp__worker *w, kdp__job *j)
     }
     if (r == 0) {
         j->state = J_QUEUED;
+        j->started_us = 0;
         push(&c->q_head, &c->q_tail, j);
     }
     pthread_mutex_unlock(&c->mu);
@@ -326,6 +328,25 @@ unsigned kdp__worker_stuck(kdp__worker *w, const char **ret_name, uint64_t *ret_
     }
     pthread_mutex_unlock(&c->mu);
     return n;
+}
+
+bool kdp__worker_blocked(kdp__worker *w)
+{
+    core *c = w->c;
+    pthread_mutex_lock(&c->mu);
+    wthread *live = live_thread(c);
+    bool blocked = live && live->stuck_since && count_retired(c) + 1 >= c->max_stuck;
+    pthread_mutex_unlock(&c->mu);
+    return blocked;
+}
+
+uint64_t kdp__worker_started(kdp__worker *w, const kdp__job *j)
+{
+    core *c = w->c;
+    pthread_mutex_lock(&c->mu);
+    uint64_t t = j->state == J_QUEUED ? 0 : j->started_us;
+    pthread_mutex_unlock(&c->mu);
+    return t;
 }
 
 bool kdp__worker_abandon(kdp__worker *w, kdp__job *j)

@@ -29,6 +29,7 @@ struct kdp__job {
     /* private to worker.c */
     kdp__job *next;
     int state;
+    uint64_t started_us; /* when run() began (0: not yet) */
 };
 
 /* max_stuck (>= 1) caps the threads running an abandoned job (a callback
@@ -49,6 +50,14 @@ unsigned kdp__worker_stuck(kdp__worker *w, const char **ret_name, uint64_t *ret_
  * running). Returns true if its run() is executing right now (it is then
  * left to finish on a retired thread). */
 bool kdp__worker_abandon(kdp__worker *w, kdp__job *j);
+/* When j's run() began (kdp__now_us()), or 0 while it waits in the queue:
+ * a deadline counts a callback's own running time, not its wait. Any
+ * thread, while j is not freed. */
+uint64_t kdp__worker_started(kdp__worker *w, const kdp__job *j);
+/* Whether the queue cannot move until a stuck thread returns: the thread
+ * serving it is stuck in an abandoned job and the cap allows no other
+ * (what waits in the queue then waits for that). Any thread. */
+bool kdp__worker_blocked(kdp__worker *w);
 /* The job whose run() is executing on the calling thread, or NULL. */
 kdp__job *kdp__worker_current(void);
 /* Abandons queued jobs, waits up to wait_ms for running callbacks (retired
