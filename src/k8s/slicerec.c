@@ -16,11 +16,6 @@
 
 /* ---- small pieces ---- */
 
-size_t kdp__sr_count(size_t n)
-{
-    return n == 0 ? 1 : (n + KDP__SR_MAX_DEVICES - 1) / KDP__SR_MAX_DEVICES;
-}
-
 uint64_t kdp__sr_rv(const char *rv)
 {
     if (!rv || !*rv || strlen(rv) > 19) {
@@ -36,12 +31,21 @@ uint64_t kdp__sr_rv(const char *rv)
     return v;
 }
 
+static kdp__sr_want want_of(const kdp__sr *s)
+{
+    return (kdp__sr_want){s->devs, s->ndevs, s->node, s->node_uid, s->st.version};
+}
+
 void kdp__sr_chunk(const kdp__sr *s, size_t i, json_t *const **ret_devs, size_t *ret_n)
 {
-    size_t from = i * KDP__SR_MAX_DEVICES;
-    size_t n = from >= s->ndevs ? 0 : s->ndevs - from;
-    *ret_n = n < KDP__SR_MAX_DEVICES ? n : KDP__SR_MAX_DEVICES;
-    *ret_devs = *ret_n ? s->devs + from : NULL;
+    kdp__sr_want w = want_of(s);
+    kdp__sr_want_chunk(&w, i, ret_devs, ret_n);
+}
+
+static void make_plan(kdp__sr *s, uint64_t gen, kdp__sr_plan *p)
+{
+    kdp__sr_want w = want_of(s);
+    kdp__sr_plan_make(s->known, s->nknown, &w, gen, p);
 }
 
 static const char *meta_str(json_t *obj, const char *key)
@@ -59,12 +63,6 @@ static bool ours(const kdp__sr *s, json_t *obj)
     const char *d = json_string_value(spec_get(obj, "driver"));
     const char *n = json_string_value(spec_get(obj, "nodeName"));
     return d && n && strcmp(d, s->driver) == 0 && strcmp(n, s->node) == 0;
-}
-
-static bool in_pool(const kdp__sr *s, json_t *obj)
-{
-    const char *p = json_string_value(json_object_get(spec_get(obj, "pool"), "name"));
-    return p && strcmp(p, s->node) == 0;
 }
 
 /* ---- what the API server has ---- */
@@ -397,132 +395,6 @@ bool kdp__sr_set_devices(kdp__sr *s, json_t **devs, size_t n)
     return true;
 }
 
-/* A device as the server has it against one we want (v1 shape; v1beta1
- * nests the attributes and capacity under "basic"). */
-static bool dev_equal(const char *version, json_t *want, json_t *got)
-{
-    if (!json_equal(json_object_get(want, "name"), json_object_get(got, "name"))) {
-        return false;
-    }
-    json_t *g = strcmp(version, "v1beta1") == 0 ? json_object_get(got, "basic") : got;
-    json_t *empty = json_object();
-    json_t *wa = json_object_get(want, "attributes");
-    json_t *ga = json_object_get(g, "attributes");
-    json_t *wc = json_object_get(want, "capacity");
-    json_t *gc = json_object_get(g, "capacity");
-    bool eq = json_equal(wa ? wa : empty, ga ? ga : empty) &&
-              json_equal(wc ? wc : empty, gc ? gc : empty);
-    json_decref(empty);
-    return eq;
-}
-
-static bool owned_by_node(const kdp__sr *s, json_t *obj)
-{
-    json_t *owners = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
-    size_t k;
-    json_t *o;
-    json_array_foreach(owners, k, o)
-    {
-        const char *uid = json_string_value(json_object_get(o, "uid"));
-        const char *kind = json_string_value(json_object_get(o, "kind"));
-        if (uid && kind && strcmp(uid, s->node_uid) == 0 && strcmp(kind, "Node") == 0 &&
-            json_is_true(json_object_get(o, "controller"))) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* Does slice k hold chunk c (devices, owner) at generation gen and count? */
-static bool matches(const kdp__sr *s, const kdp__sr_slice *k, size_t c, uint64_t gen, size_t count)
-{
-    json_t *rc = json_object_get(spec_get(k->obj, "pool"), "resourceSliceCount");
-    if (k->gen != gen || !json_is_integer(rc) || (size_t)json_integer_value(rc) != count ||
-        !owned_by_node(s, k->obj)) {
-        return false;
-    }
-    json_t *devs = spec_get(k->obj, "devices");
-    json_t *const *want;
-    size_t n;
-    kdp__sr_chunk(s, c, &want, &n);
-    if (json_array_size(devs) != n) {
-        return false;
-    }
-    for (size_t j = 0; j < n; j++) {
-        if (!dev_equal(s->st.version, want[j], json_array_get(devs, j))) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* The plan of a round at gen: each chunk's slice (or none), the slices to
- * delete (another pool's, and those no chunk needs). */
-typedef struct plan {
-    size_t missing;         /* chunks with no slice holding them */
-    size_t first_missing;   /* the first of them */
-    kdp__sr_slice *spare;   /* a slice of the pool holding no chunk */
-    size_t spares;          /* how many */
-    kdp__sr_slice *foreign; /* a slice of ours in another pool */
-    uint64_t maxgen;        /* the highest generation there */
-} plan;
-
-static uint64_t max_gen(const kdp__sr *s)
-{
-    uint64_t g = 0;
-    for (size_t i = 0; i < s->nknown; i++) {
-        if (!s->known[i].gone && s->known[i].gen > g) {
-            g = s->known[i].gen;
-        }
-    }
-    return g;
-}
-
-/* The slice of the pool holding chunk c at gen that holds no other chunk
- * yet (holds: the chunk each slice holds, plus one); its index or -1. */
-static long holder(const kdp__sr *s, const uint16_t *holds, size_t c, uint64_t gen, size_t count)
-{
-    for (size_t i = 0; i < s->nknown; i++) {
-        const kdp__sr_slice *k = &s->known[i];
-        if (!k->gone && holds[i] == 0 && in_pool(s, k->obj) && matches(s, k, c, gen, count)) {
-            return (long)i;
-        }
-    }
-    return -1;
-}
-
-static void make_plan(kdp__sr *s, uint64_t gen, size_t count, plan *p)
-{
-    memset(p, 0, sizeof(*p));
-    p->first_missing = count;
-    p->maxgen = max_gen(s);
-    uint16_t holds[KDP__SR_MAX_KNOWN];
-    memset(holds, 0, sizeof(holds[0]) * s->nknown);
-    for (size_t c = 0; c < count; c++) {
-        long i = holder(s, holds, c, gen ? gen : p->maxgen, count);
-        if (i >= 0) {
-            holds[i] = (uint16_t)(c + 1);
-        } else if (p->missing++ == 0) {
-            p->first_missing = c;
-        }
-    }
-    for (size_t i = 0; i < s->nknown; i++) {
-        kdp__sr_slice *k = &s->known[i];
-        if (k->gone || holds[i]) {
-            continue;
-        }
-        if (!in_pool(s, k->obj)) {
-            p->foreign = p->foreign ? p->foreign : k;
-            continue;
-        }
-        p->spares++;
-        /* the one to reuse or delete first: by name, for a stable order */
-        if (!p->spare || strcmp(k->name, p->spare->name) < 0) {
-            p->spare = k;
-        }
-    }
-}
-
 static kdp__sr_action at(uint64_t us)
 {
     return (kdp__sr_action){.kind = KDP__SR_NONE, .at_us = us};
@@ -551,10 +423,9 @@ static void published(kdp__sr *s, uint64_t gen)
 /* The next write of the round, or NONE when the pool is as wanted. */
 static kdp__sr_action publish(kdp__sr *s)
 {
-    size_t count = kdp__sr_count(s->ndevs);
-    plan p;
+    kdp__sr_plan p;
     if (s->round_gen == 0) {
-        make_plan(s, 0, count, &p);
+        make_plan(s, 0, &p);
         if (p.missing == 0 && p.spares == 0 && !p.foreign) {
             if (!s->st.published || s->st.generation != p.maxgen) {
                 published(s, p.maxgen);
@@ -568,16 +439,16 @@ static kdp__sr_action publish(kdp__sr *s)
             s->st.published = false;
         }
     }
-    make_plan(s, s->round_gen, count, &p);
+    make_plan(s, s->round_gen, &p);
     if (s->round_gen == 0 || s->round_gen < p.maxgen) {
         /* a new round, or someone else went past ours: above them all (at
          * most the API's int64 maximum: then that one again) */
         s->round_gen = p.maxgen >= (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : p.maxgen + 1;
-        make_plan(s, s->round_gen, count, &p);
+        make_plan(s, s->round_gen, &p);
     }
-    kdp__sr_action a = {.count = count, .generation = s->round_gen};
+    kdp__sr_action a = {.count = p.count, .generation = s->round_gen};
     if (p.foreign || p.spares > p.missing) {
-        kdp__sr_slice *k = p.foreign ? p.foreign : p.spare;
+        const kdp__sr_slice *k = p.foreign ? p.foreign : p.spare;
         a.kind = KDP__SR_DELETE;
         a.name = k->name;
     } else if (p.missing && p.spare) {

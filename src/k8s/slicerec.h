@@ -40,8 +40,8 @@
 
 #include "base/backoff.h"
 #include "base/k8snames.h"
+#include "k8s/sliceplan.h"
 
-#define KDP__SR_MAX_DEVICES    128U /* per slice (the API's limit) */
 #define KDP__SR_MIN_BACKOFF_MS 100U
 #define KDP__SR_MAX_BACKOFF_MS 30000U
 /* After a 409: sooner, the server answers. */
@@ -49,9 +49,6 @@
 #define KDP__SR_MAX_CONFLICT_MS 5000U
 /* A watch that lasted this long works: its backoff resets. */
 #define KDP__SR_WATCH_OK_MS 5000U
-/* What the API server has: at most this many slices kept (tombstones
- * included; a pool of kdp has at most 128). */
-#define KDP__SR_MAX_KNOWN 1024U
 
 typedef enum kdp__sr_kind {
     KDP__SR_NONE = 0, /* nothing now: ask again at at_us (0: after an event) */
@@ -85,15 +82,6 @@ typedef struct kdp__sr_status {
     int err;          /* its -errno (0: none) */
     unsigned long writes, lists, conflicts;
 } kdp__sr_status;
-
-typedef struct kdp__sr_slice {
-    char *name;
-    char *rv_text;
-    uint64_t rv; /* 0: not a decimal integer */
-    bool gone;   /* deleted (a tombstone) */
-    uint64_t gen;
-    json_t *obj; /* as the API server has it (NULL for a tombstone) */
-} kdp__sr_slice;
 
 typedef struct kdp__sr {
     char driver[KDP__K8S_DRIVER_NAME_MAX + 1];
@@ -163,8 +151,6 @@ void kdp__sr_watch_ended(kdp__sr *s, int err, const char *why, uint64_t now_us);
 
 /* The devices of chunk i of the pool now (count slices): *ret_devs, n. */
 void kdp__sr_chunk(const kdp__sr *s, size_t i, json_t *const **ret_devs, size_t *ret_n);
-/* How many slices n devices take (at least 1). */
-size_t kdp__sr_count(size_t n);
 /* Compares resourceVersions: the decimal value, 0 if it is not one. */
 uint64_t kdp__sr_rv(const char *rv);
 

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/* sliceplan: what a publish round writes (see sliceplan.h). */
+#include "k8s/sliceplan.h"
+
+#include <string.h>
+
+size_t kdp__sr_count(size_t n)
+{
+    return n == 0 ? 1 : (n + KDP__SR_MAX_DEVICES - 1) / KDP__SR_MAX_DEVICES;
+}
+
+void kdp__sr_want_chunk(const kdp__sr_want *w, size_t i, json_t *const **ret_devs, size_t *ret_n)
+{
+    size_t from = i * KDP__SR_MAX_DEVICES;
+    size_t n = from >= w->ndevs ? 0 : w->ndevs - from;
+    *ret_n = n < KDP__SR_MAX_DEVICES ? n : KDP__SR_MAX_DEVICES;
+    *ret_devs = *ret_n ? w->devs + from : NULL;
+}
+
+static json_t *spec_get(json_t *obj, const char *key)
+{
+    return json_object_get(json_object_get(obj, "spec"), key);
+}
+
+bool kdp__sr_in_pool(json_t *obj, const char *pool)
+{
+    const char *p = json_string_value(json_object_get(spec_get(obj, "pool"), "name"));
+    return p && strcmp(p, pool) == 0;
+}
+
+/* A device as the server has it against one we want (v1 shape; v1beta1
+ * nests the attributes and capacity under "basic"). */
+static bool dev_equal(const char *version, json_t *want, json_t *got)
+{
+    if (!json_equal(json_object_get(want, "name"), json_object_get(got, "name"))) {
+        return false;
+    }
+    json_t *g = strcmp(version, "v1beta1") == 0 ? json_object_get(got, "basic") : got;
+    json_t *empty = json_object();
+    json_t *wa = json_object_get(want, "attributes");
+    json_t *ga = json_object_get(g, "attributes");
+    json_t *wc = json_object_get(want, "capacity");
+    json_t *gc = json_object_get(g, "capacity");
+    bool eq = json_equal(wa ? wa : empty, ga ? ga : empty) &&
+              json_equal(wc ? wc : empty, gc ? gc : empty);
+    json_decref(empty);
+    return eq;
+}
+
+static bool owned_by_node(const kdp__sr_want *w, json_t *obj)
+{
+    json_t *owners = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+    size_t k;
+    json_t *o;
+    json_array_foreach(owners, k, o)
+    {
+        const char *uid = json_string_value(json_object_get(o, "uid"));
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+        if (uid && kind && strcmp(uid, w->node_uid) == 0 && strcmp(kind, "Node") == 0 &&
+            json_is_true(json_object_get(o, "controller"))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Does slice k hold chunk c (devices, owner) at generation gen and count? */
+static bool matches(const kdp__sr_want *w, const kdp__sr_slice *k, size_t c, uint64_t gen,
+                    size_t count)
+{
+    json_t *rc = json_object_get(spec_get(k->obj, "pool"), "resourceSliceCount");
+    if (k->gen != gen || !json_is_integer(rc) || (size_t)json_integer_value(rc) != count ||
+        !owned_by_node(w, k->obj)) {
+        return false;
+    }
+    json_t *devs = spec_get(k->obj, "devices");
+    json_t *const *want;
+    size_t n;
+    kdp__sr_want_chunk(w, c, &want, &n);
+    if (json_array_size(devs) != n) {
+        return false;
+    }
+    for (size_t j = 0; j < n; j++) {
+        if (!dev_equal(w->version, want[j], json_array_get(devs, j))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static uint64_t max_gen(const kdp__sr_slice *known, size_t n)
+{
+    uint64_t g = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!known[i].gone && known[i].gen > g) {
+            g = known[i].gen;
+        }
+    }
+    return g;
+}
+
+/* The slice of the pool holding chunk c at gen that holds no other chunk
+ * yet (holds: the chunk each slice holds, plus one); its index or -1. */
+static long holder(const kdp__sr_slice *known, size_t n, const kdp__sr_want *w,
+                   const uint16_t *holds, size_t c, uint64_t gen, size_t count)
+{
+    for (size_t i = 0; i < n; i++) {
+        const kdp__sr_slice *k = &known[i];
+        if (!k->gone && holds[i] == 0 && kdp__sr_in_pool(k->obj, w->pool) &&
+            matches(w, k, c, gen, count)) {
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
+void kdp__sr_plan_make(const kdp__sr_slice *known, size_t n, const kdp__sr_want *w, uint64_t gen,
+                       kdp__sr_plan *p)
+{
+    memset(p, 0, sizeof(*p));
+    size_t count = kdp__sr_count(w->ndevs);
+    p->count = count;
+    p->first_missing = count;
+    p->maxgen = max_gen(known, n);
+    /* the chunk each slice holds, plus one (0: none); one slice per chunk */
+    uint16_t holds[KDP__SR_MAX_KNOWN];
+    n = n < KDP__SR_MAX_KNOWN ? n : KDP__SR_MAX_KNOWN;
+    memset(holds, 0, sizeof(holds[0]) * n);
+    for (size_t c = 0; c < count; c++) {
+        long i = holder(known, n, w, holds, c, gen ? gen : p->maxgen, count);
+        if (i >= 0) {
+            holds[i] = (uint16_t)(c + 1);
+        } else if (p->missing++ == 0) {
+            p->first_missing = c;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const kdp__sr_slice *k = &known[i];
+        if (k->gone || holds[i]) {
+            continue;
+        }
+        if (!kdp__sr_in_pool(k->obj, w->pool)) {
+            p->foreign = p->foreign ? p->foreign : k;
+            continue;
+        }
+        p->spares++;
+        /* the one to reuse or delete first: by name, for a stable order */
+        if (!p->spare || strcmp(k->name, p->spare->name) < 0) {
+            p->spare = k;
+        }
+    }
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sliceplan: what a publish round of a node's ResourceSlices writes, from
+ * what the API server has (the slices known, tombstones included) and the
+ * devices wanted: which chunk of at most KDP__SR_MAX_DEVICES devices each
+ * slice of the pool holds at a generation (devices, slice count, the Node
+ * as controller owner), the chunks no slice holds, the slices that hold
+ * none (to reuse or delete) and slices of ours in another pool (to
+ * delete). slicerec decides from it.
+ *
+ * Pure: any thread.
+ */
+#ifndef KDP_K8S_SLICEPLAN_H
+#define KDP_K8S_SLICEPLAN_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KDP__SR_MAX_DEVICES 128U /* per slice (the API's limit) */
+/* What the API server has: at most this many slices kept (tombstones
+ * included; a pool of kdp has at most 128). */
+#define KDP__SR_MAX_KNOWN 1024U
+
+/* A slice as the API server has it. */
+typedef struct kdp__sr_slice {
+    char *name;
+    char *rv_text;
+    uint64_t rv; /* 0: not a decimal integer */
+    bool gone;   /* deleted (a tombstone) */
+    uint64_t gen;
+    json_t *obj; /* as the API server has it (NULL for a tombstone) */
+} kdp__sr_slice;
+
+/* What is wanted (borrowed). */
+typedef struct kdp__sr_want {
+    json_t *const *devs; /* v1 shape, sorted by name */
+    size_t ndevs;
+    const char *pool; /* the node's name */
+    const char *node_uid;
+    const char *version; /* resource.k8s.io's: how the server shows devices */
+} kdp__sr_want;
+
+typedef struct kdp__sr_plan {
+    size_t count;                 /* slices the devices take */
+    size_t missing;               /* chunks with no slice holding them */
+    size_t first_missing;         /* the first of them */
+    const kdp__sr_slice *spare;   /* a slice of the pool holding no chunk (the first by name) */
+    size_t spares;                /* how many */
+    const kdp__sr_slice *foreign; /* a slice of ours in another pool */
+    uint64_t maxgen;              /* the highest generation there */
+} kdp__sr_plan;
+
+/* The plan at generation gen (0: the highest there). */
+void kdp__sr_plan_make(const kdp__sr_slice *known, size_t n, const kdp__sr_want *w, uint64_t gen,
+                       kdp__sr_plan *p);
+/* How many slices n devices take (at least 1). */
+size_t kdp__sr_count(size_t n);
+/* The devices of chunk i: *ret_devs, *ret_n. */
+void kdp__sr_want_chunk(const kdp__sr_want *w, size_t i, json_t *const **ret_devs, size_t *ret_n);
+/* Whether a slice object is in pool. */
+bool kdp__sr_in_pool(json_t *obj, const char *pool);
+
+#endif
