@@ -5,7 +5,8 @@
  * DRA only, serving its service socket in a temp kubelet root; its API
  * server is a closed port, so every claim read fails at once) gets the input
  * as one request through kdp's own gRPC client, decoded and dispatched by
- * src/dra/prepare.c and health.c, the author's callbacks on the worker.
+ * src/dra/claimsvc.c, claimops.c and health.c, the author's callbacks on
+ * the DRA side's worker.
  *
  * Input: byte 0 = flags, then the request message.
  *   bits 0-2 method: 0 v1 NodePrepareResources, 1 v1 NodeUnprepareResources,
@@ -23,7 +24,8 @@
  * starting with '.': UIDs name files); an unprepare's entry has no error
  * when its UID is one kdp takes (kdp never prepared it: nothing to undo)
  * and one when it is not; NodeWatchResources with a decodable request gets a first message
- * listing the three devices of the table in the node's pool, dev-1
+ * listing the three devices of the table in the node's pool (described
+ * before the first input), dev-1
  * UNHEALTHY and the others HEALTHY (undecodable: INVALID_ARGUMENT); an
  * unknown method gets UNIMPLEMENTED. Every call ends within 5 s, and nothing
  * the driver logs holds a control character (no forged log lines).
@@ -174,7 +176,11 @@ static void init(void)
     snprintf(svc_path, sizeof(svc_path), "%s/plugins/%s/dra.sock", dir, DRIVER);
     uint64_t start = kdp__now_us();
     struct stat st;
-    while (stat(svc_path, &st) != 0) {
+    kdp_dra_status ds = {0};
+    /* serving, and the three devices described (the health stream lists
+     * the pool's devices: the described ones) */
+    while (stat(svc_path, &st) != 0 || kdp_plugin_get_dra_status(plugin, &ds) < 0 ||
+           ds.devices != 3) {
         CHECK(kdp__now_us() - start < CALL_US);
         run_once(1);
     }

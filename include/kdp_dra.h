@@ -30,8 +30,11 @@
  * (DeviceClass.spec.extendedResourceName) lets pods that ask for
  * `example.com/gpu: 1` be served by the driver. See docs/dra.md.
  *
- * Conventions are kdp.h's: >= 0 or -errno, strings copied, callbacks on the
- * plugin's worker thread, one at a time, bounded by the callback deadline.
+ * Conventions are kdp.h's: >= 0 or -errno, strings copied, callbacks off the
+ * loop thread, bounded by the callback deadline (a callback's own running
+ * time). describe runs on the plugin's worker, one at a time with the
+ * device-plugin callbacks; prepare and unprepare on the DRA side's own
+ * worker threads (kdp_dra_ops).
  */
 #ifndef KDP_DRA_H
 #define KDP_DRA_H
@@ -163,10 +166,20 @@ KDP_EXPORT int kdp_dra_prepared_add_cdi_id(kdp_dra_prepared *r, size_t device, c
  * Enabling DRA on a plugin
  * ------------------------------------------------------------------------ */
 
-/* The callbacks. Every member may be NULL. They run as kdp_ops callbacks
- * do (the worker thread, one at a time with the plugin's other callbacks,
- * the callback deadline; kdp_plugin_set_error() gives the reason, which
- * the kubelet shows in the pod's events). */
+/* The callbacks. Every member may be NULL. Threads:
+ *   - describe runs as kdp_ops callbacks do: the plugin's worker thread,
+ *     one at a time with the device-plugin callbacks (list, allocate ...).
+ *   - prepare and unprepare run on the DRA side's own worker threads, so
+ *     that a slow prepare never holds back Allocate or the health probes:
+ *     they may run at the same time as the device-plugin callbacks and
+ *     describe. With kdp_dra_config.concurrent_claims 0 or 1 (the default)
+ *     they never run at the same time as each other; with N, up to N run
+ *     at once, each on a different claim (one claim's operations always
+ *     run in order). Guard what they share with the other callbacks.
+ *   - each is bounded by kdp_config.callback_timeout_ms of its own running
+ *     time (a claim waiting for its turn is not counted).
+ * kdp_plugin_set_error() gives the reason, which the kubelet shows in the
+ * pod's events. */
 typedef struct kdp_dra_ops {
     /* Describes one device of the table for the ResourceSlices (name,
      * attributes, capacities), once per device ID new to the table (a
@@ -175,9 +188,11 @@ typedef struct kdp_dra_ops {
      * (logged). NULL: the name from the ID, no attributes. */
     int (*describe)(kdp_plugin *p, const kdp_device *d, kdp_dra_device *out, void *ud);
     /* Prepares the claim's devices for its pods (called once per claim, not
-     * again while it stays prepared; again after an unprepare). Every device
-     * is known and healthy: kdp checked before calling. A negative return
-     * fails the claim (the kubelet retries); nothing is recorded. */
+     * again while it stays prepared; again after an unprepare, and again
+     * when the kubelet asks after a node reboot: what a prepare set up on
+     * the host does not survive one). Every device is known and healthy:
+     * kdp checked before calling. A negative return fails the claim (the
+     * kubelet retries); nothing is recorded. */
     int (*prepare)(kdp_plugin *p, const kdp_dra_claim *c, kdp_dra_prepared *out, void *ud);
     /* Undoes a prepare. The claim is kdp's record of the prepare (the claim
      * may be gone from the API server). A negative return fails the
@@ -217,6 +232,13 @@ typedef struct kdp_dra_config {
     /* Re-list the node's slices this often as a backstop to the watch; 0 =
      * 10 minutes. At least 1000. */
     unsigned resync_interval_ms;
+    /* How many prepare and unprepare callbacks may run at once, on
+     * different claims (one claim's stay in order): 0 or 1 = one at a time
+     * (then they never run at the same time as each other), at most 16.
+     * Either way they run on the DRA side's own worker threads, at the same
+     * time as the device-plugin callbacks and describe, which keep the
+     * plugin's worker: see kdp_dra_ops. */
+    unsigned concurrent_claims;
 } kdp_dra_config;
 
 /* Serves p as a DRA driver too (see the top of this header). Before

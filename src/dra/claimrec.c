@@ -1,62 +1,352 @@
 /* SPDX-License-Identifier: MIT */
+/* claimrec: a claim as kdp keeps it (see claimrec.h). */
 #include "dra/claimrec.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "discovery/cdi.h"
 #include "dra/prepared.h"
 
-static const char *str(const json_t *o, const char *key)
+/* ---- memory ---- */
+
+int kdp__dra_rec_set(char **member, const char *value)
 {
-    return json_string_value(json_object_get(o, key));
+    char *c = value ? strdup(value) : NULL;
+    if (value && !c) {
+        return -ENOMEM;
+    }
+    free(*member);
+    *member = c;
+    return 0;
 }
 
-int kdp__dra_claimview_init(kdp__dra_claimview *v, const json_t *rec)
+static void strv_free(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i]);
+    }
+    free(v);
+}
+
+static void node_clear(kdp_cdi_node *n)
+{
+    free((char *)n->path);
+    free((char *)n->host_path);
+    free((char *)n->permissions);
+    memset(n, 0, sizeof(*n));
+}
+
+static void answer_clear(kdp__dra_rdev *d)
+{
+    for (size_t j = 0; j < d->n_nodes; j++) {
+        node_clear(&d->nodes[j]);
+    }
+    free(d->nodes);
+    strv_free(d->env, d->n_env);
+    strv_free(d->cdi_ids, d->n_cdi_ids);
+    free(d->cdi_name);
+    d->nodes = NULL;
+    d->env = d->cdi_ids = NULL;
+    d->cdi_name = NULL;
+    d->n_nodes = d->n_env = d->n_cdi_ids = 0;
+}
+
+static void rdev_clear(kdp__dra_rdev *d)
+{
+    answer_clear(d);
+    free(d->request);
+    free(d->device);
+    free(d->device_id);
+    free(d->share_id);
+    free(d->cfg);
+    node_clear(&d->default_node);
+}
+
+void kdp__dra_rec_free(kdp__dra_rec *r)
+{
+    if (!r) {
+        return;
+    }
+    for (size_t i = 0; i < r->n_devs; i++) {
+        rdev_clear(&r->devs[i]);
+    }
+    free(r->devs);
+    strv_free(r->configs, r->n_configs);
+    free(r->ns);
+    free(r->name);
+    free(r->uid);
+    free(r);
+}
+
+kdp__dra_rec *kdp__dra_rec_new(const char *ns, const char *name, const char *uid)
+{
+    kdp__dra_rec *r = calloc(1, sizeof(*r));
+    if (!r || kdp__dra_rec_set(&r->ns, ns) < 0 || kdp__dra_rec_set(&r->name, name) < 0 ||
+        kdp__dra_rec_set(&r->uid, uid) < 0) {
+        kdp__dra_rec_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+int kdp__dra_rec_add_dev(kdp__dra_rec *r, const char *request, const char *device,
+                         const char *share_id, bool admin_access, kdp__dra_rdev **ret)
+{
+    kdp__dra_rdev *v = realloc(r->devs, (r->n_devs + 1) * sizeof(*v));
+    if (!v) {
+        return -ENOMEM;
+    }
+    r->devs = v;
+    kdp__dra_rdev *d = &v[r->n_devs];
+    memset(d, 0, sizeof(*d));
+    r->n_devs++;
+    d->admin_access = admin_access;
+    if (kdp__dra_rec_set(&d->request, request) < 0 || kdp__dra_rec_set(&d->device, device) < 0 ||
+        kdp__dra_rec_set(&d->share_id, share_id) < 0) {
+        return -ENOMEM; /* the device stays, half-made: freed with r */
+    }
+    if (ret) {
+        *ret = d;
+    }
+    return 0;
+}
+
+int kdp__dra_rec_add_config(kdp__dra_rec *r, size_t i, const char *text)
+{
+    size_t k = 0;
+    while (k < r->n_configs && strcmp(r->configs[k], text) != 0) {
+        k++;
+    }
+    if (k == r->n_configs) {
+        char **v = realloc(r->configs, (r->n_configs + 1) * sizeof(*v));
+        if (!v) {
+            return -ENOMEM;
+        }
+        r->configs = v;
+        if (!(v[k] = strdup(text))) {
+            return -ENOMEM;
+        }
+        r->n_configs++;
+    }
+    kdp__dra_rdev *d = &r->devs[i];
+    size_t *c = realloc(d->cfg, (d->n_cfg + 1) * sizeof(*c));
+    if (!c) {
+        return -ENOMEM;
+    }
+    d->cfg = c;
+    c[d->n_cfg++] = k;
+    return 0;
+}
+
+static int strv_dup(char *const *v, size_t n, char ***ret)
+{
+    *ret = NULL;
+    if (n == 0) {
+        return 0;
+    }
+    char **o = calloc(n, sizeof(*o));
+    if (!o) {
+        return -ENOMEM;
+    }
+    *ret = o;
+    for (size_t i = 0; i < n; i++) {
+        if (!(o[i] = strdup(v[i]))) {
+            return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
+static int node_copy(kdp_cdi_node *to, const kdp_cdi_node *from)
+{
+    memset(to, 0, sizeof(*to));
+    char *p = NULL;
+    char *h = NULL;
+    char *m = NULL;
+    int r = kdp__dra_rec_set(&p, from->path);
+    if (r == 0) {
+        r = kdp__dra_rec_set(&h, from->host_path);
+    }
+    if (r == 0) {
+        r = kdp__dra_rec_set(&m, from->permissions);
+    }
+    *to = (kdp_cdi_node){p, h, m};
+    return r;
+}
+
+static int answer_copy(kdp__dra_rdev *to, const kdp__dra_rdev *from)
+{
+    int r = strv_dup(from->env, from->n_env, &to->env);
+    to->n_env = to->env ? from->n_env : 0;
+    if (r == 0) {
+        r = strv_dup(from->cdi_ids, from->n_cdi_ids, &to->cdi_ids);
+        to->n_cdi_ids = to->cdi_ids ? from->n_cdi_ids : 0;
+    }
+    if (r == 0) {
+        r = kdp__dra_rec_set(&to->cdi_name, from->cdi_name);
+    }
+    if (r == 0 && from->n_nodes) {
+        to->nodes = calloc(from->n_nodes, sizeof(*to->nodes));
+        r = to->nodes ? 0 : -ENOMEM;
+        for (size_t j = 0; r == 0 && j < from->n_nodes; j++) {
+            to->n_nodes++;
+            r = node_copy(&to->nodes[j], &from->nodes[j]);
+        }
+    }
+    return r;
+}
+
+static int rdev_copy(kdp__dra_rdev *to, const kdp__dra_rdev *from, bool answer)
+{
+    memset(to, 0, sizeof(*to));
+    to->admin_access = from->admin_access;
+    int r = kdp__dra_rec_set(&to->request, from->request);
+    if (r == 0) {
+        r = kdp__dra_rec_set(&to->device, from->device);
+    }
+    if (r == 0) {
+        r = kdp__dra_rec_set(&to->device_id, from->device_id);
+    }
+    if (r == 0) {
+        r = kdp__dra_rec_set(&to->share_id, from->share_id);
+    }
+    if (r == 0 && from->default_node.path) {
+        r = node_copy(&to->default_node, &from->default_node);
+    }
+    if (r == 0 && from->n_cfg) {
+        to->cfg = malloc(from->n_cfg * sizeof(*to->cfg));
+        r = to->cfg ? 0 : -ENOMEM;
+        if (r == 0) {
+            memcpy(to->cfg, from->cfg, from->n_cfg * sizeof(*to->cfg));
+            to->n_cfg = from->n_cfg;
+        }
+    }
+    if (r == 0 && answer) {
+        r = answer_copy(to, from);
+    }
+    return r;
+}
+
+kdp__dra_rec *kdp__dra_rec_dup(const kdp__dra_rec *r, bool answer)
+{
+    kdp__dra_rec *c = kdp__dra_rec_new(r->ns, r->name, r->uid);
+    int err = c ? 0 : -ENOMEM;
+    if (err == 0) {
+        memcpy(c->boot_id, r->boot_id, sizeof(c->boot_id));
+        c->prepared = answer && r->prepared;
+        err = strv_dup(r->configs, r->n_configs, &c->configs);
+        c->n_configs = c->configs ? r->n_configs : 0;
+    }
+    if (err == 0 && r->n_devs) {
+        c->devs = calloc(r->n_devs, sizeof(*c->devs));
+        err = c->devs ? 0 : -ENOMEM;
+    }
+    for (size_t i = 0; err == 0 && i < r->n_devs; i++) {
+        c->n_devs++;
+        err = rdev_copy(&c->devs[i], &r->devs[i], answer);
+    }
+    if (err < 0) {
+        kdp__dra_rec_free(c);
+        return NULL;
+    }
+    if (!answer) {
+        c->boot_id[0] = '\0';
+    }
+    return c;
+}
+
+int kdp__dra_rec_from_claim(const kdp__claim *c, kdp__dra_rec **ret)
+{
+    kdp__dra_rec *r = kdp__dra_rec_new(c->ns, c->name, c->uid);
+    int err = r ? 0 : -ENOMEM;
+    for (size_t i = 0; err == 0 && i < c->n_devs; i++) {
+        const kdp__claim_dev *cd = &c->devs[i];
+        err =
+            kdp__dra_rec_add_dev(r, cd->request, cd->device, cd->share_id, cd->admin_access, NULL);
+        for (size_t j = 0; err == 0 && j < cd->n_configs; j++) {
+            err = kdp__dra_rec_add_config(r, i, cd->configs[j]);
+        }
+    }
+    if (err < 0) {
+        kdp__dra_rec_free(r);
+        return err;
+    }
+    *ret = r;
+    return 0;
+}
+
+static size_t str_bytes(const char *s)
+{
+    return s ? strlen(s) + 1 : 0;
+}
+
+static size_t strv_bytes(char *const *v, size_t n)
+{
+    size_t b = n * sizeof(char *);
+    for (size_t i = 0; i < n; i++) {
+        b += str_bytes(v[i]);
+    }
+    return b;
+}
+
+static size_t node_bytes(const kdp_cdi_node *n)
+{
+    return sizeof(*n) + str_bytes(n->path) + str_bytes(n->host_path) + str_bytes(n->permissions);
+}
+
+size_t kdp__dra_rec_bytes(const kdp__dra_rec *r)
+{
+    size_t b = sizeof(*r) + str_bytes(r->ns) + str_bytes(r->name) + str_bytes(r->uid) +
+               strv_bytes(r->configs, r->n_configs);
+    for (size_t i = 0; i < r->n_devs; i++) {
+        const kdp__dra_rdev *d = &r->devs[i];
+        b += sizeof(*d) + str_bytes(d->request) + str_bytes(d->device) + str_bytes(d->device_id) +
+             str_bytes(d->share_id) + d->n_cfg * sizeof(size_t) + node_bytes(&d->default_node) +
+             strv_bytes(d->env, d->n_env) + strv_bytes(d->cdi_ids, d->n_cdi_ids) +
+             str_bytes(d->cdi_name);
+        for (size_t j = 0; j < d->n_nodes; j++) {
+            b += node_bytes(&d->nodes[j]);
+        }
+    }
+    return b;
+}
+
+/* ---- the author's view ---- */
+
+int kdp__dra_claimview_init(kdp__dra_claimview *v, const kdp__dra_rec *r)
 {
     memset(v, 0, sizeof(*v));
-    const json_t *devs = json_object_get(rec, "devices");
-    if (!json_is_array(devs) || !str(rec, "uid") || !str(rec, "name") || !str(rec, "namespace")) {
-        return -EINVAL;
-    }
-    size_t n = json_array_size(devs);
     size_t n_cfg = 0;
-    for (size_t i = 0; i < n; i++) {
-        n_cfg += json_array_size(json_object_get(json_array_get(devs, i), "configs"));
+    for (size_t i = 0; i < r->n_devs; i++) {
+        n_cfg += r->devs[i].n_cfg;
     }
-    v->allocs = calloc(n ? n : 1, sizeof(*v->allocs));
+    v->allocs = calloc(r->n_devs ? r->n_devs : 1, sizeof(*v->allocs));
     v->configs = calloc(n_cfg ? n_cfg : 1, sizeof(*v->configs));
     if (!v->allocs || !v->configs) {
         kdp__dra_claimview_done(v);
         return -ENOMEM;
     }
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        const json_t *d = json_array_get(devs, i);
+    for (size_t i = 0; i < r->n_devs; i++) {
+        const kdp__dra_rdev *d = &r->devs[i];
         kdp_dra_alloc *a = &v->allocs[i];
-        a->request = str(d, "request");
-        a->device = str(d, "device");
-        a->device_id = str(d, "device_id");
-        a->share_id = str(d, "share_id");
-        a->admin_access = json_is_true(json_object_get(d, "admin_access"));
-        if (!a->request || !a->device) {
-            kdp__dra_claimview_done(v);
-            return -EINVAL;
-        }
-        const json_t *cfgs = json_object_get(d, "configs");
-        a->configs = v->configs + k;
-        for (size_t j = 0; j < json_array_size(cfgs); j++) {
-            const char *c = json_string_value(json_array_get(cfgs, j));
-            if (c) {
-                v->configs[k++] = c;
-                a->n_configs++;
-            }
+        *a = (kdp_dra_alloc){.request = d->request,
+                             .device = d->device,
+                             .device_id = d->device_id,
+                             .share_id = d->share_id,
+                             .admin_access = d->admin_access,
+                             .configs = v->configs + k,
+                             .n_configs = d->n_cfg};
+        for (size_t j = 0; j < d->n_cfg; j++) {
+            v->configs[k++] = d->cfg[j] < r->n_configs ? r->configs[d->cfg[j]] : "{}";
         }
     }
-    v->claim.ref = (kdp_dra_claim_ref){str(rec, "namespace"), str(rec, "name"), str(rec, "uid")};
+    v->claim.ref = (kdp_dra_claim_ref){r->ns, r->name, r->uid};
     v->claim.devices = v->allocs;
-    v->claim.n_devices = n;
+    v->claim.n_devices = r->n_devs;
     return 0;
 }
 
@@ -67,171 +357,135 @@ void kdp__dra_claimview_done(kdp__dra_claimview *v)
     memset(v, 0, sizeof(*v));
 }
 
-static json_t *node_json(const kdp_cdi_node *nd)
-{
-    json_t *o = json_pack("{s:s}", "path", nd->path);
-    if (o && nd->host_path) {
-        json_object_set_new(o, "host_path", json_string(nd->host_path));
-    }
-    if (o && nd->permissions) {
-        json_object_set_new(o, "permissions", json_string(nd->permissions));
-    }
-    return o;
-}
+/* ---- the prepare's answer ---- */
 
-static json_t *strv_json(char *const *v, size_t n)
+/* Unique in the claim's spec: '_' is never in a device name (a DNS
+ * label). */
+int kdp__dra_rec_cdi_name(const kdp__dra_rec *r, size_t i, char **ret)
 {
-    json_t *a = json_array();
-    for (size_t i = 0; a && i < n; i++) {
-        if (json_array_append_new(a, json_string(v[i])) < 0) {
-            json_decref(a);
-            return NULL;
-        }
-    }
-    return a;
-}
-
-/* The CDI device name of devs[i]: <uid>-<device>, or <uid>-<device>_<i>
- * for a device named again in the claim (shared, admin access): the names
- * are unique in the claim's spec, '_' never being in a device name (a DNS
- * label). Returns what asprintf returns. */
-static int cdi_name(const json_t *devs, size_t i, const char *uid, char **ret)
-{
-    const char *dev = str(json_array_get(devs, i), "device");
+    const char *dev = r->devs[i].device;
     for (size_t k = 0; k < i; k++) {
-        const char *other = str(json_array_get(devs, k), "device");
-        if (other && dev && strcmp(other, dev) == 0) {
-            return asprintf(ret, "%s-%s_%zu", uid, dev, i);
+        if (strcmp(r->devs[k].device, dev) == 0) {
+            return asprintf(ret, "%s-%s_%zu", r->uid, dev, i);
         }
     }
-    return asprintf(ret, "%s-%s", uid, dev);
+    return asprintf(ret, "%s-%s", r->uid, dev);
 }
 
-static int merge_dev(json_t *d, const kdp__dra_pdev *pd, const char *kind, const char *name)
+static int push(char ***v, size_t *n, char *s)
 {
-    json_t *nodes = json_array();
-    json_t *env = strv_json(pd ? pd->env : NULL, pd ? pd->n_env : 0);
-    json_t *ids = json_array();
-    int bad = !nodes || !env || !ids;
-    for (size_t j = 0; !bad && pd && j < pd->n_nodes; j++) {
-        bad = json_array_append_new(nodes, node_json(&pd->nodes[j])) < 0;
+    if (!s) {
+        return -ENOMEM;
     }
-    size_t n_user = pd ? pd->n_cdi_ids : 0;
-    const json_t *def = json_object_get(d, "default_node");
-    if (!bad && json_array_size(nodes) == 0 && json_array_size(env) == 0 && n_user == 0 &&
-        json_is_object(def)) {
-        bad = json_array_append(nodes, (json_t *)def) < 0;
+    char **nv = realloc(*v, (*n + 1) * sizeof(*nv));
+    if (!nv) {
+        free(s);
+        return -ENOMEM;
     }
-    if (!bad && (json_array_size(nodes) || json_array_size(env))) {
-        char *id = NULL;
-        bad = asprintf(&id, "%s=%s", kind, name) < 0;
-        if (!bad) {
-            bad = json_array_append_new(ids, json_string(id)) < 0 ||
-                  json_object_set_new(d, "cdi_name", json_string(name)) < 0;
-            free(id);
-        }
-    }
-    for (size_t j = 0; !bad && j < n_user; j++) {
-        bad = json_array_append_new(ids, json_string(pd->cdi_ids[j])) < 0;
-    }
-    if (!bad) {
-        bad = json_object_set(d, "nodes", nodes) < 0 || json_object_set(d, "env", env) < 0 ||
-              json_object_set(d, "cdi_ids", ids) < 0;
-    }
-    json_decref(nodes);
-    json_decref(env);
-    json_decref(ids);
-    return bad ? -ENOMEM : 0;
-}
-
-int kdp__dra_rec_merge(json_t *rec, const kdp_dra_prepared *pr, const char *kind)
-{
-    json_t *devs = json_object_get(rec, "devices");
-    const char *uid = str(rec, "uid");
-    for (size_t i = 0; i < json_array_size(devs); i++) {
-        const kdp__dra_pdev *pd = pr && i < pr->n ? &pr->devs[i] : NULL;
-        char *name = NULL;
-        int r = cdi_name(devs, i, uid, &name) < 0 ? -ENOMEM : 0;
-        if (r == 0) {
-            r = merge_dev(json_array_get(devs, i), pd, kind, name);
-            free(name);
-        }
-        if (r < 0) {
-            return r;
-        }
-    }
+    *v = nv;
+    nv[(*n)++] = s;
     return 0;
 }
 
-bool kdp__dra_rec_has_cdi(const json_t *rec)
+static int copy_nodes(kdp__dra_rdev *d, const kdp_cdi_node *nodes, size_t n)
 {
-    const json_t *devs = json_object_get(rec, "devices");
-    for (size_t i = 0; i < json_array_size(devs); i++) {
-        const json_t *d = json_array_get(devs, i);
-        if (json_array_size(json_object_get(d, "nodes")) ||
-            json_array_size(json_object_get(d, "env"))) {
+    if (n == 0) {
+        return 0;
+    }
+    d->nodes = calloc(n, sizeof(*d->nodes));
+    int err = d->nodes ? 0 : -ENOMEM;
+    for (size_t j = 0; err == 0 && j < n; j++) {
+        d->n_nodes++;
+        err = node_copy(&d->nodes[j], &nodes[j]);
+    }
+    return err;
+}
+
+/* Device i's own device in kdp's spec and its CDI ID. */
+static int add_spec_device(kdp__dra_rec *r, size_t i, const char *kind)
+{
+    kdp__dra_rdev *d = &r->devs[i];
+    char *name = NULL;
+    char *id = NULL;
+    if (kdp__dra_rec_cdi_name(r, i, &name) < 0) {
+        return -ENOMEM;
+    }
+    d->cdi_name = name;
+    if (asprintf(&id, "%s=%s", kind, name) < 0) {
+        return -ENOMEM;
+    }
+    return push(&d->cdi_ids, &d->n_cdi_ids, id);
+}
+
+static int merge_dev(kdp__dra_rec *r, size_t i, const kdp__dra_pdev *pd, const char *kind)
+{
+    kdp__dra_rdev *d = &r->devs[i];
+    size_t n_env = pd ? pd->n_env : 0;
+    size_t n_ids = pd ? pd->n_cdi_ids : 0;
+    bool use_default =
+        (!pd || (pd->n_nodes == 0 && n_env == 0 && n_ids == 0)) && d->default_node.path;
+    int err = use_default ? copy_nodes(d, &d->default_node, 1)
+                          : copy_nodes(d, pd ? pd->nodes : NULL, pd ? pd->n_nodes : 0);
+    for (size_t j = 0; err == 0 && j < n_env; j++) {
+        err = push(&d->env, &d->n_env, strdup(pd->env[j]));
+    }
+    if (err == 0 && (d->n_nodes || d->n_env)) {
+        err = add_spec_device(r, i, kind);
+    }
+    for (size_t j = 0; err == 0 && j < n_ids; j++) {
+        err = push(&d->cdi_ids, &d->n_cdi_ids, strdup(pd->cdi_ids[j]));
+    }
+    return err;
+}
+
+int kdp__dra_rec_merge(kdp__dra_rec *r, const kdp_dra_prepared *pr, const char *kind)
+{
+    int err = 0;
+    for (size_t i = 0; i < r->n_devs; i++) {
+        answer_clear(&r->devs[i]);
+    }
+    for (size_t i = 0; err == 0 && i < r->n_devs; i++) {
+        err = merge_dev(r, i, pr && i < pr->n ? &pr->devs[i] : NULL, kind);
+    }
+    if (err < 0) {
+        for (size_t i = 0; i < r->n_devs; i++) {
+            answer_clear(&r->devs[i]);
+        }
+    }
+    r->prepared = err == 0;
+    return err;
+}
+
+bool kdp__dra_rec_has_cdi(const kdp__dra_rec *r)
+{
+    for (size_t i = 0; i < r->n_devs; i++) {
+        if (r->devs[i].cdi_name) {
             return true;
         }
     }
     return false;
 }
 
-int kdp__dra_rec_write_cdi(const json_t *rec, const char *dir, const char *file, const char *kind)
+int kdp__dra_rec_write_cdi(const kdp__dra_rec *r, const char *dir, const char *file,
+                           const char *kind)
 {
-    const json_t *devs = json_object_get(rec, "devices");
-    size_t n = json_array_size(devs);
-    size_t n_nodes = 0;
-    size_t n_env = 0;
-    for (size_t i = 0; i < n; i++) {
-        n_nodes += json_array_size(json_object_get(json_array_get(devs, i), "nodes"));
-        n_env += json_array_size(json_object_get(json_array_get(devs, i), "env"));
+    kdp__cdi_dev *cd = calloc(r->n_devs ? r->n_devs : 1, sizeof(*cd));
+    if (!cd) {
+        return -ENOMEM;
     }
-    kdp__cdi_dev *cd = calloc(n ? n : 1, sizeof(*cd));
-    kdp_cdi_node *nodes = calloc(n_nodes ? n_nodes : 1, sizeof(*nodes));
-    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
-    const char **env = calloc(n_env ? n_env : 1, sizeof(*env));
-    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
-    char **names = calloc(n ? n : 1, sizeof(*names));
-    int r = cd && nodes && env && names ? 0 : -ENOMEM;
     size_t m = 0;
-    size_t kn = 0;
-    size_t ke = 0;
-    const char *uid = str(rec, "uid");
-    for (size_t i = 0; r == 0 && i < n; i++) {
-        const json_t *d = json_array_get(devs, i);
-        const json_t *jn = json_object_get(d, "nodes");
-        const json_t *je = json_object_get(d, "env");
-        if (!json_array_size(jn) && !json_array_size(je)) {
+    for (size_t i = 0; i < r->n_devs; i++) {
+        const kdp__dra_rdev *d = &r->devs[i];
+        if (!d->cdi_name) {
             continue;
         }
-        const char *name = str(d, "cdi_name"); /* none in records of before it was kept */
-        if ((name ? asprintf(&names[m], "%s", name) : cdi_name(devs, i, uid, &names[m])) < 0) {
-            names[m] = NULL;
-            r = -ENOMEM;
-            break;
-        }
-        cd[m] = (kdp__cdi_dev){.name = names[m], .nodes = nodes + kn, .env = env + ke};
-        for (size_t j = 0; j < json_array_size(jn); j++) {
-            const json_t *o = json_array_get(jn, j);
-            nodes[kn++] =
-                (kdp_cdi_node){str(o, "path"), str(o, "host_path"), str(o, "permissions")};
-            cd[m].n_nodes++;
-        }
-        for (size_t j = 0; j < json_array_size(je); j++) {
-            env[ke++] = json_string_value(json_array_get(je, j));
-            cd[m].n_env++;
-        }
-        m++;
+        cd[m++] = (kdp__cdi_dev){.name = d->cdi_name,
+                                 .nodes = d->nodes,
+                                 .n_nodes = d->n_nodes,
+                                 .env = (const char *const *)d->env,
+                                 .n_env = d->n_env};
     }
-    if (r == 0) {
-        r = kdp__cdi_write_file(dir, file, kind, cd, m);
-    }
-    for (size_t i = 0; names && i < n; i++) {
-        free(names[i]);
-    }
-    free(names);
+    int err = kdp__cdi_write_file(dir, file, kind, cd, m);
     free(cd);
-    free(nodes);
-    free(env);
-    return r;
+    return err;
 }

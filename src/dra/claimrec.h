@@ -1,45 +1,112 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * claimrec: a claim as kdp keeps it, one JSON object (jansson) from the
- * API server's answer to the checkpoint:
- *   {"namespace", "name", "uid", "devices": [{"request", "device",
- *    "device_id", "share_id"?, "admin_access", "configs": [JSON text],
- *    "default_node"?: {"path", "host_path", "permissions"},
- *    after the prepare: "nodes": [{"path", "host_path"?, "permissions"?}],
- *    "env": ["K=V"], "cdi_ids": [...]}]}
- * The prepare op sees it as a kdp_dra_claim (a view borrowing its strings),
- * its answer is merged in, and the claim's CDI spec is written from it: the
- * same spec again after a reboot wiped the CDI directory.
+ * claimrec: a claim as kdp keeps it, a C record from the API server's
+ * answer to the checkpoint: the claim (namespace, name, UID), the devices
+ * allocated to it from this driver's pool on this node (request, device,
+ * its kdp ID, share ID, admin access, the opaque configs that apply to it),
+ * and, once prepared, what the prepare op answered for each device (nodes,
+ * variables, CDI IDs) and the boot it was prepared in. Each opaque config
+ * is kept once per claim (a device holds indices into the claim's list),
+ * however many devices it applies to.
+ *
+ * The prepare op sees a record as a kdp_dra_claim (a view borrowing its
+ * strings); its answer is merged in; the claim's CDI spec is written from
+ * it. dra/recfile.h turns records into the checkpoint's JSON and back.
+ *
+ * Plain data, no locking: a record belongs to one thread at a time.
  */
 #ifndef KDP_DRA_CLAIMREC_H
 #define KDP_DRA_CLAIMREC_H
 
-#include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
+#include "k8s/claims.h"
 #include "kdp_dra.h"
 
-/* A kdp_dra_claim over a record (valid while the record is). */
+/* "<8>-<4>-<4>-<4>-<12>" and its NUL. */
+#define KDP__DRA_BOOT_ID_LEN 37
+
+typedef struct kdp__dra_rdev {
+    char *request;
+    char *device;
+    char *device_id; /* NULL: not in the table (an unprepare may see it) */
+    char *share_id;  /* NULL: not shared */
+    bool admin_access;
+    size_t *cfg; /* indices into the record's configs, in order */
+    size_t n_cfg;
+    kdp_cdi_node default_node; /* the device's host node (path NULL: none) */
+    /* the prepare's answer */
+    kdp_cdi_node *nodes;
+    size_t n_nodes;
+    char **env; /* "KEY=VALUE" */
+    size_t n_env;
+    char **cdi_ids;
+    size_t n_cdi_ids;
+    char *cdi_name; /* its device in kdp's CDI spec for the claim (NULL: none) */
+} kdp__dra_rdev;
+
+typedef struct kdp__dra_rec {
+    char *ns;
+    char *name;
+    char *uid;
+    char boot_id[KDP__DRA_BOOT_ID_LEN]; /* the boot of its prepare ("": not known) */
+    bool prepared;                      /* the answer is in */
+    char **configs;                     /* opaque parameters, JSON text, each once */
+    size_t n_configs;
+    kdp__dra_rdev *devs;
+    size_t n_devs;
+} kdp__dra_rec;
+
+/* An empty record of a claim. NULL on -ENOMEM. */
+kdp__dra_rec *kdp__dra_rec_new(const char *ns, const char *name, const char *uid);
+/* NULL is fine. */
+void kdp__dra_rec_free(kdp__dra_rec *r);
+/* A deep copy (NULL on -ENOMEM); answer false: the claim only (an answer
+ * to come again). */
+kdp__dra_rec *kdp__dra_rec_dup(const kdp__dra_rec *r, bool answer);
+/* A device appended (strings copied; share_id may be NULL); *ret (may be
+ * NULL) points at it until the next append. Returns 0 or -ENOMEM. */
+int kdp__dra_rec_add_dev(kdp__dra_rec *r, const char *request, const char *device,
+                         const char *share_id, bool admin_access, kdp__dra_rdev **ret);
+/* Config text applies to device i (kept once in the record). Returns 0 or
+ * -ENOMEM. */
+int kdp__dra_rec_add_config(kdp__dra_rec *r, size_t i, const char *text);
+/* Sets a string member (copied; NULL clears it). Returns 0 or -ENOMEM. */
+int kdp__dra_rec_set(char **member, const char *value);
+/* The record of a claim read from the API server (its devices filtered to
+ * this driver and pool already). Returns 0 or -ENOMEM. */
+int kdp__dra_rec_from_claim(const kdp__claim *c, kdp__dra_rec **ret);
+/* The bytes the record holds (strings and arrays), for caps and figures. */
+size_t kdp__dra_rec_bytes(const kdp__dra_rec *r);
+
+/* A kdp_dra_claim over a record (valid while the record is unchanged). */
 typedef struct kdp__dra_claimview {
     kdp_dra_claim claim;
     kdp_dra_alloc *allocs;
     const char **configs; /* every device's, one array */
 } kdp__dra_claimview;
 
-/* Returns 0, -EINVAL (not a record), -ENOMEM. */
-int kdp__dra_claimview_init(kdp__dra_claimview *v, const json_t *rec);
+/* Returns 0 or -ENOMEM. */
+int kdp__dra_claimview_init(kdp__dra_claimview *v, const kdp__dra_rec *r);
 void kdp__dra_claimview_done(kdp__dra_claimview *v);
 
-/* Merges the prepare op's answer (pr: kdp_dra_prepared, one entry per
- * device) into rec: nodes, env and the CDI IDs (kind=<uid>-<device> first
- * when the device has nodes or variables, <uid>-<device>_<index> for a
- * device named again in the claim, kept as "cdi_name"; a device with none
- * of the three gets its default node). Returns 0 or -ENOMEM. */
-int kdp__dra_rec_merge(json_t *rec, const kdp_dra_prepared *pr, const char *kind);
-/* Writes rec's CDI spec as <dir>/<file> (removed when no device has edits).
+/* Merges the prepare op's answer (pr: one entry per device; NULL: none)
+ * into r: nodes, variables, CDI IDs (kind=<uid>-<device> first when the
+ * device has nodes or variables, <uid>-<device>_<index> for a device named
+ * again in the claim; a device with none of the three gets its default
+ * node), and r->prepared. An answer there before is replaced. Returns 0 or
+ * -ENOMEM (r then holds no answer). */
+int kdp__dra_rec_merge(kdp__dra_rec *r, const kdp_dra_prepared *pr, const char *kind);
+/* The CDI device name of device i in kdp's spec: <uid>-<device>, or
+ * <uid>-<device>_<i> for a device named again in the claim. Returns what
+ * asprintf returns. */
+int kdp__dra_rec_cdi_name(const kdp__dra_rec *r, size_t i, char **ret);
+/* Whether some device of r has edits in kdp's spec. */
+bool kdp__dra_rec_has_cdi(const kdp__dra_rec *r);
+/* Writes r's CDI spec as <dir>/<file> (removed when no device has edits).
  * Returns what kdp__cdi_write_file returns. */
-int kdp__dra_rec_write_cdi(const json_t *rec, const char *dir, const char *file, const char *kind);
-/* Whether some device of rec has edits in kdp's spec. */
-bool kdp__dra_rec_has_cdi(const json_t *rec);
+int kdp__dra_rec_write_cdi(const kdp__dra_rec *r, const char *dir, const char *file,
+                           const char *kind);
 
 #endif

@@ -1,75 +1,286 @@
 /* SPDX-License-Identifier: MIT */
-/* driver: kdp_plugin_enable_dra (the config checked, the paths made, the
- * checkpoint loaded), the status, and the plugin's hooks (plugin.h's
- * kdp__plugin_ext) that drive the rest. */
+/*
+ * driver: a plugin's DRA driver (kdp_plugin_enable_dra), the one owner of
+ * its parts, which know nothing of each other:
+ *
+ *   config    the configuration checked, the paths
+ *   devices   the table's devices described and named for the slices
+ *   health    the health stream
+ *   claims    the claim operations (a state machine each) and their slots
+ *   claimsvc  the DRAPlugin service, its calls
+ *   sockets   the registration and service sockets
+ *   apilink   claims read and slices published through the API server
+ *   checkpoint, claimjob: the records and the work on them
+ *
+ * It composes them, and fans out what one says to the others: a table
+ * change reaches the descriptions and the health stream; new descriptions
+ * reach the slices and the health stream; each part's state reaches the
+ * status (under mu: kdp_plugin_get_dra_status reads it from any thread).
+ * Loop thread, but for that status.
+ */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/k8snames.h"
 #include "base/log.h"
-#include "base/validate.h"
-#include "dra/dra_int.h"
+#include "dra/apilink.h"
+#include "dra/bootid.h"
+#include "dra/claimops.h"
+#include "dra/claimsvc.h"
+#include "dra/config.h"
+#include "dra/descs.h"
+#include "dra/health.h"
+#include "dra/sockets.h"
+#include "kdp_dra.h"
+#include "plugin/plugin.h"
 
-#define SOCKET_PATH_MAX   107
-#define INSTANCE_MAX      63
-#define DEFAULT_RESYNC_MS (10U * 60U * 1000U)
-#define DEFAULT_CDI_DIR   "/var/run/cdi"
-#define REG_SUFFIX        "-reg.sock"
+#define WAIT_CALLBACKS_MS 1000U
 
-kdp_dra_status *kdp__dra_status_lock(kdp__dra *d)
+typedef struct kdp__dra {
+    kdp__attachment att;
+    kdp_plugin *p;
+    kdp__loop *loop;
+    kdp_dra_ops ops;
+    kdp__dra_conf conf;
+    char boot_id[KDP__DRA_BOOT_ID_LEN];
+
+    kdp__ckpt *ckpt;
+    kdp__abandoned *abandoned;
+    kdp__cj_env *env;
+    kdp__dra_descs descs;
+    kdp__dra_health health;
+    kdp__dra_claims claims;
+    kdp__dra_claimsvc claimsvc;
+    kdp__dra_sockets sockets;
+    kdp__dra_api *api;
+    unsigned made; /* how many of the parts above were made, in that order */
+
+    pthread_mutex_t mu;
+    kdp_dra_status st;
+} kdp__dra;
+
+enum { MADE_DESCS = 1, MADE_HEALTH, MADE_CLAIMS, MADE_SOCKETS, MADE_API };
+
+/* ---- the status ---- */
+
+static kdp_dra_status *status_lock(kdp__dra *d)
 {
     pthread_mutex_lock(&d->mu);
     return &d->st;
 }
 
-void kdp__dra_status_unlock(kdp__dra *d)
+static void status_unlock(kdp__dra *d)
 {
     pthread_mutex_unlock(&d->mu);
 }
 
-/* ---- the plugin's hooks ---- */
+/* ---- fan-out ---- */
 
+/* The pool's devices with their health, to the health stream. */
+static void tell_health(kdp__dra *d)
+{
+    if (d->conf.no_health) {
+        return;
+    }
+    const kdp__devtab *tab = kdp__plugin_devices(d->p);
+    kdp__dra_hdev *v = calloc(tab->n ? tab->n : 1, sizeof(*v));
+    if (!v) {
+        log_error("%s: out of memory for the health stream", d->conf.driver);
+        return;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < tab->n; i++) {
+        const char *name = kdp__dra_descs_name_of(&d->descs, tab->devs[i].id);
+        if (name) {
+            snprintf(v[m].name, sizeof(v[m].name), "%s", name);
+            v[m++].healthy = tab->devs[i].health == KDP_HEALTHY;
+        }
+    }
+    if (kdp__dra_health_set(&d->health, v, m) < 0) {
+        log_error("%s: out of memory for the health stream", d->conf.driver);
+    }
+    free(v);
+}
+
+/* devices: the published devices changed. */
+static void on_described(void *ud)
+{
+    kdp__dra *d = ud;
+    status_lock(d)->devices = kdp__dra_descs_count(&d->descs);
+    status_unlock(d);
+    tell_health(d);
+    kdp__dra_descs_view v;
+    if (kdp__dra_descs_view_init(&d->descs, &v) < 0) {
+        log_error("%s: out of memory publishing the slices", d->conf.driver);
+        return;
+    }
+    kdp__dra_api_publish(d->api, v.devs, v.n);
+    kdp__dra_descs_view_done(&v);
+}
+
+/* The plugin's hooks. */
 static void on_serving(void *ud, bool on)
 {
     kdp__dra *d = ud;
-    kdp__dra_kubelet_serving(d, on);
-    if (d->api) {
-        kdp__dra_api_serving(d->api, on);
-    }
+    kdp__dra_sockets_serving(&d->sockets, on);
     if (on) {
-        kdp__dra_names_changed(d, true);
+        kdp__dra_api_start(d->api);
+        kdp__dra_descs_update(&d->descs, true);
     }
 }
 
 static void on_devices_changed(void *ud)
 {
     kdp__dra *d = ud;
-    kdp__dra_health_changed(d);
-    kdp__dra_names_changed(d, false);
+    tell_health(d); /* a health change */
+    kdp__dra_descs_update(&d->descs, false);
 }
+
+/* sockets: the registration. */
+static void on_registration(void *ud, kdp__reg_state s, const char *why)
+{
+    kdp__dra *d = ud;
+    status_lock(d)->registered = s == KDP__REG_REGISTERED;
+    status_unlock(d);
+    kdp__plugin_report_registration(d->p, s, why);
+}
+
+/* claimsvc: a call came. */
+static void on_called(void *ud, const char *version)
+{
+    kdp__dra *d = ud;
+    kdp_dra_status *st = status_lock(d);
+    snprintf(st->version, sizeof(st->version), "%s", version);
+    status_unlock(d);
+}
+
+/* apilink */
+static void on_slices(void *ud, const kdp__slices_status *ss)
+{
+    kdp__dra *d = ud;
+    kdp_dra_status *st = status_lock(d);
+    st->published = ss->published;
+    st->pool_generation = ss->generation;
+    st->slices = ss->slices;
+    snprintf(st->api_error, sizeof(st->api_error), "%s", ss->error);
+    status_unlock(d);
+}
+
+static void on_api_error(void *ud, const char *why)
+{
+    kdp__dra *d = ud;
+    kdp_dra_status *st = status_lock(d);
+    snprintf(st->api_error, sizeof(st->api_error), "%s", why ? why : "");
+    status_unlock(d);
+}
+
+/* ---- what the claims need ---- */
+
+static int read_claim(void *ud, const kdp_dra_claim_ref *ref, kdp__cop_read_cb cb, void *cb_ud,
+                      void **handle, char *why, size_t why_len)
+{
+    kdp__dra *d = ud;
+    return kdp__dra_api_get_claim(d->api, ref, cb, cb_ud, handle, why, why_len);
+}
+
+static void cancel_read(void *ud, void *handle)
+{
+    kdp__dra *d = ud;
+    kdp__dra_api_cancel(d->api, handle);
+}
+
+/* Every device of rec in the table and healthy: its kdp ID and default
+ * node filled in. */
+static bool check_devices(void *ud, kdp__dra_rec *rec, char *msg, size_t len)
+{
+    kdp__dra *d = ud;
+    const kdp__devtab *tab = kdp__plugin_devices(d->p);
+    if (rec->n_devs == 0) {
+        snprintf(msg, len, "the claim has no device of driver %s on node %s", d->conf.driver,
+                 d->conf.node);
+        return false;
+    }
+    for (size_t i = 0; i < rec->n_devs; i++) {
+        kdp__dra_rdev *rd = &rec->devs[i];
+        const char *id = kdp__dra_descs_id_of(&d->descs, rd->device);
+        const kdp__dev *dev = id ? kdp__devtab_find(tab, id) : NULL;
+        if (!dev) {
+            snprintf(msg, len, "device %.100s is not among the driver's devices on node %s",
+                     rd->device, d->conf.node);
+            return false;
+        }
+        if (dev->health != KDP_HEALTHY) {
+            snprintf(msg, len, "device %.100s (%.100s) is unhealthy", rd->device, dev->id);
+            return false;
+        }
+        int r = kdp__dra_rec_set(&rd->device_id, dev->id);
+        if (r == 0 && dev->host_path) {
+            kdp_cdi_node *n = &rd->default_node;
+            r = kdp__dra_rec_set((char **)&n->path,
+                                 dev->container_path ? dev->container_path : dev->host_path);
+            if (r == 0) {
+                r = kdp__dra_rec_set((char **)&n->host_path, dev->host_path);
+            }
+            if (r == 0) {
+                r = kdp__dra_rec_set((char **)&n->permissions, dev->permissions);
+            }
+        }
+        if (r < 0) {
+            snprintf(msg, len, "out of memory");
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A recorded device no longer in the table has no kdp ID for the
+ * unprepare op (kdp_dra_alloc.device_id NULL). */
+static void forget_gone(void *ud, kdp__dra_rec *rec)
+{
+    kdp__dra *d = ud;
+    const kdp__devtab *tab = kdp__plugin_devices(d->p);
+    for (size_t i = 0; i < rec->n_devs; i++) {
+        kdp__dra_rdev *rd = &rec->devs[i];
+        if (rd->device_id && !kdp__devtab_find(tab, rd->device_id)) {
+            (void)kdp__dra_rec_set(&rd->device_id, NULL);
+        }
+    }
+}
+
+static void op_ended(void *ud)
+{
+    kdp__dra *d = ud;
+    status_lock(d)->prepared = kdp__ckpt_count(d->ckpt);
+    status_unlock(d);
+}
+
+/* ---- life ---- */
 
 static void dra_free(kdp__dra *d)
 {
     if (!d) {
         return;
     }
-    kdp__dra_kubelet_done(d); /* the servers: their calls end */
-    kdp__dra_prepare_done(d);
+    if (d->made >= MADE_SOCKETS) {
+        kdp__dra_sockets_done(&d->sockets); /* the servers: their calls end */
+    }
+    if (d->made >= MADE_CLAIMS) {
+        kdp__dra_claimsvc_done(&d->claimsvc); /* the calls' ops detached */
+        kdp__dra_claims_done(&d->claims, WAIT_CALLBACKS_MS);
+    }
     kdp__dra_api_free(d->api);
-    kdp__dra_names_done(d);
-    kdp__dra_health_done(d);
+    if (d->made >= MADE_HEALTH) {
+        kdp__dra_health_done(&d->health);
+    }
+    if (d->made >= MADE_DESCS) {
+        kdp__dra_descs_done(&d->descs);
+    }
+    kdp__cj_env_unref(d->env);
+    kdp__abandoned_unref(d->abandoned);
     kdp__ckpt_unref(d->ckpt);
-    free(d->driver);
-    free(d->node);
-    free(d->instance);
-    free(d->state_dir);
-    free(d->cdi_dir);
-    free(d->cdi_kind);
-    free(d->reg_path);
-    free(d->svc_dir);
-    free(d->svc_path);
+    kdp__dra_conf_done(&d->conf);
     pthread_mutex_destroy(&d->mu);
     free(d);
 }
@@ -79,174 +290,91 @@ static void att_free(kdp__attachment *a)
     dra_free(KDP__CONTAINER_OF(a, kdp__dra, att));
 }
 
-/* ---- the config ---- */
-
-static int bad(const char *field, const char *value, const char *why)
+static int make_claims(kdp__dra *d)
 {
-    log_error("kdp_plugin_enable_dra: invalid %s \"%.200s\": %s", field, value ? value : "(null)",
-              why);
-    return -EINVAL;
+    kdp__dra_claims_cfg cc = {
+        .slots = d->conf.concurrent_claims,
+        .timeout_ms = kdp__plugin_jobs(d->p)->timeout_ms,
+        .env = d->env,
+        .read = read_claim,
+        .cancel = cancel_read,
+        .check = check_devices,
+        .forget_gone = forget_gone,
+        .ended = op_ended,
+        .ud = d,
+    };
+    int r = kdp__dra_claims_init(&d->claims, d->loop, d->conf.driver, &cc);
+    d->made = MADE_CLAIMS; /* done frees what init made, even on failure */
+    kdp__dra_claimsvc_init(&d->claimsvc, d->loop, &d->claims, d->conf.driver, d->conf.node,
+                           on_called, d);
+    return r;
 }
 
-/* An instance goes into socket names: a DNS label's characters (a pod UID
- * is one). */
-static int check_instance(const char *inst, const char *from)
+static int make_sockets(kdp__dra *d)
 {
-    for (const char *s = inst; *s; s++) {
-        bool ok = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-                  (*s >= '0' && *s <= '9') || *s == '-' || *s == '_' || *s == '.';
-        if (!ok) {
-            return bad(from, inst, "letters, digits, '-', '_' and '.' only (a pod UID)");
-        }
+    kdp__method m[KDP__DRA_SOCKETS_MAX_METHODS];
+    size_t n = kdp__dra_claimsvc_methods(&d->claimsvc, m, KDP__DRA_SOCKETS_MAX_METHODS);
+    if (!d->conf.no_health) {
+        n += kdp__dra_health_methods(&d->health, m + n, KDP__DRA_SOCKETS_MAX_METHODS - n);
     }
-    if (!*inst || strlen(inst) > INSTANCE_MAX || inst[0] == '.') {
-        return bad(from, inst, "1 to 63 characters, not starting with '.'");
-    }
-    return 0;
+    kdp__dra_sockets_cfg sc = {
+        .driver = d->conf.driver,
+        .reg_path = d->conf.reg_path,
+        .svc_path = d->conf.svc_path,
+        .versions = d->conf.versions,
+        .n_versions = d->conf.n_versions,
+        .methods = m,
+        .n_methods = n,
+        .state = on_registration,
+        .ud = d,
+    };
+    int r = kdp__dra_sockets_init(&d->sockets, d->loop, &sc);
+    d->made = MADE_SOCKETS;
+    return r;
 }
 
-static int check_config(const kdp_dra_config *cfg, const char **ret_node, const char **ret_inst,
-                        kdp_plugin *p)
+static int make(kdp__dra *d)
 {
-    const char *why = NULL;
-    if (kdp_dra_validate_driver_name(cfg->driver_name, &why) < 0) {
-        return bad("kdp_dra_config.driver_name", cfg->driver_name, why);
-    }
-    const char *node = cfg->node_name;
-    const char *from = "kdp_dra_config.node_name";
-    if (!node) {
-        node = getenv(KDP_DRA_NODE_NAME_ENV);
-        from = "$" KDP_DRA_NODE_NAME_ENV;
-    }
-    if (!node || !*node) {
-        log_error("kdp_plugin_enable_dra: no node name: set kdp_dra_config.node_name or $%s "
-                  "(in a DaemonSet, from the downward API: fieldRef spec.nodeName)",
-                  KDP_DRA_NODE_NAME_ENV);
-        return -EINVAL;
-    }
-    if (kdp__k8snames_dns_subdomain(node, &why) < 0) {
-        return bad(from, node, why);
-    }
-    const char *inst = cfg->instance;
-    from = "kdp_dra_config.instance";
-    if (!inst) {
-        inst = getenv(KDP_DRA_POD_UID_ENV);
-        from = "$" KDP_DRA_POD_UID_ENV;
-        if (!inst || !*inst) {
-            inst = kdp__plugin_instance(p);
-            from = "kdp_config.instance";
-        }
-    }
-    if (inst && check_instance(inst, from) < 0) {
-        return -EINVAL;
-    }
-    if (cfg->state_dir && kdp__validate_abs_path(cfg->state_dir, &why) < 0) {
-        return bad("kdp_dra_config.state_dir", cfg->state_dir, why);
-    }
-    if (cfg->cdi_dir && kdp__validate_abs_path(cfg->cdi_dir, &why) < 0) {
-        return bad("kdp_dra_config.cdi_dir", cfg->cdi_dir, why);
-    }
-    if (cfg->resync_interval_ms && cfg->resync_interval_ms < 1000) {
-        log_error("kdp_plugin_enable_dra: invalid kdp_dra_config.resync_interval_ms %u: 0 (10 "
-                  "minutes) or at least 1000",
-                  cfg->resync_interval_ms);
-        return -EINVAL;
-    }
-    *ret_node = node;
-    *ret_inst = inst;
-    return 0;
-}
-
-static int make_paths(kdp__dra *d)
-{
-    const char *root = kdp__plugin_kubelet_root(d->p);
-    const char *inst = d->instance;
-    int r = 0;
-    if (asprintf(&d->reg_path, "%s/plugins_registry/%s%s%s" REG_SUFFIX, root, d->driver,
-                 inst ? "-" : "", inst ? inst : "") < 0) {
-        d->reg_path = NULL;
-        r = -ENOMEM;
-    }
-    if (r == 0 && asprintf(&d->svc_dir, "%s/plugins/%s", root, d->driver) < 0) {
-        d->svc_dir = NULL;
-        r = -ENOMEM;
-    }
-    if (r == 0 && asprintf(&d->svc_path, "%s/dra%s%s.sock", d->svc_dir, inst ? "-" : "",
-                           inst ? inst : "") < 0) {
-        d->svc_path = NULL;
-        r = -ENOMEM;
-    }
-    if (r == 0 && asprintf(&d->cdi_kind, "k8s.%s/claim", d->driver) < 0) {
-        d->cdi_kind = NULL;
-        r = -ENOMEM;
-    }
+    (void)kdp__bootid_read(d->boot_id); /* "" if not known: logged */
+    int r = kdp__ckpt_open(d->conf.state_dir, d->boot_id, &d->ckpt);
     if (r < 0) {
         return r;
     }
-    const char *too_long = strlen(d->reg_path) > SOCKET_PATH_MAX   ? d->reg_path
-                           : strlen(d->svc_path) > SOCKET_PATH_MAX ? d->svc_path
-                                                                   : NULL;
-    if (too_long) {
-        log_error("kdp_plugin_enable_dra: socket path %s is too long for a unix socket (%d bytes "
-                  "at most): a shorter kubelet root, driver name or instance",
-                  too_long, SOCKET_PATH_MAX);
-        return -ENAMETOOLONG;
-    }
-    const char *why = NULL;
-    if (kdp_validate_cdi_kind(d->cdi_kind, &why) < 0) {
-        return bad("CDI kind (from the driver name)", d->cdi_kind, why);
-    }
-    return 0;
-}
-
-static int fill(kdp__dra *d, const kdp_dra_config *cfg, const char *node, const char *inst)
-{
-    d->driver = strdup(cfg->driver_name);
-    d->node = strdup(node);
-    d->instance = inst ? strdup(inst) : NULL;
-    d->cdi_dir = strdup(cfg->cdi_dir ? cfg->cdi_dir : DEFAULT_CDI_DIR);
-    if (!d->driver || !d->node || (inst && !d->instance) || !d->cdi_dir) {
+    d->st.prepared = kdp__ckpt_count(d->ckpt);
+    d->abandoned = kdp__abandoned_new();
+    d->env = d->abandoned ? kdp__cj_env_new(d->p, &d->ops, kdp_plugin_userdata(d->p),
+                                            d->conf.driver, d->conf.cdi_dir, d->conf.cdi_kind,
+                                            d->boot_id, d->ckpt, d->abandoned)
+                          : NULL;
+    if (!d->env) {
         return -ENOMEM;
     }
-    int r = make_paths(d);
-    if (r < 0) {
-        return r;
-    }
-    d->state_dir = strdup(cfg->state_dir ? cfg->state_dir : d->svc_dir);
-    if (!d->state_dir) {
-        return -ENOMEM;
-    }
-    d->device_plugin_too = cfg->device_plugin_too;
-    d->no_health = cfg->no_health;
-    d->resync_ms = cfg->resync_interval_ms ? cfg->resync_interval_ms : DEFAULT_RESYNC_MS;
-    d->versions[d->n_versions++] = "v1.DRAPlugin";
-    d->versions[d->n_versions++] = "v1beta1.DRAPlugin";
-    if (!d->no_health) {
-        d->versions[d->n_versions++] = "v1alpha1.DRAResourceHealth";
-    }
-    return 0;
-}
-
-static int make(kdp__dra *d, const kdp_dra_config *cfg)
-{
-    int r = kdp__ckpt_open(d->state_dir, &d->ckpt);
-    if (r < 0) {
-        return r;
-    }
-    kdp__dra_status_lock(d)->prepared = kdp__ckpt_count(d->ckpt);
-    kdp__dra_status_unlock(d);
-    r = kdp__dra_names_init(d);
+    kdp__dra_descs_cbs dcb = {.changed = on_described, .ud = d};
+    r = kdp__dra_descs_init(&d->descs, d->p, kdp__plugin_jobs(d->p), d->ops.describe,
+                            kdp_plugin_userdata(d->p), d->conf.driver, &dcb);
+    d->made = MADE_DESCS;
     if (r == 0) {
-        r = kdp__dra_health_init(d);
+        r = kdp__dra_health_init(&d->health, d->loop, d->conf.driver, d->conf.node);
+        d->made = MADE_HEALTH;
     }
     if (r == 0) {
-        r = kdp__dra_prepare_init(d);
+        r = make_claims(d);
     }
     if (r == 0) {
-        r = kdp__dra_kubelet_init(d);
+        r = make_sockets(d);
     }
     if (r == 0) {
-        r = kdp__dra_api_new(d, cfg->kubeconfig, &d->api);
+        kdp__dra_api_cfg ac = {
+            .driver = d->conf.driver,
+            .node = d->conf.node,
+            .kubeconfig = d->conf.kubeconfig,
+            .resync_ms = d->conf.resync_ms,
+            .status = on_slices,
+            .error = on_api_error,
+            .ud = d,
+        };
+        r = kdp__dra_api_new(d->loop, &ac, &d->api);
+        d->made = MADE_API;
     }
     return r;
 }
@@ -269,12 +397,6 @@ KDP_EXPORT int kdp_plugin_enable_dra(kdp_plugin *p, const kdp_dra_config *cfg,
                   kdp_plugin_resource(p));
         return -EBUSY;
     }
-    const char *node = NULL;
-    const char *inst = NULL;
-    int r = check_config(cfg, &node, &inst, p);
-    if (r < 0) {
-        return r;
-    }
     kdp__dra *d = calloc(1, sizeof(*d));
     if (!d) {
         return -ENOMEM;
@@ -282,16 +404,12 @@ KDP_EXPORT int kdp_plugin_enable_dra(kdp_plugin *p, const kdp_dra_config *cfg,
     pthread_mutex_init(&d->mu, NULL);
     d->p = p;
     d->loop = kdp__plugin_loop(p);
-    d->ud = kdp_plugin_userdata(p);
     if (ops) {
         d->ops = *ops;
     }
-    kdp__link_init(&d->streams);
-    kdp__link_init(&d->ops_inflight); /* dra_free may run before prepare_init */
-    kdp__link_init(&d->calls);
-    r = fill(d, cfg, node, inst);
+    int r = kdp__dra_conf_init(&d->conf, p, cfg);
     if (r == 0) {
-        r = make(d, cfg);
+        r = make(d);
     }
     kdp__plugin_ext ext = {.serving = on_serving, .devices_changed = on_devices_changed, .ud = d};
     if (r == 0) {
@@ -303,10 +421,11 @@ KDP_EXPORT int kdp_plugin_enable_dra(kdp_plugin *p, const kdp_dra_config *cfg,
     }
     d->att.free = att_free;
     kdp__plugin_attach(p, &d->att);
+    const kdp__dra_conf *c = &d->conf;
     log_info("%s: DRA driver %s on node %s%s%s (registration %s, service %s, state %s%s)",
-             kdp_plugin_resource(p), d->driver, d->node, d->instance ? ", instance " : "",
-             d->instance ? d->instance : "", d->reg_path, d->svc_path, d->state_dir,
-             d->device_plugin_too ? "; the device-plugin API too" : "; DRA only");
+             kdp_plugin_resource(p), c->driver, c->node, c->instance ? ", instance " : "",
+             c->instance ? c->instance : "", c->reg_path, c->svc_path, c->state_dir,
+             c->device_plugin_too ? "; the device-plugin API too" : "; DRA only");
     return 0;
 }
 
@@ -319,7 +438,7 @@ KDP_EXPORT int kdp_plugin_get_dra_status(kdp_plugin *p, kdp_dra_status *ret)
     if (!d) {
         return -ENOENT;
     }
-    *ret = *kdp__dra_status_lock(d);
-    kdp__dra_status_unlock(d);
+    *ret = *status_lock(d);
+    status_unlock(d);
     return 0;
 }

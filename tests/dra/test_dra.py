@@ -9,6 +9,7 @@ usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_dra.py [-v] [Test.name ...]
 import glob
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -264,7 +265,12 @@ class Prepare(Base):
         self.assertEqual(spec["devices"][0]["containerEdits"]["env"], ["GOPHER_0=gopher-0"])
         ck = self.checkpoint()
         self.assertEqual(sorted(ck["claims"]), sorted([u1, u2]))
-        self.assertEqual(ck["claims"][u1]["devices"][0]["configs"], ['{"mode":"fast"}'])
+        # each config once per claim, as JSON; a device names it by index
+        self.assertEqual(ck["version"], 2)
+        self.assertEqual(ck["claims"][u1]["configs"], [{"mode": "fast"}])
+        self.assertEqual(ck["claims"][u1]["devices"][0]["configs"], [0])
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            self.assertEqual(ck["claims"][u1]["boot_id"], f.read().strip())
         # again: the same answer, from the checkpoint
         r2 = kl.dra_prepare(DRV, ["default/c1/" + u1])
         self.assertEqual(r2["by_uid"][u1]["devices"], r["by_uid"][u1]["devices"])
@@ -449,11 +455,13 @@ class TestDriver(Proc):
     """kdp-test-dra-driver (tests/dra/test_driver.c): devices dev-0..dev-3
     with host node /dev/null; a slow prepare, a failing unprepare."""
 
-    def __init__(self, test, api, args=()):
+    def __init__(self, test, api, args=(), env=None):
         argv = [binary("kdp-test-dra-driver"), "--kubelet-root", test.path("root"),
                 "--kubeconfig", api.kubeconfig_token, "--driver", DRV, "--node", NODE,
                 "--cdi-dir", test.path("cdi")] + list(args)
-        super().__init__(argv, name="test-dra-driver")
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        super().__init__(argv, name="test-dra-driver", env=full_env)
 
 
 class Knobs(Base):
@@ -565,6 +573,89 @@ class Knobs(Base):
         drv.wait_log("test-dra-driver: unprepare " + uid, T)
         drv.wait_log("prepare rolled back", T)
         self.assertFalse(os.path.exists(self.path("root", "plugins", DRV, "checkpoint.json")))
+
+    def test_slow_prepares_side_by_side(self):
+        """Six claims in one call, a prepare of 2 s each, one at a time, the
+        default 10 s callback bound: all prepared (each callback's bound
+        counts its own 2 s, not its wait behind the others), and an
+        Allocate to the same plugin's device-plugin side, sent meanwhile,
+        is answered before the prepares are."""
+        api = self.api()
+        kl = self.kubelet()
+        self.start_proc(TestDriver(self, api, [
+            "--devices", "6", "--prepare-delay-ms", "2000", "--callback-timeout-ms", "0",
+            "--device-plugin-too", "--device-plugin-dir", self.path("root", "device-plugins")]))
+        kl.wait_dra_registered(DRV, T)
+        kl.wait_event("registered", T, since=0, resource="example.com/testdra")
+        self.wait_slices(api, 6)
+        uids = [api.create_claim("default", "c%d" % i, DRV, NODE, "gpu", ["dev-%d" % i])
+                for i in range(6)]
+        mark = kl.mark()
+        pid, pmark = kl.command_async("dra-prepare %s %s" % (
+            DRV, " ".join("default/c%d/%s" % (i, u) for i, u in enumerate(uids))))
+        time.sleep(1.0)  # the first prepare runs
+        aid, amark = kl.command_async("allocate example.com/testdra dev-5")
+        a = kl.wait_reply(aid, amark)
+        self.assertTrue(a["ok"], a)
+        p = kl.wait_reply(pid, pmark, timeout=40)
+        replies = [e for e in kl.events_since(mark, "reply") if e.get("id") in (pid, aid)]
+        self.assertEqual([e["id"] for e in replies], [aid, pid])  # Allocate first
+        self.assertTrue(p["ok"], p)
+        by = {c["uid"]: c for c in p["claims"]}
+        self.assertEqual([by[u]["result"] for u in uids], ["prepared"] * 6, p)
+
+    def test_concurrent_claims(self):
+        """concurrent_claims 3: three prepares at once, never more."""
+        api = self.api()
+        kl = self.kubelet()
+        drv = self.start_proc(TestDriver(self, api, [
+            "--devices", "6", "--prepare-delay-ms", "1000", "--concurrent-claims", "3"]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 6)
+        uids = [api.create_claim("default", "c%d" % i, DRV, NODE, "gpu", ["dev-%d" % i])
+                for i in range(6)]
+        r = kl.dra_prepare(DRV, ["default/c%d/%s" % (i, u) for i, u in enumerate(uids)])
+        self.assertEqual([r["by_uid"][u]["result"] for u in uids], ["prepared"] * 6, r)
+        running = [int(m) for m in re.findall(r"prepare \S+ \((\d+) running\)", drv.log_text())]
+        self.assertEqual(len(running), 6, drv.log_text())
+        self.assertEqual(max(running), 3, running)
+
+    def test_reboot_prepares_again(self):
+        """A claim prepared in an earlier boot (another boot ID) is prepared
+        again when the kubelet asks, its CDI spec written again; one of this
+        boot is answered from the checkpoint."""
+        boot = self.path("boot_id")
+        with open(boot, "w") as f:
+            f.write("11111111-1111-4111-8111-111111111111\n")
+        api = self.api()
+        kl = self.kubelet()
+        env = {"KDP_BOOT_ID_FILE": boot}
+        drv = self.start_proc(TestDriver(self, api, env=env))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["dev-0"])
+        claim = ["default/c1/" + uid]
+        self.assertEqual(kl.dra_prepare(DRV, claim)["by_uid"][uid]["result"], "prepared")
+        self.assertEqual(kl.dra_prepare(DRV, claim)["by_uid"][uid]["result"], "prepared")
+        self.assertEqual(drv.count_log("prepare " + uid), 1)  # the second from the checkpoint
+        self.assertEqual(drv.stop(), 0)
+        # the node reboots: a new boot ID, /var/run/cdi (a tmpfs) empty
+        with open(boot, "w") as f:
+            f.write("22222222-2222-4222-8222-222222222222\n")
+        for p in glob.glob(self.path("cdi", "*.json")):
+            os.unlink(p)
+        mark = kl.mark()
+        drv = self.start_proc(TestDriver(self, api, env=env))
+        kl.wait_event("dra_registered", T, since=mark, driver=DRV)
+        r = kl.dra_prepare(DRV, claim)
+        self.assertEqual(r["by_uid"][uid]["result"], "prepared", r)
+        self.assertEqual(drv.count_log("prepare " + uid), 1)  # called again
+        drv.wait_log("prepared in an earlier boot", T)
+        self.assertEqual(self.cdi_files(), ["k8s.%s-claim_%s.json" % (DRV, uid)])
+        self.assertEqual(self.checkpoint()["claims"][uid]["boot_id"],
+                         "22222222-2222-4222-8222-222222222222")
+        self.assertEqual(kl.dra_unprepare(DRV, claim)["claims"][0]["result"], "unprepared")
+        self.assertEqual(drv.count_log("unprepare " + uid), 1)
 
     def test_300_devices_in_3_slices(self):
         api = self.api()

@@ -7,13 +7,17 @@
  *   kdp-test-dra-driver --kubelet-root ROOT --kubeconfig FILE --driver NAME
  *       --node NODE --cdi-dir DIR [--devices N] [--prepare-delay-ms MS]
  *       [--fail-unprepare-file FILE] [--callback-timeout-ms MS]
- *       [--slow-describe-file FILE]
+ *       [--slow-describe-file FILE] [--device-plugin-too] [--device-plugin-dir DIR]
+ *       [--concurrent-claims N]
  *
  * --fail-unprepare-file: while FILE exists, the unprepare op fails.
  * --slow-describe-file: while FILE exists, the describe op sleeps 1.5 s.
+ * Each prepare and unprepare call is said on stderr ("test-dra-driver:
+ * prepare UID"), so that tests count them.
  */
 #include <errno.h>
 #include <kdp_dra.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +25,7 @@
 #include <unistd.h>
 
 static unsigned prepare_delay_ms;
+static atomic_uint running; /* prepares running now */
 static const char *fail_unprepare_file;
 static const char *slow_describe_file;
 
@@ -61,10 +66,12 @@ static int list(kdp_plugin *p, kdp_device_list *out, void *ud)
 static int prepare(kdp_plugin *p, const kdp_dra_claim *c, kdp_dra_prepared *out, void *ud)
 {
     (void)p;
-    (void)c;
     (void)out;
     (void)ud;
+    unsigned now = atomic_fetch_add(&running, 1) + 1;
+    fprintf(stderr, "test-dra-driver: prepare %s (%u running)\n", c->ref.uid, now);
     sleep_ms(prepare_delay_ms);
+    atomic_fetch_sub(&running, 1);
     return 0;
 }
 
@@ -86,8 +93,17 @@ int main(int argc, char **argv)
                       .callback_timeout_ms = 30000};
     kdp_dra_config dc = {0};
     unsigned n = 4;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
         const char *k = argv[i];
+        if (strcmp(k, "--device-plugin-too") == 0) {
+            dc.device_plugin_too = true;
+            i--;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "kdp-test-dra-driver: %s needs a value\n", k);
+            return 2;
+        }
         const char *v = argv[i + 1];
         if (strcmp(k, "--kubelet-root") == 0) {
             cfg.kubelet_root = v;
@@ -109,6 +125,10 @@ int main(int argc, char **argv)
             cfg.callback_timeout_ms = (unsigned)strtoul(v, NULL, 10);
         } else if (strcmp(k, "--slow-describe-file") == 0) {
             slow_describe_file = v;
+        } else if (strcmp(k, "--device-plugin-dir") == 0) {
+            cfg.device_plugin_dir = v;
+        } else if (strcmp(k, "--concurrent-claims") == 0) {
+            dc.concurrent_claims = (unsigned)strtoul(v, NULL, 10);
         } else {
             fprintf(stderr, "kdp-test-dra-driver: unknown flag %s\n", k);
             return 2;

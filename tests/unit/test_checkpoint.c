@@ -10,13 +10,16 @@
 
 /* The DRA checkpoint: round trip, atomic writes, a corrupt file kept
  * aside (a name of its own), a newer or unreadable one refused, two
- * instances sharing the file. */
+ * instances sharing the file, a version 1 file upgraded. */
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dra/checkpoint.h"
@@ -58,54 +61,141 @@ static size_t count(const char *pattern)
     return n;
 }
 
+#define BOOT "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+
+/* A record of uid with one device; two configs, one of them twice. */
+static kdp__dra_rec *rec_of(const char *uid)
+{
+    kdp__dra_rec *r = kdp__dra_rec_new("ns", "claim-a", uid);
+    assert_non_null(r);
+    assert_int_equal(kdp__dra_rec_add_dev(r, "gpu", "gpu-0", NULL, false, NULL), 0);
+    assert_int_equal(kdp__dra_rec_add_dev(r, "gpu", "gpu-1", "share-1", true, NULL), 0);
+    assert_int_equal(kdp__dra_rec_add_config(r, 0, "{\"a\":1}"), 0);
+    assert_int_equal(kdp__dra_rec_add_config(r, 1, "{\"a\":1}"), 0);
+    assert_int_equal(kdp__dra_rec_add_config(r, 1, "{\"b\":[2,3]}"), 0);
+    snprintf(r->boot_id, sizeof(r->boot_id), "%s", BOOT);
+    r->prepared = true;
+    return r;
+}
+
 static void test_round_trip(void **state)
 {
     (void)state;
     char sub[100];
     snprintf(sub, sizeof(sub), "%s/a/b", dir); /* made */
     kdp__ckpt *c = NULL;
-    assert_int_equal(kdp__ckpt_open(sub, &c), 0);
+    assert_int_equal(kdp__ckpt_open(sub, BOOT, &c), 0);
     assert_int_equal(kdp__ckpt_count(c), 0);
-    json_t *rec = json_pack("{s:s, s:[{s:s}]}", "uid", "u1", "devices", "device", "gpu-0");
-    assert_int_equal(kdp__ckpt_put(c, "u1", rec), 0);
-    json_decref(rec);
-    rec = json_pack("{s:s}", "uid", "u2");
-    assert_int_equal(kdp__ckpt_put(c, "u2", rec), 0);
-    json_decref(rec);
+    kdp__dra_rec *rec = rec_of("u1");
+    assert_int_equal(rec->n_configs, 2); /* each config once */
+    assert_int_equal(kdp__ckpt_put(c, rec), 0);
+    kdp__dra_rec_free(rec);
+    rec = rec_of("u2");
+    assert_int_equal(kdp__ckpt_put(c, rec), 0);
+    kdp__dra_rec_free(rec);
     assert_int_equal(kdp__ckpt_del(c, "u2"), 1);
     assert_int_equal(kdp__ckpt_del(c, "u2"), 0);
     kdp__ckpt_unref(c);
 
     c = NULL;
-    assert_int_equal(kdp__ckpt_open(sub, &c), 0);
+    assert_int_equal(kdp__ckpt_open(sub, BOOT, &c), 0);
     assert_int_equal(kdp__ckpt_count(c), 1);
-    json_t *got = kdp__ckpt_get(c, "u1");
+    kdp__dra_rec *got = kdp__ckpt_get(c, "u1");
     assert_non_null(got);
-    assert_string_equal(json_string_value(json_object_get(
-                            json_array_get(json_object_get(got, "devices"), 0), "device")),
-                        "gpu-0");
-    json_decref(got);
+    assert_string_equal(got->boot_id, BOOT);
+    assert_true(got->prepared);
+    assert_int_equal(got->n_devs, 2);
+    assert_string_equal(got->devs[1].device, "gpu-1");
+    assert_string_equal(got->devs[1].share_id, "share-1");
+    assert_true(got->devs[1].admin_access);
+    assert_null(got->devs[0].share_id);
+    assert_int_equal(got->n_configs, 2);
+    assert_int_equal(got->devs[1].n_cfg, 2);
+    assert_string_equal(got->configs[got->devs[1].cfg[1]], "{\"b\":[2,3]}");
+    kdp__dra_rec_free(got);
     assert_null(kdp__ckpt_get(c, "u2"));
     kdp__ckpt_unref(kdp__ckpt_ref(c)); /* a reference more, then less */
     kdp__ckpt_unref(c);
     kdp__ckpt_unref(NULL);
 
-    /* the file: version, checksum; no temporary left behind */
+    /* the file: version, checksum, configs as JSON once; no temporary */
     char path[160];
     snprintf(path, sizeof(path), "%s/%s", sub, KDP__CKPT_FILE);
     json_t *root = json_load_file(path, 0, NULL);
     assert_non_null(root);
     assert_int_equal(json_integer_value(json_object_get(root, "version")), KDP__CKPT_VERSION);
     assert_true(strncmp(json_string_value(json_object_get(root, "checksum")), "fnv1a64:", 8) == 0);
+    json_t *cfgs =
+        json_object_get(json_object_get(json_object_get(root, "claims"), "u1"), "configs");
+    assert_int_equal(json_array_size(cfgs), 2);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(cfgs, 0), "a")), 1);
     json_decref(root);
     assert_int_equal(count("a/b/*.tmp-*") + count("a/b/.*.tmp-*"), 0);
+}
+
+/* A version 1 file (every device with its own copy of its configs as JSON
+ * text, no boot): read, and written again as version 2; its records of
+ * this boot if the file was written since the boot, else of none. */
+static void write_v1(void)
+{
+    json_t *claims = json_pack(
+        "{s:{s:s, s:s, s:s, s:[{s:s, s:s, s:s, s:b, s:[s], s:[{s:s, s:s}], s:[s], s:[s]}]}}", "u9",
+        "namespace", "ns", "name", "old", "uid", "u9", "devices", "request", "gpu", "device",
+        "gpu-0", "device_id", "GPU-0", "admin_access", 0, "configs", "{\"x\":1}", "nodes", "path",
+        "/dev/gpu0", "host_path", "/dev/gpu0", "env", "A=1", "cdi_ids",
+        "k8s.gpu.example.com/claim=u9-gpu-0");
+    char *dump = json_dumps(claims, JSON_COMPACT | JSON_SORT_KEYS);
+    char sum[32];
+    kdp__ckpt_checksum(dump, sum);
+    json_t *root = json_pack("{s:i, s:s, s:o}", "version", 1, "checksum", sum, "claims", claims);
+    char *text = json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS);
+    write_file(KDP__CKPT_FILE, text);
+    free(text);
+    free(dump);
+    json_decref(root);
+}
+
+static void test_version_1_upgraded(void **state)
+{
+    (void)state;
+    write_v1();
+    kdp__ckpt *c = NULL;
+    assert_int_equal(kdp__ckpt_open(dir, BOOT, &c), 0);
+    kdp__dra_rec *r = kdp__ckpt_get(c, "u9");
+    assert_non_null(r);
+    assert_string_equal(r->boot_id, BOOT); /* written since this boot began */
+    assert_true(r->prepared);
+    assert_int_equal(r->n_configs, 1);
+    assert_string_equal(r->configs[0], "{\"x\":1}");
+    assert_string_equal(r->devs[0].device_id, "GPU-0");
+    assert_string_equal(r->devs[0].cdi_name, "u9-gpu-0"); /* not kept by version 1 */
+    assert_int_equal(r->devs[0].n_nodes, 1);
+    assert_string_equal(r->devs[0].env[0], "A=1");
+    kdp__dra_rec_free(r);
+    kdp__ckpt_unref(c);
+    char path[160];
+    snprintf(path, sizeof(path), "%s/%s", dir, KDP__CKPT_FILE);
+    json_t *root = json_load_file(path, 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(root, "version")), 2);
+    json_decref(root);
+
+    /* a version 1 file of before the boot: its claims are of an earlier one */
+    write_v1();
+    struct timespec old[2] = {{1, 0}, {1, 0}}; /* 1970 */
+    assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
+    assert_int_equal(kdp__ckpt_open(dir, BOOT, &c), 0);
+    r = kdp__ckpt_get(c, "u9");
+    assert_non_null(r);
+    assert_string_equal(r->boot_id, "");
+    kdp__dra_rec_free(r);
+    kdp__ckpt_unref(c);
 }
 
 static void corrupt(const char *text)
 {
     write_file(KDP__CKPT_FILE, text);
     kdp__ckpt *c = NULL;
-    assert_int_equal(kdp__ckpt_open(dir, &c), 0);
+    assert_int_equal(kdp__ckpt_open(dir, BOOT, &c), 0);
     assert_int_equal(kdp__ckpt_count(c), 0);
     kdp__ckpt_unref(c);
 }
@@ -130,28 +220,28 @@ static void test_refused_not_set_aside(void **state)
     (void)state;
     write_file(KDP__CKPT_FILE, "{\"version\": 99, \"checksum\": \"x\", \"claims\": {}}");
     kdp__ckpt *c = NULL;
-    assert_int_equal(kdp__ckpt_open(dir, &c), -EPROTO);
+    assert_int_equal(kdp__ckpt_open(dir, BOOT, &c), -EPROTO);
     assert_int_equal(count(KDP__CKPT_FILE), 1);
     char path[160];
     snprintf(path, sizeof(path), "%s/%s", dir, KDP__CKPT_FILE);
     assert_int_equal(unlink(path), 0);
     assert_int_equal(mkdir(path, 0700), 0); /* read() fails: EISDIR */
-    assert_int_equal(kdp__ckpt_open(dir, &c), -EISDIR);
+    assert_int_equal(kdp__ckpt_open(dir, BOOT, &c), -EISDIR);
     assert_int_equal(count(KDP__CKPT_FILE ".corrupt-*"), 0);
     assert_int_equal(rmdir(path), 0);
 }
 
 static void put(kdp__ckpt *c, const char *uid)
 {
-    json_t *rec = json_pack("{s:s}", "uid", uid);
-    assert_int_equal(kdp__ckpt_put(c, uid, rec), 0);
-    json_decref(rec);
+    kdp__dra_rec *rec = rec_of(uid);
+    assert_int_equal(kdp__ckpt_put(c, rec), 0);
+    kdp__dra_rec_free(rec);
 }
 
 static bool has(kdp__ckpt *c, const char *uid)
 {
-    json_t *rec = kdp__ckpt_get(c, uid);
-    json_decref(rec);
+    kdp__dra_rec *rec = kdp__ckpt_get(c, uid);
+    kdp__dra_rec_free(rec);
     return rec != NULL;
 }
 
@@ -162,8 +252,8 @@ static void test_two_instances(void **state)
     (void)state;
     kdp__ckpt *a = NULL;
     kdp__ckpt *b = NULL;
-    assert_int_equal(kdp__ckpt_open(dir, &a), 0);
-    assert_int_equal(kdp__ckpt_open(dir, &b), 0);
+    assert_int_equal(kdp__ckpt_open(dir, BOOT, &a), 0);
+    assert_int_equal(kdp__ckpt_open(dir, BOOT, &b), 0);
     put(a, "u1");
     put(b, "u2"); /* b read u1 from the file first */
     put(a, "u3");
@@ -175,7 +265,7 @@ static void test_two_instances(void **state)
     kdp__ckpt_unref(a);
     kdp__ckpt_unref(b);
     kdp__ckpt *c = NULL;
-    assert_int_equal(kdp__ckpt_open(dir, &c), 0);
+    assert_int_equal(kdp__ckpt_open(dir, BOOT, &c), 0);
     assert_int_equal(kdp__ckpt_count(c), 2);
     assert_true(has(c, "u2") && has(c, "u3"));
     kdp__ckpt_unref(c);
@@ -199,13 +289,14 @@ static void test_unwritable(void **state)
         skip(); /* root writes anywhere */
     }
     kdp__ckpt *c = NULL;
-    assert_true(kdp__ckpt_open("/proc/kdp-no/such", &c) < 0);
+    assert_true(kdp__ckpt_open("/proc/kdp-no/such", BOOT, &c) < 0);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_version_1_upgraded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_kept_aside, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_not_set_aside, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_instances, setup, teardown),

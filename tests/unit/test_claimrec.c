@@ -19,20 +19,26 @@
 #include "discovery/cdi.h"
 #include "dra/claimrec.h"
 #include "dra/prepared.h"
+#include "dra/recfile.h"
 
 #define KIND      "k8s.gpu.example.com/claim"
 #define FILE_NAME "k8s.gpu.example.com-claim_u1.json"
 
-static json_t *record(void)
+static kdp__dra_rec *record(void)
 {
-    return json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:s, s:b, s:[s]}, {s:s, s:s, s:s, s:b, s:[], "
-                     "s:{s:s, s:s}}, {s:s, s:s, s:s, s:b, s:[]}]}",
-                     "namespace", "ns", "name", "c1", "uid", "u1", "devices", "request", "gpu",
-                     "device", "gpu-0", "device_id", "GPU0", "admin_access", 0, "configs",
-                     "{\"a\":1}", "request", "gpu", "device", "gpu-1", "device_id", "GPU1",
-                     "admin_access", 1, "configs", "default_node", "path", "/dev/gpu1", "host_path",
-                     "/dev/gpu1", "request", "nic", "device", "nic-0", "device_id", "NIC0",
-                     "admin_access", 0, "configs");
+    kdp__dra_rec *r = kdp__dra_rec_new("ns", "c1", "u1");
+    kdp__dra_rdev *d = NULL;
+    assert_non_null(r);
+    assert_int_equal(kdp__dra_rec_add_dev(r, "gpu", "gpu-0", NULL, false, &d), 0);
+    assert_int_equal(kdp__dra_rec_set(&d->device_id, "GPU0"), 0);
+    assert_int_equal(kdp__dra_rec_add_config(r, 0, "{\"a\":1}"), 0);
+    assert_int_equal(kdp__dra_rec_add_dev(r, "gpu", "gpu-1", NULL, true, &d), 0);
+    assert_int_equal(kdp__dra_rec_set(&d->device_id, "GPU1"), 0);
+    assert_int_equal(kdp__dra_rec_set((char **)&d->default_node.path, "/dev/gpu1"), 0);
+    assert_int_equal(kdp__dra_rec_set((char **)&d->default_node.host_path, "/dev/gpu1"), 0);
+    assert_int_equal(kdp__dra_rec_add_dev(r, "nic", "nic-0", NULL, false, &d), 0);
+    assert_int_equal(kdp__dra_rec_set(&d->device_id, "NIC0"), 0);
+    return r;
 }
 
 static void test_prepared_builder(void **state)
@@ -67,7 +73,7 @@ static void test_prepared_builder(void **state)
 static void test_view(void **state)
 {
     (void)state;
-    json_t *rec = record();
+    kdp__dra_rec *rec = record();
     kdp__dra_claimview v;
     assert_int_equal(kdp__dra_claimview_init(&v, rec), 0);
     assert_string_equal(v.claim.ref.uid, "u1");
@@ -78,10 +84,15 @@ static void test_view(void **state)
     assert_true(v.claim.devices[1].admin_access);
     assert_null(v.claim.devices[1].share_id);
     kdp__dra_claimview_done(&v);
-    json_t *bad = json_pack("{s:s}", "uid", "u1");
-    assert_int_equal(kdp__dra_claimview_init(&v, bad), -EINVAL);
-    json_decref(bad);
-    json_decref(rec);
+    /* a copy without the answer keeps the claim, drops the boot */
+    snprintf(rec->boot_id, sizeof(rec->boot_id), "b1");
+    kdp__dra_rec *c = kdp__dra_rec_dup(rec, false);
+    assert_string_equal(c->devs[1].default_node.path, "/dev/gpu1");
+    assert_string_equal(c->configs[c->devs[0].cfg[0]], "{\"a\":1}");
+    assert_string_equal(c->boot_id, "");
+    assert_true(kdp__dra_rec_bytes(c) > 100);
+    kdp__dra_rec_free(c);
+    kdp__dra_rec_free(rec);
 }
 
 static void test_merge_and_cdi(void **state)
@@ -90,7 +101,7 @@ static void test_merge_and_cdi(void **state)
     char dir[64];
     snprintf(dir, sizeof(dir), "/tmp/kdp-claimrec-XXXXXX");
     assert_non_null(mkdtemp(dir));
-    json_t *rec = record();
+    kdp__dra_rec *rec = record();
     kdp_dra_prepared pr;
     assert_int_equal(kdp__dra_prepared_init(&pr, 3), 0);
     assert_int_equal(kdp_dra_prepared_add_env(&pr, 0, "GPU", "0"), 0);
@@ -98,14 +109,12 @@ static void test_merge_and_cdi(void **state)
     /* device 1: nothing, so its default node; device 2: nothing at all */
     assert_int_equal(kdp__dra_rec_merge(rec, &pr, KIND), 0);
     kdp__dra_prepared_done(&pr);
-    json_t *devs = json_object_get(rec, "devices");
-    json_t *ids0 = json_object_get(json_array_get(devs, 0), "cdi_ids");
-    assert_int_equal(json_array_size(ids0), 2);
-    assert_string_equal(json_string_value(json_array_get(ids0, 0)), KIND "=u1-gpu-0");
-    assert_string_equal(json_string_value(json_array_get(ids0, 1)), "vendor.com/gpu=all");
-    json_t *ids1 = json_object_get(json_array_get(devs, 1), "cdi_ids");
-    assert_string_equal(json_string_value(json_array_get(ids1, 0)), KIND "=u1-gpu-1");
-    assert_int_equal(json_array_size(json_object_get(json_array_get(devs, 2), "cdi_ids")), 0);
+    assert_true(rec->prepared);
+    assert_int_equal(rec->devs[0].n_cdi_ids, 2);
+    assert_string_equal(rec->devs[0].cdi_ids[0], KIND "=u1-gpu-0");
+    assert_string_equal(rec->devs[0].cdi_ids[1], "vendor.com/gpu=all");
+    assert_string_equal(rec->devs[1].cdi_ids[0], KIND "=u1-gpu-1");
+    assert_int_equal(rec->devs[2].n_cdi_ids, 0);
     assert_true(kdp__dra_rec_has_cdi(rec));
 
     assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND), 1);
@@ -131,7 +140,7 @@ static void test_merge_and_cdi(void **state)
     assert_int_equal(kdp__cdi_remove_file(dir, FILE_NAME), 0);
     assert_int_equal(kdp__cdi_remove_file(dir, "../x.json"), -EINVAL);
     assert_int_equal(kdp__cdi_write_file(dir, ".hidden.json", KIND, NULL, 0), -EINVAL);
-    json_decref(rec);
+    kdp__dra_rec_free(rec);
     rmdir(dir);
 }
 
@@ -143,29 +152,34 @@ static void test_device_twice(void **state)
     char dir[64];
     snprintf(dir, sizeof(dir), "/tmp/kdp-claimrec-XXXXXX");
     assert_non_null(mkdtemp(dir));
-    json_t *rec = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}]}", "namespace", "ns",
-                            "name", "c1", "uid", "u1", "devices", "request", "a", "device", "gpu-0",
-                            "request", "b", "device", "gpu-0");
+    kdp__dra_rec *rec = kdp__dra_rec_new("ns", "c1", "u1");
+    assert_int_equal(kdp__dra_rec_add_dev(rec, "a", "gpu-0", NULL, false, NULL), 0);
+    assert_int_equal(kdp__dra_rec_add_dev(rec, "b", "gpu-0", "s1", false, NULL), 0);
     kdp_dra_prepared pr;
     assert_int_equal(kdp__dra_prepared_init(&pr, 2), 0);
     assert_int_equal(kdp_dra_prepared_add_env(&pr, 0, "A", "1"), 0);
     assert_int_equal(kdp_dra_prepared_add_env(&pr, 1, "B", "1"), 0);
     assert_int_equal(kdp__dra_rec_merge(rec, &pr, KIND), 0);
     kdp__dra_prepared_done(&pr);
-    json_t *devs = json_object_get(rec, "devices");
-    assert_string_equal(
-        json_string_value(json_array_get(json_object_get(json_array_get(devs, 0), "cdi_ids"), 0)),
-        KIND "=u1-gpu-0");
-    assert_string_equal(
-        json_string_value(json_array_get(json_object_get(json_array_get(devs, 1), "cdi_ids"), 0)),
-        KIND "=u1-gpu-0_1");
+    assert_string_equal(rec->devs[0].cdi_ids[0], KIND "=u1-gpu-0");
+    assert_string_equal(rec->devs[1].cdi_ids[0], KIND "=u1-gpu-0_1");
     assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND), 1);
-    /* a record kept before the names were: the same names again */
-    json_object_del(json_array_get(devs, 0), "cdi_name");
-    json_object_del(json_array_get(devs, 1), "cdi_name");
-    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND), 0); /* unchanged */
+    /* through the checkpoint's JSON and back: the same spec */
+    json_t *j = kdp__recfile_to_json(rec);
+    kdp__dra_rec *back = NULL;
+    char why[200];
+    assert_int_equal(kdp__recfile_from_json(j, 2, &back, why, sizeof(why)), 0);
+    json_decref(j);
+    assert_string_equal(back->devs[1].share_id, "s1");
+    assert_int_equal(kdp__dra_rec_write_cdi(back, dir, FILE_NAME, KIND), 0); /* unchanged */
+    kdp__dra_rec_free(back);
+    /* a record that is not one */
+    j = json_pack("{s:s}", "uid", "u1");
+    assert_int_equal(kdp__recfile_from_json(j, 2, &back, why, sizeof(why)), -EINVAL);
+    assert_non_null(strstr(why, "namespace"));
+    json_decref(j);
     assert_int_equal(kdp__cdi_remove_file(dir, FILE_NAME), 1);
-    json_decref(rec);
+    kdp__dra_rec_free(rec);
     rmdir(dir);
 }
 

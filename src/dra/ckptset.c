@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/* ckptset: the checkpoint's records and their file text (see ckptset.h). */
+#include "dra/ckptset.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dra/recfile.h"
+
+void kdp__ckpt_checksum(const char *s, char out[32])
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        h ^= *p;
+        h *= 0x100000001b3ULL;
+    }
+    snprintf(out, 32, "fnv1a64:%016" PRIx64, h);
+}
+
+void kdp__ckptset_clear(kdp__ckpt_set *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        kdp__dra_rec_free(s->recs[i]);
+    }
+    free(s->recs);
+    s->recs = NULL;
+    s->n = 0;
+}
+
+long kdp__ckptset_find(const kdp__ckpt_set *s, const char *uid)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        if (strcmp(s->recs[i]->uid, uid) == 0) {
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
+/* Takes rec over (freed on failure); replaces the record of its UID. */
+int kdp__ckptset_put(kdp__ckpt_set *s, kdp__dra_rec *rec)
+{
+    long i = kdp__ckptset_find(s, rec->uid);
+    if (i >= 0) {
+        kdp__dra_rec_free(s->recs[i]);
+        s->recs[i] = rec;
+        return 0;
+    }
+    if (s->n >= KDP__CKPT_MAX_CLAIMS) {
+        kdp__dra_rec_free(rec);
+        return -ENOSPC;
+    }
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
+    kdp__dra_rec **v = realloc(s->recs, (s->n + 1) * sizeof(*v));
+    if (!v) {
+        kdp__dra_rec_free(rec);
+        return -ENOMEM;
+    }
+    s->recs = v;
+    v[s->n++] = rec;
+    return 0;
+}
+
+bool kdp__ckptset_del(kdp__ckpt_set *s, const char *uid)
+{
+    long i = kdp__ckptset_find(s, uid);
+    if (i < 0 || !s->recs) {
+        return false;
+    }
+    kdp__dra_rec_free(s->recs[i]);
+    s->recs[i] = s->recs[--s->n];
+    return true;
+}
+
+int kdp__ckptset_copy(kdp__ckpt_set *to, const kdp__ckpt_set *from)
+{
+    memset(to, 0, sizeof(*to));
+    for (size_t i = 0; i < from->n; i++) {
+        kdp__dra_rec *r = kdp__dra_rec_dup(from->recs[i], true);
+        if (!r || kdp__ckptset_put(to, r) < 0) {
+            kdp__ckptset_clear(to);
+            return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
+/* Returns 0, -EBADMSG (a record that is not one: why), -ENOMEM. */
+static int parse_claims(const json_t *claims, int version, kdp__ckpt_set *set, char *why,
+                        size_t len)
+{
+    const char *uid;
+    json_t *v;
+    json_object_foreach((json_t *)claims, uid, v)
+    {
+        kdp__dra_rec *r = NULL;
+        int e = kdp__recfile_from_json(v, version, &r, why, len);
+        if (e == 0 && strcmp(r->uid, uid) != 0) {
+            snprintf(why, len, "the record of %.80s has the UID %.80s", uid, r->uid);
+            kdp__dra_rec_free(r);
+            e = -EINVAL;
+        }
+        if (e == 0) {
+            e = kdp__ckptset_put(set, r);
+        }
+        if (e < 0) {
+            kdp__ckptset_clear(set);
+            return e == -EINVAL ? -EBADMSG : e;
+        }
+    }
+    return 0;
+}
+
+int kdp__ckptset_parse(const char *text, kdp__ckpt_set *set, int *ret_version, char *why,
+                       size_t len)
+{
+    memset(set, 0, sizeof(*set));
+    json_error_t jerr;
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        snprintf(why, len, "not JSON (line %d: %s)", jerr.line, jerr.text);
+        return -EBADMSG;
+    }
+    json_t *ver = json_object_get(root, "version");
+    json_t *sum = json_object_get(root, "checksum");
+    json_t *claims = json_object_get(root, "claims");
+    json_int_t version = json_is_integer(ver) ? json_integer_value(ver) : 0;
+    char *dump = NULL;
+    char want[32];
+    int r = -EBADMSG;
+    if (version > KDP__CKPT_VERSION) {
+        snprintf(why, len, "version %lld, newer than this driver's %d", (long long)version,
+                 KDP__CKPT_VERSION);
+        r = -EPROTO;
+    } else if (version < 1) {
+        snprintf(why, len, "no version 1 to %d", KDP__CKPT_VERSION);
+    } else if (!json_is_object(claims) || !json_is_string(sum)) {
+        snprintf(why, len, "no \"claims\" object or \"checksum\"");
+    } else if (!(dump = json_dumps(claims, JSON_COMPACT | JSON_SORT_KEYS))) {
+        snprintf(why, len, "out of memory");
+        r = -ENOMEM;
+    } else {
+        kdp__ckpt_checksum(dump, want);
+        if (strcmp(want, json_string_value(sum)) != 0) {
+            snprintf(why, len, "checksum %.40s, the content's is %s", json_string_value(sum), want);
+        } else {
+            *ret_version = (int)version;
+            r = parse_claims(claims, (int)version, set, why, len);
+        }
+    }
+    free(dump);
+    json_decref(root);
+    return r;
+}
+
+char *kdp__ckptset_text(const kdp__ckpt_set *set)
+{
+    json_t *claims = json_object();
+    for (size_t i = 0; claims && i < set->n; i++) {
+        if (json_object_set_new(claims, set->recs[i]->uid, kdp__recfile_to_json(set->recs[i])) <
+            0) {
+            json_decref(claims);
+            claims = NULL;
+        }
+    }
+    char *dump = claims ? json_dumps(claims, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_t *root = NULL;
+    if (dump) {
+        char sum[32];
+        kdp__ckpt_checksum(dump, sum);
+        root = json_pack("{s:i, s:s, s:O}", "version", KDP__CKPT_VERSION, "checksum", sum, "claims",
+                         claims);
+    }
+    char *text = root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
+    free(dump);
+    json_decref(root);
+    json_decref(claims);
+    return text;
+}

@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: MIT */
+/* claimjob: a claim operation on a worker thread (see claimjob.h). */
+#include "dra/claimjob.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "discovery/cdi.h"
+#include "dra/prepared.h"
+
+/* ---- the environment ---- */
+
+kdp__cj_env *kdp__cj_env_new(kdp_plugin *p, const kdp_dra_ops *ops, void *ud, const char *driver,
+                             const char *cdi_dir, const char *cdi_kind, const char *boot_id,
+                             kdp__ckpt *ckpt, kdp__abandoned *abandoned)
+{
+    kdp__cj_env *e = calloc(1, sizeof(*e));
+    if (!e) {
+        return NULL;
+    }
+    atomic_init(&e->refs, 1);
+    e->p = p;
+    e->ops = *ops;
+    e->ud = ud;
+    e->driver = strdup(driver);
+    e->cdi_dir = strdup(cdi_dir);
+    e->cdi_kind = strdup(cdi_kind);
+    snprintf(e->boot_id, sizeof(e->boot_id), "%s", boot_id);
+    e->ckpt = kdp__ckpt_ref(ckpt);
+    e->abandoned = kdp__abandoned_ref(abandoned);
+    if (!e->driver || !e->cdi_dir || !e->cdi_kind) {
+        kdp__cj_env_unref(e);
+        return NULL;
+    }
+    return e;
+}
+
+kdp__cj_env *kdp__cj_env_ref(kdp__cj_env *e)
+{
+    atomic_fetch_add(&e->refs, 1);
+    return e;
+}
+
+void kdp__cj_env_unref(kdp__cj_env *e)
+{
+    if (!e || atomic_fetch_sub(&e->refs, 1) != 1) {
+        return;
+    }
+    free(e->driver);
+    free(e->cdi_dir);
+    free(e->cdi_kind);
+    kdp__ckpt_unref(e->ckpt);
+    kdp__abandoned_unref(e->abandoned);
+    free(e);
+}
+
+/* ---- the pipelines ---- */
+
+static void fail(kdp__cj *cj, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void fail(kdp__cj *cj, const char *fmt, ...)
+{
+    if (cj->err[0]) {
+        return; /* the first reason stays */
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    (void)vsnprintf(cj->err, sizeof(cj->err), fmt, ap);
+    va_end(ap);
+}
+
+/* The author's op through j's checks (a positive return is a mistake:
+ * logged, taken as its negative), its message on failure. */
+static int author(kdp__pjob *j, kdp__cj *cj, bool unprepare, kdp_dra_prepared *pr)
+{
+    kdp__cj_env *e = cj->env;
+    kdp__dra_claimview v;
+    int r = kdp__dra_claimview_init(&v, cj->rec);
+    if (r < 0) {
+        fail(cj, "out of memory");
+        return r;
+    }
+    j->has_msg = false;
+    if (unprepare) {
+        r = e->ops.unprepare ? kdp__pjob_checked(j, e->ops.unprepare(e->p, &v.claim, e->ud)) : 0;
+    } else {
+        r = e->ops.prepare ? kdp__pjob_checked(j, e->ops.prepare(e->p, &v.claim, pr, e->ud)) : 0;
+    }
+    kdp__dra_claimview_done(&v);
+    if (r < 0) {
+        fail(cj, "the %s callback failed: %.400s", unprepare ? "unprepare" : "prepare",
+             j->has_msg ? j->msg : strerror(-r));
+    }
+    return r;
+}
+
+/* The prepare op succeeded but its result cannot be kept (the CDI spec or
+ * the checkpoint could not be written): the unprepare op undoes it, so that
+ * the kubelet's next try starts clean. */
+static void roll_back(kdp__pjob *j, kdp__cj *cj)
+{
+    char why[sizeof(cj->err)];
+    memcpy(why, cj->err, sizeof(why));
+    cj->err[0] = '\0';
+    int r = author(j, cj, true, NULL);
+    if (r < 0) {
+        log_error("claim %s: rolling back its prepare, the unprepare callback failed too: %s",
+                  cj->uid, cj->err);
+    } else {
+        log_warn("claim %s: its prepare rolled back (unprepare op called): %s", cj->uid, why);
+    }
+    memcpy(cj->err, why, sizeof(why));
+}
+
+/* The claim's CDI spec as the record says (none: removed). */
+static int write_cdi(kdp__cj *cj)
+{
+    kdp__cj_env *e = cj->env;
+    int r = kdp__dra_rec_has_cdi(cj->rec)
+                ? kdp__dra_rec_write_cdi(cj->rec, e->cdi_dir, cj->file, e->cdi_kind)
+                : kdp__cdi_remove_file(e->cdi_dir, cj->file);
+    if (r < 0) {
+        fail(cj, "cannot write the claim's CDI spec %s: %s", cj->file, strerror(-r));
+    }
+    return r;
+}
+
+/* claim read and checked -> prepare op -> record -> CDI spec -> checkpoint */
+static int prepare(kdp__pjob *j, kdp__cj *cj)
+{
+    kdp__cj_env *e = cj->env;
+    kdp_dra_prepared pr = {0};
+    int r = kdp__dra_prepared_init(&pr, cj->rec->n_devs);
+    if (r < 0) {
+        fail(cj, "out of memory");
+        return r;
+    }
+    r = author(j, cj, false, &pr);
+    bool prepared = r == 0;
+    if (r == 0) {
+        r = kdp__dra_rec_merge(cj->rec, &pr, e->cdi_kind);
+        if (r < 0) {
+            fail(cj, "out of memory recording the claim");
+        }
+        snprintf(cj->rec->boot_id, sizeof(cj->rec->boot_id), "%s", e->boot_id);
+    }
+    kdp__dra_prepared_done(&pr);
+    if (r == 0 && (r = write_cdi(cj)) >= 0) {
+        r = kdp__ckpt_put(e->ckpt, cj->rec);
+        if (r < 0) {
+            fail(cj, "cannot record the claim in the checkpoint: %s", strerror(-r));
+        }
+    }
+    if (r < 0 && prepared) {
+        (void)kdp__cdi_remove_file(e->cdi_dir, cj->file);
+        roll_back(j, cj);
+    }
+    return r < 0 ? r : 0;
+}
+
+/* A recorded claim of this boot: its CDI spec again if it is gone. */
+static int recorded(kdp__cj *cj)
+{
+    kdp__cj_env *e = cj->env;
+    if (!kdp__dra_rec_has_cdi(cj->rec) || kdp__cdi_file_exists(e->cdi_dir, cj->file)) {
+        return 0;
+    }
+    int r = write_cdi(cj);
+    if (r >= 0) {
+        log_info("claim %s: its CDI spec %s/%s was gone (the CDI directory wiped): written "
+                 "again",
+                 cj->uid, e->cdi_dir, cj->file);
+    }
+    return r < 0 ? r : 0;
+}
+
+/* record -> unprepare op -> CDI spec removed -> dropped from the checkpoint */
+static int unprepare(kdp__pjob *j, kdp__cj *cj)
+{
+    kdp__cj_env *e = cj->env;
+    int r = author(j, cj, true, NULL);
+    if (r == 0) {
+        r = kdp__cdi_remove_file(e->cdi_dir, cj->file);
+        if (r < 0) {
+            fail(cj, "cannot remove the claim's CDI spec %s: %s", cj->file, strerror(-r));
+        }
+    }
+    if (r >= 0) {
+        r = kdp__ckpt_del(e->ckpt, cj->uid);
+        if (r < 0) {
+            fail(cj, "cannot drop the claim from the checkpoint: %s", strerror(-r));
+        }
+    }
+    return r < 0 ? r : 0;
+}
+
+static void fn(kdp__pjob *j)
+{
+    kdp__cj *cj = j->data;
+    int r = 0;
+    switch (cj->kind) {
+    case KDP__CJ_PREPARE:
+        r = prepare(j, cj);
+        break;
+    case KDP__CJ_RECORDED:
+        r = recorded(cj);
+        break;
+    case KDP__CJ_UNPREPARE:
+        r = unprepare(j, cj);
+        break;
+    }
+    if (r < 0) {
+        fail(cj, "%s", strerror(-r));
+    }
+    j->result = r;
+}
+
+/* ---- the job ---- */
+
+static void cleanup(kdp__pjob *j)
+{
+    kdp__cj *cj = j->data;
+    if (!cj) {
+        return;
+    }
+    if (atomic_load(&cj->abandoned)) {
+        /* the abandoned callback returned: its claim is free again */
+        log_info("claim %s: the %s callback that overran its deadline returned (%s)", cj->uid,
+                 cj->kind == KDP__CJ_UNPREPARE ? "unprepare" : "prepare",
+                 j->result < 0 ? cj->err : "done");
+        kdp__abandoned_del(cj->env->abandoned, cj->uid);
+    }
+    kdp__dra_rec_free(cj->rec);
+    kdp__cj_env_unref(cj->env);
+    free(cj->uid);
+    free(cj);
+    j->data = NULL;
+}
+
+kdp__pjob *kdp__cj_new(kdp__jobs *js, kdp__cj_env *env, kdp__cj_kind kind, kdp__dra_rec *rec,
+                       void *owner, void (*complete)(kdp__pjob *j, bool timed_out))
+{
+    static const char *const what[] = {"prepare", "prepare", "unprepare"};
+    kdp__cj *cj = calloc(1, sizeof(*cj));
+    kdp__pjob *j = cj ? kdp__pjob_new(js, what[kind], owner) : NULL;
+    if (cj) {
+        cj->uid = strdup(rec->uid);
+    }
+    if (!j || !cj->uid) {
+        if (cj) {
+            free(cj->uid);
+        }
+        free(cj);
+        if (j) {
+            j->base.free(&j->base); /* never submitted, no data */
+        }
+        kdp__dra_rec_free(rec);
+        return NULL;
+    }
+    cj->kind = kind;
+    cj->env = kdp__cj_env_ref(env);
+    cj->rec = rec;
+    atomic_init(&cj->abandoned, false);
+    snprintf(cj->file, sizeof(cj->file), "k8s.%s-claim_%s.json", env->driver, rec->uid);
+    j->data = cj;
+    j->fn = fn;
+    j->complete = complete;
+    j->cleanup = cleanup;
+    return j;
+}
+
+kdp__cj *kdp__cj_of(kdp__pjob *j)
+{
+    return j->data;
+}
+
+void kdp__cj_abandon(kdp__pjob *j)
+{
+    kdp__cj *cj = j->data;
+    if (kdp__abandoned_add(cj->env->abandoned, cj->uid) == 0) {
+        atomic_store(&cj->abandoned, true);
+    }
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * descs: the plugin's devices as the ResourceSlices show them. At every
+ * change of the plugin's table, the devices new to it (by kdp ID) are
+ * described by the describe op, on the plugin's worker (kdp_dra_device:
+ * name, attributes, capacities; without the op, the name from the ID);
+ * the ones gone are dropped. Then the names are checked for duplicates
+ * (both left out, logged), and `changed` says the described devices are
+ * new. A describe that overruns its deadline or cannot be run is tried
+ * again on a timer (backoff 1 s .. 60 s): a static table is never left
+ * unpublished. A health change is not a new description.
+ *
+ * Owns the descriptions (C, sorted by ID) and the published names (sorted
+ * by name); knows the plugin only through its table (kdp__plugin_devices).
+ * Loop thread.
+ */
+#ifndef KDP_DRA_DESCS_H
+#define KDP_DRA_DESCS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/backoff.h"
+#include "dra/describe.h"
+#include "k8s/slicebuild.h"
+#include "kdp_dra.h"
+#include "plugin/jobs.h"
+#include "runtime/loop.h"
+
+typedef struct kdp__dra_desc {
+    char *id;
+    char name[64];    /* its name in the slices ("": left out) */
+    kdp_dra_device d; /* as described (name, attributes, capacities) */
+} kdp__dra_desc;
+
+typedef struct kdp__dra_descs_cbs {
+    /* The published devices changed (some came, went or were described). */
+    void (*changed)(void *ud);
+    void *ud;
+} kdp__dra_descs_cbs;
+
+typedef struct kdp__dra_descs {
+    kdp__loop *loop;
+    kdp_plugin *p;
+    kdp__jobs *jobs;
+    int (*describe)(kdp_plugin *p, const kdp_device *d, kdp_dra_device *out, void *ud);
+    void *ud;
+    const char *driver; /* for log lines; borrowed */
+    kdp__dra_descs_cbs cbs;
+
+    kdp__dra_desc *descs; /* sorted by ID */
+    size_t n;
+    size_t *pub; /* the published ones: indices into descs, sorted by name */
+    size_t n_pub;
+
+    bool describing; /* the describe job runs */
+    bool again;      /* the table changed meanwhile */
+    bool force;      /* tell `changed` even if nothing is new */
+    kdp__timer *retry;
+    kdp__backoff backoff;
+} kdp__dra_descs;
+
+/* describe may be NULL. driver is borrowed. Returns 0 or -ENOMEM. */
+int kdp__dra_descs_init(kdp__dra_descs *dv, kdp_plugin *p, kdp__jobs *jobs,
+                        int (*describe)(kdp_plugin *, const kdp_device *, kdp_dra_device *, void *),
+                        void *ud, const char *driver, const kdp__dra_descs_cbs *cbs);
+void kdp__dra_descs_done(kdp__dra_descs *dv);
+/* The plugin's table changed: describe what is new to it, drop what left
+ * (force: tell `changed` even if nothing did). */
+void kdp__dra_descs_update(kdp__dra_descs *dv, bool force);
+/* The kdp ID of the published device named name, or NULL. */
+const char *kdp__dra_descs_id_of(const kdp__dra_descs *dv, const char *name);
+/* The published name of kdp ID id, or NULL (not described or left out). */
+const char *kdp__dra_descs_name_of(const kdp__dra_descs *dv, const char *id);
+/* How many devices are published. */
+size_t kdp__dra_descs_count(const kdp__dra_descs *dv);
+
+/* The published devices as k8s/slicebuild takes them (borrowing the
+ * descriptions: valid until the next update or done). */
+typedef struct kdp__dra_descs_view {
+    kdp__slice_dev *devs;
+    size_t n;
+    const char **caps; /* names, then values */
+} kdp__dra_descs_view;
+
+/* Returns 0 or -ENOMEM. */
+int kdp__dra_descs_view_init(const kdp__dra_descs *dv, kdp__dra_descs_view *v);
+void kdp__dra_descs_view_done(kdp__dra_descs_view *v);
+
+#endif
