@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for `kdpctl dra apiserver`'s request handling
- * (tools/kdpctl/dra_route.c, dra_rest.c, dra_store.c): a sequence of
- * requests on one fresh store, through a stand-in for dra_http.c (the
- * kd_http_* request functions below; no sockets, no TLS).
+ * (tools/kdpctl/dra_route.c, dra_rest.c, dra_check.c, dra_store.c): a
+ * sequence of requests on one fresh store, through a stand-in for
+ * dra_http.c (the kd_http_* request functions below; no sockets, no TLS).
  *
  * Input: requests separated by 0xff bytes, at most 16. Each: a flags byte
  * (bits 0-2: the method, GET POST PUT PATCH DELETE GET GET GET; bit 3: no

@@ -4,8 +4,9 @@
  * needs, over HTTPS (dra_http.c) with credentials made at start
  * (dra_tls.c): discovery, nodes, resourceslices and resourceclaims
  * (dra_store.c: the objects, resourceVersions, the event window, watches;
- * dra_rest.c: the REST verbs and Status errors; dra_apiserver.c: routing,
- * discovery, the slices printed, the process). JSON through jansson.
+ * dra_rest.c: the REST verbs and Status errors; dra_check.c: names and
+ * slices checked; dra_apiserver.c: routing, discovery, the slices printed,
+ * the process). JSON through jansson.
  */
 #ifndef KDPCTL_DRA_API_H
 #define KDPCTL_DRA_API_H

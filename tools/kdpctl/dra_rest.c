@@ -6,8 +6,7 @@
  * a no-op writes nothing; a claim's /status changes only its status, the
  * main resource never its status), patch (JSON merge patch) and delete
  * (preconditions), with Kubernetes Status objects for every error and
- * ResourceSlices validated as the API server does (the parts a driver
- * meets).
+ * ResourceSlices validated as the API server does (dra_check.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +15,7 @@
 #include <sys/random.h>
 
 #include "dra_api.h"
+#include "dra_check.h"
 
 /* ---- answers ---- */
 
@@ -68,184 +68,6 @@ static json_t *md(const json_t *o)
 static const char *md_str(const json_t *o, const char *key)
 {
     return json_string_value(json_object_get(md(o), key));
-}
-
-static bool dns_label(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-') {
-        return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-')) {
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool dns_subdomain(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 253) {
-        return false;
-    }
-    char buf[256];
-    snprintf(buf, sizeof(buf), "%s", s);
-    for (char *save = NULL, *p = strtok_r(buf, ".", &save); p; p = strtok_r(NULL, ".", &save)) {
-        if (!dns_label(p)) {
-            return false;
-        }
-    }
-    return s[0] != '.' && s[n - 1] != '.' && !strstr(s, "..");
-}
-
-/* A device's checks: NULL, or the field with *detail set. */
-static const char *check_device(const json_t *d, size_t i, char *field, size_t cap,
-                                const char **detail)
-{
-    const char *name = json_string_value(json_object_get(d, "name"));
-    snprintf(field, cap, "spec.devices[%zu].name", i);
-    if (!name || !dns_label(name)) {
-        *detail = name ? "Invalid value: a lowercase RFC 1123 label must consist of lower case "
-                         "alphanumeric characters or '-'"
-                       : "Required value";
-        return field;
-    }
-    json_t *attrs = json_object_get(d, "attributes");
-    json_t *caps = json_object_get(d, "capacity");
-    if (json_object_size(attrs) + json_object_size(caps) > 32) {
-        snprintf(field, cap, "spec.devices[%zu]", i);
-        *detail = "Too many: attributes and capacities must not exceed 32";
-        return field;
-    }
-    const char *key;
-    json_t *v;
-    json_object_foreach(attrs, key, v)
-    {
-        int set = !!json_object_get(v, "int") + !!json_object_get(v, "bool") +
-                  !!json_object_get(v, "string") + !!json_object_get(v, "version");
-        if (set != 1) {
-            snprintf(field, cap, "spec.devices[%zu].attributes[%.64s]", i, key);
-            *detail = "Invalid value: exactly one value must be specified";
-            return field;
-        }
-        const char *str = json_string_value(json_object_get(v, "string"));
-        if (str && strlen(str) > 64) {
-            snprintf(field, cap, "spec.devices[%zu].attributes[%.64s].string", i, key);
-            *detail = "Too long: may not be more than 64 bytes";
-            return field;
-        }
-    }
-    return NULL;
-}
-
-/* spec.driver and spec.pool. */
-static const char *check_pool(const json_t *spec, const char **detail)
-{
-    const char *driver = json_string_value(json_object_get(spec, "driver"));
-    *detail = "Required value";
-    if (!driver || !*driver) {
-        return "spec.driver";
-    }
-    if (strlen(driver) > 63 || !dns_subdomain(driver)) {
-        *detail = "Invalid value: a lowercase RFC 1123 subdomain of at most 63 characters";
-        return "spec.driver";
-    }
-    json_t *pool = json_object_get(spec, "pool");
-    const char *pname = json_string_value(json_object_get(pool, "name"));
-    if (!pname || !*pname) {
-        return "spec.pool.name";
-    }
-    json_t *gen = json_object_get(pool, "generation");
-    if (gen && (!json_is_integer(gen) || json_integer_value(gen) < 0)) {
-        *detail = "Invalid value: must be greater than or equal to 0";
-        return "spec.pool.generation";
-    }
-    json_t *count = json_object_get(pool, "resourceSliceCount");
-    if (!json_is_integer(count) || json_integer_value(count) <= 0) {
-        *detail = "Invalid value: must be greater than zero";
-        return "spec.pool.resourceSliceCount";
-    }
-    return NULL;
-}
-
-/* Exactly one of the node selections. */
-static const char *check_nodes(const json_t *spec, const char **detail)
-{
-    const char *node = json_string_value(json_object_get(spec, "nodeName"));
-    int which = (node && *node) + json_is_object(json_object_get(spec, "nodeSelector")) +
-                json_is_true(json_object_get(spec, "allNodes")) +
-                json_is_true(json_object_get(spec, "perDeviceNodeSelection"));
-    if (which == 1) {
-        return NULL;
-    }
-    *detail = which ? "Invalid value: exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
-                      "`perDeviceNodeSelection` is required, but multiple fields are set"
-                    : "Required value: exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
-                      "`perDeviceNodeSelection` is required";
-    return "spec";
-}
-
-static const char *check_devices(const json_t *devs, char *field, size_t cap, const char **detail)
-{
-    if (devs && !json_is_array(devs)) {
-        *detail = "Invalid value: must be a list";
-        return "spec.devices";
-    }
-    if (json_array_size(devs) > KD_MAX_SLICE_DEV) {
-        *detail = "Too many: must have at most 128 items";
-        return "spec.devices";
-    }
-    for (size_t i = 0; i < json_array_size(devs); i++) {
-        const char *f = check_device(json_array_get(devs, i), i, field, cap, detail);
-        if (f) {
-            return f;
-        }
-        const char *ni = json_string_value(json_object_get(json_array_get(devs, i), "name"));
-        for (size_t j = 0; j < i; j++) {
-            const char *nj = json_string_value(json_object_get(json_array_get(devs, j), "name"));
-            if (strcmp(ni, nj) == 0) {
-                snprintf(field, cap, "spec.devices[%zu].name", i);
-                *detail = "Duplicate value";
-                return field;
-            }
-        }
-    }
-    return NULL;
-}
-
-/* A ResourceSlice's checks: NULL, or the field with *detail set. */
-static const char *check_slice(const json_t *o, char *field, size_t cap, const char **detail)
-{
-    json_t *spec = json_object_get(o, "spec");
-    if (!json_is_object(spec)) {
-        *detail = "Required value";
-        return "spec";
-    }
-    const char *f = check_pool(spec, detail);
-    if (!f) {
-        f = check_nodes(spec, detail);
-    }
-    return f ? f : check_devices(json_object_get(spec, "devices"), field, cap, detail);
-}
-
-/* A changed immutable field of a slice, or NULL. */
-static const char *slice_immutable(const json_t *old, const json_t *new)
-{
-    static const char *const paths[][2] = {{"driver", NULL}, {"pool", "name"}, {"nodeName", NULL}};
-    for (size_t i = 0; i < 3; i++) {
-        const json_t *a = json_object_get(json_object_get(old, "spec"), paths[i][0]);
-        const json_t *b = json_object_get(json_object_get(new, "spec"), paths[i][0]);
-        if (paths[i][1]) {
-            a = json_object_get(a, paths[i][1]);
-            b = json_object_get(b, paths[i][1]);
-        }
-        if (!(a == b || (a && b && json_equal(a, b)))) {
-            return i == 0 ? "spec.driver" : i == 1 ? "spec.pool.name" : "spec.nodeName";
-        }
-    }
-    return NULL;
 }
 
 static json_t *read_body(kd_hreq *r, char *why, size_t cap, unsigned *code)
@@ -370,7 +192,7 @@ static bool check_kind(kd_hreq *r, kd_kind k, const char *name, const json_t *o)
     }
     char field[128];
     const char *detail;
-    const char *f = check_slice(o, field, sizeof(field), &detail);
+    const char *f = kd_check_slice(o, field, sizeof(field), &detail);
     if (f) {
         invalid(r, k, name, f, detail);
         return false;
@@ -406,7 +228,7 @@ static void do_create(kd_api *a, kd_hreq *r, kd_kind k, const char *ns)
         gen_name(gname, nbuf, sizeof(nbuf));
         name = nbuf;
     }
-    if (!name || !*name || !dns_subdomain(name)) {
+    if (!name || !*name || !kd_dns_subdomain(name)) {
         invalid(r, k, name, "metadata.name",
                 name && *name ? "Invalid value: a lowercase RFC 1123 subdomain"
                               : "Required value: name or generateName is required");
@@ -593,7 +415,7 @@ static void do_update(kd_api *a, kd_hreq *r, kd_obj *obj, const char *sub, bool 
         return;
     }
     if (obj->kind == KD_SLICE) {
-        const char *f = slice_immutable(obj->o, n);
+        const char *f = kd_slice_immutable(obj->o, n);
         if (f) {
             invalid(r, obj->kind, obj->name, f, "Invalid value: field is immutable");
             json_decref(n);

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dra_check: the checks of `kdpctl dra apiserver` on what a request stores,
+ * as the API server makes them (the parts a driver meets): a name (an RFC
+ * 1123 subdomain), a ResourceSlice (spec.driver, spec.pool, exactly one
+ * node selection, its devices: names, attributes and capacities, at most
+ * 128) and the fields of a slice that an update may not change. Pure: no
+ * request, no store; dra_rest.c answers what they find.
+ */
+#include "dra_check.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "dra_api.h"
+
+static bool dns_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-') {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-')) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool kd_dns_subdomain(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 253) {
+        return false;
+    }
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", s);
+    for (char *save = NULL, *p = strtok_r(buf, ".", &save); p; p = strtok_r(NULL, ".", &save)) {
+        if (!dns_label(p)) {
+            return false;
+        }
+    }
+    return s[0] != '.' && s[n - 1] != '.' && !strstr(s, "..");
+}
+
+/* A device's checks: NULL, or the field with *detail set. */
+static const char *check_device(const json_t *d, size_t i, char *field, size_t cap,
+                                const char **detail)
+{
+    const char *name = json_string_value(json_object_get(d, "name"));
+    snprintf(field, cap, "spec.devices[%zu].name", i);
+    if (!name || !dns_label(name)) {
+        *detail = name ? "Invalid value: a lowercase RFC 1123 label must consist of lower case "
+                         "alphanumeric characters or '-'"
+                       : "Required value";
+        return field;
+    }
+    json_t *attrs = json_object_get(d, "attributes");
+    json_t *caps = json_object_get(d, "capacity");
+    if (json_object_size(attrs) + json_object_size(caps) > 32) {
+        snprintf(field, cap, "spec.devices[%zu]", i);
+        *detail = "Too many: attributes and capacities must not exceed 32";
+        return field;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(attrs, key, v)
+    {
+        int set = !!json_object_get(v, "int") + !!json_object_get(v, "bool") +
+                  !!json_object_get(v, "string") + !!json_object_get(v, "version");
+        if (set != 1) {
+            snprintf(field, cap, "spec.devices[%zu].attributes[%.64s]", i, key);
+            *detail = "Invalid value: exactly one value must be specified";
+            return field;
+        }
+        const char *str = json_string_value(json_object_get(v, "string"));
+        if (str && strlen(str) > 64) {
+            snprintf(field, cap, "spec.devices[%zu].attributes[%.64s].string", i, key);
+            *detail = "Too long: may not be more than 64 bytes";
+            return field;
+        }
+    }
+    return NULL;
+}
+
+/* spec.driver and spec.pool. */
+static const char *check_pool(const json_t *spec, const char **detail)
+{
+    const char *driver = json_string_value(json_object_get(spec, "driver"));
+    *detail = "Required value";
+    if (!driver || !*driver) {
+        return "spec.driver";
+    }
+    if (strlen(driver) > 63 || !kd_dns_subdomain(driver)) {
+        *detail = "Invalid value: a lowercase RFC 1123 subdomain of at most 63 characters";
+        return "spec.driver";
+    }
+    json_t *pool = json_object_get(spec, "pool");
+    const char *pname = json_string_value(json_object_get(pool, "name"));
+    if (!pname || !*pname) {
+        return "spec.pool.name";
+    }
+    json_t *gen = json_object_get(pool, "generation");
+    if (gen && (!json_is_integer(gen) || json_integer_value(gen) < 0)) {
+        *detail = "Invalid value: must be greater than or equal to 0";
+        return "spec.pool.generation";
+    }
+    json_t *count = json_object_get(pool, "resourceSliceCount");
+    if (!json_is_integer(count) || json_integer_value(count) <= 0) {
+        *detail = "Invalid value: must be greater than zero";
+        return "spec.pool.resourceSliceCount";
+    }
+    return NULL;
+}
+
+/* Exactly one of the node selections. */
+static const char *check_nodes(const json_t *spec, const char **detail)
+{
+    const char *node = json_string_value(json_object_get(spec, "nodeName"));
+    int which = (node && *node) + json_is_object(json_object_get(spec, "nodeSelector")) +
+                json_is_true(json_object_get(spec, "allNodes")) +
+                json_is_true(json_object_get(spec, "perDeviceNodeSelection"));
+    if (which == 1) {
+        return NULL;
+    }
+    *detail = which ? "Invalid value: exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
+                      "`perDeviceNodeSelection` is required, but multiple fields are set"
+                    : "Required value: exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
+                      "`perDeviceNodeSelection` is required";
+    return "spec";
+}
+
+static const char *check_devices(const json_t *devs, char *field, size_t cap, const char **detail)
+{
+    if (devs && !json_is_array(devs)) {
+        *detail = "Invalid value: must be a list";
+        return "spec.devices";
+    }
+    if (json_array_size(devs) > KD_MAX_SLICE_DEV) {
+        *detail = "Too many: must have at most 128 items";
+        return "spec.devices";
+    }
+    for (size_t i = 0; i < json_array_size(devs); i++) {
+        const char *f = check_device(json_array_get(devs, i), i, field, cap, detail);
+        if (f) {
+            return f;
+        }
+        const char *ni = json_string_value(json_object_get(json_array_get(devs, i), "name"));
+        for (size_t j = 0; j < i; j++) {
+            const char *nj = json_string_value(json_object_get(json_array_get(devs, j), "name"));
+            if (strcmp(ni, nj) == 0) {
+                snprintf(field, cap, "spec.devices[%zu].name", i);
+                *detail = "Duplicate value";
+                return field;
+            }
+        }
+    }
+    return NULL;
+}
+
+const char *kd_check_slice(const json_t *o, char *field, size_t cap, const char **detail)
+{
+    json_t *spec = json_object_get(o, "spec");
+    if (!json_is_object(spec)) {
+        *detail = "Required value";
+        return "spec";
+    }
+    const char *f = check_pool(spec, detail);
+    if (!f) {
+        f = check_nodes(spec, detail);
+    }
+    return f ? f : check_devices(json_object_get(spec, "devices"), field, cap, detail);
+}
+
+const char *kd_slice_immutable(const json_t *old, const json_t *new)
+{
+    static const char *const paths[][2] = {{"driver", NULL}, {"pool", "name"}, {"nodeName", NULL}};
+    for (size_t i = 0; i < 3; i++) {
+        const json_t *a = json_object_get(json_object_get(old, "spec"), paths[i][0]);
+        const json_t *b = json_object_get(json_object_get(new, "spec"), paths[i][0]);
+        if (paths[i][1]) {
+            a = json_object_get(a, paths[i][1]);
+            b = json_object_get(b, paths[i][1]);
+        }
+        if (!(a == b || (a && b && json_equal(a, b)))) {
+            return i == 0 ? "spec.driver" : i == 1 ? "spec.pool.name" : "spec.nodeName";
+        }
+    }
+    return NULL;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dra_check: the checks of `kdpctl dra apiserver` on what a request
+ * stores, as the API server makes them: names, ResourceSlices and a
+ * slice's immutable fields. Each returns what it found; dra_rest.c
+ * answers it (422 Invalid).
+ */
+#ifndef KDPCTL_DRA_CHECK_H
+#define KDPCTL_DRA_CHECK_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* s is a lowercase RFC 1123 subdomain: dot-separated labels of [a-z0-9-],
+ * none starting or ending with '-', at most 253 characters. */
+bool kd_dns_subdomain(const char *s);
+/* A ResourceSlice's checks on o: NULL, or the path of the field at fault
+ * (a constant, or field, cap bytes, written) with *detail set to what is
+ * wrong ("Required value", "Duplicate value"...). */
+const char *kd_check_slice(const json_t *o, char *field, size_t cap, const char **detail);
+/* A changed immutable field of a slice (spec.driver, spec.pool.name,
+ * spec.nodeName) from old to new, or NULL. */
+const char *kd_slice_immutable(const json_t *old, const json_t *new);
+
+#endif
