@@ -11,9 +11,7 @@
 /* Over this, a warning: the message nears the kubelet's limit. */
 #define WARN_MESSAGE ((size_t)3 * 1024 * 1024)
 /* A refused table is said this often. */
-#define REJECT_LOG_US     (60ULL * 1000000ULL)
-#define LIST_RETRY_MIN_US (100ULL * 1000ULL)
-#define LIST_RETRY_MAX_US (30ULL * 1000000ULL)
+#define REJECT_LOG_US (60ULL * 1000000ULL)
 /* At most this many device lines per table change, then one summary line:
  * a list of 100,000 devices must not cost 100,000 log lines (about a tenth
  * of the time of its first ListAndWatch, measured with bench/). */
@@ -29,7 +27,7 @@ static void publish_status(kdp__table *t)
     st->message_bytes = t->msg_len;
     st->rejected_devices = t->rejected_n;
     st->rejected_bytes = t->rejected_bytes;
-    st->list_error = t->list_error;
+    st->list_error = kdp__lister_error(&t->lister);
     kdp__status_unlock(t->status);
 }
 
@@ -395,41 +393,7 @@ const uint8_t *kdp__table_message(kdp__table *t, size_t *ret_len)
     return t->msg;
 }
 
-/* ---- the list op ---- */
-
-/* The rescan timer: the retry of a failed list (with backoff), else the
- * periodic rescan if there is one. Only while serving. */
-static void arm_rescan(kdp__table *t)
-{
-    if (!t->list_fn) {
-        return;
-    }
-    if (t->serving && t->list_error) {
-        kdp__timer_start(t->rescan_timer, t->list_retry_us);
-    } else if (t->serving && t->rescan_ms) {
-        kdp__timer_start(t->rescan_timer, (uint64_t)t->rescan_ms * 1000U);
-    } else {
-        kdp__timer_stop(t->rescan_timer);
-    }
-}
-
-/* A list call failed (err: its -errno), or could not be made: call it again
- * with backoff, and say so. */
-static void list_failed(kdp__table *t, int err)
-{
-    t->list_error = err;
-    t->list_retry_us = kdp__backoff_next(&t->list_backoff);
-    publish_status(t);
-    if (t->msg && t->tab.n > 0) {
-        log_warn("%s: keeping the previous device list (%zu devices); calling the list "
-                 "callback again in %llu ms",
-                 t->resource, t->tab.n, (unsigned long long)(t->list_retry_us / 1000));
-    } else {
-        log_warn("%s: no device list yet (the kubelet is told of no devices); calling the list "
-                 "callback again in %llu ms",
-                 t->resource, (unsigned long long)(t->list_retry_us / 1000));
-    }
-}
+/* ---- the lister's callbacks ---- */
 
 /* While a list runs, the single changes made meanwhile are kept for its
  * result (see publish_list). */
@@ -459,110 +423,65 @@ static void publish_list(kdp__table *t, kdp__devtab *d)
         log_info("%s: more device changes than kdp keeps (%d) were made while the list "
                  "callback ran: listing again",
                  t->resource, KDP__TABOPS_MAX);
-        atomic_store(&t->rescan_wanted, true);
+        kdp__lister_want(&t->lister);
     }
 }
 
-static void fn_list(kdp__pjob *j)
+static void lister_listing(void *ud, bool on)
 {
-    kdp__table *t = j->owner;
-    kdp_device_list *list = j->data;
-    j->result = kdp__pjob_checked(j, t->list_fn(t->owner, list, t->list_ud));
+    listing(ud, on);
 }
 
-static void cleanup_list(kdp__pjob *j)
+static int lister_check(void *ud, const kdp__devtab *d)
 {
-    kdp_device_list *list = j->data;
-    if (list) {
-        kdp__devtab_clear(&list->tab);
-        free(list);
+    kdp__table *t = ud;
+    const char *long_id = NULL;
+    if (kdp__replica_check_ids(d, t->replicas, &long_id) < 0) {
+        log_error("%s: list callback: device ID \"%s\" is too long for %u replicas: "
+                  "\"%s-%u\" would be over %u bytes",
+                  t->resource, long_id, t->replicas, long_id, t->replicas - 1, KDP__REPLICA_ID_MAX);
+        return -EINVAL;
     }
+    return 0;
 }
 
-static void complete_list(kdp__pjob *j, bool timed_out)
+static void lister_result(void *ud, kdp__devtab *d)
 {
-    kdp__table *t = j->owner;
-    bool for_start = t->start_list == j;
-    t->start_list = NULL;
-    t->list_running = false;
-    if (timed_out || j->result < 0) {
-        if (!timed_out) { /* a timeout was logged by the deadline already */
-            log_error("%s: list callback failed: %s%s%s", t->resource, strerror(-j->result),
-                      j->has_msg ? ": " : "", j->has_msg ? j->msg : "");
-        }
-        listing(t, false);
-        list_failed(t, timed_out ? -ETIMEDOUT : j->result);
-    } else {
-        kdp_device_list *list = j->data;
-        const char *long_id = NULL;
-        if (kdp__replica_check_ids(&list->tab, t->replicas, &long_id) < 0) {
-            log_error("%s: list callback: device ID \"%s\" is too long for %u replicas: "
-                      "\"%s-%u\" would be over %u bytes",
-                      t->resource, long_id, t->replicas, long_id, t->replicas - 1,
-                      KDP__REPLICA_ID_MAX);
-            list_failed(t, -EINVAL);
-            goto done;
-        }
-        bool was_failing = t->list_error != 0;
-        t->list_error = 0;
-        kdp__backoff_reset(&t->list_backoff);
-        publish_list(t, &list->tab);
-        take_shared(t);
-        publish_status(t);
-        if (was_failing) {
-            log_info("%s: the list callback succeeded again", t->resource);
-        }
-    }
-done:
-    if (for_start) {
-        t->cbs.start_listed(t->cbs.ud);
-        return;
-    }
-    arm_rescan(t);
-    if (atomic_load(&t->rescan_wanted)) {
-        sync(t); /* asked again while this list ran */
-    }
+    kdp__table *t = ud;
+    publish_list(t, d);
+    take_shared(t);
 }
 
-static int run_list(kdp__table *t, bool for_start)
+static size_t lister_told(void *ud)
 {
-    kdp__pjob *j = kdp__pjob_new(t->jobs, "list", t);
-    kdp_device_list *list = calloc(1, sizeof(*list));
-    if (!j || !list) {
-        free(j);
-        free(list);
-        return -ENOMEM;
-    }
-    kdp__devtab_init(&list->tab);
-    j->data = list;
-    j->fn = fn_list;
-    j->cleanup = cleanup_list;
-    j->complete = complete_list;
-    t->list_running = true;
-    listing(t, true);
-    if (for_start) {
-        t->start_list = j;
-        atomic_store(&t->rescan_wanted, false); /* this list is a fresh one */
-    }
-    int r = kdp__pjob_submit(j, 0);
-    if (r < 0) {
-        t->list_running = false;
-        t->start_list = NULL;
-        listing(t, false);
-    }
-    return r;
+    kdp__table *t = ud;
+    return t->msg ? t->tab.n : 0;
+}
+
+static void lister_status(void *ud)
+{
+    publish_status(ud);
+}
+
+static void lister_sync(void *ud)
+{
+    sync(ud);
+}
+
+static void lister_start_listed(void *ud)
+{
+    kdp__table *t = ud;
+    t->cbs.start_listed(t->cbs.ud);
 }
 
 int kdp__table_list_for_start(kdp__table *t)
 {
-    if (!t->list_fn) {
+    if (!kdp__lister_has_op(&t->lister)) {
         take_shared(t);
         return 1;
     }
-    int r = run_list(t, true);
+    int r = kdp__lister_start(&t->lister);
     if (r < 0) {
-        log_error("%s: cannot run the list callback: %s", t->resource, strerror(-r));
-        list_failed(t, r);
         take_shared(t);
     }
     return r;
@@ -570,32 +489,15 @@ int kdp__table_list_for_start(kdp__table *t)
 
 void kdp__table_serving(kdp__table *t, bool on)
 {
-    t->serving = on;
-    arm_rescan(t);
+    kdp__lister_serving(&t->lister, on);
 }
 
-/* Applies a newer shared table, and runs the list op if a rescan was asked
- * for. The request stays set while a list runs or before serving: the
- * running list's completion, or the next start, takes it. */
+/* Runs the list op if a rescan was asked for and it may run now (the
+ * lister's call), then applies a newer shared table. */
 static void sync(kdp__table *t)
 {
-    if (t->list_fn && t->serving && !t->list_running && atomic_exchange(&t->rescan_wanted, false)) {
-        int r = run_list(t, false);
-        if (r < 0) {
-            log_error("%s: cannot run the list callback: %s", t->resource, strerror(-r));
-            list_failed(t, r);
-            arm_rescan(t);
-        }
-    }
+    kdp__lister_poll(&t->lister);
     take_shared(t);
-}
-
-static void on_rescan(kdp__timer *tm, void *ud)
-{
-    (void)tm;
-    kdp__table *t = ud;
-    atomic_store(&t->rescan_wanted, true);
-    sync(t); /* the list's completion arms the timer again */
 }
 
 static void on_wake(kdp__wakeup *w, void *ud)
@@ -916,7 +818,7 @@ int kdp__table_get_devices(kdp__table *t, kdp_device **ret, size_t *ret_n)
 
 void kdp__table_rescan(kdp__table *t)
 {
-    atomic_store(&t->rescan_wanted, true);
+    kdp__lister_want(&t->lister);
     kdp__wakeup_signal(t->wake);
 }
 
@@ -929,27 +831,31 @@ int kdp__table_init(kdp__table *t, kdp__loop *l, const char *resource, kdp__stat
     memset(t, 0, sizeof(*t));
     t->resource = resource;
     t->status = status;
-    t->jobs = jobs;
-    t->owner = owner;
-    t->list_fn = list_fn;
-    t->list_ud = list_ud;
-    t->rescan_ms = rescan_ms;
     t->cbs = *cbs;
     pthread_mutex_init(&t->mu, NULL);
     kdp__devtab_init(&t->shared);
     kdp__devtab_init(&t->tab);
-    kdp__backoff_init(&t->list_backoff, LIST_RETRY_MIN_US, LIST_RETRY_MAX_US, 0);
+    kdp__lister_cbs lcbs = {
+        .listing = lister_listing,
+        .check = lister_check,
+        .result = lister_result,
+        .told = lister_told,
+        .status = lister_status,
+        .sync = lister_sync,
+        .start_listed = lister_start_listed,
+        .ud = t,
+    };
+    kdp__lister_init(&t->lister, resource, jobs, owner, list_fn, list_ud, rescan_ms, &lcbs);
     int r = kdp__wakeup_new(l, on_wake, t, &t->wake);
     if (r == 0) {
-        r = kdp__timer_new(l, on_rescan, t, &t->rescan_timer);
+        r = kdp__lister_init_loop(&t->lister, l);
     }
     return r;
 }
 
 void kdp__table_release_loop(kdp__table *t)
 {
-    kdp__timer_free(t->rescan_timer);
-    t->rescan_timer = NULL;
+    kdp__lister_release_loop(&t->lister);
     kdp__wakeup_free(t->wake);
     t->wake = NULL;
 }

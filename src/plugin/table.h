@@ -20,9 +20,10 @@
  * runs are also kept (`since_list`) and applied on top of its result, which
  * would otherwise undo them.
  *
- * The list op runs as a job: at each start (kdp__table_list_for_start), on
- * kdp_plugin_rescan(), every rescan interval while serving, and again with
- * backoff after it failed.
+ * The list op's runs are the lister's (plugin/lister.h), which the table
+ * owns: at each start (kdp__table_list_for_start), on kdp_plugin_rescan(),
+ * every rescan interval while serving, and again with backoff after a
+ * failure; each result becomes the shared table.
  *
  * With replicas (plugin/replicas.h) both tables hold physical devices; only
  * the message expands them. The setters and readers take a replica ID too.
@@ -43,10 +44,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "base/backoff.h"
 #include "kdp.h"
 #include "plugin/devices.h"
 #include "plugin/jobs.h"
+#include "plugin/lister.h"
 #include "plugin/probe.h"
 #include "plugin/pstats.h"
 #include "plugin/status.h"
@@ -64,12 +65,8 @@ typedef struct kdp__table_cbs {
 typedef struct kdp__table {
     const char *resource; /* borrowed */
     kdp__status *status;  /* borrowed */
-    kdp__jobs *jobs;      /* borrowed */
-    kdp_plugin *owner;    /* handed to the list op */
-    kdp_list_fn list_fn;  /* NULL: the table is what was set */
-    void *list_ud;
-    unsigned replicas;  /* kdp_config.replicas: set once, before the context runs */
-    kdp__pstats *stats; /* health transitions counted (NULL: none); set once, like replicas */
+    unsigned replicas;    /* kdp_config.replicas: set once, before the context runs */
+    kdp__pstats *stats;   /* health transitions counted (NULL: none); set once, like replicas */
     kdp__table_cbs cbs;
     /* Health checks: set once, before the context runs; NULL = none (no
      * probe state is carried over). held_unhealthy is kept here. */
@@ -83,8 +80,7 @@ typedef struct kdp__table {
     kdp__tabops pending;     /* changes to `shared` the loop has not taken */
     size_t shared_probe_bad; /* devices of `shared` the probe holds Unhealthy */
     kdp__tabops since_list;
-    bool listing; /* a list op runs: changes go to since_list too */
-    atomic_bool rescan_wanted;
+    bool listing;                            /* a list op runs: changes go to since_list too */
     _Atomic uint64_t set_rejected_logged_us; /* kdp_plugin_set_devices' -EMSGSIZE line */
     kdp__wakeup *wake;
 
@@ -95,22 +91,15 @@ typedef struct kdp__table {
     size_t msg_len;
     size_t rejected_n, rejected_bytes; /* the newest table refused; 0 = none */
     uint64_t rejected_logged_us;
-    bool serving;      /* rescans are armed only while serving */
-    bool list_running; /* one list call at a time */
-    bool tab_stale;    /* tab is not shared_ver's base: take the whole table */
-    kdp__pjob *start_list;
-    unsigned rescan_ms;
-    kdp__timer *rescan_timer;
-    kdp__backoff list_backoff;
-    int list_error; /* the last list call's -errno; 0 = it succeeded */
-    uint64_t list_retry_us;
+    bool tab_stale; /* tab is not shared_ver's base: take the whole table */
+    kdp__lister lister;
 } kdp__table;
 
 int kdp__table_init(kdp__table *t, kdp__loop *l, const char *resource, kdp__status *status,
                     kdp__jobs *jobs, kdp_plugin *owner, kdp_list_fn list_fn, void *list_ud,
                     unsigned rescan_ms, const kdp__table_cbs *cbs);
-/* Frees what the table has on the loop (its wakeup, its timer): before
- * the loop goes. */
+/* Frees what the table has on the loop (its wakeup, the lister's timer):
+ * before the loop goes. */
 void kdp__table_release_loop(kdp__table *t);
 /* Frees the rest. */
 void kdp__table_done(kdp__table *t);
