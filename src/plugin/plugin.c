@@ -250,7 +250,7 @@ static int make_prober(kdp_plugin *p, const kdp_config *cfg)
     int r = kdp__prober_init(&p->prober, p->ctx->loop, &p->table, &p->jobs, p, p->ops.probe, p->ud,
                              p->resource, &pc);
     if (r == 0 && p->ops.probe) {
-        p->table.probe_stats = &p->prober.stats;
+        p->table.shared.probe_stats = &p->prober.stats;
     }
     return r;
 }
@@ -301,7 +301,7 @@ static int make_parts(kdp_plugin *p, const kdp_config *cfg)
     p->devplugin.preferred = cfg->preferred;
     p->devplugin.replicas = cfg->replicas;
     p->devplugin.one_per_container = cfg->replicas_one_per_container;
-    p->table.replicas = cfg->replicas;
+    p->table.shared.replicas = cfg->replicas;
     p->table.stats = &p->pstats;
     p->devplugin.stats = &p->pstats;
     kdp__reg_up rup = kdp__lifecycle_reg_up(&p->lc);
@@ -578,7 +578,7 @@ KDP_EXPORT int kdp_plugin_set_devices(kdp_plugin *p, const kdp_device *devs, siz
     if (!p || (!devs && n)) {
         return -EINVAL;
     }
-    return kdp__table_set(&p->table, devs, n);
+    return kdp__tabshared_set(&p->table.shared, devs, n);
 }
 
 KDP_EXPORT int kdp_plugin_set_device(kdp_plugin *p, const kdp_device *d)
@@ -586,7 +586,7 @@ KDP_EXPORT int kdp_plugin_set_device(kdp_plugin *p, const kdp_device *d)
     if (!p || !d) {
         return -EINVAL;
     }
-    return kdp__table_put(&p->table, d);
+    return kdp__tabshared_put(&p->table.shared, d);
 }
 
 KDP_EXPORT int kdp_plugin_remove_device(kdp_plugin *p, const char *id)
@@ -594,7 +594,7 @@ KDP_EXPORT int kdp_plugin_remove_device(kdp_plugin *p, const char *id)
     if (!p || !id) {
         return -EINVAL;
     }
-    return kdp__table_remove(&p->table, id);
+    return kdp__tabshared_remove(&p->table.shared, id);
 }
 
 KDP_EXPORT int kdp_plugin_set_health(kdp_plugin *p, const char *id, kdp_health health)
@@ -602,7 +602,7 @@ KDP_EXPORT int kdp_plugin_set_health(kdp_plugin *p, const char *id, kdp_health h
     if (!p || !id || (health != KDP_HEALTHY && health != KDP_UNHEALTHY)) {
         return -EINVAL;
     }
-    return kdp__table_set_health(&p->table, id, health);
+    return kdp__tabshared_set_health(&p->table.shared, id, health);
 }
 
 KDP_EXPORT int kdp_plugin_get_health(kdp_plugin *p, const char *id, kdp_health *ret)
@@ -610,7 +610,7 @@ KDP_EXPORT int kdp_plugin_get_health(kdp_plugin *p, const char *id, kdp_health *
     if (!p || !id || !ret) {
         return -EINVAL;
     }
-    return kdp__table_get_health(&p->table, id, ret);
+    return kdp__tabshared_get_health(&p->table.shared, id, ret);
 }
 
 KDP_EXPORT int kdp_plugin_get_device_data(kdp_plugin *p, const char *id, void **ret)
@@ -618,7 +618,7 @@ KDP_EXPORT int kdp_plugin_get_device_data(kdp_plugin *p, const char *id, void **
     if (!p || !id || !ret) {
         return -EINVAL;
     }
-    return kdp__table_get_data(&p->table, id, ret);
+    return kdp__tabshared_get_data(&p->table.shared, id, ret);
 }
 
 KDP_EXPORT int kdp_plugin_get_devices(kdp_plugin *p, kdp_device **ret, size_t *ret_n)
@@ -626,7 +626,7 @@ KDP_EXPORT int kdp_plugin_get_devices(kdp_plugin *p, kdp_device **ret, size_t *r
     if (!p || !ret || !ret_n) {
         return -EINVAL;
     }
-    return kdp__table_get_devices(&p->table, ret, ret_n);
+    return kdp__tabshared_get_devices(&p->table.shared, ret, ret_n);
 }
 
 KDP_EXPORT int kdp_plugin_rescan(kdp_plugin *p)
