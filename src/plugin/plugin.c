@@ -202,12 +202,13 @@ static int make_parts(kdp_plugin *p, const kdp_config *cfg)
     if (r < 0) {
         return r;
     }
-    p->devplugin.preferred = cfg->preferred;
-    p->devplugin.replicas = cfg->replicas;
-    p->devplugin.one_per_container = cfg->replicas_one_per_container;
+    p->devplugin.calls.preferred = cfg->preferred;
+    p->devplugin.calls.replicas = cfg->replicas;
+    p->devplugin.calls.one_per_container = cfg->replicas_one_per_container;
     p->table.shared.replicas = cfg->replicas;
     p->table.stats = &p->pstats;
     p->devplugin.stats = &p->pstats;
+    p->devplugin.calls.stats = &p->pstats;
     kdp__reg_up rup = kdp__lifecycle_reg_up(&p->lc);
     p->made = MADE_REG;
     bool watcher = p->regmode == KDP_REGISTRATION_WATCHER;
