@@ -24,7 +24,7 @@
  *          bit 5 permissions set, bit 6 numa_nodes NULL with a count,
  *          bit 7 also set this device's health through set_health.
  * The probe's answer (in the single changes): the device's verdict turned
- * (N = M = 1) through kdp__table_probe_result, as the prober does.
+ * (N = M = 1) through kdp__tabshared_probe_result, as the prober does.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -244,7 +244,7 @@ static void on_diff(const kdp__dev *a, const kdp__dev *b, void *ud)
  * back. */
 static void check_single_changes(const kdp__devtab *base, const rec *recs, size_t n)
 {
-    CHECK(kdp__table_set(&plugin->table, NULL, 0) == 0);
+    CHECK(kdp__tabshared_set(&plugin->table.shared, NULL, 0) == 0);
     kdp__devtab t;
     kdp__devtab_init(&t);
     CHECK(kdp__devtab_copy(&t, base) == 0);
@@ -258,9 +258,9 @@ static void check_single_changes(const kdp__devtab *base, const rec *recs, size_
     for (size_t i = 0; i < n; i++) {
         const kdp_device *d = &recs[i].d;
         if (recs[i].set_health && d->id) {
-            pthread_mutex_lock(&plugin->table.mu);
-            bool known = kdp__devtab_find(&plugin->table.shared, d->id) != NULL;
-            pthread_mutex_unlock(&plugin->table.mu);
+            pthread_mutex_lock(&plugin->table.shared.mu);
+            bool known = kdp__devtab_find(&plugin->table.shared.devs, d->id) != NULL;
+            pthread_mutex_unlock(&plugin->table.shared.mu);
             CHECK(kdp_plugin_remove_device(plugin, d->id) == (known ? 0 : -ENOENT));
             ops[k] = (kdp__tabop){.kind = KDP__TABOP_REMOVE, .id = strdup(d->id)};
             CHECK(ops[k++].id);
@@ -272,21 +272,21 @@ static void check_single_changes(const kdp__devtab *base, const rec *recs, size_
             ops[k] = (kdp__tabop){.kind = KDP__TABOP_PUT};
             CHECK(kdp__dev_from_public(&ops[k].dev, d, NULL) == 0);
             /* a replacement keeps the probe's state, as the plugin's put does */
-            pthread_mutex_lock(&plugin->table.mu);
-            ops[k].dev.probe = kdp__devtab_find(&plugin->table.shared, d->id)->probe;
-            pthread_mutex_unlock(&plugin->table.mu);
+            pthread_mutex_lock(&plugin->table.shared.mu);
+            ops[k].dev.probe = kdp__devtab_find(&plugin->table.shared.devs, d->id)->probe;
+            pthread_mutex_unlock(&plugin->table.shared.mu);
             kdp__dev_apply_overlay(&ops[k++].dev);
         }
         if (r == 0 && recs[i].verdict) {
             /* the probe's verdict turns, a single change too */
             static const kdp__probe_cfg one = {
                 .interval_ms = 1000, .unhealthy_after = 1, .healthy_after = 1};
-            pthread_mutex_lock(&plugin->table.mu);
-            bool was = kdp__devtab_find(&plugin->table.shared, d->id)->probe.bad;
-            pthread_mutex_unlock(&plugin->table.mu);
+            pthread_mutex_lock(&plugin->table.shared.mu);
+            bool was = kdp__devtab_find(&plugin->table.shared.devs, d->id)->probe.bad;
+            pthread_mutex_unlock(&plugin->table.shared.mu);
             kdp__devprobe st;
-            int turn = kdp__table_probe_result(&plugin->table, d->id,
-                                               was ? KDP__PROBE_OK : KDP__PROBE_FAIL, &one, &st);
+            int turn = kdp__tabshared_probe_result(
+                &plugin->table.shared, d->id, was ? KDP__PROBE_OK : KDP__PROBE_FAIL, &one, &st);
             CHECK(turn == (was ? KDP__PROBE_TURNED_HEALTHY : KDP__PROBE_TURNED_UNHEALTHY));
             CHECK(st.bad == !was);
             ops[k] = (kdp__tabop){.kind = KDP__TABOP_VERDICT, .id = strdup(d->id), .bad = !was};
@@ -294,10 +294,10 @@ static void check_single_changes(const kdp__devtab *base, const rec *recs, size_
         }
     }
     CHECK(kdp__tabops_apply(&t, ops, k, undo) == 0);
-    pthread_mutex_lock(&plugin->table.mu);
-    CHECK(kdp__devtab_same_for_kubelet(&plugin->table.shared, &t));
-    CHECK(plugin->table.shared_bytes == kdp__devtab_encoded_size(&plugin->table.shared));
-    pthread_mutex_unlock(&plugin->table.mu);
+    pthread_mutex_lock(&plugin->table.shared.mu);
+    CHECK(kdp__devtab_same_for_kubelet(&plugin->table.shared.devs, &t));
+    CHECK(plugin->table.shared.bytes == kdp__devtab_encoded_size(&plugin->table.shared.devs));
+    pthread_mutex_unlock(&plugin->table.shared.mu);
     check_table(&t);
     kdp__tabops_undo(&t, undo, k);
     kdp__tabundo_free(undo, k);
@@ -344,17 +344,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     kdp__devtab arr;
     kdp__devtab_init(&arr);
     CHECK(kdp__devtab_from_array(&arr, devs, n, NULL) == want);
-    pthread_mutex_lock(&plugin->table.mu);
-    uint64_t ver = plugin->table.shared_ver;
-    pthread_mutex_unlock(&plugin->table.mu);
+    pthread_mutex_lock(&plugin->table.shared.mu);
+    uint64_t ver = plugin->table.shared.ver;
+    pthread_mutex_unlock(&plugin->table.shared.mu);
     CHECK(kdp_plugin_set_devices(plugin, devs, n) == want);
-    pthread_mutex_lock(&plugin->table.mu);
-    CHECK(plugin->table.shared_ver == ver + (want == 0)); /* nothing changed on failure */
+    pthread_mutex_lock(&plugin->table.shared.mu);
+    CHECK(plugin->table.shared.ver == ver + (want == 0)); /* nothing changed on failure */
     if (want == 0) {
-        CHECK(kdp__devtab_same_for_kubelet(&plugin->table.shared, &arr));
-        CHECK(plugin->table.shared.n == list.tab.n);
+        CHECK(kdp__devtab_same_for_kubelet(&plugin->table.shared.devs, &arr));
+        CHECK(plugin->table.shared.devs.n == list.tab.n);
     }
-    pthread_mutex_unlock(&plugin->table.mu);
+    pthread_mutex_unlock(&plugin->table.shared.mu);
 
     /* set_health on what is in the plugin's table now. */
     for (size_t i = 0; i < n; i++) {
@@ -363,9 +363,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         const kdp_device *d = &recs[i].d;
         kdp_health h = d->health == KDP_HEALTHY ? KDP_UNHEALTHY : KDP_HEALTHY;
-        pthread_mutex_lock(&plugin->table.mu);
-        bool known = d->id && kdp__devtab_find(&plugin->table.shared, d->id);
-        pthread_mutex_unlock(&plugin->table.mu);
+        pthread_mutex_lock(&plugin->table.shared.mu);
+        bool known = d->id && kdp__devtab_find(&plugin->table.shared.devs, d->id);
+        pthread_mutex_unlock(&plugin->table.shared.mu);
         int r = kdp_plugin_set_health(plugin, d->id, h);
         CHECK(r == (!d->id ? -EINVAL : known ? 0 : -ENOENT));
         CHECK(kdp_plugin_set_health(plugin, d->id ? d->id : "x", (kdp_health)7) == -EINVAL);

@@ -393,9 +393,9 @@ static void settle_tables(void)
     for (int i = 0; i < N_PLUGINS; i++) {
         uint64_t start = kdp__now_us();
         for (;;) {
-            pthread_mutex_lock(&plugins[i]->table.mu);
-            bool taken = plugins[i]->table.shared_ver == plugins[i]->table.tab_ver;
-            pthread_mutex_unlock(&plugins[i]->table.mu);
+            pthread_mutex_lock(&plugins[i]->table.shared.mu);
+            bool taken = plugins[i]->table.shared.ver == plugins[i]->table.tab_ver;
+            pthread_mutex_unlock(&plugins[i]->table.shared.mu);
             if (taken) {
                 break;
             }

@@ -11,6 +11,7 @@
 
 #include "base/list.h"
 #include "base/log.h"
+#include "k8s/apierr.h"
 #include "k8s/httpc.h"
 
 #define WHY_MAX 1024
@@ -52,7 +53,7 @@ struct kdp__api_req {
     int end_err;  /* CALL_ENDING: what to deliver */
     long end_code;
     char *end_why;
-    void *aux; /* discovery's state, freed with the call */
+    void *aux; /* kdp__api_req_own's, freed with the call */
 };
 
 static int say(char *why, size_t n, int err, const char *fmt, ...)
@@ -179,98 +180,17 @@ static void defer_end(kdp__api_req *c, int err, long code, const char *why)
     kick_soon(c->a);
 }
 
-/* A path's segments (before the query), at most 8 of at most 127 bytes. */
-static size_t split_path(const char *p, char seg[8][128])
+/* The line for a non-2xx answer (k8s/apierr.h). */
+static void error_line(const kdp__api_req *c, long code, json_t *status, char *why, size_t n)
 {
-    size_t ns = 0;
-    while (*p && *p != '?' && ns < 8) {
-        while (*p == '/') {
-            p++;
-        }
-        size_t len = strcspn(p, "/?");
-        if (len == 0) {
-            break;
-        }
-        snprintf(seg[ns++], 128, "%.*s", (int)(len < 127 ? len : 127), p);
-        p += len;
-    }
-    return ns;
-}
-
-/* The RBAC verb of a request (named: the path names one object). */
-static const char *rbac_verb(const kdp__api_req *c, bool named)
-{
-    static const char *const verbs[][2] = {
-        {"POST", "create"}, {"PUT", "update"}, {"PATCH", "patch"}, {"DELETE", "delete"}};
-    if (c->watch) {
-        return "watch";
-    }
-    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
-        if (strcmp(c->method, verbs[i][0]) == 0) {
-            return verbs[i][1];
-        }
-    }
-    return named ? "get" : "list";
-}
-
-/* "grant VERB on RESOURCE in GROUP (deploy/rbac)" from a request's method
- * and path, for the hint of a 403. */
-static void rbac_hint(const kdp__api_req *c, char *out, size_t n)
-{
-    char seg[8][128];
-    size_t ns = split_path(c->path, seg);
-    /* /api/v1/... or /apis/<group>/<version>/... */
-    size_t i = 0;
-    const char *group = "the core API group";
-    if (ns >= 2 && strcmp(seg[0], "api") == 0) {
-        i = 2;
-    } else if (ns >= 3 && strcmp(seg[0], "apis") == 0) {
-        group = seg[1];
-        i = 3;
-    } else {
-        snprintf(out, n, "check the RBAC rules of %s", c->path);
-        return;
-    }
-    if (ns >= i + 3 && strcmp(seg[i], "namespaces") == 0) {
-        i += 2;
-    }
-    if (i >= ns) {
-        snprintf(out, n, "grant get on %s (deploy/rbac)", c->path);
-        return;
-    }
-    snprintf(out, n, "grant %s on %s%s%s in %s (deploy/rbac)", rbac_verb(c, ns > i + 1), seg[i],
-             ns > i + 2 ? "/" : "", ns > i + 2 ? seg[i + 2] : "", group);
-}
-
-/* The line for a non-2xx answer. */
-static void error_line(kdp__api_req *c, long code, json_t *status, char *why, size_t n)
-{
-    const char *msg = NULL;
-    const char *reason = NULL;
-    if (json_is_object(status)) {
-        msg = json_string_value(json_object_get(status, "message"));
-        reason = json_string_value(json_object_get(status, "reason"));
-    }
-    char hint[400] = "";
-    if (code == 401) {
-        snprintf(hint, sizeof(hint),
-                 "the token or client certificate was refused: check the credentials of %s%s",
-                 c->a->kc->source,
-                 c->a->kc->token_file ? " (its token file was re-read and tried once more)" : "");
-    } else if (code == 403) {
-        rbac_hint(c, hint, sizeof(hint));
-    } else if (code == 404) {
-        snprintf(hint, sizeof(hint), "not found");
-    } else if (code == 410) {
-        snprintf(hint, sizeof(hint), "the resourceVersion is too old: list again");
-    } else if (code == 409) {
-        snprintf(hint, sizeof(hint), "re-read and try again");
-    } else if (code == 429 || code >= 500) {
-        snprintf(hint, sizeof(hint), "the API server is busy or failing: retrying later");
-    }
-    snprintf(why, n, "%s %s: HTTP %ld%s%s: %s%s%s", c->method, c->path, code, reason ? " " : "",
-             reason ? reason : "", *hint ? hint : "unexpected answer",
-             msg ? "; the API server says: " : "", msg ? msg : "");
+    kdp__apierr_call e = {
+        .method = c->method,
+        .path = c->path,
+        .watch = c->watch,
+        .source = c->a->kc->source,
+        .token_file = c->a->kc->token_file != NULL,
+    };
+    kdp__apierr_line(&e, code, status, why, n);
 }
 
 static void deliver(kdp__api_req *c, int err, long code, json_t *obj, const char *why)
@@ -576,102 +496,6 @@ void kdp__api_req_own(kdp__api_req *r, void *p)
 {
     free(r->aux);
     r->aux = p;
-}
-
-/* --- discovery --- */
-
-struct discover {
-    kdp__api_discover_cb done;
-    void *ud;
-    char group[128];
-    char wanted[8][32];
-    size_t n;
-};
-
-static void discover_done(int err, long code, json_t *obj, const char *why, void *ud)
-{
-    kdp__api_req *c = ud;
-    struct discover *d = c->aux;
-    char line[WHY_MAX];
-    if (err == -ENOENT) {
-        say(line, sizeof(line), 0,
-            "the API server at %s does not serve %s (GET /apis/%s: 404): DRA needs "
-            "Kubernetes 1.32 or later with the %s API enabled (1.34+: on by default)",
-            c->a->kc->server, d->group, d->group, d->group);
-        d->done(-ENOTSUP, NULL, line, d->ud);
-        return;
-    }
-    if (err < 0) {
-        d->done(err, NULL, why, d->ud);
-        return;
-    }
-    (void)code;
-    json_t *versions = json_object_get(obj, "versions");
-    char served[256] = "";
-    for (size_t w = 0; w < d->n; w++) {
-        size_t i;
-        json_t *v;
-        json_array_foreach(versions, i, v)
-        {
-            const char *name = json_string_value(json_object_get(v, "version"));
-            if (name && strcmp(name, d->wanted[w]) == 0) {
-                d->done(0, name, NULL, d->ud);
-                return;
-            }
-        }
-    }
-    size_t i;
-    json_t *v;
-    json_array_foreach(versions, i, v)
-    {
-        const char *name = json_string_value(json_object_get(v, "version"));
-        size_t used = strlen(served);
-        if (name && used < sizeof(served)) {
-            snprintf(served + used, sizeof(served) - used, "%s%s", used ? ", " : "", name);
-        }
-    }
-    char want[300] = "";
-    for (size_t w = 0; w < d->n; w++) {
-        size_t used = strlen(want);
-        snprintf(want + used, sizeof(want) - used, "%s%s", w ? ", " : "", d->wanted[w]);
-    }
-    say(line, sizeof(line), 0,
-        "the API server at %s serves %s in version(s) %s only; kdp needs one of %s "
-        "(resource.k8s.io/v1beta1: Kubernetes 1.32+, v1beta2: 1.33+, v1: 1.34+): "
-        "upgrade the cluster or enable the version (--runtime-config)",
-        c->a->kc->server, d->group, *served ? served : "(none)", want);
-    d->done(-ENOTSUP, NULL, line, d->ud);
-}
-
-int kdp__api_discover(kdp__api *a, const char *group, const char *const *wanted,
-                      kdp__api_discover_cb done, void *ud, kdp__api_req **ret)
-{
-    if (!a || !group || !*group || strlen(group) >= 128 || strchr(group, '/') || !wanted ||
-        !wanted[0] || !done) {
-        return -EINVAL;
-    }
-    struct discover *d = calloc(1, sizeof(*d));
-    if (!d) {
-        return -ENOMEM;
-    }
-    d->done = done;
-    d->ud = ud;
-    snprintf(d->group, sizeof(d->group), "%s", group);
-    for (; d->n < 8 && wanted[d->n]; d->n++) {
-        snprintf(d->wanted[d->n], sizeof(d->wanted[0]), "%s", wanted[d->n]);
-    }
-    char path[160];
-    snprintf(path, sizeof(path), "/apis/%s", group);
-    kdp__api_req *c = NULL;
-    int r = new_call(a, "GET", path, NULL, &c);
-    if (r < 0) {
-        free(d);
-        return r;
-    }
-    c->aux = d;
-    c->done = discover_done;
-    c->ud = c;
-    return launch(a, c, ret);
 }
 
 /* --- the client --- */

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * devplugin: the v1beta1 DevicePlugin service a plugin serves (a kdp__svc).
- * Requests are decoded and checked on the loop thread (unknown, unhealthy
- * or repeated device IDs are refused here, with the ID named); the author's
- * callbacks run as jobs on the plugin's worker, bounded by the callback
- * deadline and the kubelet's grpc-timeout. Every open ListAndWatch stream
- * gets the device table's message when it changes. With replicas, the IDs
- * the kubelet sends are replica IDs, resolved here to their devices.
+ * devplugin: the v1beta1 DevicePlugin service a plugin serves (a kdp__svc):
+ * its method table, GetDevicePluginOptions, and ListAndWatch: every open
+ * stream gets the device table's message when it changes, and the first
+ * stream after a registration is taken for the kubelet's (its end, or its
+ * absence, is told up as the peer gone). The calls that run the author's
+ * callbacks (Allocate, GetPreferredAllocation, PreStartContainer) are
+ * plugin/devcalls.h's, a part it owns. Loop thread.
  */
 #ifndef KDP_DEVPLUGIN_H
 #define KDP_DEVPLUGIN_H
@@ -16,6 +16,7 @@
 #include "base/list.h"
 #include "deviceplugin.pb-c.h"
 #include "kdp.h"
+#include "plugin/devcalls.h"
 #include "plugin/jobs.h"
 #include "plugin/pstats.h"
 #include "plugin/svc.h"
@@ -28,17 +29,10 @@
 
 typedef struct kdp__devplugin {
     kdp__svc base;
-    kdp_plugin *owner;                /* handed to the callbacks */
-    const kdp_ops *ops;               /* borrowed */
-    void *ud;                         /* the author's */
-    const char *resource;             /* borrowed */
-    const char *env_name;             /* the default allocation's env var, borrowed */
-    kdp_preferred_strategy preferred; /* without ops->preferred */
-    unsigned replicas;                /* kdp_config.replicas (plugin/replicas.h) */
-    bool one_per_container;           /* kdp_config.replicas_one_per_container */
-    kdp__table *table;                /* borrowed */
-    kdp__jobs *jobs;                  /* borrowed */
-    kdp__link streams;                /* open ListAndWatch streams */
+    const char *resource; /* borrowed */
+    kdp__table *table;    /* borrowed */
+    kdp__devcalls calls;  /* Allocate, GetPreferredAllocation, PreStartContainer */
+    kdp__link streams;    /* open ListAndWatch streams */
     unsigned n_streams;
     void *peer_stream; /* the kubelet's, once it opened it after a Register */
     bool expect_peer;

@@ -2,12 +2,12 @@
 /*
  * lifecycle: the state machine (see lifecycle.h).
  *
- * Restarts come from the parts: the registration strategy (a new kubelet,
- * our socket gone at Register), the directory (our socket deleted, the
- * directory gone) and the served services (the kubelet's stream ended).
- * Each restart stops serving, runs destroy, then starts again: at once, or
- * after a backoff when the same kubelet keeps ending registrations that did
- * not last.
+ * Restarts come from the parts (lifecycle_up.c hears them): the
+ * registration strategy (a new kubelet, our socket gone at Register), the
+ * directory (our socket deleted, the directory gone) and the served
+ * services (the kubelet's stream ended). Each restart stops serving, runs
+ * destroy, then starts again: at once, or after a backoff when the same
+ * kubelet keeps ending registrations that did not last (restarts.h).
  */
 #include "plugin/lifecycle.h"
 
@@ -20,63 +20,9 @@
 
 #include "base/log.h"
 #include "plugin/endpoint.h"
-#include "runtime/watch.h"
+#include "plugin/lifecycle_int.h"
 
 #define DRAIN_LINGER_US (1000000ULL) /* bound on GOAWAY delivery at stop */
-/* A registration that lasted this long was a success: the restart after it
- * is immediate; restarts after shorter ones with the same kubelet back off. */
-#define STABLE_REGISTRATION_US (10ULL * 1000000ULL)
-#define RESTART_BACKOFF_MIN_US (50ULL * 1000ULL)
-#define RESTART_BACKOFF_MAX_US (30ULL * 1000000ULL)
-
-static const char *const state_names[] = {
-    [KDP__LC_IDLE] = "IDLE",
-    [KDP__LC_STARTING] = "STARTING",
-    [KDP__LC_WAITING] = "WAITING",
-    [KDP__LC_REGISTERING] = "REGISTERING",
-    [KDP__LC_REGISTERED] = "REGISTERED",
-    [KDP__LC_STOPPING] = "STOPPING",
-    [KDP__LC_STOPPED] = "STOPPED",
-};
-
-#define TO(s) (1U << (s))
-#define SERVING_TO                                                                                 \
-    (TO(KDP__LC_WAITING) | TO(KDP__LC_REGISTERING) | TO(KDP__LC_REGISTERED) |                      \
-     TO(KDP__LC_STARTING) | TO(KDP__LC_STOPPING))
-
-/* The allowed transitions: allowed[from] has bit `to`. */
-static const unsigned allowed[] = {
-    [KDP__LC_IDLE] = TO(KDP__LC_STARTING) | TO(KDP__LC_STOPPED),
-    [KDP__LC_STARTING] = TO(KDP__LC_STARTING) | TO(KDP__LC_WAITING) | TO(KDP__LC_REGISTERING) |
-                         TO(KDP__LC_STOPPING) | TO(KDP__LC_STOPPED),
-    [KDP__LC_WAITING] = SERVING_TO,
-    [KDP__LC_REGISTERING] = SERVING_TO,
-    [KDP__LC_REGISTERED] = SERVING_TO,
-    [KDP__LC_STOPPING] = TO(KDP__LC_STOPPED),
-    [KDP__LC_STOPPED] = 0,
-};
-
-/* The one place the state changes. */
-static void set_state(kdp__lifecycle *lc, kdp__lc_state to, const char *why)
-{
-    kdp__lc_state from = atomic_load(&lc->state);
-    if (from == to && to != KDP__LC_STARTING && to != KDP__LC_REGISTERING) {
-        return;
-    }
-    if (!(allowed[from] & TO(to))) {
-        log_error("%s: internal error: no transition %s -> %s (%s)", lc->cfg.resource,
-                  state_names[from], state_names[to], why);
-        return;
-    }
-    log_debug("%s: %s -> %s (%s)", lc->cfg.resource, state_names[from], state_names[to], why);
-    atomic_store(&lc->state, to);
-}
-
-static bool serving(const kdp__lifecycle *lc)
-{
-    kdp__lc_state s = kdp__lifecycle_state(lc);
-    return s == KDP__LC_WAITING || s == KDP__LC_REGISTERING || s == KDP__LC_REGISTERED;
-}
 
 static void serve(kdp__lifecycle *lc);
 static void serve_on(kdp__lifecycle *lc);
@@ -85,7 +31,7 @@ static void after_job(kdp__lifecycle *lc);
 static void publish_restarts(kdp__lifecycle *lc)
 {
     kdp_plugin_status *st = kdp__status_lock(lc->cfg.status);
-    st->restarts = lc->restarts;
+    st->restarts = lc->restarts.total;
     kdp__status_unlock(lc->cfg.status);
 }
 
@@ -105,19 +51,9 @@ static void on_start_timer(kdp__timer *t, void *ud)
     kdp__lifecycle_start(ud);
 }
 
-/* Something says starting now is worth it (the directory is back, a new
- * kubelet): if a start is waiting, it goes. */
-static void start_now_if_waiting(kdp__lifecycle *lc, const char *why)
-{
-    if (kdp__timer_armed(lc->start_timer) && lc->pending != KDP__LC_PENDING_STOP) {
-        log_info("%s: %s: starting now", lc->cfg.resource, why);
-        kdp__timer_start(lc->start_timer, 0);
-    }
-}
-
 static void fatal(kdp__lifecycle *lc, int err)
 {
-    set_state(lc, KDP__LC_STOPPED, "fatal");
+    kdp__lifecycle_set_state(lc, KDP__LC_STOPPED, "fatal");
     kdp__lockfile_release(lc->cfg.lock);
     lc->cfg.stopped(lc->cfg.stopped_ud, err);
 }
@@ -200,12 +136,12 @@ void kdp__lifecycle_start(kdp__lifecycle *lc)
             log_error("%s: cannot take the lock %s: %s; trying again in %llu ms", c->resource,
                       c->lock->path, strerror(-lr), (unsigned long long)(delay / 1000));
         }
-        set_state(lc, KDP__LC_STARTING, "the lock cannot be taken yet");
+        kdp__lifecycle_set_state(lc, KDP__LC_STARTING, "the lock cannot be taken yet");
         schedule_start(lc, delay);
         return;
     }
     kdp__pdir_ok(c->dir);
-    set_state(lc, KDP__LC_STARTING, "start");
+    kdp__lifecycle_set_state(lc, KDP__LC_STARTING, "start");
     lc->owes_destroy = true;
     atomic_store(&lc->destroy_ran, false);
     if (!c->ops->refresh) {
@@ -230,8 +166,6 @@ void kdp__lifecycle_start(kdp__lifecycle *lc)
 
 /* ---- serving ---- */
 
-static void superseded(kdp__lifecycle *lc, const char *who);
-
 static void serve(kdp__lifecycle *lc)
 {
     kdp__lifecycle_cfg *c = &lc->cfg;
@@ -243,7 +177,7 @@ static void serve(kdp__lifecycle *lc)
     if (c->handover && kdp__handover_outranked(c->handover, who, sizeof(who))) {
         /* an instance of a higher generation serves: never register (the
          * kubelet would take this one for the newest); the stop follows */
-        superseded(lc, who);
+        kdp__lifecycle_superseded(lc, who);
         return;
     }
     /* The watch first: a deletion of our socket right after we create it
@@ -257,7 +191,7 @@ static void serve(kdp__lifecycle *lc)
             log_error("%s: cannot serve %s: %s; trying again in %llu ms", c->resource,
                       c->socket_path, strerror(-r), (unsigned long long)(delay / 1000));
         }
-        set_state(lc, KDP__LC_STARTING, "the socket cannot be served yet");
+        kdp__lifecycle_set_state(lc, KDP__LC_STARTING, "the socket cannot be served yet");
         schedule_start(lc, delay);
         return;
     }
@@ -282,12 +216,6 @@ static void serve_on(kdp__lifecycle *lc)
     c->reg->ops->start(c->reg); /* reports WAITING or REGISTERING */
 }
 
-/* Our socket file is still there and still the one we listen on. */
-static bool own_socket_intact(const kdp__lifecycle *lc)
-{
-    return kdp__endpoint_intact(lc->server, lc->cfg.socket_path);
-}
-
 /* Closes what serving opened; leaves the lock held. */
 static kdp__server *detach_server(kdp__lifecycle *lc)
 {
@@ -302,7 +230,7 @@ static kdp__server *detach_server(kdp__lifecycle *lc)
     }
     kdp__timer_stop(lc->start_timer);
     kdp__timer_stop(lc->restart_timer);
-    lc->registered_us = 0;
+    kdp__restarts_unregistered(&lc->restarts);
     kdp__server *s = lc->server;
     lc->server = NULL;
     return s;
@@ -313,192 +241,6 @@ static void stop_serving(kdp__lifecycle *lc)
 {
     lc->peer_connected = false;
     kdp__server_free(detach_server(lc)); /* ends every stream; removes our socket */
-}
-
-/* ---- what the parts say ---- */
-
-/* A newer instance registered: the plugin stops as kdp_plugin_stop() would,
- * from a zero-delay timer (never under the feet of the code that noticed). */
-static void superseded(kdp__lifecycle *lc, const char *who)
-{
-    log_info("%s: superseded by %s, which registered: stopping (this instance's socket %s "
-             "removed, the other one's left alone)",
-             lc->cfg.resource, who, lc->cfg.socket_name);
-    kdp_plugin_status *st = kdp__status_lock(lc->cfg.status);
-    st->superseded = true;
-    kdp__status_unlock(lc->cfg.status);
-    kdp__timer_start(lc->supersede_timer, 0);
-}
-
-static void on_supersede_timer(kdp__timer *t, void *ud)
-{
-    (void)t;
-    kdp__lifecycle_stop(ud);
-}
-
-/* A newer instance of this plugin has registered (handover.h): stop
- * quietly, as kdp_plugin_stop() would, never touching its socket. */
-static void handover_check(kdp__lifecycle *lc, bool just_registered)
-{
-    kdp__handover *h = lc->cfg.handover;
-    char who[512];
-    if (!h || !h->on || kdp__lifecycle_state(lc) != KDP__LC_REGISTERED) {
-        return;
-    }
-    int r = just_registered ? kdp__handover_registered(h, who, sizeof(who))
-                            : kdp__handover_changed(h, who, sizeof(who));
-    if (r == 1) {
-        superseded(lc, who);
-    }
-}
-
-static void reg_state(void *ud, kdp__reg_state st, const char *why)
-{
-    kdp__lifecycle *lc = ud;
-    switch (st) {
-    case KDP__REG_WAITING:
-        set_state(lc, KDP__LC_WAITING, why);
-        break;
-    case KDP__REG_REGISTERING:
-        set_state(lc, KDP__LC_REGISTERING, why);
-        break;
-    case KDP__REG_REGISTERED:
-        if (lc->cfg.stats) {
-            kdp__count(&lc->cfg.stats->registrations, 1);
-        }
-        kdp__status_lock(lc->cfg.status);
-        lc->cfg.status->reg_error[0] = '\0';
-        kdp__status_unlock(lc->cfg.status);
-        lc->registered_us = kdp__now_us();
-        kdp__backoff_reset(&lc->backoff);
-        set_state(lc, KDP__LC_REGISTERED, why);
-        if (lc->peer_connected) { /* the plugin watcher: the stream came first */
-            handover_check(lc, true);
-        }
-        break;
-    }
-}
-
-static void reg_attempt(void *ud, bool sent)
-{
-    kdp__lifecycle *lc = ud;
-    for (size_t i = 0; i < lc->cfg.n_svcs; i++) {
-        lc->cfg.svcs[i]->ops->expect_peer(lc->cfg.svcs[i], sent);
-    }
-}
-
-static void reg_failed(void *ud, const char *reason)
-{
-    kdp__lifecycle *lc = ud;
-    if (lc->cfg.stats) {
-        kdp__count(&lc->cfg.stats->registration_failures, 1);
-    }
-    kdp__status *s = lc->cfg.status;
-    kdp__status_lock(s);
-    size_t n = 0;
-    for (; reason[n] && n < sizeof(s->reg_error) - 1; n++) {
-        unsigned char c = (unsigned char)reason[n];
-        s->reg_error[n] = (char)(c < ' ' || c == 0x7f ? ' ' : c);
-    }
-    s->reg_error[n] = '\0';
-    kdp__status_unlock(s);
-}
-
-static void reg_restart(void *ud, const char *why)
-{
-    kdp__lifecycle_restart(ud, why);
-}
-
-static void reg_peer_appeared(void *ud)
-{
-    start_now_if_waiting(ud, KDP_KUBELET_SOCKET " appeared (a new kubelet)");
-}
-
-static bool reg_socket_intact(void *ud)
-{
-    return own_socket_intact(ud);
-}
-
-kdp__reg_up kdp__lifecycle_reg_up(kdp__lifecycle *lc)
-{
-    return (kdp__reg_up){
-        .state = reg_state,
-        .attempt = reg_attempt,
-        .restart = reg_restart,
-        .peer_appeared = reg_peer_appeared,
-        .socket_intact = reg_socket_intact,
-        .failed = reg_failed,
-        .ud = lc,
-    };
-}
-
-static void svc_peer_gone(void *ud, const char *why)
-{
-    kdp__lifecycle *lc = ud;
-    kdp__lc_state s = kdp__lifecycle_state(lc);
-    if (s != KDP__LC_REGISTERING && s != KDP__LC_REGISTERED) {
-        return;
-    }
-    lc->peer_connected = false;
-    kdp__reg *reg = lc->cfg.reg;
-    if (reg->ops->peer_gone && reg->ops->peer_gone(reg, why)) {
-        return;
-    }
-    kdp__lifecycle_restart(lc, why);
-}
-
-/* The kubelet's stream began. The handover waits for it rather than for
- * the registration alone: an older instance that stopped between the two
- * would make a kubelet tracking plugins by resource name cut this one
- * before its stream opened. */
-static void svc_peer_connected(void *ud)
-{
-    kdp__lifecycle *lc = ud;
-    lc->peer_connected = true;
-    handover_check(lc, true);
-}
-
-kdp__svc_up kdp__lifecycle_svc_up(kdp__lifecycle *lc)
-{
-    return (kdp__svc_up){
-        .peer_gone = svc_peer_gone, .peer_connected = svc_peer_connected, .ud = lc};
-}
-
-static void dir_event(void *ud, int what, const char *name)
-{
-    kdp__lifecycle *lc = ud;
-    kdp__lifecycle_cfg *c = &lc->cfg;
-    c->reg->ops->dir_event(c->reg, what, name); /* in every state */
-    if (what == KDP__WATCH_GONE) {
-        if (serving(lc)) {
-            kdp__lifecycle_restart(lc, "the device-plugin directory was removed");
-        }
-        return;
-    }
-    if (what == KDP__WATCH_CREATED && c->handover && kdp__handover_is_marker(c->handover, name)) {
-        handover_check(lc, false);
-        return;
-    }
-    if (!serving(lc) || what != KDP__WATCH_DELETED || !name) {
-        return;
-    }
-    if (kdp__lockfile_held(c->lock) && kdp__lockfile_is(c->lock, name)) {
-        /* Kubelets up to 1.24 delete every file in the directory when they
-         * start, our lock file included: take a fresh one. */
-        kdp__lockfile_relock(c->lock);
-    } else if (strcmp(name, c->socket_name) == 0 && !own_socket_intact(lc)) {
-        kdp__lifecycle_restart(lc, "our socket was deleted (the kubelet restarted)");
-    }
-}
-
-static void dir_back(void *ud)
-{
-    start_now_if_waiting(ud, "the device-plugin directory is back");
-}
-
-kdp__pdir_cbs kdp__lifecycle_dir_cbs(kdp__lifecycle *lc)
-{
-    return (kdp__pdir_cbs){.event = dir_event, .back = dir_back, .ud = lc};
 }
 
 /* ---- stopping and restarting ---- */
@@ -517,7 +259,7 @@ static void finish_stop(kdp__lifecycle *lc)
     kdp__pdir_unwatch(lc->cfg.dir);
     kdp__timer_stop(lc->start_timer);
     kdp__lockfile_release(lc->cfg.lock);
-    set_state(lc, KDP__LC_STOPPED, "stop");
+    kdp__lifecycle_set_state(lc, KDP__LC_STOPPED, "stop");
     log_info("%s: stopped", lc->cfg.resource);
     lc->cfg.stopped(lc->cfg.stopped_ud, 0);
 }
@@ -560,38 +302,6 @@ static bool start_destroy(kdp__lifecycle *lc)
     return false;
 }
 
-/* At a restart: whether it counts as one more in a loop, that is, it ends a
- * registration that succeeded and did not last, with the same kubelet
- * still there (it keeps failing our stream, or our socket keeps being
- * deleted). A restart of the kubelet itself never counts: a new kubelet
- * wants us at once, and its restarts are its own, bounded by its own
- * backoff. Nor does a Register that failed (that one has its own). */
-static void note_restart(kdp__lifecycle *lc)
-{
-    bool registered = kdp__lifecycle_state(lc) == KDP__LC_REGISTERED && lc->registered_us;
-    bool stable = registered && kdp__now_us() - lc->registered_us >= STABLE_REGISTRATION_US;
-    if (stable) {
-        lc->quick_restarts = 0;
-        kdp__backoff_reset(&lc->restart_backoff);
-    }
-    lc->restart_counts = registered && !stable && lc->cfg.reg->ops->same_peer(lc->cfg.reg);
-    lc->restarts++;
-    publish_restarts(lc);
-}
-
-/* How long to wait before starting again after a restart: nothing unless
- * it is the second or later in a loop, and the kubelet is still the same
- * now (a new one may have come while destroy ran): no restart loop is
- * unbounded. */
-static uint64_t restart_delay(kdp__lifecycle *lc)
-{
-    if (!lc->restart_counts || !lc->cfg.reg->ops->same_peer(lc->cfg.reg) ||
-        lc->quick_restarts++ == 0) {
-        return 0;
-    }
-    return kdp__backoff_next(&lc->restart_backoff);
-}
-
 /* The final stop, one step at a time: the server drains (GOAWAY, the
  * socket removed), destroy runs, then STOPPED. Returns true while a step
  * is under way (its end calls after_job again). */
@@ -599,7 +309,7 @@ static bool stop_step(kdp__lifecycle *lc)
 {
     if (lc->owes_destroy) {
         if (kdp__lifecycle_state(lc) != KDP__LC_STOPPING) {
-            set_state(lc, KDP__LC_STOPPING, "stop");
+            kdp__lifecycle_set_state(lc, KDP__LC_STOPPING, "stop");
             kdp__server *s = detach_server(lc);
             if (s) {
                 lc->draining = s;
@@ -623,24 +333,19 @@ static bool restart_step(kdp__lifecycle *lc)
 {
     stop_serving(lc); /* also stops a start that was waiting */
     if (lc->owes_destroy) {
-        set_state(lc, KDP__LC_STARTING, lc->restart_why);
+        kdp__lifecycle_set_state(lc, KDP__LC_STARTING, lc->restart_why);
         if (start_destroy(lc)) {
             return true;
         }
     }
     lc->pending = KDP__LC_PENDING_NONE;
-    uint64_t delay = restart_delay(lc);
+    uint64_t delay = kdp__restarts_delay(&lc->restarts, lc->cfg.reg);
     if (delay == 0) {
         kdp__lifecycle_start(lc);
         return false;
     }
-    log_warn("%s: starting again in %llu ms: the same kubelet ended %u registrations in a row "
-             "before they lasted %llu s (each restart waits longer, up to %llu s; a new kubelet "
-             "starts it at once)",
-             lc->cfg.resource, (unsigned long long)(delay / 1000), lc->quick_restarts,
-             (unsigned long long)(STABLE_REGISTRATION_US / 1000000U),
-             (unsigned long long)(RESTART_BACKOFF_MAX_US / 1000000U));
-    set_state(lc, KDP__LC_STARTING, "restart backoff");
+    kdp__restarts_say_delay(&lc->restarts, lc->cfg.resource, delay);
+    kdp__lifecycle_set_state(lc, KDP__LC_STARTING, "restart backoff");
     schedule_start(lc, delay);
     return false;
 }
@@ -688,7 +393,9 @@ static void on_restart_timer(kdp__timer *t, void *ud)
         return;
     }
     log_info("%s: restarting: %s", lc->cfg.resource, lc->restart_why);
-    note_restart(lc);
+    kdp__restarts_note(&lc->restarts, kdp__lifecycle_state(lc) == KDP__LC_REGISTERED, lc->cfg.reg,
+                       kdp__now_us());
+    publish_restarts(lc);
     lc->pending = KDP__LC_PENDING_RESTART;
     after_job(lc); /* now, or when the running job is done */
 }
@@ -701,7 +408,7 @@ void kdp__lifecycle_stop(kdp__lifecycle *lc)
     }
     lc->pending = KDP__LC_PENDING_STOP;
     if (s == KDP__LC_IDLE) {
-        set_state(lc, KDP__LC_STOPPED, "stopped before it started");
+        kdp__lifecycle_set_state(lc, KDP__LC_STOPPED, "stopped before it started");
         lc->cfg.stopped(lc->cfg.stopped_ud, 0);
         return;
     }
@@ -734,6 +441,12 @@ void kdp__lifecycle_teardown_finish(kdp__lifecycle *lc)
 
 /* ---- life ---- */
 
+static void on_supersede_timer(kdp__timer *t, void *ud)
+{
+    (void)t;
+    kdp__lifecycle_stop(ud);
+}
+
 int kdp__lifecycle_set_reg(kdp__lifecycle *lc, kdp__reg *reg, bool no_socket)
 {
     if (kdp__lifecycle_state(lc) != KDP__LC_IDLE) {
@@ -762,7 +475,7 @@ int kdp__lifecycle_init(kdp__lifecycle *lc, const kdp__lifecycle_cfg *cfg)
     lc->cfg = *cfg;
     atomic_store(&lc->state, KDP__LC_IDLE);
     kdp__backoff_init(&lc->backoff, 50000, 10000000, 0);
-    kdp__backoff_init(&lc->restart_backoff, RESTART_BACKOFF_MIN_US, RESTART_BACKOFF_MAX_US, 0);
+    kdp__restarts_init(&lc->restarts);
     int r = kdp__timer_new(cfg->loop, on_start_timer, lc, &lc->start_timer);
     if (r == 0) {
         r = kdp__timer_new(cfg->loop, on_restart_timer, lc, &lc->restart_timer);

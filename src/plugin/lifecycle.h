@@ -9,7 +9,7 @@
  *
  * Every state change goes through one function that checks it against the
  * table of allowed transitions and logs "resource: FROM -> TO (why)" at
- * debug level. What cannot happen at once waits as explicit pending state:
+ * debug level (plugin/lcstate.h). What cannot happen at once waits as explicit pending state:
  * the lifecycle job running (refresh, the start's list, destroy) and what
  * to do once it is done (restart or stop).
  */
@@ -26,25 +26,17 @@
 #include "kdp.h"
 #include "plugin/handover.h"
 #include "plugin/jobs.h"
+#include "plugin/lcstate.h"
 #include "plugin/lockfile.h"
 #include "plugin/pdir.h"
 #include "plugin/prober.h"
 #include "plugin/pstats.h"
 #include "plugin/reg.h"
+#include "plugin/restarts.h"
 #include "plugin/status.h"
 #include "plugin/svc.h"
 #include "plugin/table.h"
 #include "runtime/loop.h"
-
-typedef enum kdp__lc_state {
-    KDP__LC_IDLE = 0,    /* not started */
-    KDP__LC_STARTING,    /* lock, refresh, first list, socket; or waiting to start again */
-    KDP__LC_WAITING,     /* serving; no kubelet to register with */
-    KDP__LC_REGISTERING, /* serving; registration in flight or to be retried */
-    KDP__LC_REGISTERED,  /* serving; registered */
-    KDP__LC_STOPPING,    /* the final stop: streams ending, destroy */
-    KDP__LC_STOPPED,
-} kdp__lc_state;
 
 #define KDP__LC_MAX_SVCS 3
 
@@ -105,12 +97,8 @@ typedef struct kdp__lifecycle {
     const char *restart_why;     /* static string */
     kdp__backoff backoff;        /* start retries */
     /* Restarts back off when the same kubelet keeps ending registrations
-     * that did not last (restart_delay). */
-    kdp__backoff restart_backoff;
-    uint64_t registered_us; /* when the current registration succeeded; 0 = none */
-    bool restart_counts;    /* the restart under way is one more in a loop */
-    unsigned quick_restarts;
-    unsigned restarts;
+     * that did not last (plugin/restarts.h); their count. */
+    kdp__restarts restarts;
     unsigned starts; /* servers started */
 } kdp__lifecycle;
 

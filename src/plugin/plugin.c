@@ -1,126 +1,30 @@
 /* SPDX-License-Identifier: MIT */
-/* plugin: the public kdp_plugin calls. A plugin is made of parts, each its
+/* plugin: kdp_plugin_new and _free. A plugin is made of parts, each its
  * own module (jobs, table, lockfile, pdir, devplugin, reg_kubelet,
- * lifecycle); this file builds them, wires their callbacks together, and
- * frees them. */
+ * lifecycle); this file checks the config (pconfig.h), builds the parts,
+ * wires their callbacks together, and frees them. The public calls that
+ * hand over to a part are plugin_calls.c's. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/log.h"
 #include "base/validate.h"
 #include "plugin/observe.h"
+#include "plugin/pconfig.h"
 #include "plugin/plugin_int.h"
 #include "plugin/regmode.h"
 #include "plugin/response.h"
 
-static char *join(const char *dir, const char *name)
-{
-    char *s = NULL;
-    size_t n = strlen(dir);
-    bool slash = n > 0 && dir[n - 1] == '/';
-    return asprintf(&s, "%s%s%s", dir, slash ? "" : "/", name) < 0 ? NULL : s;
-}
-
-static int check_replicas(const kdp_config *cfg)
-{
-    if (cfg->replicas > KDP_MAX_REPLICAS) {
-        log_error("invalid kdp_config.replicas %u: at most KDP_MAX_REPLICAS (%u)", cfg->replicas,
-                  KDP_MAX_REPLICAS);
-        return -EINVAL;
-    }
-    if (cfg->replicas_one_per_container && cfg->replicas <= 1) {
-        log_warn("%s: kdp_config.replicas_one_per_container has no effect without replicas > 1",
-                 cfg->resource_name);
-    }
-    return 0;
-}
-
-static int check_config(const kdp_config *cfg, const char *dir)
-{
-    const char *why = NULL;
-    if (!cfg->resource_name || kdp__validate_resource_name(cfg->resource_name, &why) < 0) {
-        log_error("invalid resource name \"%s\": %s",
-                  cfg->resource_name ? cfg->resource_name : "(null)", why ? why : "missing");
-        return -EINVAL;
-    }
-    if (!cfg->socket_name || kdp__validate_socket_name(cfg->socket_name, &why) < 0) {
-        log_error("invalid socket name \"%s\": %s", cfg->socket_name ? cfg->socket_name : "(null)",
-                  why ? why : "missing");
-        return -EINVAL;
-    }
-    if (cfg->env_name && kdp__validate_env_key(cfg->env_name, &why) < 0) {
-        log_error("invalid env_name \"%s\": %s", cfg->env_name, why);
-        return -EINVAL;
-    }
-    if (cfg->preferred != KDP_PREFERRED_NONE && cfg->preferred != KDP_PREFERRED_PACKED &&
-        cfg->preferred != KDP_PREFERRED_SPREAD) {
-        log_error("invalid kdp_config.preferred %d: KDP_PREFERRED_NONE, KDP_PREFERRED_PACKED or "
-                  "KDP_PREFERRED_SPREAD",
-                  (int)cfg->preferred);
-        return -EINVAL;
-    }
-    if (check_replicas(cfg) < 0) {
-        return -EINVAL;
-    }
-    kdp__probe_cfg pc;
-    if (kdp__probe_cfg_from(cfg, &pc) < 0) {
-        return -EINVAL;
-    }
-    if (kdp__validate_abs_path(dir, &why) < 0) {
-        log_error("invalid directory for the plugin's socket \"%s\": %s", dir, why);
-        return -EINVAL;
-    }
-    return 0;
-}
-
-/* The instance (kdp_config.instance, else $KDP_INSTANCE; NULL: none) and
- * generation (kdp_config.generation, else $KDP_GENERATION, else 0) of a
- * plugin among several (handover.h). Returns 0 or -EINVAL (logged). */
-static int instance_of(const kdp_config *cfg, const char **ret, uint64_t *ret_gen)
-{
-    const char *inst = cfg->instance;
-    const char *from = "kdp_config.instance";
-    if (!inst) {
-        inst = getenv(KDP_INSTANCE_ENV);
-        from = "$" KDP_INSTANCE_ENV;
-        if (inst && !*inst) {
-            inst = NULL;
-        }
-    }
-    const char *why = NULL;
-    if (inst && kdp__handover_check_instance(inst, &why) < 0) {
-        log_error("invalid %s \"%.80s\": %s", from, inst, why);
-        return -EINVAL;
-    }
-    uint64_t gen = cfg->generation;
-    const char *env = getenv(KDP_GENERATION_ENV);
-    if (!gen && env && *env) {
-        char *end = NULL;
-        errno = 0;
-        unsigned long long v = strtoull(env, &end, 10);
-        if (errno || *end || env[0] == '-') {
-            log_error("invalid $%s \"%.40s\": a non-negative integer (the DaemonSet's "
-                      "pod-template-generation label)",
-                      KDP_GENERATION_ENV, env);
-            return -EINVAL;
-        }
-        gen = v;
-    }
-    *ret = inst;
-    *ret_gen = gen;
-    return 0;
-}
-
+/* After kdp__pconfig_check: the names are there and valid. */
 static int fill_strings(kdp_plugin *p, const kdp_config *cfg, const char *dir)
 {
+    // NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker): kdp__pconfig_check refused NULL
     p->resource = strdup(cfg->resource_name);
     const char *inst = NULL;
     uint64_t gen = 0;
-    int r = instance_of(cfg, &inst, &gen);
+    int r = kdp__pconfig_instance(cfg, &inst, &gen);
     if (r < 0) {
         return r;
     }
@@ -140,7 +44,7 @@ static int fill_strings(kdp_plugin *p, const kdp_config *cfg, const char *dir)
         return -ENOMEM;
     }
     p->dir = strdup(dir);
-    p->socket_path = p->socket_name ? join(dir, p->socket_name) : NULL;
+    p->socket_path = p->socket_name ? kdp__pconfig_join(dir, p->socket_name) : NULL;
     p->env_name = cfg->env_name ? strdup(cfg->env_name) : kdp__default_env_name(p->resource);
     if (!p->resource || !p->socket_name || !p->dir || !p->socket_path || !p->env_name) {
         return -ENOMEM;
@@ -246,11 +150,11 @@ static void on_stop_wake(kdp__wakeup *w, void *ud)
 static int make_prober(kdp_plugin *p, const kdp_config *cfg)
 {
     kdp__probe_cfg pc;
-    (void)kdp__probe_cfg_from(cfg, &pc); /* checked by check_config */
+    (void)kdp__probe_cfg_from(cfg, &pc); /* checked by kdp__pconfig_check */
     int r = kdp__prober_init(&p->prober, p->ctx->loop, &p->table, &p->jobs, p, p->ops.probe, p->ud,
                              p->resource, &pc);
     if (r == 0 && p->ops.probe) {
-        p->table.probe_stats = &p->prober.stats;
+        p->table.shared.probe_stats = &p->prober.stats;
     }
     return r;
 }
@@ -298,12 +202,13 @@ static int make_parts(kdp_plugin *p, const kdp_config *cfg)
     if (r < 0) {
         return r;
     }
-    p->devplugin.preferred = cfg->preferred;
-    p->devplugin.replicas = cfg->replicas;
-    p->devplugin.one_per_container = cfg->replicas_one_per_container;
-    p->table.replicas = cfg->replicas;
+    p->devplugin.calls.preferred = cfg->preferred;
+    p->devplugin.calls.replicas = cfg->replicas;
+    p->devplugin.calls.one_per_container = cfg->replicas_one_per_container;
+    p->table.shared.replicas = cfg->replicas;
     p->table.stats = &p->pstats;
     p->devplugin.stats = &p->pstats;
+    p->devplugin.calls.stats = &p->pstats;
     kdp__reg_up rup = kdp__lifecycle_reg_up(&p->lc);
     p->made = MADE_REG;
     bool watcher = p->regmode == KDP_REGISTRATION_WATCHER;
@@ -394,7 +299,7 @@ KDP_EXPORT int kdp_plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops
         r = kdp__regmode_resolve(cfg, paths, &mode);
     }
     if (r == 0) {
-        r = check_config(cfg, kdp__regmode_dir(mode, paths));
+        r = kdp__pconfig_check(cfg, kdp__regmode_dir(mode, paths));
     }
     kdp_plugin *p = r == 0 ? calloc(1, sizeof(*p)) : NULL;
     if (!p) {
@@ -537,167 +442,6 @@ static void plugin_free(kdp_plugin *p)
     free(p);
 }
 
-KDP_EXPORT int kdp_plugin_query_pods(kdp_plugin *p, kdp_pods_fn done, void *ud)
-{
-    if (!p || !done) {
-        return -EINVAL;
-    }
-    kdp__podres_req req = {.kind = KDP__PODRES_LIST,
-                           .socket = p->podres_socket,
-                           .resource = p->resource,
-                           .replicas = p->replicas};
-    return kdp__podres_queue_add(p->podres, &req, done, ud);
-}
-
-KDP_EXPORT int kdp_plugin_get_pods(kdp_plugin *p, unsigned timeout_ms, kdp_pods **ret)
-{
-    if (!p || !ret) {
-        return -EINVAL;
-    }
-    if (atomic_load(&p->ctx->owner) == (int)gettid()) {
-        log_error("%s: kdp_plugin_get_pods() from the thread running the context would block "
-                  "its loop: use kdp_plugin_query_pods() there",
-                  p->resource);
-        return -EDEADLK;
-    }
-    kdp__podres_req req = {.kind = KDP__PODRES_LIST,
-                           .socket = p->podres_socket,
-                           .resource = p->resource,
-                           .replicas = p->replicas,
-                           .timeout_ms = timeout_ms};
-    return kdp__podres_run(&req, ret);
-}
-
-KDP_EXPORT int kdp_plugin_run(kdp_plugin *p)
-{
-    return p ? kdp_ctx_run(p->ctx) : -EINVAL;
-}
-
-KDP_EXPORT int kdp_plugin_set_devices(kdp_plugin *p, const kdp_device *devs, size_t n)
-{
-    if (!p || (!devs && n)) {
-        return -EINVAL;
-    }
-    return kdp__table_set(&p->table, devs, n);
-}
-
-KDP_EXPORT int kdp_plugin_set_device(kdp_plugin *p, const kdp_device *d)
-{
-    if (!p || !d) {
-        return -EINVAL;
-    }
-    return kdp__table_put(&p->table, d);
-}
-
-KDP_EXPORT int kdp_plugin_remove_device(kdp_plugin *p, const char *id)
-{
-    if (!p || !id) {
-        return -EINVAL;
-    }
-    return kdp__table_remove(&p->table, id);
-}
-
-KDP_EXPORT int kdp_plugin_set_health(kdp_plugin *p, const char *id, kdp_health health)
-{
-    if (!p || !id || (health != KDP_HEALTHY && health != KDP_UNHEALTHY)) {
-        return -EINVAL;
-    }
-    return kdp__table_set_health(&p->table, id, health);
-}
-
-KDP_EXPORT int kdp_plugin_get_health(kdp_plugin *p, const char *id, kdp_health *ret)
-{
-    if (!p || !id || !ret) {
-        return -EINVAL;
-    }
-    return kdp__table_get_health(&p->table, id, ret);
-}
-
-KDP_EXPORT int kdp_plugin_get_device_data(kdp_plugin *p, const char *id, void **ret)
-{
-    if (!p || !id || !ret) {
-        return -EINVAL;
-    }
-    return kdp__table_get_data(&p->table, id, ret);
-}
-
-KDP_EXPORT int kdp_plugin_get_devices(kdp_plugin *p, kdp_device **ret, size_t *ret_n)
-{
-    if (!p || !ret || !ret_n) {
-        return -EINVAL;
-    }
-    return kdp__table_get_devices(&p->table, ret, ret_n);
-}
-
-KDP_EXPORT int kdp_plugin_rescan(kdp_plugin *p)
-{
-    if (!p) {
-        return -EINVAL;
-    }
-    kdp__table_rescan(&p->table);
-    return 0;
-}
-
-KDP_EXPORT int kdp_plugin_stop(kdp_plugin *p)
-{
-    if (!p) {
-        return -EINVAL;
-    }
-    if (p->own_ctx) {
-        return kdp_ctx_stop(p->ctx); /* also ends kdp_plugin_run() */
-    }
-    atomic_store(&p->stop_wanted, true);
-    kdp__wakeup_signal(p->stop_wake);
-    return 0;
-}
-
-KDP_EXPORT void kdp_plugin_set_error(kdp_plugin *p, const char *fmt, ...)
-{
-    kdp__job *cur = kdp__worker_current();
-    if (!p || !fmt || !cur) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    kdp__job_set_error(cur, fmt, ap);
-    va_end(ap);
-}
-
-KDP_EXPORT int kdp_plugin_get_status(kdp_plugin *p, kdp_plugin_status *ret)
-{
-    if (!p || !ret) {
-        return -EINVAL;
-    }
-    static const kdp_plugin_state states[] = {
-        [KDP__LC_IDLE] = KDP_PLUGIN_IDLE,
-        [KDP__LC_STARTING] = KDP_PLUGIN_STARTING,
-        [KDP__LC_WAITING] = KDP_PLUGIN_WAITING,
-        [KDP__LC_REGISTERING] = KDP_PLUGIN_REGISTERING,
-        [KDP__LC_REGISTERED] = KDP_PLUGIN_REGISTERED,
-        [KDP__LC_STOPPING] = KDP_PLUGIN_STOPPING,
-        [KDP__LC_STOPPED] = KDP_PLUGIN_STOPPED,
-    };
-    kdp_plugin_status st = *kdp__status_lock(&p->status);
-    kdp__status_unlock(&p->status);
-    st.state = states[kdp__lifecycle_state(&p->lc)];
-    st.stuck_callbacks = kdp__jobs_stuck(&p->jobs);
-    st.probe_unhealthy =
-        (unsigned)atomic_load_explicit(&p->prober.stats.held_unhealthy, memory_order_relaxed);
-    st.probe_down = atomic_load_explicit(&p->prober.stats.down, memory_order_relaxed);
-    *ret = st;
-    return 0;
-}
-
-KDP_EXPORT const char *kdp_plugin_resource(const kdp_plugin *p)
-{
-    return p ? p->resource : NULL;
-}
-
-KDP_EXPORT void *kdp_plugin_userdata(const kdp_plugin *p)
-{
-    return p ? p->ud : NULL;
-}
-
 /* ---- plugin.h ---- */
 
 void kdp__plugin_attach(kdp_plugin *p, kdp__attachment *a)
@@ -718,11 +462,6 @@ kdp__loop *kdp__plugin_loop(const kdp_plugin *p)
 kdp_ctx *kdp__plugin_ctx(const kdp_plugin *p)
 {
     return p->ctx;
-}
-
-KDP_EXPORT kdp_ctx *kdp_plugin_get_ctx(kdp_plugin *p)
-{
-    return p ? p->ctx : NULL;
 }
 
 static void plugin_view(kdp_plugin *p, kdp__pview *out)

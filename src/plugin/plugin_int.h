@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * plugin_int: the struct behind kdp_plugin: the parts a plugin is made of,
- * each with its own module, wired together by plugin.c. For plugin.c and
- * white-box tests only; other modules use plugin.h.
+ * each with its own module, wired together by plugin.c (and reached by the
+ * public calls of plugin_calls.c). For the plugin module and white-box
+ * tests only; other modules use plugin.h.
  */
 #ifndef KDP_PLUGIN_INT_H
 #define KDP_PLUGIN_INT_H

@@ -171,7 +171,7 @@ static void set_down(kdp__prober *pr, bool down, const char *id, const char *rea
                  pr->resource, id, reason);
         return;
     }
-    size_t n = kdp__table_probe_all(pr->table, KDP__PROBE_DOWN, &pr->cfg);
+    size_t n = kdp__tabshared_probe_all(&pr->table->shared, KDP__PROBE_DOWN, &pr->cfg);
     kdp__probe_count(&pr->stats.to_unhealthy, n);
     log_warn("probe: %s: the health subsystem is down (device %s: %s): every device "
              "Unhealthy (%zu turned so; policy: unhealthy), each back after %u successful "
@@ -195,7 +195,7 @@ static void answer(kdp__prober *pr, const char *id, kdp__probe_answer a, const c
         kdp__probe_count(&pr->stats.failures, 1);
     }
     kdp__devprobe st = {0};
-    int turn = kdp__table_probe_result(pr->table, id, a, &pr->cfg, &st);
+    int turn = kdp__tabshared_probe_result(&pr->table->shared, id, a, &pr->cfg, &st);
     if (turn > 0) {
         log_turn(pr, id, (kdp__probe_turn)turn, &st, reason);
     }

@@ -7,7 +7,7 @@
  * of the kubelet waits for one probe at most, never a round. Rounds never
  * overlap; a round that the stuck-callback cap refuses is skipped (said at
  * most once a minute). Each answer goes through the hysteresis
- * (plugin/probe.h) into the table (kdp__table_probe_result), and every turn
+ * (plugin/probe.h) into the table (kdp__tabshared_probe_result), and every turn
  * of a verdict is logged and counted.
  */
 #ifndef KDP_PROBER_H

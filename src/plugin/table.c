@@ -10,10 +10,8 @@
 
 /* Over this, a warning: the message nears the kubelet's limit. */
 #define WARN_MESSAGE ((size_t)3 * 1024 * 1024)
-/* A refused table is said this often. */
-#define REJECT_LOG_US     (60ULL * 1000000ULL)
-#define LIST_RETRY_MIN_US (100ULL * 1000ULL)
-#define LIST_RETRY_MAX_US (30ULL * 1000000ULL)
+/* A table refused by the loop is said this often. */
+#define REJECT_LOG_US (60ULL * 1000000ULL)
 /* At most this many device lines per table change, then one summary line:
  * a list of 100,000 devices must not cost 100,000 log lines (about a tenth
  * of the time of its first ListAndWatch, measured with bench/). */
@@ -29,7 +27,7 @@ static void publish_status(kdp__table *t)
     st->message_bytes = t->msg_len;
     st->rejected_devices = t->rejected_n;
     st->rejected_bytes = t->rejected_bytes;
-    st->list_error = t->list_error;
+    st->list_error = kdp__lister_error(&t->lister);
     kdp__status_unlock(t->status);
 }
 
@@ -75,7 +73,7 @@ static void log_changes(kdp__table *t, const kdp__devtab *fresh)
 
 static int encode(kdp__table *t, const kdp__devtab *tab, uint8_t **buf, size_t *len)
 {
-    int r = kdp__devtab_encode_replicas(tab, t->replicas, buf, len);
+    int r = kdp__devtab_encode_replicas(tab, t->shared.replicas, buf, len);
     if (r < 0) {
         log_error("%s: cannot encode %zu devices: %s", t->resource, tab->n, strerror(-r));
     }
@@ -122,7 +120,7 @@ static void clear_rejected(kdp__table *t)
 static int new_message(kdp__table *t, const kdp__devtab *tab, bool changed, uint8_t **buf,
                        size_t *len)
 {
-    size_t would = kdp__devtab_encoded_size_replicas(tab, t->replicas);
+    size_t would = kdp__devtab_encoded_size_replicas(tab, t->shared.replicas);
     if (would > KDP_MAX_LIST_MESSAGE) { /* refused before encoding it */
         *buf = NULL;
         reject(t, tab->n, would);
@@ -291,20 +289,8 @@ static void take_shared(kdp__table *t)
     kdp__devtab fresh;
     kdp__devtab_init(&fresh);
     kdp__tabops q = {0};
-    pthread_mutex_lock(&t->mu);
-    bool newer = t->shared_ver != t->tab_ver;
-    bool whole = newer && (t->tab_stale || t->pending.lost);
-    int r = whole ? kdp__devtab_copy(&fresh, &t->shared) : 0;
-    if (newer && r == 0) {
-        if (!whole) {
-            q = t->pending; /* O(1): the queue changes hands */
-            memset(&t->pending, 0, sizeof(t->pending));
-        }
-        kdp__tabops_clear(&t->pending);
-        t->tab_ver = t->shared_ver;
-    }
-    pthread_mutex_unlock(&t->mu);
-    if (!newer) {
+    int r = kdp__tabshared_take(&t->shared, &t->tab_ver, t->tab_stale, &fresh, &q);
+    if (r == KDP__TOOK_NOTHING) {
         return;
     }
     if (r < 0) {
@@ -313,70 +299,11 @@ static void take_shared(kdp__table *t)
         kdp__wakeup_signal(t->wake); /* try again */
         return;
     }
-    if (whole) {
+    if (r == KDP__TOOK_WHOLE) {
         take_whole(t, &fresh);
     } else {
         take_ops(t, &q);
     }
-}
-
-/* ---- health checks: the probe's state follows the ID ---- */
-
-/* The count of devices the probe holds Unhealthy, for the stats; t->mu
- * held. */
-static void held_changed_locked(kdp__table *t)
-{
-    if (t->probe_stats) {
-        atomic_store_explicit(&t->probe_stats->held_unhealthy, t->shared_probe_bad,
-                              memory_order_relaxed);
-    }
-}
-
-/* d (a new whole table) gets the probe state of the devices `shared` has
- * (by ID), and the health that makes; *bytes (its message's size) follows.
- * A device of d may carry an older verdict (a replacement kept for a list's
- * result): the health is made again from the verdict of now either way.
- * t->mu held. O(n). */
-static void carry_probe_state_locked(kdp__table *t, kdp__devtab *d, size_t *bytes)
-{
-    if (!t->probe_stats) {
-        return;
-    }
-    size_t held = 0;
-    for (size_t i = 0; i < d->n; i++) {
-        kdp__dev *nd = &d->devs[i];
-        const kdp__dev *od = kdp__devtab_find(&t->shared, nd->id);
-        nd->probe = od ? od->probe : (kdp__devprobe){0};
-        held += nd->probe.bad;
-        if (kdp__dev_effective(nd->author_health, nd->probe.bad) != nd->health) {
-            size_t before = kdp__dev_encoded_size(nd, t->replicas);
-            kdp__dev_apply_overlay(nd);
-            *bytes = *bytes - before + kdp__dev_encoded_size(nd, t->replicas);
-        }
-    }
-    t->shared_probe_bad = held;
-    held_changed_locked(t);
-}
-
-/* Hands a new table to the loop thread (takes d's content). Any thread. */
-/* d (taken) becomes the shared table; t->mu held. The loop takes it whole
- * (the queued single changes are of no use against it). */
-static void replace_shared_locked(kdp__table *t, kdp__devtab *d, size_t bytes)
-{
-    carry_probe_state_locked(t, d, &bytes);
-    kdp__devtab_move(&t->shared, d);
-    t->shared_bytes = bytes;
-    kdp__tabops_clear(&t->pending);
-    t->pending.lost = true;
-    t->shared_ver++;
-}
-
-static void publish(kdp__table *t, kdp__devtab *d, size_t bytes)
-{
-    pthread_mutex_lock(&t->mu);
-    replace_shared_locked(t, d, bytes);
-    pthread_mutex_unlock(&t->mu);
-    kdp__wakeup_signal(t->wake);
 }
 
 const uint8_t *kdp__table_message(kdp__table *t, size_t *ret_len)
@@ -395,174 +322,67 @@ const uint8_t *kdp__table_message(kdp__table *t, size_t *ret_len)
     return t->msg;
 }
 
-/* ---- the list op ---- */
+/* ---- the lister's callbacks ---- */
 
-/* The rescan timer: the retry of a failed list (with backoff), else the
- * periodic rescan if there is one. Only while serving. */
-static void arm_rescan(kdp__table *t)
+static void lister_listing(void *ud, bool on)
 {
-    if (!t->list_fn) {
-        return;
-    }
-    if (t->serving && t->list_error) {
-        kdp__timer_start(t->rescan_timer, t->list_retry_us);
-    } else if (t->serving && t->rescan_ms) {
-        kdp__timer_start(t->rescan_timer, (uint64_t)t->rescan_ms * 1000U);
-    } else {
-        kdp__timer_stop(t->rescan_timer);
-    }
+    kdp__table *t = ud;
+    kdp__tabshared_listing(&t->shared, on);
 }
 
-/* A list call failed (err: its -errno), or could not be made: call it again
- * with backoff, and say so. */
-static void list_failed(kdp__table *t, int err)
+static int lister_check(void *ud, const kdp__devtab *d)
 {
-    t->list_error = err;
-    t->list_retry_us = kdp__backoff_next(&t->list_backoff);
-    publish_status(t);
-    if (t->msg && t->tab.n > 0) {
-        log_warn("%s: keeping the previous device list (%zu devices); calling the list "
-                 "callback again in %llu ms",
-                 t->resource, t->tab.n, (unsigned long long)(t->list_retry_us / 1000));
-    } else {
-        log_warn("%s: no device list yet (the kubelet is told of no devices); calling the list "
-                 "callback again in %llu ms",
-                 t->resource, (unsigned long long)(t->list_retry_us / 1000));
+    kdp__table *t = ud;
+    const char *long_id = NULL;
+    if (kdp__replica_check_ids(d, t->shared.replicas, &long_id) < 0) {
+        log_error("%s: list callback: device ID \"%s\" is too long for %u replicas: "
+                  "\"%s-%u\" would be over %u bytes",
+                  t->resource, long_id, t->shared.replicas, long_id, t->shared.replicas - 1,
+                  KDP__REPLICA_ID_MAX);
+        return -EINVAL;
     }
+    return 0;
 }
 
-/* While a list runs, the single changes made meanwhile are kept for its
- * result (see publish_list). */
-static void listing(kdp__table *t, bool on)
+static void lister_result(void *ud, kdp__devtab *d)
 {
-    pthread_mutex_lock(&t->mu);
-    t->listing = on;
-    kdp__tabops_clear(&t->since_list);
-    pthread_mutex_unlock(&t->mu);
+    kdp__table *t = ud;
+    if (kdp__tabshared_list_result(&t->shared, d)) {
+        kdp__lister_want(&t->lister);
+    }
+    take_shared(t);
 }
 
-/* A list's result, with the single changes made while it ran applied on top
- * (they are newer than what it read: a device removed after the list saw
- * it stays removed). Too many of them to keep: one more list. */
-static void publish_list(kdp__table *t, kdp__devtab *d)
+static size_t lister_told(void *ud)
 {
-    pthread_mutex_lock(&t->mu);
-    bool lost = t->since_list.lost;
-    int r = kdp__tabops_replay(d, &t->since_list);
-    t->listing = false;
-    /* under the lock with the replay: a change made in between would be
-     * in neither */
-    replace_shared_locked(t, d, kdp__devtab_encoded_size_replicas(d, t->replicas));
-    pthread_mutex_unlock(&t->mu);
-    kdp__wakeup_signal(t->wake);
-    if (lost || r < 0) {
-        log_info("%s: more device changes than kdp keeps (%d) were made while the list "
-                 "callback ran: listing again",
-                 t->resource, KDP__TABOPS_MAX);
-        atomic_store(&t->rescan_wanted, true);
-    }
+    kdp__table *t = ud;
+    return t->msg ? t->tab.n : 0;
 }
 
-static void fn_list(kdp__pjob *j)
+static void lister_status(void *ud)
 {
-    kdp__table *t = j->owner;
-    kdp_device_list *list = j->data;
-    j->result = kdp__pjob_checked(j, t->list_fn(t->owner, list, t->list_ud));
+    publish_status(ud);
 }
 
-static void cleanup_list(kdp__pjob *j)
+static void lister_sync(void *ud)
 {
-    kdp_device_list *list = j->data;
-    if (list) {
-        kdp__devtab_clear(&list->tab);
-        free(list);
-    }
+    sync(ud);
 }
 
-static void complete_list(kdp__pjob *j, bool timed_out)
+static void lister_start_listed(void *ud)
 {
-    kdp__table *t = j->owner;
-    bool for_start = t->start_list == j;
-    t->start_list = NULL;
-    t->list_running = false;
-    if (timed_out || j->result < 0) {
-        if (!timed_out) { /* a timeout was logged by the deadline already */
-            log_error("%s: list callback failed: %s%s%s", t->resource, strerror(-j->result),
-                      j->has_msg ? ": " : "", j->has_msg ? j->msg : "");
-        }
-        listing(t, false);
-        list_failed(t, timed_out ? -ETIMEDOUT : j->result);
-    } else {
-        kdp_device_list *list = j->data;
-        const char *long_id = NULL;
-        if (kdp__replica_check_ids(&list->tab, t->replicas, &long_id) < 0) {
-            log_error("%s: list callback: device ID \"%s\" is too long for %u replicas: "
-                      "\"%s-%u\" would be over %u bytes",
-                      t->resource, long_id, t->replicas, long_id, t->replicas - 1,
-                      KDP__REPLICA_ID_MAX);
-            list_failed(t, -EINVAL);
-            goto done;
-        }
-        bool was_failing = t->list_error != 0;
-        t->list_error = 0;
-        kdp__backoff_reset(&t->list_backoff);
-        publish_list(t, &list->tab);
-        take_shared(t);
-        publish_status(t);
-        if (was_failing) {
-            log_info("%s: the list callback succeeded again", t->resource);
-        }
-    }
-done:
-    if (for_start) {
-        t->cbs.start_listed(t->cbs.ud);
-        return;
-    }
-    arm_rescan(t);
-    if (atomic_load(&t->rescan_wanted)) {
-        sync(t); /* asked again while this list ran */
-    }
-}
-
-static int run_list(kdp__table *t, bool for_start)
-{
-    kdp__pjob *j = kdp__pjob_new(t->jobs, "list", t);
-    kdp_device_list *list = calloc(1, sizeof(*list));
-    if (!j || !list) {
-        free(j);
-        free(list);
-        return -ENOMEM;
-    }
-    kdp__devtab_init(&list->tab);
-    j->data = list;
-    j->fn = fn_list;
-    j->cleanup = cleanup_list;
-    j->complete = complete_list;
-    t->list_running = true;
-    listing(t, true);
-    if (for_start) {
-        t->start_list = j;
-        atomic_store(&t->rescan_wanted, false); /* this list is a fresh one */
-    }
-    int r = kdp__pjob_submit(j, 0);
-    if (r < 0) {
-        t->list_running = false;
-        t->start_list = NULL;
-        listing(t, false);
-    }
-    return r;
+    kdp__table *t = ud;
+    t->cbs.start_listed(t->cbs.ud);
 }
 
 int kdp__table_list_for_start(kdp__table *t)
 {
-    if (!t->list_fn) {
+    if (!kdp__lister_has_op(&t->lister)) {
         take_shared(t);
         return 1;
     }
-    int r = run_list(t, true);
+    int r = kdp__lister_start(&t->lister);
     if (r < 0) {
-        log_error("%s: cannot run the list callback: %s", t->resource, strerror(-r));
-        list_failed(t, r);
         take_shared(t);
     }
     return r;
@@ -570,32 +390,15 @@ int kdp__table_list_for_start(kdp__table *t)
 
 void kdp__table_serving(kdp__table *t, bool on)
 {
-    t->serving = on;
-    arm_rescan(t);
+    kdp__lister_serving(&t->lister, on);
 }
 
-/* Applies a newer shared table, and runs the list op if a rescan was asked
- * for. The request stays set while a list runs or before serving: the
- * running list's completion, or the next start, takes it. */
+/* Runs the list op if a rescan was asked for and it may run now (the
+ * lister's call), then applies a newer shared table. */
 static void sync(kdp__table *t)
 {
-    if (t->list_fn && t->serving && !t->list_running && atomic_exchange(&t->rescan_wanted, false)) {
-        int r = run_list(t, false);
-        if (r < 0) {
-            log_error("%s: cannot run the list callback: %s", t->resource, strerror(-r));
-            list_failed(t, r);
-            arm_rescan(t);
-        }
-    }
+    kdp__lister_poll(&t->lister);
     take_shared(t);
-}
-
-static void on_rescan(kdp__timer *tm, void *ud)
-{
-    (void)tm;
-    kdp__table *t = ud;
-    atomic_store(&t->rescan_wanted, true);
-    sync(t); /* the list's completion arms the timer again */
 }
 
 static void on_wake(kdp__wakeup *w, void *ud)
@@ -604,319 +407,9 @@ static void on_wake(kdp__wakeup *w, void *ud)
     sync(ud);
 }
 
-/* ---- any thread ---- */
-
-/* An over-the-limit refusal by a set call, said at most once a minute. */
-static void say_too_big(kdp__table *t, const char *call, size_t n, size_t len)
-{
-    uint64_t now = kdp__now_us();
-    uint64_t last = atomic_load(&t->set_rejected_logged_us);
-    if (last && now - last < REJECT_LOG_US) {
-        return;
-    }
-    atomic_store(&t->set_rejected_logged_us, now);
-    log_error("%s: %s: %zu devices make a %zu-byte ListAndWatch message, over the "
-              "kubelet's limit of %u bytes (4 MiB): refused, the kubelet keeps the current "
-              "list. Use fewer devices or shorter IDs, or split them over several resources "
-              "(said at most once a minute)",
-              t->resource, call, n, len, KDP_MAX_LIST_MESSAGE);
-}
-
-int kdp__table_set(kdp__table *t, const kdp_device *devs, size_t n)
-{
-    kdp__devtab d;
-    kdp__devtab_init(&d);
-    const char *why = NULL;
-    int r = kdp__devtab_from_array(&d, devs, n, &why);
-    if (r < 0) {
-        log_error("%s: kdp_plugin_set_devices: %s", t->resource, why ? why : strerror(-r));
-        kdp__devtab_clear(&d);
-        return r;
-    }
-    const char *long_id = NULL;
-    if (kdp__replica_check_ids(&d, t->replicas, &long_id) < 0) {
-        log_error("%s: kdp_plugin_set_devices: device ID \"%s\" is too long for %u replicas: "
-                  "\"%s-%u\" would be over %u bytes",
-                  t->resource, long_id, t->replicas, long_id, t->replicas - 1, KDP__REPLICA_ID_MAX);
-        kdp__devtab_clear(&d);
-        return -EINVAL;
-    }
-    size_t len = kdp__devtab_encoded_size_replicas(&d, t->replicas);
-    if (len > KDP_MAX_LIST_MESSAGE) {
-        say_too_big(t, "kdp_plugin_set_devices", n, len);
-        kdp__devtab_clear(&d);
-        return -EMSGSIZE;
-    }
-    publish(t, &d, len);
-    kdp__devtab_clear(&d);
-    return 0;
-}
-
-/* Queues op (taken) for the loop; t->mu held. */
-static void queue_op(kdp__table *t, kdp__tabop *op)
-{
-    kdp__tabops_push(&t->pending, op);
-    t->shared_ver++;
-}
-
-/* Keeps spare (a copy of a change; taken) for the result of the list that
- * runs, if one does; t->mu held. Removals and health changes are kept even
- * when the table did not have the device yet: the list's result may. */
-static void keep_for_list(kdp__table *t, kdp__tabop *spare)
-{
-    if (t->listing) {
-        kdp__tabops_push(&t->since_list, spare);
-    }
-}
-
-/* op and a copy of it for a running list (spare). Returns 0 or -ENOMEM. */
-static int op_pair(kdp__tabop *op, kdp__tabop *spare)
-{
-    int r = kdp__tabop_dup(spare, op);
-    if (r < 0) {
-        kdp__tabop_free(op);
-        kdp__tabop_free(spare);
-    }
-    return r;
-}
-
-int kdp__table_put(kdp__table *t, const kdp_device *d)
-{
-    const char *why = NULL;
-    kdp__tabop op = {.kind = KDP__TABOP_PUT};
-    int r = kdp__dev_from_public(&op.dev, d, &why);
-    if (r < 0) {
-        log_error("%s: kdp_plugin_set_device: device \"%.255s\": %s", t->resource,
-                  d && d->id ? d->id : "(null)", why ? why : strerror(-r));
-        return r;
-    }
-    if (strlen(op.dev.id) + kdp__replica_suffix_max(t->replicas) > KDP__REPLICA_ID_MAX) {
-        log_error("%s: kdp_plugin_set_device: device ID \"%s\" is too long for %u replicas: "
-                  "\"%s-%u\" would be over %u bytes",
-                  t->resource, op.dev.id, t->replicas, op.dev.id, t->replicas - 1,
-                  KDP__REPLICA_ID_MAX);
-        kdp__tabop_free(&op);
-        return -EINVAL;
-    }
-    kdp__dev shared_dev;
-    kdp__tabop spare;
-    r = kdp__dev_dup(&shared_dev, &op.dev);
-    if (r < 0 || (r = op_pair(&op, &spare)) < 0) {
-        kdp__dev_free(&shared_dev);
-        kdp__tabop_free(&op);
-        return r;
-    }
-    kdp__dev old = {0};
-    pthread_mutex_lock(&t->mu);
-    const kdp__dev *cur = kdp__devtab_find(&t->shared, shared_dev.id);
-    if (cur) { /* a replacement keeps the probe's state (the ID's) */
-        shared_dev.probe = op.dev.probe = spare.dev.probe = cur->probe;
-        kdp__dev_apply_overlay(&shared_dev);
-        kdp__dev_apply_overlay(&op.dev);
-        kdp__dev_apply_overlay(&spare.dev);
-    }
-    size_t bytes = t->shared_bytes - (cur ? kdp__dev_encoded_size(cur, t->replicas) : 0) +
-                   kdp__dev_encoded_size(&shared_dev, t->replicas);
-    size_t n = t->shared.n + !cur;
-    r = bytes > KDP_MAX_LIST_MESSAGE ? -EMSGSIZE : kdp__devtab_put(&t->shared, &shared_dev, &old);
-    if (r >= 0) {
-        t->shared_bytes = bytes;
-        queue_op(t, &op);
-        keep_for_list(t, &spare);
-    }
-    pthread_mutex_unlock(&t->mu);
-    if (r == -EMSGSIZE) {
-        say_too_big(t, "kdp_plugin_set_device", n, bytes);
-    }
-    kdp__dev_free(&old);
-    kdp__dev_free(&shared_dev);
-    kdp__tabop_free(&op);
-    kdp__tabop_free(&spare);
-    if (r < 0) {
-        return r;
-    }
-    kdp__wakeup_signal(t->wake);
-    return 0;
-}
-
-int kdp__table_remove(kdp__table *t, const char *id)
-{
-    if (!id) {
-        return -EINVAL;
-    }
-    kdp__tabop op = {.kind = KDP__TABOP_REMOVE, .id = strdup(id)};
-    kdp__tabop spare;
-    if (!op.id || op_pair(&op, &spare) < 0) {
-        free(op.id);
-        return -ENOMEM;
-    }
-    kdp__dev old = {0};
-    pthread_mutex_lock(&t->mu);
-    int r = kdp__devtab_take(&t->shared, id, &old);
-    if (r == 0) {
-        t->shared_bytes -= kdp__dev_encoded_size(&old, t->replicas);
-        queue_op(t, &op);
-        if (old.probe.bad) { /* its probe state goes with it */
-            t->shared_probe_bad--;
-            held_changed_locked(t);
-        }
-    }
-    keep_for_list(t, &spare);
-    pthread_mutex_unlock(&t->mu);
-    kdp__dev_free(&old);
-    kdp__tabop_free(&op);
-    kdp__tabop_free(&spare);
-    if (r == 0) {
-        kdp__wakeup_signal(t->wake);
-    }
-    return r;
-}
-
-int kdp__table_set_health(kdp__table *t, const char *id, kdp_health health)
-{
-    if (!id || (health != KDP_HEALTHY && health != KDP_UNHEALTHY)) {
-        return -EINVAL;
-    }
-    kdp__tabop op = {.kind = KDP__TABOP_HEALTH, .id = strdup(id), .health = health};
-    kdp__tabop spare;
-    if (!op.id || op_pair(&op, &spare) < 0) {
-        free(op.id);
-        return -ENOMEM;
-    }
-    pthread_mutex_lock(&t->mu);
-    /* a replica ID stands for its device: the queued change names that */
-    const kdp__dev *cur = kdp__replica_find_any(&t->shared, t->replicas, id);
-    if (cur && strcmp(cur->id, id) != 0) {
-        char *dev_id = strdup(cur->id);
-        if (!dev_id) {
-            pthread_mutex_unlock(&t->mu);
-            kdp__tabop_free(&op);
-            kdp__tabop_free(&spare);
-            return -ENOMEM;
-        }
-        free(op.id);
-        op.id = dev_id;
-    }
-    size_t before = cur ? kdp__dev_encoded_size(cur, t->replicas) : 0;
-    int r = cur ? kdp__devtab_set_health(&t->shared, cur->id, health) : -ENOENT;
-    if (r > 0) {
-        t->shared_bytes += kdp__dev_encoded_size(cur, t->replicas) - before;
-        queue_op(t, &op);
-    }
-    keep_for_list(t, &spare);
-    pthread_mutex_unlock(&t->mu);
-    kdp__tabop_free(&op);
-    kdp__tabop_free(&spare);
-    if (r > 0) {
-        kdp__wakeup_signal(t->wake);
-    }
-    return r < 0 ? r : 0;
-}
-
-/* d's verdict turned (it is in shared): its health, the message's size,
- * the count, and a single change for the loop. t->mu held. */
-static void verdict_turned_locked(kdp__table *t, kdp__dev *d, kdp__tabop *op)
-{
-    size_t before = kdp__dev_encoded_size(d, t->replicas);
-    kdp__dev_apply_overlay(d);
-    t->shared_bytes = t->shared_bytes - before + kdp__dev_encoded_size(d, t->replicas);
-    if (d->probe.bad) {
-        t->shared_probe_bad++;
-    } else {
-        t->shared_probe_bad--;
-    }
-    held_changed_locked(t);
-    op->bad = d->probe.bad;
-    queue_op(t, op);
-}
-
-int kdp__table_probe_result(kdp__table *t, const char *id, kdp__probe_answer a,
-                            const kdp__probe_cfg *c, kdp__devprobe *ret)
-{
-    kdp__tabop op = {.kind = KDP__TABOP_VERDICT, .id = strdup(id)};
-    if (!op.id) {
-        return -ENOMEM;
-    }
-    pthread_mutex_lock(&t->mu);
-    kdp__dev *d = kdp__devtab_find_mut(&t->shared, id);
-    int turn = -ENOENT;
-    if (d) {
-        bool was = d->probe.bad;
-        turn = (int)kdp__probe_step(&d->probe, a, c);
-        if (d->probe.bad != was) {
-            verdict_turned_locked(t, d, &op);
-        }
-        *ret = d->probe;
-    }
-    pthread_mutex_unlock(&t->mu);
-    kdp__tabop_free(&op);
-    if (turn > 0) {
-        kdp__wakeup_signal(t->wake);
-    }
-    return turn;
-}
-
-size_t kdp__table_probe_all(kdp__table *t, kdp__probe_answer a, const kdp__probe_cfg *c)
-{
-    size_t turned = 0;
-    pthread_mutex_lock(&t->mu);
-    for (size_t i = 0; i < t->shared.n; i++) {
-        kdp__dev *d = &t->shared.devs[i];
-        bool was = d->probe.bad;
-        if (kdp__probe_step(&d->probe, a, c) == KDP__PROBE_SAME || d->probe.bad == was) {
-            continue;
-        }
-        turned += d->probe.bad;
-        /* out of memory for the op: the queue is lost, the loop takes the
-         * whole table (which has the verdict) */
-        kdp__tabop op = {.kind = KDP__TABOP_VERDICT, .id = strdup(d->id)};
-        if (!op.id) {
-            kdp__tabops_clear(&t->pending);
-            t->pending.lost = true;
-        }
-        verdict_turned_locked(t, d, &op);
-        kdp__tabop_free(&op);
-    }
-    pthread_mutex_unlock(&t->mu);
-    if (turned) {
-        kdp__wakeup_signal(t->wake);
-    }
-    return turned;
-}
-
-int kdp__table_get_health(kdp__table *t, const char *id, kdp_health *ret)
-{
-    pthread_mutex_lock(&t->mu);
-    const kdp__dev *d = kdp__replica_find_any(&t->shared, t->replicas, id);
-    if (d) {
-        *ret = d->health;
-    }
-    pthread_mutex_unlock(&t->mu);
-    return d ? 0 : -ENOENT;
-}
-
-int kdp__table_get_data(kdp__table *t, const char *id, void **ret)
-{
-    pthread_mutex_lock(&t->mu);
-    const kdp__dev *d = kdp__replica_find_any(&t->shared, t->replicas, id);
-    if (d) {
-        *ret = d->data;
-    }
-    pthread_mutex_unlock(&t->mu);
-    return d ? 0 : -ENOENT;
-}
-
-int kdp__table_get_devices(kdp__table *t, kdp_device **ret, size_t *ret_n)
-{
-    pthread_mutex_lock(&t->mu);
-    int r = kdp__devtab_export(&t->shared, ret, ret_n);
-    pthread_mutex_unlock(&t->mu);
-    return r;
-}
-
 void kdp__table_rescan(kdp__table *t)
 {
-    atomic_store(&t->rescan_wanted, true);
+    kdp__lister_want(&t->lister);
     kdp__wakeup_signal(t->wake);
 }
 
@@ -929,39 +422,41 @@ int kdp__table_init(kdp__table *t, kdp__loop *l, const char *resource, kdp__stat
     memset(t, 0, sizeof(*t));
     t->resource = resource;
     t->status = status;
-    t->jobs = jobs;
-    t->owner = owner;
-    t->list_fn = list_fn;
-    t->list_ud = list_ud;
-    t->rescan_ms = rescan_ms;
     t->cbs = *cbs;
-    pthread_mutex_init(&t->mu, NULL);
-    kdp__devtab_init(&t->shared);
+    kdp__tabshared_init(&t->shared, resource);
     kdp__devtab_init(&t->tab);
-    kdp__backoff_init(&t->list_backoff, LIST_RETRY_MIN_US, LIST_RETRY_MAX_US, 0);
+    kdp__lister_cbs lcbs = {
+        .listing = lister_listing,
+        .check = lister_check,
+        .result = lister_result,
+        .told = lister_told,
+        .status = lister_status,
+        .sync = lister_sync,
+        .start_listed = lister_start_listed,
+        .ud = t,
+    };
+    kdp__lister_init(&t->lister, resource, jobs, owner, list_fn, list_ud, rescan_ms, &lcbs);
     int r = kdp__wakeup_new(l, on_wake, t, &t->wake);
+    t->shared.wake = t->wake;
     if (r == 0) {
-        r = kdp__timer_new(l, on_rescan, t, &t->rescan_timer);
+        r = kdp__lister_init_loop(&t->lister, l);
     }
     return r;
 }
 
 void kdp__table_release_loop(kdp__table *t)
 {
-    kdp__timer_free(t->rescan_timer);
-    t->rescan_timer = NULL;
+    kdp__lister_release_loop(&t->lister);
     kdp__wakeup_free(t->wake);
     t->wake = NULL;
+    t->shared.wake = NULL;
 }
 
 void kdp__table_done(kdp__table *t)
 {
     kdp__table_release_loop(t);
-    kdp__devtab_clear(&t->shared);
+    kdp__tabshared_done(&t->shared);
     kdp__devtab_clear(&t->tab);
-    kdp__tabops_clear(&t->pending);
-    kdp__tabops_clear(&t->since_list);
     free(t->msg);
     t->msg = NULL;
-    pthread_mutex_destroy(&t->mu);
 }

@@ -3,26 +3,26 @@
  * table: a plugin's device table, from the threads that set it to the
  * message every ListAndWatch stream is sent, and the list op's runs.
  *
- * Two tables: `shared`, the latest set from any thread (kdp_plugin_set_*, a
- * finished list), under a mutex with a version; and `tab`, what the kubelet
- * has been told, owned by the loop thread, with its encoded message. On a
- * wakeup the loop brings `tab` up to `shared` and, when what the kubelet
- * sees changed and the message fits in KDP_MAX_LIST_MESSAGE, encodes it once
- * and calls `changed` (the served services push it). A table over the limit
- * is never taken: the kubelet keeps the last one that fit.
+ * Two tables: `shared` (plugin/tabshared.h, a part the table owns), the
+ * latest set from any thread (kdp_plugin_set_*, a finished list), under a
+ * mutex with a version; and `tab`, what the kubelet has been told, owned by
+ * the loop thread, with its encoded message. On a wakeup the loop brings
+ * `tab` up to `shared` and, when what the kubelet sees changed and the
+ * message fits in KDP_MAX_LIST_MESSAGE, encodes it once and calls `changed`
+ * (the served services push it). A table over the limit is never taken: the
+ * kubelet keeps the last one that fit.
  *
  * Whole tables (kdp_plugin_set_devices, a list's result) are copied. Single
  * changes (kdp_plugin_set_device, _remove_device, _set_health) cost O(1):
- * each is applied to `shared` and queued (`pending`); the loop applies the
- * queue to `tab` (undone if the result would not fit) and sends one message
- * for all of them. A queue that grows past KDP__TABOPS_MAX, or a table the
- * loop refused, falls back to a whole copy. Changes made while the list op
- * runs are also kept (`since_list`) and applied on top of its result, which
- * would otherwise undo them.
+ * each is applied to `shared` and queued there; the loop applies the queue
+ * to `tab` (undone if the result would not fit) and sends one message for
+ * all of them. A queue that grows past KDP__TABOPS_MAX, or a table the loop
+ * refused, falls back to a whole copy.
  *
- * The list op runs as a job: at each start (kdp__table_list_for_start), on
- * kdp_plugin_rescan(), every rescan interval while serving, and again with
- * backoff after it failed.
+ * The list op's runs are the lister's (plugin/lister.h), which the table
+ * owns: at each start (kdp__table_list_for_start), on kdp_plugin_rescan(),
+ * every rescan interval while serving, and again with backoff after a
+ * failure; each result becomes the shared table.
  *
  * With replicas (plugin/replicas.h) both tables hold physical devices; only
  * the message expands them. The setters and readers take a replica ID too.
@@ -43,14 +43,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "base/backoff.h"
 #include "kdp.h"
 #include "plugin/devices.h"
 #include "plugin/jobs.h"
+#include "plugin/lister.h"
 #include "plugin/probe.h"
 #include "plugin/pstats.h"
 #include "plugin/status.h"
 #include "plugin/tabops.h"
+#include "plugin/tabshared.h"
 #include "runtime/loop.h"
 
 typedef struct kdp__table_cbs {
@@ -64,29 +65,11 @@ typedef struct kdp__table_cbs {
 typedef struct kdp__table {
     const char *resource; /* borrowed */
     kdp__status *status;  /* borrowed */
-    kdp__jobs *jobs;      /* borrowed */
-    kdp_plugin *owner;    /* handed to the list op */
-    kdp_list_fn list_fn;  /* NULL: the table is what was set */
-    void *list_ud;
-    unsigned replicas;  /* kdp_config.replicas: set once, before the context runs */
-    kdp__pstats *stats; /* health transitions counted (NULL: none); set once, like replicas */
+    kdp__pstats *stats;   /* health transitions counted (NULL: none); set once, before the
+                             context runs */
     kdp__table_cbs cbs;
-    /* Health checks: set once, before the context runs; NULL = none (no
-     * probe state is carried over). held_unhealthy is kept here. */
-    kdp__probe_stats *probe_stats;
-
-    /* any thread */
-    pthread_mutex_t mu;
-    kdp__devtab shared;
-    size_t shared_bytes; /* its ListAndWatch message's size */
-    uint64_t shared_ver;
-    kdp__tabops pending;     /* changes to `shared` the loop has not taken */
-    size_t shared_probe_bad; /* devices of `shared` the probe holds Unhealthy */
-    kdp__tabops since_list;
-    bool listing; /* a list op runs: changes go to since_list too */
-    atomic_bool rescan_wanted;
-    _Atomic uint64_t set_rejected_logged_us; /* kdp_plugin_set_devices' -EMSGSIZE line */
-    kdp__wakeup *wake;
+    kdp__tabshared shared; /* any thread: the table set (its replicas, probe_stats) */
+    kdp__wakeup *wake;     /* signalled from any thread: the loop takes `shared` */
 
     /* loop thread */
     kdp__devtab tab;
@@ -95,48 +78,22 @@ typedef struct kdp__table {
     size_t msg_len;
     size_t rejected_n, rejected_bytes; /* the newest table refused; 0 = none */
     uint64_t rejected_logged_us;
-    bool serving;      /* rescans are armed only while serving */
-    bool list_running; /* one list call at a time */
-    bool tab_stale;    /* tab is not shared_ver's base: take the whole table */
-    kdp__pjob *start_list;
-    unsigned rescan_ms;
-    kdp__timer *rescan_timer;
-    kdp__backoff list_backoff;
-    int list_error; /* the last list call's -errno; 0 = it succeeded */
-    uint64_t list_retry_us;
+    bool tab_stale; /* tab is not tab_ver's base: take the whole table */
+    kdp__lister lister;
 } kdp__table;
 
 int kdp__table_init(kdp__table *t, kdp__loop *l, const char *resource, kdp__status *status,
                     kdp__jobs *jobs, kdp_plugin *owner, kdp_list_fn list_fn, void *list_ud,
                     unsigned rescan_ms, const kdp__table_cbs *cbs);
-/* Frees what the table has on the loop (its wakeup, its timer): before
- * the loop goes. */
+/* Frees what the table has on the loop (its wakeup, the lister's timer):
+ * before the loop goes. */
 void kdp__table_release_loop(kdp__table *t);
 /* Frees the rest. */
 void kdp__table_done(kdp__table *t);
 
-/* kdp_plugin_set_devices, kdp_plugin_set_device, kdp_plugin_remove_device,
- * kdp_plugin_set_health, kdp_plugin_rescan: any thread, same returns. */
-int kdp__table_set(kdp__table *t, const kdp_device *devs, size_t n);
-int kdp__table_put(kdp__table *t, const kdp_device *d);
-int kdp__table_remove(kdp__table *t, const char *id);
-int kdp__table_set_health(kdp__table *t, const char *id, kdp_health health);
+/* kdp_plugin_rescan: any thread. The setters and readers of the devices
+ * are the shared half's (kdp__tabshared_*(&t->shared, ...)). */
 void kdp__table_rescan(kdp__table *t);
-/* kdp_plugin_get_health, kdp_plugin_get_devices: any thread, same returns
- * (the latest table set, under the mutex). */
-int kdp__table_get_health(kdp__table *t, const char *id, kdp_health *ret);
-int kdp__table_get_data(kdp__table *t, const char *id, void **ret);
-int kdp__table_get_devices(kdp__table *t, kdp_device **ret, size_t *ret_n);
-
-/* Health checks (loop thread): counts answer a into device id's state (a
- * device's own ID) under c; a verdict that turns is queued as a single
- * change. *ret gets the state after. Returns the kdp__probe_turn, or -ENOENT
- * (no such device any more), -ENOMEM. */
-int kdp__table_probe_result(kdp__table *t, const char *id, kdp__probe_answer a,
-                            const kdp__probe_cfg *c, kdp__devprobe *ret);
-/* The same answer for every device at once (probing went down). Returns
- * how many verdicts turned Unhealthy. */
-size_t kdp__table_probe_all(kdp__table *t, kdp__probe_answer a, const kdp__probe_cfg *c);
 
 /* Loop thread. The start's list: 1 if there is no list op (the table is
  * taken at once), 0 if the job runs (start_listed follows), or -errno if it

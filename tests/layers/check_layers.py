@@ -2,7 +2,9 @@
 """The module graph of src/, from the #include lines: every include of a
 private header names its layer ("grpc/server.h"), no layer includes a
 layer above it, and the modules (a .c and its .h; a private <name>_int.h
-belongs to <name>; call.c and recv.c to server, timer.c and signal.c to loop, devices_encode.c to devices) have no cycle. The layers and what each may use are read from the
+belongs to <name>; call.c and recv.c to server, timer.c and signal.c to loop, devices_encode.c to devices,
+lifecycle_up.c to lifecycle, plugin_calls.c to plugin,
+api_discover.c to api) have no cycle. The layers and what each may use are read from the
 top-level CMakeLists.txt (KDP_LAYERS, KDP_LAYER_DEPS_<layer>), the same
 lists that give each layer's object library its include path, so the two
 cannot disagree.
@@ -51,6 +53,9 @@ MODULE_OF = {
     "runtime/timer": "runtime/loop",
     "runtime/signal": "runtime/loop",
     "plugin/devices_encode": "plugin/devices",
+    "plugin/lifecycle_up": "plugin/lifecycle",
+    "plugin/plugin_calls": "plugin/plugin",
+    "k8s/api_discover": "k8s/api",
 }
 
 

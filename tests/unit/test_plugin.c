@@ -654,9 +654,9 @@ static void test_coalesced(void **state)
     assert_int_equal(atomic_load(&messages), 1);
     kdp_plugin_status st;
     assert_int_equal(kdp_plugin_get_status(p, &st), 0);
-    pthread_mutex_lock(&p->table.mu);
-    assert_int_equal(st.message_bytes, p->table.shared_bytes);
-    pthread_mutex_unlock(&p->table.mu);
+    pthread_mutex_lock(&p->table.shared.mu);
+    assert_int_equal(st.message_bytes, p->table.shared.bytes);
+    pthread_mutex_unlock(&p->table.shared.mu);
     /* added then removed before the loop ran: nothing for the kubelet */
     kdp_device x = {.id = "x", .health = KDP_HEALTHY};
     assert_int_equal(kdp_plugin_set_device(p, &x), 0);

@@ -291,7 +291,7 @@ static kdp_health health_of(kdp_plugin *p, const char *id)
 static int answer(kdp_plugin *p, const char *id, kdp__probe_answer a)
 {
     kdp__devprobe st;
-    return kdp__table_probe_result(&p->table, id, a, &p->prober.cfg, &st);
+    return kdp__tabshared_probe_result(&p->table.shared, id, a, &p->prober.cfg, &st);
 }
 
 /* What the kubelet is told of id, after the loop took the changes. */
@@ -387,15 +387,16 @@ static void test_overlay(void **state)
     assert_int_equal(health_of(p, "a"), KDP_HEALTHY);
     assert_int_equal(told(ctx, p, "a"), KDP_HEALTHY);
     /* DOWN (the default policy): every device at once */
-    assert_int_equal(kdp__table_probe_all(&p->table, KDP__PROBE_DOWN, &p->prober.cfg), 3);
+    assert_int_equal(kdp__tabshared_probe_all(&p->table.shared, KDP__PROBE_DOWN, &p->prober.cfg),
+                     3);
     assert_int_equal(held(p), 3);
     assert_int_equal(told(ctx, p, "a"), KDP_UNHEALTHY);
     assert_int_equal(told(ctx, p, "b"), KDP_UNHEALTHY);
     assert_int_equal(told(ctx, p, "c"), KDP_UNHEALTHY);
-    pthread_mutex_lock(&p->table.mu);
-    assert_int_equal(p->table.shared_bytes,
-                     kdp__devtab_encoded_size_replicas(&p->table.shared, p->table.replicas));
-    pthread_mutex_unlock(&p->table.mu);
+    pthread_mutex_lock(&p->table.shared.mu);
+    assert_int_equal(p->table.shared.bytes, kdp__devtab_encoded_size_replicas(
+                                                &p->table.shared.devs, p->table.shared.replicas));
+    pthread_mutex_unlock(&p->table.shared.mu);
     kdp_ctx_free(ctx);
 }
 
@@ -457,10 +458,10 @@ static void test_verdict_across_list(void **state)
     assert_int_equal(held(p), 0);
     assert_int_equal(health_of(p, "a"), KDP_HEALTHY);
     assert_int_equal(told(ctx, p, "a"), KDP_HEALTHY);
-    pthread_mutex_lock(&p->table.mu);
-    assert_int_equal(p->table.shared_bytes,
-                     kdp__devtab_encoded_size_replicas(&p->table.shared, p->table.replicas));
-    pthread_mutex_unlock(&p->table.mu);
+    pthread_mutex_lock(&p->table.shared.mu);
+    assert_int_equal(p->table.shared.bytes, kdp__devtab_encoded_size_replicas(
+                                                &p->table.shared.devs, p->table.shared.replicas));
+    pthread_mutex_unlock(&p->table.shared.mu);
     kdp_ctx_free(ctx);
 }
 
@@ -692,13 +693,13 @@ static void test_overlay_threads(void **state)
     }
     free(all);
     dispatch_for(ctx, 400);
-    pthread_mutex_lock(&p->table.mu);
-    assert_int_equal(p->table.shared_bytes,
-                     kdp__devtab_encoded_size_replicas(&p->table.shared, p->table.replicas));
-    assert_int_equal(p->table.shared_probe_bad, 0);
-    assert_true(kdp__devtab_same_for_kubelet(&p->table.shared, kdp__table_told(&p->table)));
+    pthread_mutex_lock(&p->table.shared.mu);
+    assert_int_equal(p->table.shared.bytes, kdp__devtab_encoded_size_replicas(
+                                                &p->table.shared.devs, p->table.shared.replicas));
+    assert_int_equal(p->table.shared.probe_bad, 0);
+    assert_true(kdp__devtab_same_for_kubelet(&p->table.shared.devs, kdp__table_told(&p->table)));
     assert_int_equal(kdp__devtab_count_healthy(kdp__table_told(&p->table)), n);
-    pthread_mutex_unlock(&p->table.mu);
+    pthread_mutex_unlock(&p->table.shared.mu);
     kdp_plugin_status st;
     assert_int_equal(kdp_plugin_get_status(p, &st), 0);
     assert_int_equal(st.probe_unhealthy, 0);
