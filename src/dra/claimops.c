@@ -349,8 +349,9 @@ int kdp__dra_claims_init(kdp__dra_claims *c, kdp__loop *l, const char *driver,
     return r;
 }
 
-void kdp__dra_claims_done(kdp__dra_claims *c, unsigned wait_ms)
+bool kdp__dra_claims_done(kdp__dra_claims *c, unsigned wait_ms)
 {
+    bool left = false;
     kdp__link *l;
     kdp__link *tmp;
     kdp__list_for_each_safe(l, tmp, &c->ops)
@@ -362,7 +363,7 @@ void kdp__dra_claims_done(kdp__dra_claims *c, unsigned wait_ms)
         op_free(op);
     }
     for (unsigned i = 0; i < c->n_slots; i++) {
-        (void)kdp__jobs_done(&c->slots[i], wait_ms); /* no complete runs any more */
+        left |= kdp__jobs_done(&c->slots[i], wait_ms); /* no complete runs any more */
         c->running[i] = NULL;
     }
     c->n_slots = 0;
@@ -370,4 +371,5 @@ void kdp__dra_claims_done(kdp__dra_claims *c, unsigned wait_ms)
     c->kick = NULL;
     kdp__cj_env_unref(c->cfg.env);
     c->cfg.env = NULL;
+    return left;
 }

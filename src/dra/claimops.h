@@ -97,8 +97,9 @@ struct kdp__dra_claims {
 int kdp__dra_claims_init(kdp__dra_claims *c, kdp__loop *l, const char *driver,
                          const kdp__dra_claims_cfg *cfg);
 /* No answer runs any more; the slots' workers wait up to wait_ms for their
- * callbacks (a callback still running then is left to finish). */
-void kdp__dra_claims_done(kdp__dra_claims *c, unsigned wait_ms);
+ * callbacks. Returns true if one is still running then (left to finish:
+ * what it reads must stay). */
+bool kdp__dra_claims_done(kdp__dra_claims *c, unsigned wait_ms);
 
 /* Queues an operation on ref (copied), answered through done; it starts
  * at the next kdp__dra_claims_kick (or a later loop iteration), never from

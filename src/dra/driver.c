@@ -138,6 +138,29 @@ static void on_devices_changed(void *ud)
     kdp__dra_descs_update(&d->descs, false);
 }
 
+/* The plugin's /healthz: the DRA side is up when the kubelet took its
+ * registration and the API server has its slices. */
+static bool dra_health(void *ud, char *why, size_t cap)
+{
+    kdp__dra *d = ud;
+    kdp_dra_status st = *status_lock(d);
+    status_unlock(d);
+    if (!st.registered) {
+        snprintf(why, cap,
+                 "not registered: waiting for the kubelet's plugin watcher to ask "
+                 "%s (GetInfo)",
+                 d->conf.reg_path);
+        return false;
+    }
+    if (!st.published) {
+        snprintf(why, cap, "registered; slices not published%s%s", st.api_error[0] ? ": " : " yet",
+                 st.api_error);
+        return false;
+    }
+    snprintf(why, cap, "registered; %zu devices published in %zu slices", st.devices, st.slices);
+    return true;
+}
+
 /* sockets: the registration. */
 static void on_registration(void *ud, kdp__reg_state s, const char *why)
 {
@@ -258,17 +281,21 @@ static void op_ended(void *ud)
 
 /* ---- life ---- */
 
-static void dra_free(kdp__dra *d)
+/* Returns true if a prepare or unprepare callback is still running (the
+ * plugin keeps its memory for it; what the callback's job uses, the job's
+ * environment, is counted and stays). */
+static bool dra_free(kdp__dra *d)
 {
     if (!d) {
-        return;
+        return false;
     }
+    bool left = false;
     if (d->made >= MADE_SOCKETS) {
         kdp__dra_sockets_done(&d->sockets); /* the servers: their calls end */
     }
     if (d->made >= MADE_CLAIMS) {
         kdp__dra_claimsvc_done(&d->claimsvc); /* the calls' ops detached */
-        kdp__dra_claims_done(&d->claims, WAIT_CALLBACKS_MS);
+        left = kdp__dra_claims_done(&d->claims, WAIT_CALLBACKS_MS);
     }
     kdp__dra_api_free(d->api);
     if (d->made >= MADE_HEALTH) {
@@ -283,11 +310,12 @@ static void dra_free(kdp__dra *d)
     kdp__dra_conf_done(&d->conf);
     pthread_mutex_destroy(&d->mu);
     free(d);
+    return left;
 }
 
-static void att_free(kdp__attachment *a)
+static bool att_free(kdp__attachment *a)
 {
-    dra_free(KDP__CONTAINER_OF(a, kdp__dra, att));
+    return dra_free(KDP__CONTAINER_OF(a, kdp__dra, att));
 }
 
 static int make_claims(kdp__dra *d)
@@ -411,12 +439,16 @@ KDP_EXPORT int kdp_plugin_enable_dra(kdp_plugin *p, const kdp_dra_config *cfg,
     if (r == 0) {
         r = make(d);
     }
-    kdp__plugin_ext ext = {.serving = on_serving, .devices_changed = on_devices_changed, .ud = d};
+    kdp__plugin_ext ext = {.serving = on_serving,
+                           .devices_changed = on_devices_changed,
+                           .health = dra_health,
+                           .name = "DRA",
+                           .ud = d};
     if (r == 0) {
         r = kdp__plugin_set_ext(p, &ext, cfg->device_plugin_too);
     }
     if (r < 0) {
-        dra_free(d);
+        (void)dra_free(d);
         return r;
     }
     d->att.free = att_free;

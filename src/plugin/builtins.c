@@ -50,9 +50,40 @@ static void state_reason(const kdp__pview *v, char *why, size_t cap)
     }
 }
 
+/* A plugin with a second API (a DRA driver): each side said on its own, up
+ * when both are (the extension alone when it is the only side). */
+static bool ext_up(const kdp__pview *v, char *why, size_t cap)
+{
+    const kdp_plugin_status *st = &v->st;
+    bool live = st->state != KDP_PLUGIN_STOPPED && st->state != KDP_PLUGIN_STOPPING;
+    if (!live) {
+        state_reason(v, why, cap);
+        return false;
+    }
+    bool dp_up = !v->device_plugin || st->state == KDP_PLUGIN_REGISTERED;
+    char dp_why[300] = "registered";
+    if (v->device_plugin && !dp_up) {
+        state_reason(v, dp_why, sizeof(dp_why));
+    }
+    if (v->device_plugin) {
+        snprintf(why, cap, "device-plugin side: %s; %s side: %s", dp_why, v->ext_name, v->ext_why);
+    } else {
+        snprintf(why, cap, "%s: %s", v->ext_name, v->ext_why);
+    }
+    return dp_up && v->ext_up;
+}
+
 bool kdp__builtins_up(const kdp__pview *v, char *why, size_t cap)
 {
     const kdp_plugin_status *st = &v->st;
+    if (v->ext) {
+        bool up = ext_up(v, why, cap);
+        if (!up && st->list_error) {
+            size_t n = strlen(why);
+            snprintf(why + n, cap - n, "; list op failing: %s", strerror(-st->list_error));
+        }
+        return up;
+    }
     if (st->state == KDP_PLUGIN_REGISTERED) {
         snprintf(why, cap, "registered");
         return true;
@@ -75,13 +106,13 @@ int kdp__builtins_healthz(const kdp__pview *v, size_t n, kdp__expfmt *w)
         return 503;
     }
     int status = 200;
-    char why[400];
+    char why[700];
     for (size_t i = 0; i < n; i++) {
         if (kdp__builtins_up(&v[i], why, sizeof(why))) {
             continue;
         }
         status = 503;
-        char line[600];
+        char line[900];
         int len = snprintf(line, sizeof(line), "%s: %s\n", v[i].resource, why);
         kdp__expfmt_raw(w, line,
                         len < 0                       ? 0

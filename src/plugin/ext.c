@@ -101,7 +101,7 @@ int kdp__plugin_set_ext(kdp_plugin *p, const kdp__plugin_ext *ext, bool device_p
     }
     p->ext_svc.ops = &ext_svc_ops;
     p->ext_svc.up = kdp__lifecycle_svc_up(&p->lc);
-    int r = kdp__lifecycle_add_svc(&p->lc, &p->ext_svc);
+    int r = kdp__lifecycle_set_ext(&p->lc, &p->ext_svc);
     if (r == 0 && !device_plugin) {
         p->reg_none.ops = &none_ops;
         p->reg_none.up = kdp__lifecycle_reg_up(&p->lc);
@@ -112,6 +112,7 @@ int kdp__plugin_set_ext(kdp_plugin *p, const kdp__plugin_ext *ext, bool device_p
     }
     p->ext = *ext;
     p->has_ext = true;
+    p->ext_device_plugin = device_plugin;
     return 0;
 }
 

@@ -50,7 +50,7 @@ struct hp_node {
 };
 
 static void on_event(int what, const char *name, void *ud);
-static void free_attached(kdp__attachment *a);
+static bool free_attached(kdp__attachment *a);
 static void path_watch_free(kdp_path_watch *w);
 static void request_rearm(kdp_path_watch *pw);
 
@@ -295,9 +295,10 @@ KDP_EXPORT void kdp_path_watch_free(kdp_path_watch *w)
     path_watch_free(w);
 }
 
-static void free_attached(kdp__attachment *a)
+static bool free_attached(kdp__attachment *a)
 {
     path_watch_free(KDP__CONTAINER_OF(a, kdp_path_watch, att));
+    return false; /* it runs no callback */
 }
 
 static void path_watch_free(kdp_path_watch *w)

@@ -51,11 +51,70 @@ static void on_start_timer(kdp__timer *t, void *ud)
     kdp__lifecycle_start(ud);
 }
 
+/* The table and the probes run, and the service that stands alone is told
+ * so (once, until run_off). */
+static void run_on(kdp__lifecycle *lc)
+{
+    kdp__lifecycle_cfg *c = &lc->cfg;
+    if (lc->running) {
+        return;
+    }
+    lc->running = true;
+    kdp__table_serving(c->table, true);
+    if (c->prober) {
+        kdp__prober_serving(c->prober, true);
+    }
+    if (c->ext) {
+        c->ext->ops->serving(c->ext, true);
+    }
+}
+
+static void run_off(kdp__lifecycle *lc)
+{
+    kdp__lifecycle_cfg *c = &lc->cfg;
+    if (!lc->running) {
+        return;
+    }
+    lc->running = false;
+    if (c->ext) {
+        c->ext->ops->serving(c->ext, false);
+    }
+    kdp__table_serving(c->table, false);
+    if (c->prober) {
+        kdp__prober_serving(c->prober, false);
+    }
+}
+
+static void release_lock(kdp__lifecycle *lc)
+{
+    kdp__lockfile_release(lc->cfg.lock);
+    lc->locked = false;
+}
+
 static void fatal(kdp__lifecycle *lc, int err)
 {
+    run_off(lc);
     kdp__lifecycle_set_state(lc, KDP__LC_STOPPED, "fatal");
-    kdp__lockfile_release(lc->cfg.lock);
+    release_lock(lc);
     lc->cfg.stopped(lc->cfg.stopped_ud, err);
+}
+
+/* The device-plugin side cannot be served yet (err: the lock or the socket
+ * could not be made): tried again after a backoff; a service that stands
+ * alone runs meanwhile, the table with it. */
+static void dp_wait(kdp__lifecycle *lc, int err, const char *what, const char *path)
+{
+    kdp__lifecycle_cfg *c = &lc->cfg;
+    uint64_t delay = kdp__backoff_next(&lc->backoff);
+    if (!kdp__pdir_report(c->dir, err)) {
+        log_error("%s: cannot %s %s: %s; trying again in %llu ms", c->resource, what, path,
+                  strerror(-err), (unsigned long long)(delay / 1000));
+    }
+    kdp__lifecycle_set_state(lc, KDP__LC_STARTING, "the device-plugin side cannot be served yet");
+    if (c->ext) {
+        run_on(lc);
+    }
+    schedule_start(lc, delay);
 }
 
 static void after_refresh(kdp__lifecycle *lc)
@@ -126,21 +185,20 @@ void kdp__lifecycle_start(kdp__lifecycle *lc)
     /* The lock first: a second instance must fail before it runs any of
      * the author's callbacks. */
     int lr = c->no_socket ? 0 : kdp__lockfile_ensure(c->lock);
+    lc->locked = lr == 0 && !c->no_socket;
     if (lr == -EADDRINUSE) {
         fatal(lc, lr);
         return;
     }
-    if (lr < 0) {
-        uint64_t delay = kdp__backoff_next(&lc->backoff);
-        if (!kdp__pdir_report(c->dir, lr)) {
-            log_error("%s: cannot take the lock %s: %s; trying again in %llu ms", c->resource,
-                      c->lock->path, strerror(-lr), (unsigned long long)(delay / 1000));
-        }
-        kdp__lifecycle_set_state(lc, KDP__LC_STARTING, "the lock cannot be taken yet");
-        schedule_start(lc, delay);
+    if (lr < 0 && (!c->ext || lc->running)) {
+        dp_wait(lc, lr, "take the lock", c->lock->path);
         return;
     }
-    kdp__pdir_ok(c->dir);
+    /* (with a service that stands alone, a start without the lock lists the
+     * table for it; serve() takes the lock, or waits for it) */
+    if (lr == 0) {
+        kdp__pdir_ok(c->dir);
+    }
     kdp__lifecycle_set_state(lc, KDP__LC_STARTING, "start");
     lc->owes_destroy = true;
     atomic_store(&lc->destroy_ran, false);
@@ -174,6 +232,19 @@ static void serve(kdp__lifecycle *lc)
         serve_on(lc);
         return;
     }
+    if (!lc->locked) {
+        int lr = kdp__lockfile_ensure(c->lock);
+        if (lr == -EADDRINUSE) {
+            fatal(lc, lr);
+            return;
+        }
+        if (lr < 0) {
+            dp_wait(lc, lr, "take the lock", c->lock->path);
+            return;
+        }
+        lc->locked = true;
+        kdp__pdir_ok(c->dir);
+    }
     if (c->handover && kdp__handover_outranked(c->handover, who, sizeof(who))) {
         /* an instance of a higher generation serves: never register (the
          * kubelet would take this one for the newest); the stop follows */
@@ -186,13 +257,7 @@ static void serve(kdp__lifecycle *lc)
     int r =
         kdp__endpoint_open(c->loop, c->resource, c->socket_path, c->svcs, c->n_svcs, &lc->server);
     if (r < 0) {
-        uint64_t delay = kdp__backoff_next(&lc->backoff);
-        if (!kdp__pdir_report(c->dir, r)) {
-            log_error("%s: cannot serve %s: %s; trying again in %llu ms", c->resource,
-                      c->socket_path, strerror(-r), (unsigned long long)(delay / 1000));
-        }
-        kdp__lifecycle_set_state(lc, KDP__LC_STARTING, "the socket cannot be served yet");
-        schedule_start(lc, delay);
+        dp_wait(lc, r, "serve", c->socket_path);
         return;
     }
     kdp__pdir_stop_awaiting(c->dir);
@@ -209,10 +274,7 @@ static void serve_on(kdp__lifecycle *lc)
     for (size_t i = 0; i < c->n_svcs; i++) {
         c->svcs[i]->ops->serving(c->svcs[i], true);
     }
-    kdp__table_serving(c->table, true);
-    if (c->prober) {
-        kdp__prober_serving(c->prober, true);
-    }
+    run_on(lc);
     c->reg->ops->start(c->reg); /* reports WAITING or REGISTERING */
 }
 
@@ -224,9 +286,8 @@ static kdp__server *detach_server(kdp__lifecycle *lc)
     for (size_t i = 0; i < c->n_svcs; i++) {
         c->svcs[i]->ops->serving(c->svcs[i], false);
     }
-    kdp__table_serving(c->table, false);
-    if (c->prober) {
-        kdp__prober_serving(c->prober, false);
+    if (!c->ext) {
+        run_off(lc); /* with a service that stands alone, the stop only */
     }
     kdp__timer_stop(lc->start_timer);
     kdp__timer_stop(lc->restart_timer);
@@ -258,7 +319,8 @@ static void finish_stop(kdp__lifecycle *lc)
     kdp__pdir_stop_awaiting(lc->cfg.dir);
     kdp__pdir_unwatch(lc->cfg.dir);
     kdp__timer_stop(lc->start_timer);
-    kdp__lockfile_release(lc->cfg.lock);
+    run_off(lc);
+    release_lock(lc);
     kdp__lifecycle_set_state(lc, KDP__LC_STOPPED, "stop");
     log_info("%s: stopped", lc->cfg.resource);
     lc->cfg.stopped(lc->cfg.stopped_ud, 0);
@@ -311,6 +373,7 @@ static bool stop_step(kdp__lifecycle *lc)
         if (kdp__lifecycle_state(lc) != KDP__LC_STOPPING) {
             kdp__lifecycle_set_state(lc, KDP__LC_STOPPING, "stop");
             kdp__server *s = detach_server(lc);
+            run_off(lc);
             if (s) {
                 lc->draining = s;
                 kdp__server_shutdown(s, DRAIN_LINGER_US, on_drained, lc);
@@ -418,6 +481,7 @@ void kdp__lifecycle_stop(kdp__lifecycle *lc)
 void kdp__lifecycle_teardown_serving(kdp__lifecycle *lc)
 {
     stop_serving(lc); /* open calls are cancelled: their jobs are abandoned */
+    run_off(lc);
     kdp__server_free(lc->draining);
     lc->draining = NULL;
 }
@@ -430,7 +494,7 @@ void kdp__lifecycle_teardown_finish(kdp__lifecycle *lc)
     }
     lc->owes_destroy = false;
     kdp__pdir_done(lc->cfg.dir);
-    kdp__lockfile_release(lc->cfg.lock);
+    release_lock(lc);
     kdp__timer_stop(lc->start_timer);
     kdp__timer_stop(lc->restart_timer);
     kdp__timer_stop(lc->supersede_timer);
@@ -466,6 +530,18 @@ int kdp__lifecycle_add_svc(kdp__lifecycle *lc, kdp__svc *svc)
         return -E2BIG;
     }
     lc->cfg.svcs[lc->cfg.n_svcs++] = svc;
+    return 0;
+}
+
+int kdp__lifecycle_set_ext(kdp__lifecycle *lc, kdp__svc *svc)
+{
+    if (kdp__lifecycle_state(lc) != KDP__LC_IDLE) {
+        return -EBUSY;
+    }
+    if (lc->cfg.ext) {
+        return -EALREADY;
+    }
+    lc->cfg.ext = svc;
     return 0;
 }
 

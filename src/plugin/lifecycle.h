@@ -60,6 +60,12 @@ typedef struct kdp__lifecycle_cfg {
     bool no_socket;
     kdp__svc *svcs[KDP__LC_MAX_SVCS];
     size_t n_svcs;
+    /* A service that stands alone (a DRA driver): told serving once the
+     * table runs (its first list done) and not serving at the stop only;
+     * the device-plugin side's restarts, and a device-plugin directory or
+     * socket that cannot be served yet, never touch it. With it, the table
+     * and the probes run from the first list to the stop. NULL: none. */
+    kdp__svc *ext;
     kdp__handover *handover; /* an instance among several: the newest one stays */
     kdp__status *status;
     kdp__pstats *stats; /* registrations counted (NULL: none) */
@@ -90,6 +96,8 @@ typedef struct kdp__lifecycle {
     atomic_bool destroy_ran; /* the destroy job started (worker thread) */
     kdp__server *server;
     kdp__server *draining; /* shutting down gracefully during the stop */
+    bool running;          /* the table and the probes run (and the ext is told so) */
+    bool locked;           /* the lock file is ours */
     kdp__timer *start_timer;
     kdp__timer *restart_timer;
     kdp__timer *supersede_timer; /* a newer instance registered: stop, from the loop */
@@ -110,6 +118,9 @@ void kdp__lifecycle_done(kdp__lifecycle *lc);
  * IDLE), -E2BIG (KDP__LC_MAX_SVCS). */
 int kdp__lifecycle_set_reg(kdp__lifecycle *lc, kdp__reg *reg, bool no_socket);
 int kdp__lifecycle_add_svc(kdp__lifecycle *lc, kdp__svc *svc);
+/* Before the start (IDLE): svc stands alone (cfg.ext). Returns 0, -EBUSY,
+ * -EALREADY (one). */
+int kdp__lifecycle_set_ext(kdp__lifecycle *lc, kdp__svc *svc);
 
 /* IDLE -> lock, refresh, list, serve, register. */
 void kdp__lifecycle_start(kdp__lifecycle *lc);

@@ -356,14 +356,17 @@ KDP_EXPORT void kdp_plugin_free(kdp_plugin *p)
     plugin_free(p);
 }
 
-static void free_attached(kdp_plugin *p)
+/* Returns true if one left a callback running. */
+static bool free_attached(kdp_plugin *p)
 {
+    bool left = false;
     kdp__link *l;
     while ((l = kdp__list_first(&p->attached))) {
         kdp__attachment *a = KDP__CONTAINER_OF(l, kdp__attachment, link);
         kdp__link_remove(l);
-        a->free(a);
+        left |= a->free(a);
     }
+    return left;
 }
 
 static void plugin_free(kdp_plugin *p)
@@ -375,11 +378,11 @@ static void plugin_free(kdp_plugin *p)
     if (p->made == MADE_ALL) {
         kdp__lifecycle_teardown_serving(&p->lc);
         kdp__jobs_forget_all(&p->jobs); /* no deadline or completion after this */
-        free_attached(p);
-        left = kdp__jobs_done(&p->jobs, 1000);
+        left = free_attached(p);
+        left |= kdp__jobs_done(&p->jobs, 1000);
         kdp__lifecycle_teardown_finish(&p->lc);
     } else {
-        free_attached(p);
+        left = free_attached(p);
         if (p->made >= MADE_JOBS) {
             (void)kdp__jobs_done(&p->jobs, 1000);
         }
@@ -477,6 +480,13 @@ static void plugin_view(kdp_plugin *p, kdp__pview *out)
     out->unhealthy = p->table.tab.n - out->healthy;
     out->streams = p->devplugin.n_streams;
     out->watcher = p->regmode == KDP_REGISTRATION_WATCHER;
+    out->ext = p->has_ext;
+    out->device_plugin = !p->has_ext || p->ext_device_plugin;
+    if (p->has_ext) {
+        out->ext_name = p->ext.name ? p->ext.name : "extension";
+        out->ext_up =
+            !p->ext.health || p->ext.health(p->ext.ud, out->ext_why, sizeof(out->ext_why));
+    }
 }
 
 KDP_EXPORT int kdp_run_simple(const char *resource_name, const char *socket_name, kdp_list_fn list,

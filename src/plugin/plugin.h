@@ -16,11 +16,13 @@
 #include "plugin/reg.h"
 #include "runtime/loop.h"
 
-/* Something that lives as long as a plugin at most (a hot-plug watch):
- * kdp_plugin_free() calls free for each one still attached. */
+/* Something that lives as long as a plugin at most (a hot-plug watch, a
+ * DRA driver): kdp_plugin_free() calls free for each one still attached.
+ * free returns true when a callback it ran is still running after its wait
+ * (the plugin's memory is then kept for it, as for the plugin's own). */
 typedef struct kdp__attachment {
     kdp__link link;
-    void (*free)(struct kdp__attachment *a);
+    bool (*free)(struct kdp__attachment *a);
 } kdp__attachment;
 
 void kdp__plugin_attach(kdp_plugin *p, kdp__attachment *a);
@@ -32,12 +34,18 @@ kdp_ctx *kdp__plugin_ctx(const kdp_plugin *p);
  * DRA driver, src/dra), which plugs in here without src/plugin knowing it.
  * Loop thread, every hook. ---- */
 typedef struct kdp__plugin_ext {
-    /* The plugin begins serving (on: its table listed, its probes and
-     * rescans running) or stops (off: a restart or the stop). */
+    /* The plugin's table runs (on: listed, its probes and rescans running)
+     * or stops (off: the plugin's stop). The extension stands alone: the
+     * device-plugin side's restarts, or its directory or socket that
+     * cannot be served yet, never turn it off nor hold it back. */
     void (*serving)(void *ud, bool on);
     /* What kdp__plugin_devices() holds changed (IDs or health: the same
      * changes the kubelet's ListAndWatch is sent). */
     void (*devices_changed)(void *ud);
+    /* Whether the extension's side is up, and why into why (for /healthz,
+     * the up metric): "registered, ..." or what it waits for. NULL: up. */
+    bool (*health)(void *ud, char *why, size_t cap);
+    const char *name; /* "DRA", for those lines */
     void *ud;
 } kdp__plugin_ext;
 

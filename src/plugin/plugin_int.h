@@ -69,7 +69,8 @@ struct kdp_plugin {
     kdp__reg_state ext_reg_state; /* the extension's last report */
     int made;                     /* how far construction went (plugin.c: MADE_*) */
     bool has_ext;
-    bool reg_none_active; /* between the strategy's start and stop */
+    bool ext_device_plugin; /* with it, the device-plugin side is served too */
+    bool reg_none_active;   /* between the strategy's start and stop */
 
     atomic_bool stop_wanted; /* kdp_plugin_stop, any thread */
     kdp__wakeup *stop_wake;

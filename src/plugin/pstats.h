@@ -73,6 +73,13 @@ typedef struct kdp__pview {
     size_t healthy, unhealthy;            /* physical devices in the table */
     unsigned streams;                     /* open ListAndWatch streams */
     bool watcher;                         /* registers through the kubelet's plugin watcher */
+    /* A second API served from the table (a DRA driver): its side on its
+     * own, and whether the device-plugin side is served at all. */
+    bool ext;
+    bool ext_up;
+    bool device_plugin; /* the device-plugin side is served (false: the ext only) */
+    const char *ext_name;
+    char ext_why[256];
 } kdp__pview;
 
 static inline void kdp__pstats_init(kdp__pstats *s)

@@ -657,6 +657,36 @@ class Knobs(Base):
         self.assertEqual(kl.dra_unprepare(DRV, claim)["claims"][0]["result"], "unprepared")
         self.assertEqual(drv.count_log("unprepare " + uid), 1)
 
+    def test_device_plugin_side_missing(self):
+        """A driver of both APIs whose device-plugin directory is missing
+        registers as a DRA driver and prepares all the same; when the
+        directory comes, the device-plugin side registers too, and its
+        restarts leave the DRA side alone."""
+        api = self.api()
+        dp_dir = self.path("root", "dp-later")
+        kl = self.kubelet()
+        drv = self.start_proc(TestDriver(self, api, [
+            "--device-plugin-too", "--device-plugin-dir", dp_dir]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["dev-0"])
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "prepared", r)
+        drv.wait_log("the device-plugin directory %s does not exist" % re.escape(dp_dir), T)
+        # the directory comes (a kubelet of its own there): the device-plugin side registers
+        dp_kl = self.start_proc(Kubelet(dp_dir))
+        dp_kl.wait_event("registered", T, since=0, resource="example.com/testdra")
+        # a restart of the device-plugin side's kubelet: the DRA sockets stay
+        mark = kl.mark()
+        dp_mark = dp_kl.mark()
+        dp_kl.ok("restart")
+        dp_kl.wait_event("registered", T, since=dp_mark, resource="example.com/testdra")
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "prepared", r)
+        self.assertEqual(kl.events_since(mark, "dra_registered"), [])
+        self.assertEqual(drv.count_log(r"serving \S*/plugins/%s/dra\.sock" % DRV), 1,
+                         drv.log_text())
+
     def test_300_devices_in_3_slices(self):
         api = self.api()
         self.start_proc(TestDriver(self, api, ["--devices", "300"]))

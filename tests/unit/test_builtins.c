@@ -88,6 +88,41 @@ static void test_healthz_reasons(void **state)
     expect(two, 3, 200, "ok\n");
 }
 
+/* A plugin with a DRA driver: each side said on its own; up when both
+ * are (DRA only: that side alone, never "waiting for kubelet.sock"). */
+static void test_healthz_two_sides(void **state)
+{
+    (void)state;
+    kdp__pstats_init(&stats);
+    kdp__pview v = view("a.b/c", KDP_PLUGIN_STARTING);
+    v.ext = true;
+    v.ext_name = "DRA";
+    v.device_plugin = true;
+    v.ext_up = true;
+    strcpy(v.ext_why, "registered; 4 devices published in 1 slices");
+    v.st.dir_error = -ENOENT;
+    expect(&v, 1, 503,
+           "a.b/c: device-plugin side: device-plugin directory unusable: No such file or "
+           "directory; DRA side: registered; 4 devices published in 1 slices\n");
+    v.st.state = KDP_PLUGIN_REGISTERED;
+    expect(&v, 1, 200, "ok\n");
+    v.ext_up = false;
+    strcpy(v.ext_why, "registered; slices not published: HTTP 403");
+    expect(&v, 1, 503,
+           "a.b/c: device-plugin side: registered; DRA side: registered; slices not published: "
+           "HTTP 403\n");
+    /* DRA only: the plugin's state follows the DRA registration */
+    v.device_plugin = false;
+    v.st.state = KDP_PLUGIN_WAITING;
+    strcpy(v.ext_why, "not registered: waiting for the kubelet's plugin watcher");
+    expect(&v, 1, 503, "a.b/c: DRA: not registered: waiting for the kubelet's plugin watcher\n");
+    v.ext_up = true;
+    v.st.state = KDP_PLUGIN_REGISTERED;
+    expect(&v, 1, 200, "ok\n");
+    v.st.state = KDP_PLUGIN_STOPPED;
+    expect(&v, 1, 503, "a.b/c: stopped\n");
+}
+
 static void test_page(void **state)
 {
     (void)state;
@@ -196,6 +231,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_healthz_reasons),
+        cmocka_unit_test(test_healthz_two_sides),
         cmocka_unit_test(test_page),
         cmocka_unit_test(test_probe_families),
         cmocka_unit_test(test_op_of),
