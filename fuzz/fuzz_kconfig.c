@@ -10,8 +10,8 @@
  * trailing '/', a source line, and a usable credential (a token, a token
  * file, or a client certificate with its key) or none at all, with data
  * lengths that agree with the data; a failure has a why line and leaves *ret
- * alone. Base64 decoding of the input itself is checked too: what decodes
- * re-decodes to the same bytes from a canonical encoding.
+ * alone. Base64 decoding (src/k8s/kfile.c) of the input itself is checked
+ * too: what decodes re-decodes to the same bytes from a canonical encoding.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "k8s/kconfig.h"
+#include "k8s/kfile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -79,12 +80,12 @@ static void check_base64(const uint8_t *data, size_t size)
     s[size] = '\0';
     char *dec = NULL;
     size_t n = 0;
-    if (kdp__kconfig_base64(s, &dec, &n) == 0) {
+    if (kdp__kfile_base64(s, &dec, &n) == 0) {
         CHECK(dec != NULL && dec[n] == '\0');
         char *enc = encode(dec, n);
         char *again = NULL;
         size_t m = 0;
-        CHECK(kdp__kconfig_base64(enc, &again, &m) == 0);
+        CHECK(kdp__kfile_base64(enc, &again, &m) == 0);
         CHECK(m == n && memcmp(again, dec, n) == 0);
         free(again);
         free(enc);

@@ -4,15 +4,15 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <yaml.h>
+
+#include "k8s/kfile.h"
 
 static int say(char *why, size_t why_len, int err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -46,60 +46,10 @@ void kdp__kconfig_free(kdp__kconfig *kc)
     free(kc);
 }
 
-/* --- files --- */
-
-/* Reads a whole regular file of at most KDP__KCONFIG_MAX_FILE bytes. */
-static int read_file(const char *path, char **ret, size_t *ret_len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
-        return -errno;
-    }
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
-        int r = -errno;
-        close(fd);
-        return r;
-    }
-    if (!S_ISREG(st.st_mode) || st.st_size > KDP__KCONFIG_MAX_FILE) {
-        close(fd);
-        return S_ISDIR(st.st_mode) ? -EISDIR : -EFBIG;
-    }
-    size_t cap = (size_t)st.st_size + 1;
-    char *buf = malloc(cap);
-    if (!buf) {
-        close(fd);
-        return -ENOMEM;
-    }
-    size_t len = 0;
-    for (;;) {
-        ssize_t n = read(fd, buf + len, cap - 1 - len);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            int r = -errno;
-            free(buf);
-            close(fd);
-            return r;
-        }
-        if (n == 0 || (len += (size_t)n) == cap - 1) {
-            break;
-        }
-    }
-    close(fd);
-    buf[len] = '\0';
-    *ret = buf;
-    if (ret_len) {
-        *ret_len = len;
-    }
-    return 0;
-}
-
 int kdp__kconfig_read_token(const char *path, char **ret, char *why, size_t why_len)
 {
     char *buf = NULL;
-    int r = read_file(path, &buf, NULL);
+    int r = kdp__kfile_read(path, &buf, NULL);
     if (r < 0 || !buf) {
         r = r < 0 ? r : -ENOMEM;
         return say(why, why_len, r, "cannot read the token file %s: %s", path, strerror(-r));
@@ -130,62 +80,6 @@ int kdp__kconfig_read_token(const char *path, char **ret, char *why, size_t why_
         return -ENOMEM;
     }
     *ret = t;
-    return 0;
-}
-
-static int b64val(char c)
-{
-    if (c >= 'A' && c <= 'Z') {
-        return c - 'A';
-    }
-    if (c >= 'a' && c <= 'z') {
-        return c - 'a' + 26;
-    }
-    if (c >= '0' && c <= '9') {
-        return c - '0' + 52;
-    }
-    return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
-int kdp__kconfig_base64(const char *in, char **ret, size_t *ret_len)
-{
-    size_t n = strlen(in);
-    char *out = malloc(n / 4 * 3 + 4);
-    if (!out) {
-        return -ENOMEM;
-    }
-    size_t len = 0;
-    unsigned acc = 0;
-    int bits = 0;
-    bool pad = false;
-    for (size_t i = 0; i < n; i++) {
-        char c = in[i];
-        if (isspace((unsigned char)c)) {
-            continue;
-        }
-        if (c == '=') {
-            pad = true;
-            continue;
-        }
-        int v = b64val(c);
-        if (v < 0 || pad) {
-            free(out);
-            return -EINVAL;
-        }
-        acc = (acc << 6) | (unsigned)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[len++] = (char)((acc >> bits) & 0xff);
-        }
-    }
-    if (bits >= 6) { /* a lone sixth of a byte: truncated */
-        free(out);
-        return -EINVAL;
-    }
-    out[len] = '\0';
-    *ret = out;
-    *ret_len = len;
     return 0;
 }
 
@@ -295,7 +189,7 @@ static int check_readable(struct kload *ld, const char *key, const char *path)
 
 static int data_into(struct kload *ld, char **dst, size_t *len, const char *key, const char *b64)
 {
-    int r = kdp__kconfig_base64(b64, dst, len);
+    int r = kdp__kfile_base64(b64, dst, len);
     if (r == -EINVAL || (r == 0 && *len == 0)) {
         return say(ld->why, ld->why_len, -EINVAL, "%s: %s is not base64-encoded PEM data", ld->file,
                    key);
@@ -484,7 +378,7 @@ static int load_file(const char *file, kdp__kconfig *kc, char *why, size_t why_l
 {
     char *text = NULL;
     size_t len = 0;
-    int r = read_file(file, &text, &len);
+    int r = kdp__kfile_read(file, &text, &len);
     if (r < 0) {
         return say(why, why_len,
                    r == -ENOENT   ? -ENOENT

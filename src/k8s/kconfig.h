@@ -3,7 +3,8 @@
  * kconfig: where the API server is and how to authenticate to it, from a
  * kubeconfig file (its current context) or from the in-cluster environment
  * (a pod's service account). Loaded once; the token file is re-read by the
- * API client (kdp__kconfig_read_token) as it rotates.
+ * API client (kdp__kconfig_read_token) as it rotates. The files and the
+ * base64 data themselves are read by k8s/kfile.h.
  *
  * Supported: server; certificate-authority[-data]; token, tokenFile;
  * client-certificate[-data] and client-key[-data]. Refused with a message
@@ -21,8 +22,6 @@
  * overrides it, for tests). */
 #define KDP__KCONFIG_SA_DIR     "/var/run/secrets/kubernetes.io/serviceaccount"
 #define KDP__KCONFIG_SA_DIR_ENV "KDP_SERVICEACCOUNT_DIR"
-/* The largest kubeconfig, token or certificate file read. */
-#define KDP__KCONFIG_MAX_FILE (4U << 20)
 
 typedef struct kdp__kconfig {
     char *server; /* "https://host:port" (no trailing '/') */
@@ -60,9 +59,5 @@ void kdp__kconfig_free(kdp__kconfig *kc);
  * Returns 0, or -errno with why: -ENOENT, -EACCES, -ENODATA (empty),
  * -EINVAL (not one line of printable characters), -ENOMEM. */
 int kdp__kconfig_read_token(const char *path, char **ret, char *why, size_t why_len);
-
-/* Decodes base64 (RFC 4648, padding optional, whitespace skipped) into a
- * malloc'd NUL-terminated buffer. Returns 0, -EINVAL or -ENOMEM. */
-int kdp__kconfig_base64(const char *in, char **ret, size_t *ret_len);
 
 #endif

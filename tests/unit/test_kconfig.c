@@ -238,36 +238,6 @@ static void test_token_file_errors(void **state)
     assert_int_equal(kdp__kconfig_read_token(dir, &t, why, sizeof(why)), -EISDIR);
 }
 
-static void test_base64(void **state)
-{
-    (void)state;
-    struct {
-        const char *in, *out;
-    } v[] = {{"", ""},
-             {"Zg==", "f"},
-             {"Zm8=", "fo"},
-             {"Zm9v", "foo"},
-             {"Zm9vYg==", "foob"},
-             {"Zm9vYmE=", "fooba"},
-             {"Zm9vYmFy", "foobar"},
-             {"Zm9v\nYmFy", "foobar"},
-             {"Zg", "f"}};
-    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-        char *o = NULL;
-        size_t n = 0;
-        assert_int_equal(kdp__kconfig_base64(v[i].in, &o, &n), 0);
-        assert_int_equal(n, strlen(v[i].out));
-        assert_string_equal(o, v[i].out);
-        free(o);
-    }
-    const char *bad[] = {"Z", "Zm9vY", "Zg==Zg", "Z*==", "Zm9v!"};
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        char *o = NULL;
-        size_t n = 0;
-        assert_int_equal(kdp__kconfig_base64(bad[i], &o, &n), -EINVAL);
-    }
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -278,7 +248,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kubeconfig_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_in_cluster, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_file_errors, setup, teardown),
-        cmocka_unit_test(test_base64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
