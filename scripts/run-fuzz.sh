@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target in BIN_DIR for SECONDS each, one after another.
+# Runs every libFuzzer target in BIN_DIR for SECONDS each, JOBS at a time
+# (default: the number of CPUs; each target is one process on one core, so
+# two at a time on two cores fuzz as much as one after another, in half the
+# time).
 #
-#   scripts/run-fuzz.sh BIN_DIR SECONDS
+#   [JOBS=N] scripts/run-fuzz.sh BIN_DIR SECONDS
 #
 # Each fuzz_<name> runs on a scratch copy of fuzz/corpus/<name>/ (new units
 # never land in the repo), with fuzz/<name>.dict if there is one. Prints one
@@ -71,48 +74,52 @@ how_it_ended() {
     fi
 }
 
-failed=0
-summary=()
-for bin in "${targets[@]}"; do
-    name=${bin##*/}
-    short=${name#fuzz_}
-    corpus="$scratch/$short"
+# One target: its summary line into $scratch/$name.sum, what it has to say
+# (on a failure) into $scratch/$name.msg; exit status 1 if it failed.
+run_one() {
+    local bin=$1
+    local name=${bin##*/}
+    local short=${name#fuzz_}
+    local corpus="$scratch/$short"
+    exec 3>"$scratch/$name.msg"
     mkdir -p "$corpus"
     if [ -d "$root/fuzz/corpus/$short" ]; then
         cp -R "$root/fuzz/corpus/$short/." "$corpus/"
     fi
-    args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
-          -artifact_prefix="$artifacts/$short-")
+    local args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+                -artifact_prefix="$artifacts/$short-")
+    local dict
     for dict in "$root/fuzz/$short.dict" "$root/fuzz/$name.dict"; do
         if [ -f "$dict" ]; then
             args+=(-dict="$dict")
             break
         fi
     done
-    log="$scratch/$name.log"
-    before="$scratch/$name.before"
+    local log="$scratch/$name.log"
+    local before="$scratch/$name.before"
     artifact_files "$short" >"$before"
-    say "run-fuzz: $name for ${seconds}s ..."
-    rc=0
+    local rc=0
     "$bin" "${args[@]}" "$corpus" </dev/null >"$log" 2>&1 || rc=$?
 
+    local execs rate cov line
     execs=$(final_stat "$log" "stat::number_of_executed_units:")
     rate=$(final_stat "$log" "stat::average_exec_per_sec:")
     cov=$(final_stat "$log" "cov:")
     line=$(printf '%-20s %s  execs=%s exec/s=%s cov=%s' "$name" \
         "$([ $rc -eq 0 ] && echo ok || echo FAIL)" "$execs" "$rate" "$cov")
     if [ $rc -eq 0 ]; then
-        summary+=("$line")
-        continue
+        printf '%s\n' "$line" >"$scratch/$name.sum"
+        return 0
     fi
 
     # Keep what there is before saying anything. The inputs: those libFuzzer
     # says it wrote (last one last), then any other new file of this target.
-    failed=1
+    local kept_log
     kept_log="$artifacts/$short-$(date -u +%Y%m%dT%H%M%SZ).log"
     cp "$log" "$kept_log"
-    inputs=()
+    local inputs=()
     declare -A seen=()
+    local f
     while IFS= read -r f; do
         if [ -f "$f" ] && [ -z "${seen[$f]-}" ]; then
             seen[$f]=1
@@ -125,28 +132,61 @@ for bin in "${targets[@]}"; do
     else
         line+="  input: none saved ($(how_it_ended $rc))"
     fi
-    summary+=("$line  log: $kept_log")
+    printf '%s\n' "$line  log: $kept_log" >"$scratch/$name.sum"
 
-    err "run-fuzz: $name failed (exit $rc); the end of its log:"
-    (exec 3>&2 2>/dev/null; tail -n 60 "$log" >&3) || true
-    err "run-fuzz: its whole log is $kept_log"
+    printf '%s\n' "run-fuzz: $name failed (exit $rc); the end of its log:" >&3
+    tail -n 60 "$log" >&3
+    printf '%s\n' "run-fuzz: its whole log is $kept_log" >&3
     if [ ${#inputs[@]} -gt 0 ]; then
-        input=${inputs[0]}
-        err "run-fuzz: the input is $input" \
+        local input=${inputs[0]}
+        printf '%s\n' "run-fuzz: the input is $input" \
             "run-fuzz: reproduce with: $bin $input" \
             "run-fuzz: once fixed, keep it as a regression seed:" \
-            "  cp $input $root/fuzz/corpus/$short/crash_<what>"
+            "  cp $input $root/fuzz/corpus/$short/crash_<what>" >&3
     else
-        err "run-fuzz: no input was saved ($(how_it_ended $rc)): see the log"
+        printf '%s\n' "run-fuzz: no input was saved ($(how_it_ended $rc)): see the log" >&3
     fi
     # libFuzzer saves the input its own thread (T0) runs when the report is
     # done: after a crash on another thread, maybe not the input that did it.
+    local thread
     thread=$(grep -m 1 -oE '( T[0-9]+\)|thread T[0-9]+)$' "$log" | grep -oE 'T[0-9]+' || true)
     if [ -n "$thread" ] && [ "$thread" != T0 ]; then
-        err "run-fuzz: the crash was on thread $thread, not on libFuzzer's T0: the input" \
+        printf '%s\n' "run-fuzz: the crash was on thread $thread, not on libFuzzer's T0: the input" \
             "  saved is the one T0 was running, the cause only if the target waits for" \
-            "  its threads before an input ends"
+            "  its threads before an input ends" >&3
     fi
+    return 1
+}
+
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 1)}
+[[ "$jobs" =~ ^[1-9][0-9]*$ ]] || jobs=1
+say "run-fuzz: ${#targets[@]} targets, ${seconds}s each, $jobs at a time ..."
+running=0
+for bin in "${targets[@]}"; do
+    if [ "$running" -ge "$jobs" ]; then
+        wait -n || true
+        running=$((running - 1))
+    fi
+    run_one "$bin" &
+    running=$((running + 1))
+done
+wait || true
+
+failed=0
+summary=()
+for bin in "${targets[@]}"; do
+    name=${bin##*/}
+    if [ -s "$scratch/$name.msg" ]; then
+        failed=1
+        (exec 3>&2 2>/dev/null; cat "$scratch/$name.msg" >&3) || true
+    fi
+    if [ -f "$scratch/$name.sum" ]; then
+        summary+=("$(cat "$scratch/$name.sum")")
+    else
+        failed=1
+        summary+=("$(printf '%-20s FAIL  (it said nothing: killed?)' "$name")")
+    fi
+    grep -q ' FAIL' "$scratch/$name.sum" 2>/dev/null && failed=1
 done
 
 say "run-fuzz: summary (${seconds}s each)"
