@@ -21,16 +21,16 @@ set(KDP_FUZZ_LAYER_http plugin)
 set(KDP_FUZZ_LAYER_claim k8s)
 set(KDP_FUZZ_LAYER_kconfig k8s)
 set(KDP_FUZZ_LAYER_dra_rpc dra)
-# kdpctl dra apiserver's request handling: tools/kdpctl's sources and
-# tools/common's JSON escaper (through fuzz/dra_api/, one compile command per
-# source), with the target standing in for its HTTP side (dra_http.c).
+# kdpctl dra apiserver's request handling: tools/kdpctl's sources (through
+# fuzz/dra_api/, one compile command per source), with the target standing
+# in for its HTTP side (dra_http.c).
 set(KDP_FUZZ_LAYER_dra_api dra)
 set(KDP_FUZZ_INCLUDES_dra_api ${CMAKE_SOURCE_DIR}/tools/kdpctl ${CMAKE_SOURCE_DIR}/tools)
 set(KDP_FUZZ_EXTRA_dra_api
   ${CMAKE_SOURCE_DIR}/fuzz/dra_api/dra_route.c ${CMAKE_SOURCE_DIR}/fuzz/dra_api/dra_rest.c
   ${CMAKE_SOURCE_DIR}/fuzz/dra_api/dra_store.c ${CMAKE_SOURCE_DIR}/fuzz/dra_api/dra_out.c
   ${CMAKE_SOURCE_DIR}/fuzz/dra_api/dra_table.c ${CMAKE_SOURCE_DIR}/fuzz/dra_api/print.c
-  ${CMAKE_SOURCE_DIR}/fuzz/dra_api/jsonstr.c ${CMAKE_SOURCE_DIR}/fuzz/dra_api/dra_check.c)
+  ${CMAKE_SOURCE_DIR}/fuzz/dra_api/dra_check.c)
 foreach(name IN LISTS KDP_FUZZ_TARGETS)
   if(NOT KDP_FUZZ_LAYER_${name})
     message(FATAL_ERROR "fuzz/fuzz_${name}.c: name its layer in fuzz/targets.cmake")

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/files.h"
+#include "base/jsonstr.h"
 #include "base/validate.h"
 #include "discovery/discover.h"
 #include "kdp.h"
@@ -66,24 +67,15 @@ static void sb_puts(sbuf *b, const char *s)
     sb_put(b, s, strlen(s));
 }
 
-/* A JSON string, quoted and escaped. */
+static void sb_put_cb(const char *s, size_t len, void *ud)
+{
+    sb_put(ud, s, len);
+}
+
+/* A JSON string, quoted and escaped (valid UTF-8 whatever s holds). */
 static void sb_json(sbuf *b, const char *s)
 {
-    sb_put(b, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        char esc[8];
-        if (*p == '"' || *p == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)*p;
-            sb_put(b, esc, 2);
-        } else if (*p < 0x20 || *p == 0x7f) {
-            snprintf(esc, sizeof(esc), "\\u%04x", *p);
-            sb_puts(b, esc);
-        } else {
-            sb_put(b, (const char *)p, 1);
-        }
-    }
-    sb_put(b, "\"", 1);
+    kdp__json_string(s, sb_put_cb, b);
 }
 
 /* ---- checks ---- */

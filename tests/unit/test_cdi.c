@@ -172,6 +172,14 @@ static void test_versions_and_escaping(void **state)
     assert_non_null(strstr(got, "\"hostPath\": \"/dev/serial/by-id/a\\\"b\\\\c\""));
     assert_non_null(strstr(got, "\"name\": \"a:b.c-d_e\""));
     free(got);
+    /* a path that is not UTF-8 (a device node's name is bytes): still JSON */
+    kdp_cdi_node odd = {.path = "/dev/tty\xff", .host_path = "/dev/by-id/\xc3"};
+    dev.nodes = &odd;
+    assert_int_equal(kdp_cdi_write_spec(T, "example.com/serial", &dev, 1, NULL), 1);
+    got = slurp(SPEC);
+    assert_non_null(strstr(got, "\"path\": \"/dev/tty\\ufffd\""));
+    assert_non_null(strstr(got, "\"hostPath\": \"/dev/by-id/\\ufffd\""));
+    free(got);
     /* a host_path equal to path is left out */
     kdp_cdi_node same = {.path = "/dev/x", .host_path = "/dev/x"};
     dev.nodes = &same;

@@ -39,7 +39,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "common/jsonstr.h"
+#include "base/jsonstr.h"
 #include "config.h"
 #include "plugins.h"
 #include "scan.h"
@@ -224,15 +224,15 @@ static int list_once(const gen_config *c)
             continue;
         }
         printf("{\"resource\": ");
-        kt_json_string_file(stdout, c->res[i].name);
+        kdp__json_string_file(stdout, c->res[i].name);
         printf(", \"ids\": %zu, \"devices\": [", s.n_ids);
         for (size_t d = 0; d < s.n; d++) {
             printf("%s{\"id\": ", d ? ", " : "");
-            kt_json_string_file(stdout, s.devs[d].id);
+            kdp__json_string_file(stdout, s.devs[d].id);
             printf(", \"paths\": [");
             for (size_t k = 0; k < s.devs[d].n_paths; k++) {
                 printf(k ? ", " : "");
-                kt_json_string_file(stdout, s.devs[d].paths[k]);
+                kdp__json_string_file(stdout, s.devs[d].paths[k]);
             }
             printf("], \"numa\": [");
             for (size_t k = 0; k < s.devs[d].n_numa; k++) {

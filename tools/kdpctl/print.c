@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/jsonstr.h"
+#include "base/jsonstr.h"
 
 void kc_buf_free(kc_buf *b)
 {
@@ -99,7 +99,7 @@ static void put_buf(const char *s, size_t len, void *ud)
 
 void kc_buf_json_string(kc_buf *b, const char *s)
 {
-    kt_json_string(s, put_buf, b);
+    kdp__json_string(s, put_buf, b);
 }
 
 bool kc_buf_write(const kc_buf *b, FILE *f)

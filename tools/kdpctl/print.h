@@ -30,7 +30,7 @@ void kc_buf_puts(kc_buf *b, const char *s);
 void kc_buf_printf(kc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends s with control characters (and DEL) replaced by '?'. */
 void kc_buf_safe(kc_buf *b, const char *s);
-/* Appends s as a JSON string literal, quotes included (common/jsonstr.h). */
+/* Appends s as a JSON string literal, quotes included (base/jsonstr.h). */
 void kc_buf_json_string(kc_buf *b, const char *s);
 /* Writes the buffer to f and flushes; returns false on a write error. */
 bool kc_buf_write(const kc_buf *b, FILE *f);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* jsonstr: see jsonstr.h. */
-#include "common/jsonstr.h"
+#include "base/jsonstr.h"
 
 #include <stdbool.h>
 #include <string.h>
@@ -64,7 +64,7 @@ static const char *escape(const unsigned char *s, char buf[8], size_t *len)
     return NULL;
 }
 
-void kt_json_string(const char *str, kt_put_fn put, void *ud)
+void kdp__json_string(const char *str, kdp__json_put_fn put, void *ud)
 {
     const unsigned char *s = (const unsigned char *)str;
     const unsigned char *run = s; /* copied as they are, not yet put */
@@ -93,7 +93,7 @@ static void put_file(const char *s, size_t len, void *ud)
     (void)fwrite(s, 1, len, ud);
 }
 
-void kt_json_string_file(FILE *f, const char *s)
+void kdp__json_string_file(FILE *f, const char *s)
 {
-    kt_json_string(s, put_file, f);
+    kdp__json_string(s, put_file, f);
 }

@@ -1,5 +1,0 @@
-/* SPDX-License-Identifier: MIT */
-/* tools/common/jsonstr.c for fuzz_dra_api: compiled through this file so that the
- * compilation database holds one command per source (clang-tidy runs every
- * command of a file in one process, and its analyzer then misreports). */
-#include "../../tools/common/jsonstr.c"
