@@ -12,8 +12,8 @@ JOBS       ?= $(shell nproc)
 # sanitizer builds skip them, the normal build runs them.
 GO_ONLY_TESTS := ^(kubelet_emulator|kubelet_dra_emulator|apiserver_emulator)$$
 
-.PHONY: all deps build test test-unit test-asan test-tsan test-valgrind fuzz fuzz-build format \
-	lint clean demo bench
+.PHONY: all deps build test test-unit test-asan test-tsan asan-build tsan-build test-valgrind fuzz \
+	fuzz-build format lint clean demo bench
 
 all: build
 
@@ -30,22 +30,22 @@ build: deps $(BUILD)/build.ninja
 # build (valgrind memcheck of an example plugin included), a short run of
 # every fuzz target (their corpora are also replayed by ctest), the threaded
 # tests under TSan, then every test again under ASan+UBSan, whose ctest
-# summary closes the output.
+# summary closes the output. The fuzz, TSan and ASan trees build in the
+# background (at a lower priority) while lint and the normal tests run:
+# scripts/test-all.sh, which says what each step took.
 test: build
-	@scripts/lint.sh $(BUILD)
-	cd $(BUILD) && ctest --output-on-failure -j 2
-	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
-	$(MAKE) --no-print-directory test-tsan
-	$(MAKE) --no-print-directory test-asan
+	@scripts/test-all.sh
 
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -L unit
 
-test-asan: deps
+asan-build: deps
 	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_C_COMPILER=clang -DKDP_SANITIZE=ON \
 	  -DKDP_WERROR=ON -DKDP_INTEROP=ON -DKDP_GO_PEERS_DIR=$(abspath $(BUILD))/go \
 	  -DKDP_KUBELET_DIR=$(abspath $(BUILD))/kubelet-go -DKDP_APISERVER_DIR=$(abspath $(BUILD))/apiserver-go
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+test-asan: asan-build
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j 2 \
 	    -E '$(GO_ONLY_TESTS)'
@@ -55,7 +55,7 @@ test-asan: deps
 # failing-malloc cases skip: TSan's allocator stays), and the integration and
 # robustness tests, whose plugins are then TSan builds (a race report fails
 # the test).
-test-tsan: build
+tsan-build: deps
 	cmake -S . -B $(TSAN_BUILD) $(CMAKE_GEN) -DCMAKE_C_COMPILER=clang -DKDP_SANITIZE=OFF \
 	  -DCMAKE_C_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
 	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread \
@@ -63,6 +63,8 @@ test-tsan: build
 	  -DKDP_GO_PEERS_DIR=$(abspath $(BUILD))/go -DKDP_KUBELET_DIR=$(abspath $(BUILD))/kubelet-go \
 	  -DKDP_APISERVER_DIR=$(abspath $(BUILD))/apiserver-go
 	cmake --build $(TSAN_BUILD) -j $(JOBS)
+
+test-tsan: tsan-build
 	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ctest --output-on-failure -j 2 -L 'unit|integration|robustness' \
 	    -E 'kdpctl_demo|$(GO_ONLY_TESTS)'
