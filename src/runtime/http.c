@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "runtime/mhdloop.h"
 
 #ifdef KDP_HAVE_MHD
 #include <dlfcn.h>
@@ -52,8 +53,7 @@ struct kdp__http {
 #ifdef KDP_HAVE_MHD
     struct MHD_Daemon *d;
 #endif
-    kdp__io *io;
-    kdp__timer *timer;
+    kdp__mhdloop ml; /* the daemon on the loop */
 };
 
 /* ---- the address ---- */
@@ -362,33 +362,19 @@ static int mhd_ready(void)
 
 /* ---- libmicrohttpd on the loop ---- */
 
-static void rearm(kdp__http *h)
+static void mhd_run(void *daemon)
+{
+    (void)mhd.run(daemon);
+}
+
+static bool mhd_timeout(void *daemon, uint64_t *ret_ms)
 {
     MHD_UNSIGNED_LONG_LONG ms = 0;
-    if (mhd.get_timeout(h->d, &ms) == MHD_YES) {
-        kdp__timer_start(h->timer, ms > UINT64_MAX / 1000U ? UINT64_MAX : ms * 1000U);
-    } else {
-        kdp__timer_stop(h->timer);
+    if (mhd.get_timeout(daemon, &ms) != MHD_YES) {
+        return false;
     }
-}
-
-static void run(kdp__http *h)
-{
-    (void)mhd.run(h->d);
-    rearm(h);
-}
-
-static void on_io(kdp__io *io, uint32_t events, void *ud)
-{
-    (void)io;
-    (void)events;
-    run(ud);
-}
-
-static void on_timer(kdp__timer *t, void *ud)
-{
-    (void)t;
-    run(ud);
+    *ret_ms = ms;
+    return true;
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
@@ -492,14 +478,8 @@ static int start_mhd(kdp__http *h, const kdp__http_cfg *cfg)
     if (!info) {
         return -EIO;
     }
-    r = kdp__io_add(h->loop, info->epoll_fd, EPOLLIN, on_io, h, &h->io);
-    if (r == 0) {
-        r = kdp__timer_new(h->loop, on_timer, h, &h->timer);
-    }
-    if (r == 0) {
-        rearm(h);
-    }
-    return r;
+    static const kdp__mhdloop_fns fns = {.run = mhd_run, .timeout = mhd_timeout};
+    return kdp__mhdloop_start(&h->ml, h->loop, h->d, info->epoll_fd, &fns);
 }
 
 int kdp__http_adopt(kdp__http *h, int fd)
@@ -508,7 +488,7 @@ int kdp__http_adopt(kdp__http *h, int fd)
     if (mhd.add_connection(h->d, fd, (struct sockaddr *)&sa, sizeof(sa_family_t)) != MHD_YES) {
         return -EIO; /* MHD closed fd */
     }
-    run(h);
+    kdp__mhdloop_run(&h->ml);
     return 0;
 }
 
@@ -583,8 +563,7 @@ void kdp__http_free(kdp__http *h)
     if (!h) {
         return;
     }
-    kdp__io_del(h->io);
-    kdp__timer_free(h->timer);
+    kdp__mhdloop_stop(&h->ml);
 #ifdef KDP_HAVE_MHD
     if (h->d) {
         mhd.stop_daemon(h->d); /* closes the connections and the listening socket */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "print.h"
+#include "runtime/mhdloop.h"
 
 struct kd_hreq {
     kd_http *h;
@@ -40,8 +41,7 @@ struct kd_hreq {
 struct kd_http {
     kdp__loop *loop;
     struct MHD_Daemon *d;
-    kdp__io *io;
-    kdp__timer *timer;
+    kdp__mhdloop ml; /* the daemon on the loop */
     kd_http_fn fn;
     void *ud;
     unsigned port;
@@ -51,33 +51,19 @@ struct kd_http {
 
 /* ---- on the loop ---- */
 
-static void rearm(kd_http *h)
+static void mhd_run(void *daemon)
+{
+    (void)MHD_run(daemon);
+}
+
+static bool mhd_timeout(void *daemon, uint64_t *ret_ms)
 {
     MHD_UNSIGNED_LONG_LONG ms = 0;
-    if (MHD_get_timeout(h->d, &ms) == MHD_YES) {
-        kdp__timer_start(h->timer, ms > UINT64_MAX / 1000U ? UINT64_MAX : ms * 1000U);
-    } else {
-        kdp__timer_stop(h->timer);
+    if (MHD_get_timeout(daemon, &ms) != MHD_YES) {
+        return false;
     }
-}
-
-static void run(kd_http *h)
-{
-    (void)MHD_run(h->d);
-    rearm(h);
-}
-
-static void on_io(kdp__io *io, uint32_t events, void *ud)
-{
-    (void)io;
-    (void)events;
-    run(ud);
-}
-
-static void on_timer(kdp__timer *t, void *ud)
-{
-    (void)t;
-    run(ud);
+    *ret_ms = ms;
+    return true;
 }
 
 /* ---- requests ---- */
@@ -293,7 +279,7 @@ static void wake(kd_hreq *r)
     if (r->suspended && r->c) {
         r->suspended = false;
         MHD_resume_connection(r->c);
-        kdp__timer_start(r->h->timer, 0); /* MHD_run soon, from the loop */
+        kdp__mhdloop_poke(&r->h->ml); /* MHD_run soon, from the loop */
     }
 }
 
@@ -429,17 +415,14 @@ int kd_http_new(kdp__loop *l, const char *host, const char *port, const char *ce
     if (r == 0 && !info) {
         r = -EIO;
     }
+    static const kdp__mhdloop_fns fns = {.run = mhd_run, .timeout = mhd_timeout};
     if (r == 0) {
-        r = kdp__io_add(l, info->epoll_fd, EPOLLIN, on_io, h, &h->io);
-    }
-    if (r == 0) {
-        r = kdp__timer_new(l, on_timer, h, &h->timer);
+        r = kdp__mhdloop_start(&h->ml, l, h->d, info->epoll_fd, &fns);
     }
     if (r < 0) {
         kd_http_free(h);
         return r;
     }
-    rearm(h);
     *ret = h;
     return 0;
 }
@@ -464,13 +447,11 @@ void kd_http_free(kd_http *h)
                 MHD_resume_connection(r->c);
             }
         }
-        kdp__io_del(h->io);
-        h->io = NULL;
+        kdp__mhdloop_stop(&h->ml);
         (void)MHD_run(h->d);
         MHD_stop_daemon(h->d);
     }
-    kdp__io_del(h->io);
-    kdp__timer_free(h->timer);
+    kdp__mhdloop_stop(&h->ml);
     while (h->reqs) { /* whatever MHD did not release */
         kd_hreq *r = h->reqs;
         h->reqs = r->next;
