@@ -30,8 +30,9 @@ build: deps $(BUILD)/build.ninja
 # build (valgrind memcheck of an example plugin included), a short run of
 # every fuzz target (their corpora are also replayed by ctest), the threaded
 # tests under TSan, then every test again under ASan+UBSan, whose ctest
-# summary closes the output. The fuzz, TSan and ASan trees build in the
-# background (at a lower priority) while lint and the normal tests run:
+# summary closes the output. The fuzz tree builds and fuzzes, and the TSan
+# and ASan trees build, in the background (at a lower priority) while lint
+# and the normal tests run:
 # scripts/test-all.sh, which says what each step took.
 test: build
 	@scripts/test-all.sh

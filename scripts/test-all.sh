@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
-# make test: everything CI runs, in the order that wastes the least time on
-# two cores, saying what each step took.
+# make test: everything CI runs, arranged so that two cores are kept busy
+# (most tests wait on the processes they start), saying what each step took.
 #
 #   scripts/test-all.sh      (from make test, after make build)
 #
-# 1. The fuzz, TSan and ASan trees start building in the background, at a
-#    lower priority (nice 10), while
-# 2. lint (clang-format, clang-tidy) and the normal build's tests run: those
-#    tests mostly wait on the processes they start (a core or less), so the
-#    builds take what they leave and the tests keep their priority.
-# 3. Every fuzz target (FUZZ_SECONDS each, two at a time), then the TSan
-#    tests, then the ASan+UBSan tests, whose ctest summary closes the output.
-# A step that fails ends the run (the background builds with it): its
-# output says why; the background builds' log is printed if they failed.
+# In the background, at a lower priority (nice 10):
+#   - the fuzz tree is built, then every fuzz target runs FUZZ_SECONDS, one
+#     at a time (one core);
+#   - the TSan and ASan trees are built.
+# Meanwhile: lint (clang-format, clang-tidy), then the normal build's tests.
+# Then the TSan tests, then the ASan+UBSan tests, whose ctest summary closes
+# the output. A step that fails ends the run (the background work with it);
+# the background logs are printed when they are waited for.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 build=${BUILD:-build}
+fuzz_build=${FUZZ_BUILD:-build-fuzz}
+seconds=${FUZZ_SECONDS:-15}
 make=(make --no-print-directory)
 start=$(date +%s)
 
@@ -26,12 +27,20 @@ took() {
     printf 'make test: %-44s %4d s (%d s in)\n' "$1" $((now - $2)) $((now - start))
 }
 
-bg_log="$build/test-builds.log"
-# its own process group, so that a failure here stops all of it
-setsid nice -n 10 "${make[@]}" fuzz-build tsan-build asan-build >"$bg_log" 2>&1 &
-bg=$!
-trap 'kill -TERM -- -"$bg" 2>/dev/null || true' EXIT
-echo "make test: the fuzz, TSan and ASan trees build in the background ($bg_log)"
+fuzz_log="$build/test-fuzz.log"
+builds_log="$build/test-builds.log"
+# each in a process group of its own (set -m), so that a failure here
+# stops all of it
+set -m
+(nice -n 10 "${make[@]}" fuzz-build && JOBS=1 nice -n 10 scripts/run-fuzz.sh \
+    "$fuzz_build/bin" "$seconds") >"$fuzz_log" 2>&1 &
+fuzz=$!
+(nice -n 10 "${make[@]}" tsan-build asan-build) >"$builds_log" 2>&1 &
+builds=$!
+set +m
+trap 'kill -TERM -- -"$fuzz" -"$builds" 2>/dev/null || true' EXIT
+echo "make test: in the background: the fuzz tree then each fuzz target ${seconds} s ($fuzz_log);"
+echo "make test:   the TSan and ASan trees ($builds_log)"
 
 t=$(date +%s)
 scripts/lint.sh "$build"
@@ -42,17 +51,24 @@ t=$(date +%s)
 took "tests of the normal build" "$t"
 
 t=$(date +%s)
-if ! wait "$bg"; then
-    tail -n 100 "$bg_log"
-    echo "make test: building the fuzz, TSan or ASan tree failed (above; whole log: $bg_log)"
+fuzz_rc=0
+wait "$fuzz" || fuzz_rc=$?
+sed -n '/^run-fuzz:/,$p' "$fuzz_log"
+if [ "$fuzz_rc" -ne 0 ]; then
+    grep -q '^run-fuzz:' "$fuzz_log" || tail -n 100 "$fuzz_log"
+    echo "make test: the fuzz build or a fuzz target failed (above; whole log: $fuzz_log)"
+    exit 1
+fi
+took "fuzz (in the background), waited for" "$t"
+
+t=$(date +%s)
+if ! wait "$builds"; then
+    tail -n 100 "$builds_log"
+    echo "make test: building the TSan or ASan tree failed (above; whole log: $builds_log)"
     exit 1
 fi
 trap - EXIT
-took "the other trees' builds, waited for" "$t"
-
-t=$(date +%s)
-"${make[@]}" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-15}"
-took "fuzz" "$t"
+took "the TSan and ASan builds, waited for" "$t"
 
 t=$(date +%s)
 "${make[@]}" test-tsan
