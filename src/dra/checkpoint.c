@@ -420,6 +420,24 @@ kdp__dra_rec *kdp__ckpt_get(kdp__ckpt *c, const char *uid)
     return r;
 }
 
+bool kdp__ckpt_conflict(kdp__ckpt *c, const kdp__dra_rec *rec, char *who, char *dev, size_t len)
+{
+    bool found = false;
+    pthread_mutex_lock(&c->mu);
+    refresh(c);
+    for (size_t i = 0; i < c->claims.n && !found; i++) {
+        const kdp__dra_rec *r = c->claims.recs[i];
+        const char *d = NULL;
+        if (strcmp(r->uid, rec->uid) != 0 && kdp__dra_rec_conflict(rec, r, &d)) {
+            snprintf(who, len, "%s/%s (%s)", r->ns, r->name, r->uid);
+            snprintf(dev, len, "%s", d);
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return found;
+}
+
 int kdp__ckpt_put(kdp__ckpt *c, const kdp__dra_rec *rec)
 {
     int r = update(c, change_put, rec->uid, rec);

@@ -81,6 +81,10 @@ int kdp__ckpt_put(kdp__ckpt *c, const kdp__dra_rec *rec);
 /* Drops uid and writes the file. Returns 1 (dropped), 0 (none), -errno (the
  * record stays). */
 int kdp__ckpt_del(kdp__ckpt *c, const char *uid);
+/* A claim recorded, other than rec's, that rec may not be prepared beside
+ * (kdp__dra_rec_conflict): "ns/name (uid)" into who and the device into
+ * dev (len bytes each); false if none. */
+bool kdp__ckpt_conflict(kdp__ckpt *c, const kdp__dra_rec *rec, char *who, char *dev, size_t len);
 /* The claims recorded, as last read or written (an atomic). */
 size_t kdp__ckpt_count(kdp__ckpt *c);
 

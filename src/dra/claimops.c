@@ -18,11 +18,12 @@ struct kdp__cop {
     char *ns, *name, *uid;
     kdp__cop_done_cb done; /* NULL once detached */
     void *ud;
-    void *read_handle; /* READING */
-    kdp__dra_rec *rec; /* WAITING: what the job gets */
-    kdp__cj_kind kind; /* WAITING: which job */
-    unsigned slot;     /* RUNNING */
-    kdp__pjob *job;    /* RUNNING */
+    void *read_handle;  /* READING */
+    kdp__dra_rec *rec;  /* WAITING: what the job gets */
+    kdp__dra_rec *held; /* a prepare's claim while it is under way (double use) */
+    kdp__cj_kind kind;  /* WAITING: which job */
+    unsigned slot;      /* RUNNING */
+    kdp__pjob *job;     /* RUNNING */
 };
 
 static const char *const state_names[KDP__COP_N] = {
@@ -65,6 +66,7 @@ static void op_free(kdp__cop *op)
     kdp__link_remove(&op->link);
     op->c->n_ops--;
     kdp__dra_rec_free(op->rec);
+    kdp__dra_rec_free(op->held);
     free(op->ns);
     free(op->name);
     free(op->uid);
@@ -151,9 +153,49 @@ static void run(kdp__cop *op, unsigned i)
     c->running[i] = op;
 }
 
-/* -> WAITING with the job to run. */
+/* Whether rec may not be prepared: a device of it prepared, or being
+ * prepared, for another claim (unless shared by design or admin access):
+ * msg names both claims. */
+static bool double_use(kdp__cop *op, const kdp__dra_rec *rec, char *msg, size_t len)
+{
+    kdp__dra_claims *c = op->c;
+    char who[300];
+    char dev[300];
+    bool found = kdp__ckpt_conflict(c->cfg.env->ckpt, rec, who, dev, sizeof(who));
+    for (kdp__link *l = c->ops.next; !found && l != &c->ops; l = l->next) {
+        const kdp__cop *o = KDP__CONTAINER_OF(l, kdp__cop, link);
+        const char *d = NULL;
+        if (o->held && strcmp(o->uid, op->uid) != 0 && kdp__dra_rec_conflict(rec, o->held, &d)) {
+            snprintf(who, sizeof(who), "%s/%s (%s, being prepared)", o->ns, o->name, o->uid);
+            snprintf(dev, sizeof(dev), "%s", d);
+            found = true;
+        }
+    }
+    if (found) {
+        snprintf(msg, len,
+                 "device %.100s is prepared for claim %.300s already: claim %s/%s (%s) cannot "
+                 "have it too (only shares of a device, with distinct share IDs, or admin access "
+                 "can)",
+                 dev, who, op->ns, op->name, op->uid);
+    }
+    return found;
+}
+
+/* -> WAITING with the job to run (a prepare: unless its devices are
+ * another claim's). */
 static void wait_slot(kdp__cop *op, kdp__cj_kind kind, kdp__dra_rec *rec, const char *why)
 {
+    char msg[900];
+    if (kind == KDP__CJ_PREPARE && double_use(op, rec, msg, sizeof(msg))) {
+        kdp__dra_rec_free(rec);
+        finish(op, msg, NULL);
+        return;
+    }
+    if (kind == KDP__CJ_PREPARE && !(op->held = kdp__dra_rec_dup(rec, false))) {
+        kdp__dra_rec_free(rec);
+        finish(op, "out of memory", NULL);
+        return;
+    }
     op->kind = kind;
     op->rec = rec;
     set_state(op, KDP__COP_WAITING, why);

@@ -314,6 +314,27 @@ size_t kdp__dra_rec_bytes(const kdp__dra_rec *r)
     return b;
 }
 
+bool kdp__dra_rec_conflict(const kdp__dra_rec *a, const kdp__dra_rec *b, const char **ret_device)
+{
+    for (size_t i = 0; i < a->n_devs; i++) {
+        const kdp__dra_rdev *da = &a->devs[i];
+        for (size_t j = 0; j < b->n_devs; j++) {
+            const kdp__dra_rdev *db = &b->devs[j];
+            if (strcmp(da->device, db->device) != 0 || da->admin_access || db->admin_access) {
+                continue;
+            }
+            if (da->share_id && db->share_id && strcmp(da->share_id, db->share_id) != 0) {
+                continue; /* two shares of a device shared by design */
+            }
+            if (ret_device) {
+                *ret_device = da->device;
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
 /* ---- the author's view ---- */
 
 int kdp__dra_claimview_init(kdp__dra_claimview *v, const kdp__dra_rec *r)

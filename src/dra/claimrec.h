@@ -80,6 +80,12 @@ int kdp__dra_rec_from_claim(const kdp__claim *c, kdp__dra_rec **ret);
 /* The bytes the record holds (strings and arrays), for caps and figures. */
 size_t kdp__dra_rec_bytes(const kdp__dra_rec *r);
 
+/* Whether claims a and b (two claims) may not both be prepared: a device
+ * they both hold, unless one of them holds it with admin access or both
+ * hold shares of it with distinct share IDs. *ret_device (may be NULL)
+ * names it. */
+bool kdp__dra_rec_conflict(const kdp__dra_rec *a, const kdp__dra_rec *b, const char **ret_device);
+
 /* A kdp_dra_claim over a record (valid while the record is unchanged). */
 typedef struct kdp__dra_claimview {
     kdp_dra_claim claim;

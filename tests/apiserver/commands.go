@@ -272,7 +272,7 @@ func (s *server) cmdEdit(cmd *command) {
 // the current ones; --config adds an opaque config for the current driver
 // and request.
 func (s *server) cmdCreateClaim(cmd *command) {
-	usage := "create-claim NS NAME --driver D --pool P --device DEV[,DEV...] --request R [--config JSON | --config-b64 BASE64] [--node N] [--class C] [--reserved]"
+	usage := "create-claim NS NAME --driver D --pool P --request R [--admin-access] [--share-id ID] --device DEV[,DEV...] [--config JSON | --config-b64 BASE64] [--node N] [--class C] [--reserved]"
 	if len(cmd.args) < 2 {
 		cmd.fail("Usage", "%s", usage)
 		return
@@ -280,6 +280,8 @@ func (s *server) cmdCreateClaim(cmd *command) {
 	ns, name := cmd.args[0], cmd.args[1]
 	driver, pool, request, node, class := "", "", "", "", "kdp-test"
 	reserved := false
+	adminAccess := false
+	shareID := ""
 	var results, configs []interface{}
 	requests := []string{}
 	counts := map[string]int{}
@@ -288,6 +290,10 @@ func (s *server) cmdCreateClaim(cmd *command) {
 		flag := a[i]
 		if flag == "--reserved" {
 			reserved = true
+			continue
+		}
+		if flag == "--admin-access" { // the devices given after it
+			adminAccess = true
 			continue
 		}
 		if i+1 >= len(a) {
@@ -307,6 +313,8 @@ func (s *server) cmdCreateClaim(cmd *command) {
 			node = v
 		case "--class":
 			class = v
+		case "--share-id": // the devices given after it (v1's shareID, a UID)
+			shareID = v
 		case "--device":
 			if driver == "" || pool == "" || request == "" {
 				cmd.fail("Usage", "--device needs --driver, --pool and --request first; %s", usage)
@@ -319,7 +327,14 @@ func (s *server) cmdCreateClaim(cmd *command) {
 				if d == "" {
 					continue
 				}
-				results = append(results, M{"request": request, "driver": driver, "pool": pool, "device": d})
+				res := M{"request": request, "driver": driver, "pool": pool, "device": d}
+				if adminAccess {
+					res["adminAccess"] = true
+				}
+				if shareID != "" {
+					res["shareID"] = shareID
+				}
+				results = append(results, res)
 				counts[request]++
 			}
 		case "--config", "--config-b64":

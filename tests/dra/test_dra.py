@@ -280,6 +280,37 @@ class Prepare(Base):
         self.assertEqual(self.cdi_files(), [])
         self.assertEqual(self.checkpoint()["claims"], {})
 
+    def test_double_use_refused(self):
+        """A device prepared for one claim is refused to another, the error
+        naming both; admin access, and shares with distinct share IDs, are
+        not double use."""
+        api, kl, drv, ev = self.up()
+        u1 = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
+        u2 = api.create_claim("default", "c2", DRV, NODE, "gpu", ["gopher-0"])
+        r = kl.dra_prepare(DRV, ["default/c1/" + u1])
+        self.assertEqual(r["by_uid"][u1]["result"], "prepared", r)
+        r = kl.dra_prepare(DRV, ["default/c2/" + u2])
+        c = r["by_uid"][u2]
+        self.assertEqual(c["result"], "error", r)
+        self.assertIn("device gopher-0 is prepared for claim default/c1 (%s)" % u1, c["error"])
+        self.assertIn("claim default/c2 (%s) cannot have it too" % u2, c["error"])
+        u3 = api.create_claim("default", "mon", DRV, NODE, "gpu", ["gopher-0"], admin_access=True)
+        r = kl.dra_prepare(DRV, ["default/mon/" + u3])
+        self.assertEqual(r["by_uid"][u3]["result"], "prepared", r)
+        s1 = api.create_claim("default", "s1", DRV, NODE, "gpu", ["gopher-1"],
+                              share_id="11111111-1111-4111-8111-111111111111")
+        s2 = api.create_claim("default", "s2", DRV, NODE, "gpu", ["gopher-1"],
+                              share_id="22222222-2222-4222-8222-222222222222")
+        r = kl.dra_prepare(DRV, ["default/s1/" + s1, "default/s2/" + s2])
+        self.assertEqual([r["by_uid"][u]["result"] for u in (s1, s2)], ["prepared"] * 2, r)
+        self.assertEqual(r["by_uid"][s2]["devices"][0]["share_id"],
+                         "22222222-2222-4222-8222-222222222222")
+        # once c1 is unprepared, c2 may have the device
+        self.assertEqual(kl.dra_unprepare(DRV, ["default/c1/" + u1])["claims"][0]["result"],
+                         "unprepared")
+        r = kl.dra_prepare(DRV, ["default/c2/" + u2])
+        self.assertEqual(r["by_uid"][u2]["result"], "prepared", r)
+
     def test_concurrent_calls_on_one_claim(self):
         api, kl, drv, ev = self.up()
         uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])

@@ -126,8 +126,10 @@ static void cancel_read(void *ud, void *handle)
     ((pending_read *)handle)->used = false;
 }
 
-/* The claims read, answered (never from inside the read call). The claim
- * of name "sick" has a device that is not healthy. */
+/* The claims read, answered (never from inside the read call): one device
+ * each, dev-<UID>. The claim of name "sick" has a device that is not
+ * healthy; those named "same...", "admin..." and "share-X" all have dev-0,
+ * "admin..." with admin access, "share-X" a share of it (share ID X). */
 static void deliver_reads(world *w)
 {
     for (int i = 0; i < w->n_reads; i++) {
@@ -138,8 +140,14 @@ static void deliver_reads(world *w)
         r->used = false;
         kdp__dra_rec *rec = kdp__dra_rec_new(r->ns, r->name, r->uid);
         assert_non_null(rec);
-        const char *dev = strcmp(r->name, "sick") == 0 ? "sick-0" : "dev-0";
-        assert_int_equal(kdp__dra_rec_add_dev(rec, "gpu", dev, NULL, false, NULL), 0);
+        char own[80];
+        snprintf(own, sizeof(own), "dev-%s", r->uid);
+        bool zero = strncmp(r->name, "same", 4) == 0 || strncmp(r->name, "admin", 5) == 0 ||
+                    strncmp(r->name, "share-", 6) == 0;
+        const char *dev = strcmp(r->name, "sick") == 0 ? "sick-0" : zero ? "dev-0" : own;
+        const char *share = strncmp(r->name, "share-", 6) == 0 ? r->name + 6 : NULL;
+        bool admin = strncmp(r->name, "admin", 5) == 0;
+        assert_int_equal(kdp__dra_rec_add_dev(rec, "gpu", dev, share, admin, NULL), 0);
         r->cb(r->cb_ud, 0, NULL, rec);
     }
     w->n_reads = 0;
@@ -440,6 +448,40 @@ static void test_detached(void **state)
     assert_int_equal(kdp__ckpt_count(W.ckpt), 1);
 }
 
+/* A device prepared for one claim is refused to another (the message
+ * names both), prepared or still being prepared; admin access and shares
+ * with distinct share IDs are not double use. */
+static void test_double_use(void **state)
+{
+    (void)state;
+    W.prepare_ms = 300;
+    make_claims(&W, BOOT_A, 2, 5000);
+    add(0, false, "same1", "u1");
+    add(1, false, "same2", "u2"); /* at the same time: u1 is being prepared */
+    run_until(0, 2);
+    assert_true(W.ans[0].ok);
+    assert_false(W.ans[1].ok);
+    assert_non_null(strstr(W.ans[1].err, "device dev-0 is prepared for claim default/same1 (u1"));
+    assert_non_null(strstr(W.ans[1].err, "claim default/same2 (u2) cannot have it too"));
+    add(2, false, "same3", "u3"); /* u1 recorded now */
+    run_until(2, 3);
+    assert_false(W.ans[2].ok);
+    assert_non_null(strstr(W.ans[2].err, "default/same1 (u1)"));
+    add(3, false, "admin", "u4");
+    run_until(3, 4);
+    assert_true(W.ans[3].ok);
+    add(4, true, "same1", "u1"); /* unprepared: dev-0 is free for shares */
+    run_until(4, 5);
+    add(5, false, "share-s1", "u5");
+    add(6, false, "share-s2", "u6");
+    add(7, false, "share-s2", "u7"); /* the same share ID twice */
+    run_until(4, 8);
+    assert_true(W.ans[4].ok && W.ans[5].ok && W.ans[6].ok);
+    assert_false(W.ans[7].ok);
+    assert_non_null(strstr(W.ans[7].err, "default/share-s2 (u6"));
+    assert_int_equal(atomic_load(&W.prepares), 4);
+}
+
 static void test_state_names(void **state)
 {
     (void)state;
@@ -459,6 +501,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overrun_keeps_the_claim_busy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_detached, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_double_use, setup, teardown),
         cmocka_unit_test(test_state_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

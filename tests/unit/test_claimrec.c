@@ -183,6 +183,33 @@ static void test_device_twice(void **state)
     rmdir(dir);
 }
 
+/* Double use: one device in two claims, unless admin access or two
+ * shares with distinct share IDs. */
+static void test_conflict(void **state)
+{
+    (void)state;
+    kdp__dra_rec *a = kdp__dra_rec_new("ns", "a", "ua");
+    kdp__dra_rec *b = kdp__dra_rec_new("ns", "b", "ub");
+    assert_int_equal(kdp__dra_rec_add_dev(a, "r", "gpu-0", NULL, false, NULL), 0);
+    assert_int_equal(kdp__dra_rec_add_dev(b, "r", "gpu-1", NULL, false, NULL), 0);
+    assert_false(kdp__dra_rec_conflict(a, b, NULL));
+    assert_int_equal(kdp__dra_rec_add_dev(b, "r", "gpu-0", NULL, false, NULL), 0);
+    const char *dev = NULL;
+    assert_true(kdp__dra_rec_conflict(a, b, &dev));
+    assert_string_equal(dev, "gpu-0");
+    b->devs[1].admin_access = true; /* admin access: not exclusive */
+    assert_false(kdp__dra_rec_conflict(a, b, NULL));
+    b->devs[1].admin_access = false;
+    assert_int_equal(kdp__dra_rec_set(&a->devs[0].share_id, "s1"), 0);
+    assert_true(kdp__dra_rec_conflict(a, b, NULL)); /* a share and a whole device */
+    assert_int_equal(kdp__dra_rec_set(&b->devs[1].share_id, "s2"), 0);
+    assert_false(kdp__dra_rec_conflict(a, b, NULL)); /* two shares */
+    assert_int_equal(kdp__dra_rec_set(&b->devs[1].share_id, "s1"), 0);
+    assert_true(kdp__dra_rec_conflict(b, a, NULL)); /* the same share twice */
+    kdp__dra_rec_free(a);
+    kdp__dra_rec_free(b);
+}
+
 static void test_cdi_env_checks(void **state)
 {
     (void)state;
@@ -198,7 +225,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prepared_builder), cmocka_unit_test(test_view),
         cmocka_unit_test(test_merge_and_cdi),    cmocka_unit_test(test_device_twice),
-        cmocka_unit_test(test_cdi_env_checks),
+        cmocka_unit_test(test_cdi_env_checks),   cmocka_unit_test(test_conflict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -109,7 +109,8 @@ Commands (stdin lines; an optional last word "#ID" is echoed as "id"):
   expire-watches [410]      end every watch (410: an ERROR 410 event first);
                             reply: watches
   compact                   forget the event window (reply: resourceVersion)
-  create-claim NS NAME --driver D --pool P --request R --device DEV[,DEV...]
+  create-claim NS NAME --driver D --pool P --request R [--admin-access]
+               [--share-id ID] --device DEV[,DEV...]
                [--config JSON | --config-b64 BASE64] [--node N] [--class C]
                [--reserved]
                             an allocated claim (status.allocation.devices
@@ -262,10 +263,12 @@ class ApiServer(Proc):
     def stats(self):
         return self.ok("stats")
 
-    def create_claim(self, ns, name, driver, pool, request, devices, config=None, node=None):
+    def create_claim(self, ns, name, driver, pool, request, devices, config=None, node=None,
+                     admin_access=False, share_id=None):
         """An allocated claim; returns its UID."""
-        line = "create-claim %s %s --driver %s --pool %s --request %s --device %s" % (
-            ns, name, driver, pool, request, ",".join(devices))
+        line = "create-claim %s %s --driver %s --pool %s --request %s%s%s --device %s" % (
+            ns, name, driver, pool, request, " --admin-access" if admin_access else "",
+            " --share-id %s" % share_id if share_id else "", ",".join(devices))
         if config is not None:  # base64: JSON strings may hold spaces
             line += " --config-b64 %s" % base64.b64encode(json.dumps(config).encode()).decode()
         if node:
