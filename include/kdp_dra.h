@@ -12,8 +12,8 @@
  *   - to the kubelet: a registration socket in <kubelet root>/plugins_registry/
  *     (GetInfo type "DRAPlugin"), the DRAPlugin service (v1 and v1beta1:
  *     NodePrepareResources, NodeUnprepareResources) and the health stream
- *     (v1alpha1.DRAResourceHealth/NodeWatchResources) on the driver's own
- *     socket, <kubelet root>/plugins/<driver>/.
+ *     (DRAResourceHealth/NodeWatchResources, v1 and v1alpha1) on the
+ *     driver's own socket, <kubelet root>/plugins/<driver>/.
  *
  * At prepare, kdp reads the claim from the API server (UID checked, the
  * allocation filtered to this driver and this node's pool, this driver's
@@ -227,8 +227,13 @@ typedef struct kdp_dra_config {
      * one node hand out the same devices twice unless the cluster uses only
      * one of them: see docs/dra.md. */
     bool device_plugin_too;
-    /* Serve no health stream (the kubelet then gets UNIMPLEMENTED). */
+    /* Serve no health stream (none advertised; a kubelet that asks anyway
+     * gets UNIMPLEMENTED). */
     bool no_health;
+    /* The health stream is served as v1 (Kubernetes 1.37+) and as v1alpha1
+     * (1.34-1.36 kubelets; deprecated, removed in 1.40): true serves v1
+     * only. The kubelet picks its own preference among those advertised. */
+    bool no_health_v1alpha1;
     /* Re-list the node's slices this often as a backstop to the watch; 0 =
      * 10 minutes. At least 1000. */
     unsigned resync_interval_ms;

@@ -190,11 +190,15 @@ int kdp__dra_conf_init(kdp__dra_conf *c, kdp_plugin *p, const kdp_dra_config *cf
     }
     c->device_plugin_too = cfg->device_plugin_too;
     c->no_health = cfg->no_health;
+    c->no_health_v1alpha1 = cfg->no_health_v1alpha1;
     c->resync_ms = cfg->resync_interval_ms ? cfg->resync_interval_ms : DEFAULT_RESYNC_MS;
     c->concurrent_claims = cfg->concurrent_claims ? cfg->concurrent_claims : 1;
     c->versions[c->n_versions++] = "v1.DRAPlugin";
     c->versions[c->n_versions++] = "v1beta1.DRAPlugin";
     if (!c->no_health) {
+        c->versions[c->n_versions++] = "v1.DRAResourceHealth";
+    }
+    if (!c->no_health && !c->no_health_v1alpha1) {
         c->versions[c->n_versions++] = "v1alpha1.DRAResourceHealth";
     }
     return 0;

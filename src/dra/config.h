@@ -27,9 +27,10 @@ typedef struct kdp__dra_conf {
     char *svc_path; /* <svc_dir>/dra[-<instance>].sock */
     bool device_plugin_too;
     bool no_health;
+    bool no_health_v1alpha1;
     unsigned resync_ms;
     unsigned concurrent_claims;
-    const char *versions[3];
+    const char *versions[4];
     size_t n_versions;
 } kdp__dra_conf;
 

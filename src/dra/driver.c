@@ -343,7 +343,8 @@ static int make_sockets(kdp__dra *d)
     kdp__method m[KDP__DRA_SOCKETS_MAX_METHODS];
     size_t n = kdp__dra_claimsvc_methods(&d->claimsvc, m, KDP__DRA_SOCKETS_MAX_METHODS);
     if (!d->conf.no_health) {
-        n += kdp__dra_health_methods(&d->health, m + n, KDP__DRA_SOCKETS_MAX_METHODS - n);
+        n += kdp__dra_health_methods(&d->health, !d->conf.no_health_v1alpha1, m + n,
+                                     KDP__DRA_SOCKETS_MAX_METHODS - n);
     }
     kdp__dra_sockets_cfg sc = {
         .driver = d->conf.driver,

@@ -131,14 +131,20 @@ static void h_watch(kdp__call *call, const uint8_t *msg, size_t len, void *ud)
     log_info("%s: the kubelet watches the devices' health", h->driver);
 }
 
-size_t kdp__dra_health_methods(kdp__dra_health *h, kdp__method *out, size_t cap)
+size_t kdp__dra_health_methods(kdp__dra_health *h, bool v1alpha1, kdp__method *out, size_t cap)
 {
-    if (cap < 1) {
+    size_t n = v1alpha1 ? 2 : 1;
+    if (cap < n) {
         return 0;
     }
-    out[0] = (kdp__method){"/v1alpha1.DRAResourceHealth/NodeWatchResources", KDP__SERVER_STREAMING,
+    /* v1 and v1alpha1 have the same messages: one handler */
+    out[0] = (kdp__method){"/v1.DRAResourceHealth/NodeWatchResources", KDP__SERVER_STREAMING,
                            h_watch, h, NULL};
-    return 1;
+    if (v1alpha1) {
+        out[1] = (kdp__method){"/v1alpha1.DRAResourceHealth/NodeWatchResources",
+                               KDP__SERVER_STREAMING, h_watch, h, NULL};
+    }
+    return n;
 }
 
 int kdp__dra_health_set(kdp__dra_health *h, const kdp__dra_hdev *devs, size_t n)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * health: the DRA driver's health stream, v1alpha1.DRAResourceHealth/
- * NodeWatchResources. The owner sets the pool's devices with their health
+ * health: the DRA driver's health stream, DRAResourceHealth/
+ * NodeWatchResources as v1 (Kubernetes 1.37+) and, unless switched off, as
+ * v1alpha1 (1.34-1.36): the same messages, two service names. The owner sets the pool's devices with their health
  * (kdp__dra_health_set: copied); every open stream gets the full list at
  * its start, at every change, and every KDP__DRA_HEALTH_RESEND_S while a
  * stream is open: the kubelet takes a device it has heard nothing of for
@@ -48,8 +49,9 @@ typedef struct kdp__dra_health {
 int kdp__dra_health_init(kdp__dra_health *h, kdp__loop *l, const char *driver, const char *pool);
 /* Ends the streams' bookkeeping (their server is gone first). */
 void kdp__dra_health_done(kdp__dra_health *h);
-/* The methods to serve into out (1, or 0 when cap is 0). */
-size_t kdp__dra_health_methods(kdp__dra_health *h, kdp__method *out, size_t cap);
+/* The methods to serve into out: v1, and v1alpha1 too when v1alpha1 is
+ * true; how many (0 when cap is short). */
+size_t kdp__dra_health_methods(kdp__dra_health *h, bool v1alpha1, kdp__method *out, size_t cap);
 /* The pool's devices now (copied), sent to every stream. Returns 0 or
  * -ENOMEM (the last list stays). */
 int kdp__dra_health_set(kdp__dra_health *h, const kdp__dra_hdev *devs, size_t n);

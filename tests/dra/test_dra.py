@@ -26,6 +26,7 @@ NODE = "node-a"
 V1 = "v1.DRAPlugin"
 V1BETA1 = "v1beta1.DRAPlugin"
 HEALTH = "v1alpha1.DRAResourceHealth"
+HEALTH_V1 = "v1.DRAResourceHealth"
 
 
 class Driver(Proc):
@@ -100,7 +101,7 @@ class Registration(Base):
     def test_v1_chosen_and_the_versions(self):
         api, kl, drv, ev = self.up()
         self.assertEqual(ev["service"], V1)
-        self.assertEqual(ev["supported_versions"], [V1, V1BETA1, HEALTH])
+        self.assertEqual(ev["supported_versions"], [V1, V1BETA1, HEALTH_V1, HEALTH])
         self.assertEqual(ev["endpoint"], self.path("root", "plugins", DRV, "dra.sock"))
         self.assertTrue(ev["endpoint_absolute"])
         self.assertEqual(ev["registration_socket"],
@@ -119,6 +120,30 @@ class Registration(Base):
         c = r["by_uid"][uid]
         self.assertEqual(c["result"], "prepared", c)
         self.assertEqual(c["devices"][0]["share_id"], "")
+
+    def test_health_versions(self):
+        """The health stream is served as v1 and v1alpha1: a 1.37 kubelet
+        takes v1 (its preference), one with v1alpha1 only takes that, a
+        1.34-1.36 kubelet (no negotiation) v1alpha1; served as v1 only, a
+        kubelet with v1alpha1 only opens no stream."""
+        api = self.api()
+        cases = ((["v1", "v1alpha1"], [], "v1"), (["v1alpha1"], [], "v1alpha1"),
+                 (None, [], "v1alpha1"), (["v1alpha1"], ["--no-health-v1alpha1"], None),
+                 (["v1"], ["--no-health-v1alpha1"], "v1"))
+        for kubelet_versions, args, want in cases:
+            with self.subTest(kubelet=kubelet_versions, driver=args):
+                kl = self.kubelet(dra_health_versions=kubelet_versions)
+                drv = self.start_proc(TestDriver(self, api, args))
+                kl.wait_dra_registered(DRV, T)
+                if want:
+                    e = kl.wait_event("dra_health", T, since=0, driver=DRV)
+                    self.assertEqual(e["version"], want)
+                    self.assertEqual(e["n"], 4)
+                else:
+                    e = kl.wait_event("dra_health_stream", T, since=0, driver=DRV)
+                    self.assertEqual(e["phase"], "none", e)
+                self.assertEqual(drv.stop(), 0)
+                kl.stop()
 
     def test_kubelet_restart_registers_again(self):
         api, kl, drv, ev = self.up()

@@ -8,7 +8,7 @@
  *       --node NODE --cdi-dir DIR [--devices N] [--prepare-delay-ms MS]
  *       [--fail-unprepare-file FILE] [--callback-timeout-ms MS]
  *       [--slow-describe-file FILE] [--device-plugin-too] [--device-plugin-dir DIR]
- *       [--concurrent-claims N]
+ *       [--concurrent-claims N] [--no-health-v1alpha1]
  *
  * --fail-unprepare-file: while FILE exists, the unprepare op fails.
  * --slow-describe-file: while FILE exists, the describe op sleeps 1.5 s.
@@ -95,8 +95,9 @@ int main(int argc, char **argv)
     unsigned n = 4;
     for (int i = 1; i < argc; i += 2) {
         const char *k = argv[i];
-        if (strcmp(k, "--device-plugin-too") == 0) {
-            dc.device_plugin_too = true;
+        if (strcmp(k, "--device-plugin-too") == 0 || strcmp(k, "--no-health-v1alpha1") == 0) {
+            dc.device_plugin_too |= strcmp(k, "--device-plugin-too") == 0;
+            dc.no_health_v1alpha1 |= strcmp(k, "--no-health-v1alpha1") == 0;
             i--;
             continue;
         }

@@ -57,6 +57,11 @@
 //     dra-health then reports the devices of a list older than D as
 //     Unknown ("stale": true). D applies to every device whatever field 4
 //     says (a test needs a short one); 0, the default, models nothing.
+//     With -dra-health-versions (1.37, e.g. "v1,v1alpha1": the kubelet's
+//     versions, preferred first): the kubelet's first version the plugin
+//     advertises ("<v>.DRAResourceHealth" in its supported versions) is
+//     used, whatever the plugin's order; none advertised, no stream; no
+//     retry after UNIMPLEMENTED. v1 and v1alpha1 have the same messages.
 //   - Per-call timeout of NodePrepareResources/NodeUnprepareResources: 45 s
 //     (defaultClientCallTimeout, -dra-call-timeout).
 //   - Kubelet restart: every connection is closed and the store emptied;
@@ -96,6 +101,7 @@ var (
 	fDRACallTimeout time.Duration
 	fDRAHealth      string
 	fDRAHealthRetry time.Duration
+	fDRAHealthVersions string
 	fDRAHealthTTL   time.Duration
 	fDRAWipeDelay   time.Duration
 )
@@ -126,6 +132,7 @@ type draInstance struct {
 	connected    bool
 	removed      bool
 	healthCancel context.CancelFunc
+	healthVersion string // the health service version used ("" none)
 	healthState  string // "", "streaming", "unimplemented", "error", "ended"
 	healthMsgs   int
 	lastEnd      string // the last stream end reported (deduplication)
@@ -233,7 +240,13 @@ func (m *draManager) register(gen int, driver, endpoint, regSocket string, versi
 	if fDRAHealth == "on" {
 		ctx, cancel := context.WithCancel(context.Background())
 		in.healthCancel = cancel
-		go in.healthLoop(ctx)
+		in.healthVersion = in.chooseHealth()
+		if in.healthVersion != "" {
+			go in.healthLoop(ctx)
+		} else {
+			emit("dra_health_stream", M{"driver": in.driver, "endpoint": in.endpoint, "seq": in.seq,
+				"phase": "none", "version": "", "code": "", "message": "the plugin advertises no health service this kubelet has"})
+		}
 	}
 	m.syncLocked(driver)
 	return nil
@@ -412,9 +425,44 @@ var healthNames = map[drahealth.HealthStatus]string{
 	drahealth.HealthStatus_UNHEALTHY: "Unhealthy",
 }
 
+// healthVersionsValid checks -dra-health-versions: "" or a list of v1 and
+// v1alpha1.
+func healthVersionsValid(list string) bool {
+	if list == "" {
+		return true
+	}
+	for _, v := range strings.Split(list, ",") {
+		if v != "v1" && v != "v1alpha1" {
+			return false
+		}
+	}
+	return true
+}
+
+// chooseHealth is the health service version the stream uses. Without
+// -dra-health-versions, 1.34-1.36: v1alpha1, advertised or not. With it,
+// 1.37: the kubelet's own preference among what the plugin advertises
+// ("<version>.DRAResourceHealth" in its supported versions), whatever order
+// the plugin lists them in; "" when it advertises none.
+func (in *draInstance) chooseHealth() string {
+	if fDRAHealthVersions == "" {
+		return "v1alpha1"
+	}
+	for _, v := range strings.Split(fDRAHealthVersions, ",") {
+		for _, adv := range in.versions {
+			if adv == v+".DRAResourceHealth" {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
 func (in *draInstance) healthLoop(ctx context.Context) {
 	for {
-		in.watchHealth(ctx)
+		if in.watchHealth(ctx) && fDRAHealthVersions != "" {
+			return // 1.37: no retry after UNIMPLEMENTED
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -423,21 +471,26 @@ func (in *draInstance) healthLoop(ctx context.Context) {
 	}
 }
 
-func (in *draInstance) watchHealth(ctx context.Context) {
-	api := drahealth.NewDRAResourceHealthClient(in.conn)
-	stream, err := api.NodeWatchResources(ctx, &drahealth.NodeWatchResourcesRequest{})
-	if err != nil {
-		in.healthEnded(ctx, err)
-		return
+// watchHealth runs one stream of the chosen version (v1 and v1alpha1 have
+// the same messages: only the method differs). Returns true if the plugin
+// answered UNIMPLEMENTED.
+func (in *draInstance) watchHealth(ctx context.Context) bool {
+	method := "/" + in.healthVersion + ".DRAResourceHealth/NodeWatchResources"
+	stream, err := in.conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, method)
+	if err == nil {
+		err = stream.SendMsg(&drahealth.NodeWatchResourcesRequest{})
 	}
-	for {
-		resp, err := stream.Recv()
-		if err != nil {
-			in.healthEnded(ctx, err)
-			return
+	if err == nil {
+		err = stream.CloseSend()
+	}
+	for err == nil {
+		resp := &drahealth.NodeWatchResourcesResponse{}
+		if err = stream.RecvMsg(resp); err == nil {
+			in.healthMessage(resp)
 		}
-		in.healthMessage(resp)
 	}
+	in.healthEnded(ctx, err)
+	return status.Code(err) == codes.Unimplemented
 }
 
 func (in *draInstance) healthMessage(resp *drahealth.NodeWatchResourcesResponse) {
@@ -462,7 +515,7 @@ func (in *draInstance) healthMessage(resp *drahealth.NodeWatchResourcesResponse)
 	now := time.Now().UnixNano()
 	m.health[in.driver] = &draHealthList{devices: devs, endpoint: in.endpoint, at: now}
 	emit("dra_health", M{"driver": in.driver, "endpoint": in.endpoint, "seq": in.seq,
-		"devices": devs, "n": len(devs), "message_seq": in.healthMsgs})
+		"version": in.healthVersion, "devices": devs, "n": len(devs), "message_seq": in.healthMsgs})
 }
 
 // healthEnded reports the end of a stream (or its failure to open), once per
@@ -505,7 +558,8 @@ func (in *draInstance) healthEnded(ctx context.Context, err error) {
 	}
 	in.lastEnd = key
 	emit("dra_health_stream", M{"driver": in.driver, "endpoint": in.endpoint, "seq": in.seq,
-		"phase": phase, "code": code, "message": msg, "retry_ms": fDRAHealthRetry.Milliseconds()})
+		"version": in.healthVersion, "phase": phase, "code": code, "message": msg,
+		"retry_ms": fDRAHealthRetry.Milliseconds()})
 }
 
 // ---------------------------------------------------------------------------

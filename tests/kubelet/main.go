@@ -9,7 +9,7 @@
 //	                 [-kubelet-root ROOT | -pod-resources]
 //	                 [-podres-get on|off|absent] [-podres-delay D]
 //	                 [-dra=false] [-dra-versions LIST] [-dra-call-timeout D]
-//	                 [-dra-health on|off] [-dra-health-retry D] [-dra-health-timeout D]
+//	                 [-dra-health on|off] [-dra-health-versions v1,v1alpha1] [-dra-health-retry D] [-dra-health-timeout D]
 //	                 [-dra-wipe-delay D]
 //
 // With -kubelet-root ROOT (or -pod-resources: ROOT = DIR/..) it also serves
@@ -583,6 +583,7 @@ func main() {
 	fs.StringVar(&fDRAVersions, "dra-versions", draServiceV1+","+draServiceV1beta1, "the DRA services this kubelet supports, comma-separated (\"v1beta1.DRAPlugin\": a 1.32/1.33 kubelet; empty: none)")
 	fs.DurationVar(&fDRACallTimeout, "dra-call-timeout", 45*time.Second, "per-call timeout of NodePrepareResources/NodeUnprepareResources (the kubelet's 45s)")
 	fs.StringVar(&fDRAHealth, "dra-health", "on", `"on": NodeWatchResources on every DRA instance (gate ResourceHealthStatus), "off": never`)
+	fs.StringVar(&fDRAHealthVersions, "dra-health-versions", "", `the health service versions this kubelet has, preferred first ("v1,v1alpha1": 1.37, which picks among the plugin's advertised ones and does not retry after UNIMPLEMENTED); "" = 1.34-1.36 (v1alpha1 always, retried)`)
 	fs.DurationVar(&fDRAHealthRetry, "dra-health-retry", 5*time.Second, "wait before the health stream is opened again (the kubelet's 5s)")
 	fs.DurationVar(&fDRAHealthTTL, "dra-health-timeout", 0, "dra-health reports the devices of a list older than this as Unknown (the kubelet's health timeout, 30s; 0: not modelled)")
 	fs.DurationVar(&fDRAWipeDelay, "dra-wipe-delay", 30*time.Second, "no instance of a driver connected this long -> dra_wipe (the kubelet deletes its ResourceSlices)")
@@ -592,7 +593,8 @@ func main() {
 	if fDir == "" || fs.NArg() != 0 || (fDial != "unix" && fDial != "legacy") ||
 		(fTracking != "default" && fTracking != "resource" && fTracking != "socket") ||
 		(fPodresGet != "on" && fPodresGet != "off" && fPodresGet != "absent") ||
-		(fDRAHealth != "on" && fDRAHealth != "off") || fDRAHealthRetry <= 0 || fDRAHealthTTL < 0 {
+		(fDRAHealth != "on" && fDRAHealth != "off") || fDRAHealthRetry <= 0 || fDRAHealthTTL < 0 ||
+		!healthVersionsValid(fDRAHealthVersions) {
 		fmt.Fprintln(os.Stderr, "usage: kdp-test-kubelet -dir DIR [-legacy] [-dial unix|legacy] [-rpc-timeout D] [-dial-timeout D] [-max-recv-msg BYTES] [-watcher | -plugins-registry DIR2] [-endpoint-tracking default|resource|socket] [-kubelet-root ROOT | -pod-resources] [-podres-get on|off|absent] [-podres-delay D] [-dra=false] [-dra-versions LIST] [-dra-call-timeout D] [-dra-health on|off] [-dra-health-retry D] [-dra-health-timeout D] [-dra-wipe-delay D]")
 		os.Exit(2)
 	}

@@ -152,12 +152,14 @@ time.Now().UnixNano(), comparable with time.time_ns()):
   dra_dropped    driver, endpoint, seq, reason (restart, stop-server, exit)
   dra_wipe_scheduled / dra_wipe_canceled  driver, delay_ms
   dra_wipe       driver ("" = all, at start), reason ("startup"|"unusable")
-  dra_health     driver, endpoint, seq, devices[{pool, device, health
+  dra_health     driver, endpoint, seq, version, devices[{pool, device, health
                  ("Healthy"|"Unhealthy"|"Unknown"), message,
                  last_updated_time, health_check_timeout_seconds}], n,
                  message_seq (every NodeWatchResources message)
-  dra_health_stream driver, endpoint, seq, phase ("unimplemented"|"error"|
-                 "ended"), code, message, retry_ms (once per distinct end)
+  dra_health_stream driver, endpoint, seq, version, phase ("unimplemented"|
+                 "error"|"ended"; "none": with dra_health_versions, the plugin
+                 advertises none of them), code, message, retry_ms (once per
+                 distinct end)
   dra_health_cleared driver, endpoint (a stream ended: the driver's list goes)
   restart        phase "begin" | "done" (done: removed[] socket names)
   state          resources[...] (the "list" command)
@@ -220,7 +222,7 @@ class Kubelet(Proc):
                  registry=None, tracking=None, kubelet_root=None, podres_get=None,
                  podres_delay=None, dra=None, dra_versions=None, dra_call_timeout=None,
                  dra_health=None, dra_health_retry=None, dra_wipe_delay=None,
-                 dra_health_timeout=None):
+                 dra_health_timeout=None, dra_health_versions=None):
         argv = [binary("kdp-test-kubelet"), "-dir", dir]
         if dra is not None:
             argv.append("-dra=%s" % ("true" if dra else "false"))
@@ -236,6 +238,8 @@ class Kubelet(Proc):
             argv += ["-dra-wipe-delay", "%gs" % dra_wipe_delay]
         if dra_health_timeout is not None:
             argv += ["-dra-health-timeout", "%gs" % dra_health_timeout]
+        if dra_health_versions is not None:  # 1.37's negotiation
+            argv += ["-dra-health-versions", ",".join(dra_health_versions)]
         if kubelet_root:
             argv += ["-kubelet-root", kubelet_root]
         if podres_get:
