@@ -2,8 +2,9 @@
 /*
  * health: the DRA driver's health stream, DRAResourceHealth/
  * NodeWatchResources as v1 (Kubernetes 1.37+) and, unless switched off, as
- * v1alpha1 (1.34-1.36): the same messages, two service names. The owner sets the pool's devices with their health
- * (kdp__dra_health_set: copied); every open stream gets the full list at
+ * v1alpha1 (1.34-1.36): the same messages, two service names. The owner
+ * sets the pool's devices with their health (kdp__dra_health_set:
+ * copied); every open stream gets the full list at
  * its start, at every change, and every KDP__DRA_HEALTH_RESEND_S while a
  * stream is open: the kubelet takes a device it has heard nothing of for
  * its health timeout (30 s by default; health_check_timeout_seconds, sent
