@@ -201,6 +201,19 @@ typedef struct kdp_dra_ops {
     int (*unprepare)(kdp_plugin *p, const kdp_dra_claim *c, void *ud);
 } kdp_dra_ops;
 
+/* How a device that turns Unhealthy is tainted in its ResourceSlice (device
+ * taints, KEP-5055, GA in Kubernetes 1.37). The taint's key is
+ * "<driver>/" KDP_DRA_UNHEALTHY_TAINT, its value why ("health-check-failed":
+ * the probe's verdict, "reported-unhealthy": the author's health), its
+ * timeAdded when the device turned Unhealthy; it goes when the device is
+ * Healthy again (with the probes' hysteresis). */
+typedef enum kdp_dra_taint_effect {
+    KDP_DRA_TAINT_NO_SCHEDULE = 0, /* the default: no new claim gets it */
+    KDP_DRA_TAINT_NO_EXECUTE,      /* also evicts the pods whose claims have it */
+    KDP_DRA_TAINT_NONE,            /* not tainted (prepare still refuses it) */
+} kdp_dra_taint_effect;
+#define KDP_DRA_UNHEALTHY_TAINT "unhealthy"
+
 typedef struct kdp_dra_config {
     /* Required: the driver's name (kdp_dra_validate_driver_name), e.g.
      * "gpu.example.com". */
@@ -244,6 +257,10 @@ typedef struct kdp_dra_config {
      * time as the device-plugin callbacks and describe, which keep the
      * plugin's worker: see kdp_dra_ops. */
     unsigned concurrent_claims;
+    /* How an Unhealthy device is tainted in the slices (the scheduler then
+     * gives it to no claim that does not tolerate the taint): see
+     * kdp_dra_taint_effect. */
+    kdp_dra_taint_effect unhealthy_taint;
 } kdp_dra_config;
 
 /* Serves p as a DRA driver too (see the top of this header). Before

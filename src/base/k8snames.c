@@ -136,6 +136,47 @@ int kdp__k8snames_qualified_name(const char *s, const char **why)
 }
 
 /* Digits at *p; returns how many. */
+int kdp__k8snames_label_value(const char *s, const char **why)
+{
+    if (!s || !*s) {
+        return 0;
+    }
+    size_t n = strlen(s);
+    if (n > KDP__K8S_DNS_LABEL_MAX) {
+        return bad(why, "is longer than 63 characters (a label value)");
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool alnum = is_alpha(c) || is_digit(c);
+        if (!alnum && ((i == 0 || i == n - 1) || (c != '-' && c != '_' && c != '.'))) {
+            return bad(why, "is not a label value (letters, digits, '-', '_' and '.'; a letter "
+                            "or digit at both ends)");
+        }
+    }
+    return 0;
+}
+
+int kdp__k8snames_label_name(const char *s, const char **why)
+{
+    if (!s || !*s) {
+        return bad(why, "is empty");
+    }
+    const char *name = s;
+    const char *slash = strchr(s, '/');
+    if (slash) {
+        int r = subdomain(s, (size_t)(slash - s), KDP__K8S_DNS_SUBDOMAIN_MAX, why,
+                          "has a prefix longer than 253 characters (a DNS subdomain)");
+        if (r < 0) {
+            return r;
+        }
+        name = slash + 1;
+    }
+    if (!*name) {
+        return bad(why, "has an empty name after its prefix");
+    }
+    return kdp__k8snames_label_value(name, why);
+}
+
 static size_t digits(const char **p)
 {
     size_t n = 0;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * k8snames: the Kubernetes API's syntax rules for what a DRA driver
- * publishes (resource.k8s.io): names, qualified attribute names, quantities
- * and semantic versions. Pure. Each returns 0 or -EINVAL and, when why is
- * not NULL, stores a static English phrase saying what is wrong.
+ * publishes (resource.k8s.io): names, qualified attribute names, label
+ * names and values, quantities and semantic versions. Pure. Each returns 0 or -EINVAL and, when why
+ * is not NULL, stores a static English phrase saying what is wrong.
  */
 #ifndef KDP_K8SNAMES_H
 #define KDP_K8SNAMES_H
@@ -27,6 +27,12 @@ int kdp__k8snames_driver_name(const char *s, const char **why);
  * characters ("model"), optionally after a DNS subdomain of at most 63 and
  * a '/' ("resource.kubernetes.io/pcieRoot"). */
 int kdp__k8snames_qualified_name(const char *s, const char **why);
+/* A label value (a device taint's value): empty, or at most 63 of
+ * [A-Za-z0-9-_.], a letter or digit at both ends. */
+int kdp__k8snames_label_value(const char *s, const char **why);
+/* A label name (a device taint's key): a label value that is not empty,
+ * optionally after a DNS subdomain and a '/' ("gpu.example.com/unhealthy"). */
+int kdp__k8snames_label_name(const char *s, const char **why);
 /* A resource.Quantity: an optionally signed decimal number ("4", "1.5",
  * ".5", "5.") then one suffix: binary SI (Ki Mi Gi Ti Pi Ei), decimal SI
  * (m "" k M G T P E) or a decimal exponent ("e3", "E-2"). At most 64

@@ -103,6 +103,12 @@ static int check(const kdp_dra_config *cfg)
                   cfg->resync_interval_ms);
         return -EINVAL;
     }
+    if ((unsigned)cfg->unhealthy_taint > KDP_DRA_TAINT_NONE) {
+        log_error("kdp_plugin_enable_dra: invalid kdp_dra_config.unhealthy_taint %d: "
+                  "KDP_DRA_TAINT_NO_SCHEDULE, _NO_EXECUTE or _NONE",
+                  (int)cfg->unhealthy_taint);
+        return -EINVAL;
+    }
     if (cfg->concurrent_claims > KDP__DRA_MAX_SLOTS) {
         log_error("kdp_plugin_enable_dra: invalid kdp_dra_config.concurrent_claims %u: 0 (one "
                   "at a time) to %u",
@@ -137,7 +143,8 @@ static int make_paths(kdp__dra_conf *c, const char *root)
             0 ||
         fmt(&c->svc_dir, "%s/plugins/%s", root, c->driver) < 0 ||
         fmt(&c->svc_path, "%s/dra%s%s.sock", c->svc_dir, dash, inst) < 0 ||
-        fmt(&c->cdi_kind, "k8s.%s/claim", c->driver) < 0) {
+        fmt(&c->cdi_kind, "k8s.%s/claim", c->driver) < 0 ||
+        fmt(&c->taint_key, "%s/" KDP_DRA_UNHEALTHY_TAINT, c->driver) < 0) {
         return -ENOMEM;
     }
     const char *too_long = strlen(c->reg_path) > SOCKET_PATH_MAX   ? c->reg_path
@@ -193,6 +200,7 @@ int kdp__dra_conf_init(kdp__dra_conf *c, kdp_plugin *p, const kdp_dra_config *cf
     c->no_health_v1alpha1 = cfg->no_health_v1alpha1;
     c->resync_ms = cfg->resync_interval_ms ? cfg->resync_interval_ms : DEFAULT_RESYNC_MS;
     c->concurrent_claims = cfg->concurrent_claims ? cfg->concurrent_claims : 1;
+    c->unhealthy_taint = cfg->unhealthy_taint;
     c->versions[c->n_versions++] = "v1.DRAPlugin";
     c->versions[c->n_versions++] = "v1beta1.DRAPlugin";
     if (!c->no_health) {
@@ -216,5 +224,6 @@ void kdp__dra_conf_done(kdp__dra_conf *c)
     free(c->reg_path);
     free(c->svc_dir);
     free(c->svc_path);
+    free(c->taint_key);
     memset(c, 0, sizeof(*c));
 }

@@ -30,6 +30,8 @@ typedef struct kdp__dra_conf {
     bool no_health_v1alpha1;
     unsigned resync_ms;
     unsigned concurrent_claims;
+    kdp_dra_taint_effect unhealthy_taint;
+    char *taint_key; /* "<driver>/unhealthy" */
     const char *versions[4];
     size_t n_versions;
 } kdp__dra_conf;

@@ -125,6 +125,20 @@ const char *kdp__dra_descs_name_of(const kdp__dra_descs *dv, const char *id)
     return back && strcmp(back, id) == 0 ? x->name : NULL; /* a duplicate is not published */
 }
 
+int64_t kdp__dra_descs_health(kdp__dra_descs *dv, const char *id, bool unhealthy, int64_t now)
+{
+    kdp__dra_desc *x = find(dv, id);
+    if (!x) {
+        return 0;
+    }
+    if (!unhealthy) {
+        x->unhealthy_since = 0;
+    } else if (!x->unhealthy_since) {
+        x->unhealthy_since = now > 0 ? now : 1;
+    }
+    return x->unhealthy_since;
+}
+
 size_t kdp__dra_descs_count(const kdp__dra_descs *dv)
 {
     return dv->n_pub;

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/backoff.h"
 #include "dra/describe.h"
@@ -29,8 +30,9 @@
 
 typedef struct kdp__dra_desc {
     char *id;
-    char name[64];    /* its name in the slices ("": left out) */
-    kdp_dra_device d; /* as described (name, attributes, capacities) */
+    char name[64];           /* its name in the slices ("": left out) */
+    int64_t unhealthy_since; /* when it turned Unhealthy (Unix s; 0: healthy) */
+    kdp_dra_device d;        /* as described (name, attributes, capacities) */
 } kdp__dra_desc;
 
 typedef struct kdp__dra_descs_cbs {
@@ -72,6 +74,9 @@ void kdp__dra_descs_update(kdp__dra_descs *dv, bool force);
 const char *kdp__dra_descs_id_of(const kdp__dra_descs *dv, const char *name);
 /* The published name of kdp ID id, or NULL (not described or left out). */
 const char *kdp__dra_descs_name_of(const kdp__dra_descs *dv, const char *id);
+/* Notes the health of kdp ID id now (at now, Unix seconds): returns when it
+ * turned Unhealthy (0 while it is healthy, or not described). */
+int64_t kdp__dra_descs_health(kdp__dra_descs *dv, const char *id, bool unhealthy, int64_t now);
 /* How many devices are published. */
 size_t kdp__dra_descs_count(const kdp__dra_descs *dv);
 

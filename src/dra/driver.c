@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/log.h"
 #include "dra/apilink.h"
@@ -104,6 +105,46 @@ static void tell_health(kdp__dra *d)
     free(v);
 }
 
+/* The published devices to the slices, an Unhealthy one tainted (the
+ * scheduler then gives it to no claim that does not tolerate it): the
+ * descriptions as they are, the health as the table has it now. */
+static void publish(kdp__dra *d)
+{
+    static const char *const effects[] = {"NoSchedule", "NoExecute"};
+    const kdp__devtab *tab = kdp__plugin_devices(d->p);
+    kdp__dra_descs_view v;
+    if (kdp__dra_descs_view_init(&d->descs, &v) < 0) {
+        log_error("%s: out of memory publishing the slices", d->conf.driver);
+        return;
+    }
+    kdp__slice_taint *t = calloc(v.n ? v.n : 1, sizeof(*t));
+    if (!t) {
+        log_error("%s: out of memory publishing the slices", d->conf.driver);
+        kdp__dra_descs_view_done(&v);
+        return;
+    }
+    int64_t now = (int64_t)time(NULL);
+    for (size_t i = 0; i < v.n; i++) {
+        const char *id = kdp__dra_descs_id_of(&d->descs, v.devs[i].name);
+        const kdp__dev *dev = id ? kdp__devtab_find(tab, id) : NULL;
+        bool sick = dev && dev->health != KDP_HEALTHY;
+        int64_t since = id ? kdp__dra_descs_health(&d->descs, id, sick, now) : 0;
+        if (!sick || d->conf.unhealthy_taint == KDP_DRA_TAINT_NONE) {
+            continue;
+        }
+        t[i] = (kdp__slice_taint){.key = d->conf.taint_key,
+                                  .value =
+                                      dev->probe.bad ? "health-check-failed" : "reported-unhealthy",
+                                  .effect = effects[d->conf.unhealthy_taint],
+                                  .time_added = since};
+        v.devs[i].taints = &t[i];
+        v.devs[i].n_taints = 1;
+    }
+    kdp__dra_api_publish(d->api, v.devs, v.n);
+    free(t);
+    kdp__dra_descs_view_done(&v);
+}
+
 /* devices: the published devices changed. */
 static void on_described(void *ud)
 {
@@ -111,13 +152,7 @@ static void on_described(void *ud)
     status_lock(d)->devices = kdp__dra_descs_count(&d->descs);
     status_unlock(d);
     tell_health(d);
-    kdp__dra_descs_view v;
-    if (kdp__dra_descs_view_init(&d->descs, &v) < 0) {
-        log_error("%s: out of memory publishing the slices", d->conf.driver);
-        return;
-    }
-    kdp__dra_api_publish(d->api, v.devs, v.n);
-    kdp__dra_descs_view_done(&v);
+    publish(d);
 }
 
 /* The plugin's hooks. */
@@ -134,7 +169,8 @@ static void on_serving(void *ud, bool on)
 static void on_devices_changed(void *ud)
 {
     kdp__dra *d = ud;
-    tell_health(d); /* a health change */
+    tell_health(d); /* a health change: the stream, and the taints */
+    publish(d);
     kdp__dra_descs_update(&d->descs, false);
 }
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/k8snames.h"
 #include "base/log.h"
@@ -115,6 +116,44 @@ static int add_caps(const kdp__slice_dev *d, json_t *caps, size_t *fields)
     return 0;
 }
 
+/* The device's taints into taints, bad ones left out (logged). timeAdded
+ * as the API writes it (RFC 3339, UTC, seconds). Returns 0 or -ENOMEM. */
+static int add_taints(const kdp__slice_dev *d, json_t *taints)
+{
+    for (size_t i = 0; i < d->n_taints; i++) {
+        const kdp__slice_taint *t = &d->taints[i];
+        const char *w = NULL;
+        if (kdp__k8snames_label_name(t->key, &w) == 0 &&
+            kdp__k8snames_label_value(t->value, &w) == 0 &&
+            (!t->effect ||
+             (strcmp(t->effect, "NoSchedule") != 0 && strcmp(t->effect, "NoExecute") != 0))) {
+            w = "has an effect that is not NoSchedule or NoExecute";
+        }
+        if (!w && json_array_size(taints) >= KDP__SLICEBUILD_MAX_TAINTS) {
+            w = "is past the 16 taints a device may have";
+        }
+        if (w) {
+            log_warn("k8s: device %s: taint \"%s\" %s: left out", d->name, t->key ? t->key : "", w);
+            continue;
+        }
+        json_t *o = json_pack("{s:s, s:s}", "key", t->key, "effect", t->effect);
+        if (o && t->value && *t->value) {
+            json_object_set_new(o, "value", json_string(t->value));
+        }
+        if (o && t->time_added > 0) {
+            char ts[32];
+            time_t tt = (time_t)t->time_added;
+            struct tm tm;
+            strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&tt, &tm));
+            json_object_set_new(o, "timeAdded", json_string(ts));
+        }
+        if (!o || json_array_append_new(taints, o) < 0) {
+            return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
 json_t *kdp__slicebuild_device(const kdp__slice_dev *d, char *why, size_t why_len)
 {
     const char *w = NULL;
@@ -127,15 +166,18 @@ json_t *kdp__slicebuild_device(const kdp__slice_dev *d, char *why, size_t why_le
     }
     json_t *attrs = json_object();
     json_t *caps = json_object();
+    json_t *taints = json_array();
     json_t *dev = json_object();
     size_t fields = 0;
-    bool bad = !attrs || !caps || !dev || add_attrs(d, attrs, &fields) < 0 ||
-               add_caps(d, caps, &fields) < 0 ||
+    bool bad = !attrs || !caps || !taints || !dev || add_attrs(d, attrs, &fields) < 0 ||
+               add_caps(d, caps, &fields) < 0 || add_taints(d, taints) < 0 ||
                json_object_set_new(dev, "name", json_string(d->name)) < 0 ||
                (json_object_size(attrs) && json_object_set(dev, "attributes", attrs) < 0) ||
-               (json_object_size(caps) && json_object_set(dev, "capacity", caps) < 0);
+               (json_object_size(caps) && json_object_set(dev, "capacity", caps) < 0) ||
+               (json_array_size(taints) && json_object_set(dev, "taints", taints) < 0);
     json_decref(attrs);
     json_decref(caps);
+    json_decref(taints);
     if (bad) {
         json_decref(dev);
         return NULL;
@@ -152,8 +194,10 @@ json_t *kdp__slicebuild_shape(const char *version, json_t *dev)
     json_t *out = json_pack("{s:O}", "name", json_object_get(dev, "name"));
     json_t *a = json_object_get(dev, "attributes");
     json_t *c = json_object_get(dev, "capacity");
+    json_t *t = json_object_get(dev, "taints");
     if (!basic || !out || (a && json_object_set(basic, "attributes", a) < 0) ||
         (c && json_object_set(basic, "capacity", c) < 0) ||
+        (t && json_object_set(basic, "taints", t) < 0) ||
         json_object_set(out, "basic", basic) < 0) {
         json_decref(out);
         out = NULL;

@@ -20,8 +20,19 @@
 #include "kdp_dra.h"
 
 #define KDP__SLICEBUILD_MAX_FIELDS KDP_DRA_MAX_DEVICE_FIELDS
+/* The most taints a device has (the API's DeviceTaintsMaxLength). */
+#define KDP__SLICEBUILD_MAX_TAINTS 16U
 /* The most devices a pool of kdp holds. */
 #define KDP__SLICEBUILD_MAX_POOL 16384U
+
+/* A taint of a device (KEP-5055, GA in 1.37): the scheduler allocates a
+ * tainted device only to claims that tolerate it; NoExecute also evicts. */
+typedef struct kdp__slice_taint {
+    const char *key;    /* a label name ("gpu.example.com/unhealthy") */
+    const char *value;  /* a label value, or NULL */
+    const char *effect; /* "NoSchedule" or "NoExecute" */
+    int64_t time_added; /* Unix seconds (0: the API server's now) */
+} kdp__slice_taint;
 
 /* A device to publish (strings borrowed for the call). */
 typedef struct kdp__slice_dev {
@@ -31,10 +42,12 @@ typedef struct kdp__slice_dev {
     const char *const *cap_names;  /* qualified names */
     const char *const *cap_values; /* quantities */
     size_t n_caps;
+    const kdp__slice_taint *taints; /* at most KDP__SLICEBUILD_MAX_TAINTS */
+    size_t n_taints;
 } kdp__slice_dev;
 
-/* One device in the v1 shape ({name, attributes, capacity}); bad fields
- * are left out with a log line naming them. NULL: the name is bad (why
+/* One device in the v1 shape ({name, attributes, capacity, taints}); bad
+ * fields are left out with a log line naming them. NULL: the name is bad (why
  * says so) or -ENOMEM (why empty). */
 json_t *kdp__slicebuild_device(const kdp__slice_dev *d, char *why, size_t why_len);
 /* The devices of a pool: each as kdp__slicebuild_device makes it (a device
@@ -44,7 +57,7 @@ json_t *kdp__slicebuild_device(const kdp__slice_dev *d, char *why, size_t why_le
  * KDP__SLICEBUILD_MAX_POOL, logged) or -ENOMEM. */
 int kdp__slicebuild_devices(const kdp__slice_dev *devs, size_t n, json_t ***ret);
 /* The device as version wants it (a new reference): v1 and v1beta2 as
- * they are, v1beta1 with attributes and capacity under "basic". */
+ * they are, v1beta1 with attributes, capacity and taints under "basic". */
 json_t *kdp__slicebuild_shape(const char *version, json_t *dev);
 /* generateName for the node's slices: "<node>-<driver>-" with '.' as '-',
  * cut to fit (at most 58 characters, a valid name with 5 random ones

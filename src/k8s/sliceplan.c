@@ -9,12 +9,35 @@ size_t kdp__sr_count(size_t n)
     return n == 0 ? 1 : (n + KDP__SR_MAX_DEVICES - 1) / KDP__SR_MAX_DEVICES;
 }
 
+size_t kdp__sr_chunks(json_t *const *devs, size_t n, size_t *starts)
+{
+    size_t k = 0;
+    size_t in = 0;        /* devices in the chunk being filled */
+    bool tainted = false; /* one of them has taints */
+    starts[k++] = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool t = json_array_size(json_object_get(devs[i], "taints")) > 0;
+        if (in == KDP__SR_MAX_DEVICES || (in >= KDP__SR_MAX_DEVICES_TAINTED && (tainted || t))) {
+            starts[k++] = i;
+            in = 0;
+            tainted = false;
+        }
+        in++;
+        tainted |= t;
+    }
+    starts[k] = n;
+    return k;
+}
+
 void kdp__sr_want_chunk(const kdp__sr_want *w, size_t i, json_t *const **ret_devs, size_t *ret_n)
 {
-    size_t from = i * KDP__SR_MAX_DEVICES;
-    size_t n = from >= w->ndevs ? 0 : w->ndevs - from;
-    *ret_n = n < KDP__SR_MAX_DEVICES ? n : KDP__SR_MAX_DEVICES;
-    *ret_devs = *ret_n ? w->devs + from : NULL;
+    if (i >= w->nchunks) {
+        *ret_n = 0;
+        *ret_devs = NULL;
+        return;
+    }
+    *ret_n = w->starts[i + 1] - w->starts[i];
+    *ret_devs = *ret_n ? w->devs + w->starts[i] : NULL;
 }
 
 static json_t *spec_get(json_t *obj, const char *key)
@@ -29,7 +52,7 @@ bool kdp__sr_in_pool(json_t *obj, const char *pool)
 }
 
 /* A device as the server has it against one we want (v1 shape; v1beta1
- * nests the attributes and capacity under "basic"). */
+ * nests the attributes, capacity and taints under "basic"). */
 static bool dev_equal(const char *version, json_t *want, json_t *got)
 {
     if (!json_equal(json_object_get(want, "name"), json_object_get(got, "name"))) {
@@ -41,8 +64,11 @@ static bool dev_equal(const char *version, json_t *want, json_t *got)
     json_t *ga = json_object_get(g, "attributes");
     json_t *wc = json_object_get(want, "capacity");
     json_t *gc = json_object_get(g, "capacity");
+    json_t *wt = json_object_get(want, "taints");
+    json_t *gt = json_object_get(g, "taints");
     bool eq = json_equal(wa ? wa : empty, ga ? ga : empty) &&
-              json_equal(wc ? wc : empty, gc ? gc : empty);
+              json_equal(wc ? wc : empty, gc ? gc : empty) &&
+              json_array_size(wt) == json_array_size(gt) && (!wt || !gt || json_equal(wt, gt));
     json_decref(empty);
     return eq;
 }
@@ -118,7 +144,7 @@ void kdp__sr_plan_make(const kdp__sr_slice *known, size_t n, const kdp__sr_want 
                        kdp__sr_plan *p)
 {
     memset(p, 0, sizeof(*p));
-    size_t count = kdp__sr_count(w->ndevs);
+    size_t count = w->nchunks;
     p->count = count;
     p->first_missing = count;
     p->maxgen = max_gen(known, n);

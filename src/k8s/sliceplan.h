@@ -19,6 +19,8 @@
 #include <stdint.h>
 
 #define KDP__SR_MAX_DEVICES 128U /* per slice (the API's limit) */
+/* per slice when one of its devices has taints (or consumes counters) */
+#define KDP__SR_MAX_DEVICES_TAINTED 64U
 /* What the API server has: at most this many slices kept (tombstones
  * included; a pool of kdp has at most 128). */
 #define KDP__SR_MAX_KNOWN 1024U
@@ -37,6 +39,8 @@ typedef struct kdp__sr_slice {
 typedef struct kdp__sr_want {
     json_t *const *devs; /* v1 shape, sorted by name */
     size_t ndevs;
+    const size_t *starts; /* chunk i is devs[starts[i] .. starts[i + 1]) */
+    size_t nchunks;
     const char *pool; /* the node's name */
     const char *node_uid;
     const char *version; /* resource.k8s.io's: how the server shows devices */
@@ -55,8 +59,13 @@ typedef struct kdp__sr_plan {
 /* The plan at generation gen (0: the highest there). */
 void kdp__sr_plan_make(const kdp__sr_slice *known, size_t n, const kdp__sr_want *w, uint64_t gen,
                        kdp__sr_plan *p);
-/* How many slices n devices take (at least 1). */
+/* How many slices n devices without taints take (at least 1). */
 size_t kdp__sr_count(size_t n);
+/* The chunks of devs, one per slice, in order: at most 128 devices each,
+ * 64 when one of them has taints (KEP-5055's bound). starts gets n / 64 +
+ * 2 entries at most, the last being n. Returns the number of chunks (at
+ * least 1, an empty one for no device). */
+size_t kdp__sr_chunks(json_t *const *devs, size_t n, size_t *starts);
 /* The devices of chunk i: *ret_devs, *ret_n. */
 void kdp__sr_want_chunk(const kdp__sr_want *w, size_t i, json_t *const **ret_devs, size_t *ret_n);
 /* Whether a slice object is in pool. */

@@ -33,7 +33,13 @@ uint64_t kdp__sr_rv(const char *rv)
 
 static kdp__sr_want want_of(const kdp__sr *s)
 {
-    return (kdp__sr_want){s->devs, s->ndevs, s->node, s->node_uid, s->st.version};
+    return (kdp__sr_want){.devs = s->devs,
+                          .ndevs = s->ndevs,
+                          .starts = s->starts,
+                          .nchunks = s->nchunks,
+                          .pool = s->node,
+                          .node_uid = s->node_uid,
+                          .version = s->st.version};
 }
 
 void kdp__sr_chunk(const kdp__sr *s, size_t i, json_t *const **ret_devs, size_t *ret_n)
@@ -372,27 +378,35 @@ void kdp__sr_not_started(kdp__sr *s, kdp__sr_kind kind, int err, uint64_t now)
 
 /* ---- what should be ---- */
 
-bool kdp__sr_set_devices(kdp__sr *s, json_t **devs, size_t n)
+static void devs_free(json_t **devs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        json_decref(devs[i]);
+    }
+    free(devs);
+}
+
+int kdp__sr_set_devices(kdp__sr *s, json_t **devs, size_t n)
 {
     bool same = s->started && n == s->ndevs;
     for (size_t i = 0; same && i < n; i++) {
         same = json_equal(devs[i], s->devs[i]);
     }
-    json_t **drop = same ? devs : s->devs;
-    size_t ndrop = same ? n : s->ndevs;
-    for (size_t i = 0; i < ndrop; i++) {
-        json_decref(drop[i]);
+    size_t *starts = same ? NULL : malloc((n / KDP__SR_MAX_DEVICES_TAINTED + 2) * sizeof(*starts));
+    if (same || !starts) {
+        devs_free(devs, n);
+        return same ? 0 : -ENOMEM;
     }
-    free(drop);
-    if (same) {
-        return false;
-    }
+    devs_free(s->devs, s->ndevs);
+    free(s->starts);
     s->devs = devs;
     s->ndevs = n;
+    s->starts = starts;
+    s->nchunks = kdp__sr_chunks(devs, n, starts);
     s->started = true;
     s->round_gen = 0;
     s->st.published = false;
-    return true;
+    return 1;
 }
 
 static kdp__sr_action at(uint64_t us)
@@ -405,7 +419,7 @@ static void published(kdp__sr *s, uint64_t gen)
     bool was = s->st.published;
     s->st.published = true;
     s->st.generation = gen;
-    s->st.slices = kdp__sr_count(s->ndevs);
+    s->st.slices = s->nchunks;
     s->st.devices = s->ndevs;
     s->st.error[0] = '\0';
     s->st.err = 0;
@@ -553,10 +567,9 @@ int kdp__sr_init(kdp__sr *s, const char *driver, const char *node, const char *n
 void kdp__sr_done(kdp__sr *s)
 {
     known_clear(s);
-    for (size_t i = 0; i < s->ndevs; i++) {
-        json_decref(s->devs[i]);
-    }
-    free(s->devs);
+    devs_free(s->devs, s->ndevs);
+    free(s->starts);
     s->devs = NULL;
-    s->ndevs = 0;
+    s->starts = NULL;
+    s->ndevs = s->nchunks = 0;
 }

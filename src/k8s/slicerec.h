@@ -2,7 +2,8 @@
 /*
  * slicerec: the decisions of publishing a node's ResourceSlices, without
  * I/O and without a clock (the time is a parameter, as ngtcp2 takes it):
- * what should be (the devices, in chunks of at most 128 per slice) against
+ * what should be (the devices, in chunks of at most 128 per slice, 64
+ * when one of them has taints) against
  * what the API server has (the last list, then every watch event and every
  * write's answer since), and the next call to make. slices.c drives it on
  * the loop: it tells it every event (kdp__sr_*), asks kdp__sr_next() and
@@ -89,9 +90,12 @@ typedef struct kdp__sr {
     char node_uid[128];
     uint64_t resync_us;
 
-    /* what should be: devices in the v1 shape, sorted by name */
+    /* what should be: devices in the v1 shape, sorted by name, and their
+     * chunks (kdp__sr_chunks) */
     json_t **devs;
     size_t ndevs;
+    size_t *starts;
+    size_t nchunks;
     bool started; /* devices were set: publish */
 
     /* what the API server has */
@@ -133,9 +137,10 @@ kdp__sr_action kdp__sr_next(kdp__sr *s, uint64_t now_us);
 void kdp__sr_not_started(kdp__sr *s, kdp__sr_kind kind, int err, uint64_t now_us);
 
 /* The devices to publish, v1 shape, sorted by name, unique (the array and
- * its references are taken over). Returns true if they differ from the
- * last set (a new round then). */
-bool kdp__sr_set_devices(kdp__sr *s, json_t **devs, size_t n);
+ * its references are taken over, freed at once if they are the last set).
+ * Returns 1 if they differ from the last set (a new round then), 0 if
+ * they do not, -ENOMEM (the last set stays). */
+int kdp__sr_set_devices(kdp__sr *s, json_t **devs, size_t n);
 
 /* The answers. err: 0 or the -errno of k8s/api.h; why: a line for the log
  * (NULL when err is 0). */

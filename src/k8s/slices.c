@@ -218,7 +218,11 @@ int kdp__slices_set(kdp__slices *s, const kdp__slice_dev *devs, size_t n)
     if (r < 0) {
         return r;
     }
-    if (kdp__sr_set_devices(&s->sr, out, (size_t)r)) {
+    int changed = kdp__sr_set_devices(&s->sr, out, (size_t)r);
+    if (changed < 0) {
+        return changed;
+    }
+    if (changed) {
         tell(s);
         if (!s->req) {
             kdp__timer_start(s->t, KDP__SLICES_COALESCE_MS * 1000ULL);

@@ -371,6 +371,20 @@ func fromStored(rd *resourceDef, version string, stored M) M {
 
 // defaults fills what the API server's defaulting fills for our types.
 func defaults(rd *resourceDef, obj M) {
+	if rd == resSlices {
+		// a taint without timeAdded gets the server's now (strategy.go)
+		devs, _ := getMap(obj, "spec")["devices"].([]interface{})
+		for _, d := range devs {
+			dm, _ := d.(map[string]interface{})
+			taints, _ := dm["taints"].([]interface{})
+			for _, t := range taints {
+				if tm, ok := t.(map[string]interface{}); ok && tm["timeAdded"] == nil {
+					tm["timeAdded"] = time.Now().UTC().Format("2006-01-02T15:04:05Z")
+				}
+			}
+		}
+		return
+	}
 	if rd != resClaims {
 		return
 	}

@@ -476,6 +476,28 @@ class Python(ApiTest):
         del b["metadata"]["name"]
         st = invalid(b, "metadata.name")
         self.assertIn("name or generateName is required", st["message"])
+        # taints: a label name for the key, a label value, one of the effects,
+        # at most 16; a slice with a tainted device holds 64 devices at most
+        b = slice_body(name="x", devices=1)
+        b["spec"]["devices"][0]["taints"] = [
+            {"key": "bad key", "effect": "NoSchedule"}, {"key": "k", "value": "-v", "effect": "NoSchedule"},
+            {"key": "k2", "effect": "Sometimes"}, {"key": "k3"}]
+        st = invalid(b, "spec.devices[0].taints[0].key", "spec.devices[0].taints[1].value",
+                     "spec.devices[0].taints[2].effect", "spec.devices[0].taints[3].effect")
+        self.assertIn('spec.devices[0].taints[2].effect: Unsupported value: "Sometimes"', st["message"])
+        b["spec"]["devices"][0]["taints"] = [{"key": "k%d" % i, "effect": "NoSchedule"} for i in range(17)]
+        invalid(b, "spec.devices[0].taints")
+        b = slice_body(name="x", devices=65)
+        b["spec"]["devices"][3]["taints"] = [{"key": "example.com/unhealthy", "effect": "NoExecute"}]
+        st = invalid(b, "spec.devices")
+        self.assertIn("must have at most 64 items", st["message"])
+        b = slice_body(name="tainted", devices=1)
+        b["spec"]["devices"][0]["taints"] = [{"key": "example.com/unhealthy", "value": "probe",
+                                              "effect": "NoSchedule"}]
+        got = api.create_cluster_custom_object(GROUP, "v1", "resourceslices", b)
+        self.assertRegex(got["spec"]["devices"][0]["taints"][0]["timeAdded"],
+                         r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")  # the server's now
+        api.delete_cluster_custom_object(GROUP, "v1", "resourceslices", "tainted")
         # 128 devices is fine; exactly 32 attributes+capacities too
         api.create_cluster_custom_object(GROUP, "v1", "resourceslices", slice_body(name="big", devices=128))
         b = slice_body(name="full", devices=1)

@@ -20,6 +20,7 @@ const (
 	maxDevicesPerSlice              = 128
 	maxDevicesWithTaintsOrCounters  = 64
 	maxAttributesAndCapacities      = 32
+	maxTaintsPerDevice              = 16
 	maxAttributeValueLength         = 64
 	maxPoolNameLength               = 253
 	maxDriverNameLength             = 63
@@ -211,6 +212,71 @@ func labels(v interface{}) []fieldErr {
 	return errs
 }
 
+// labelName is a taint's key: a label name ([prefix/]name, apimachinery's
+// ValidateLabelName, non-empty).
+func labelName(k, path string) []fieldErr {
+	name := k
+	var errs []fieldErr
+	if i := strings.LastIndex(k, "/"); i >= 0 {
+		prefix := k[:i]
+		name = k[i+1:]
+		if prefix == "" || !dns1123SubdomainRe.MatchString(prefix) || len(prefix) > 253 {
+			errs = append(errs, invalid(path, k, "prefix part "+subdomainMsg))
+		}
+	}
+	switch {
+	case name == "":
+		errs = append(errs, invalid(path, k, "name part must be non-empty"))
+	case len(name) > 63:
+		errs = append(errs, invalid(path, k, "name part must be no more than 63 characters"))
+	case !qualifiedNameRe.MatchString(name):
+		errs = append(errs, invalid(path, k, "name part "+qualifiedNameMsg))
+	}
+	return errs
+}
+
+// validateTaints: at most 16 (DeviceTaintsMaxLength), each with a key (a
+// label name), a value (a label value) and an effect of NoSchedule,
+// NoExecute or None (validateDeviceTaint).
+func validateTaints(v interface{}, path string) []fieldErr {
+	if v == nil {
+		return nil
+	}
+	list, ok := v.([]interface{})
+	if !ok {
+		return []fieldErr{invalid(path, v, "must be a list")}
+	}
+	var errs []fieldErr
+	if len(list) > maxTaintsPerDevice {
+		errs = append(errs, tooMany(path, len(list), maxTaintsPerDevice))
+	}
+	for i, t := range list {
+		tp := fmt.Sprintf("%s[%d]", path, i)
+		tm, ok := t.(map[string]interface{})
+		if !ok {
+			errs = append(errs, invalid(tp, t, "must be an object"))
+			continue
+		}
+		if key := getString(tm, "key"); key == "" {
+			errs = append(errs, required(tp+".key", ""))
+		} else {
+			errs = append(errs, labelName(key, tp+".key")...)
+		}
+		if val := getString(tm, "value"); val != "" && (len(val) > 63 || !labelValueRe.MatchString(val)) {
+			errs = append(errs, invalid(tp+".value", val, labelValueMsg))
+		}
+		switch eff := getString(tm, "effect"); eff {
+		case "":
+			errs = append(errs, required(tp+".effect", ""))
+		case "NoSchedule", "NoExecute", "None":
+		default:
+			errs = append(errs, fieldErr{typ: "FieldValueNotSupported", field: tp + ".effect", value: eff,
+				detail: `supported values: "NoExecute", "NoSchedule", "None"`})
+		}
+	}
+	return errs
+}
+
 // ownerReferences: apiVersion, kind, name and uid set; one controller at
 // most (apimachinery's ValidateOwnerReferences: the fields have no index).
 func ownerReferences(v interface{}) []fieldErr {
@@ -396,6 +462,7 @@ func validateDevice(d interface{}, path string, perDevice bool) []fieldErr {
 	} else {
 		errs = append(errs, dnsLabel(name, path+".name")...)
 	}
+	errs = append(errs, validateTaints(dm["taints"], path+".taints")...)
 	attrs, _ := dm["attributes"].(map[string]interface{})
 	caps, _ := dm["capacity"].(map[string]interface{})
 	if n := len(attrs) + len(caps); n > maxAttributesAndCapacities {

@@ -6,6 +6,7 @@ example's DRA mode) between the kubelet emulator's DRA side
 usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_dra.py [-v] [Test.name ...]
 """
 
+import calendar
 import glob
 import json
 import os
@@ -742,6 +743,69 @@ class Knobs(Base):
         self.assertEqual(kl.events_since(mark, "dra_registered"), [])
         self.assertEqual(drv.count_log(r"serving \S*/plugins/%s/dra\.sock" % DRV), 1,
                          drv.log_text())
+
+    def slice_device(self, api, name):
+        for s in api.slices():
+            for d in s["spec"].get("devices") or []:
+                if s["spec"]["driver"] == DRV and d["name"] == name:
+                    return d
+        return None
+
+    def wait_device(self, api, name, pred, what, timeout=T):
+        deadline = time.time() + timeout
+        while True:
+            d = self.slice_device(api, name)
+            if d is not None and pred(d):
+                return d
+            if time.time() > deadline:
+                raise AssertionError("device %s: not %s in %.0f s: %s" % (name, what, timeout, d))
+            time.sleep(0.05)
+
+    def test_unhealthy_device_tainted(self):
+        """A device whose health check fails is tainted in its slice (after
+        the hysteresis: 2 failures), the health stream and the device-plugin
+        side agreeing; the taint goes once it is healthy again (2 successes);
+        NoExecute when asked."""
+        fail = self.path("fail-dev-0")
+        api = self.api()
+        kl = self.kubelet()
+        drv = self.start_proc(TestDriver(self, api, [
+            "--probe-fail-file", fail, "--device-plugin-too", "--device-plugin-dir",
+            self.path("root", "device-plugins")]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        self.assertNotIn("taints", self.slice_device(api, "dev-0"))
+        mark = kl.mark()
+        t0 = time.time()
+        open(fail, "w").close()
+        d = self.wait_device(api, "dev-0", lambda d: d.get("taints"), "tainted")
+        taint = d["taints"][0]
+        self.assertEqual(taint["key"], DRV + "/unhealthy")
+        self.assertEqual(taint["value"], "health-check-failed")
+        self.assertEqual(taint["effect"], "NoSchedule")
+        added = calendar.timegm(time.strptime(taint["timeAdded"], "%Y-%m-%dT%H:%M:%SZ"))
+        self.assertLessEqual(abs(added - t0), 5)
+        self.assertNotIn("taints", self.slice_device(api, "dev-1"))
+        # the health stream and the device-plugin side say the same
+        def sick(event, key):
+            return lambda e: e.get("event") == event and any(
+                x[key] == "dev-0" and x["health"] == "Unhealthy" for x in e.get("devices") or [])
+        kl.wait_event(sick("dra_health", "device"), T, since=mark)
+        kl.wait_event(sick("devices", "id"), T, since=mark, resource="example.com/testdra")
+        # a claim is refused meanwhile, as before
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["dev-0"])
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertIn("unhealthy", r["by_uid"][uid]["error"])
+        os.unlink(fail)
+        self.wait_device(api, "dev-0", lambda d: not d.get("taints"), "untainted")
+        drv.wait_log("device dev-0 .*Healthy", T)
+        self.assertEqual(drv.stop(), 0)
+        # NoExecute when the author asks
+        drv = self.start_proc(TestDriver(self, api, [
+            "--probe-fail-file", fail, "--unhealthy-taint", "noexecute"]))
+        open(fail, "w").close()
+        d = self.wait_device(api, "dev-0", lambda d: d.get("taints"), "tainted")
+        self.assertEqual(d["taints"][0]["effect"], "NoExecute")
 
     def test_300_devices_in_3_slices(self):
         api = self.api()

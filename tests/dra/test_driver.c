@@ -8,10 +8,13 @@
  *       --node NODE --cdi-dir DIR [--devices N] [--prepare-delay-ms MS]
  *       [--fail-unprepare-file FILE] [--callback-timeout-ms MS]
  *       [--slow-describe-file FILE] [--device-plugin-too] [--device-plugin-dir DIR]
- *       [--concurrent-claims N] [--no-health-v1alpha1]
+ *       [--concurrent-claims N] [--no-health-v1alpha1] [--probe-fail-file FILE]
+ *       [--unhealthy-taint noschedule|noexecute|none]
  *
  * --fail-unprepare-file: while FILE exists, the unprepare op fails.
  * --slow-describe-file: while FILE exists, the describe op sleeps 1.5 s.
+ * --probe-fail-file: health checks every 100 ms (Unhealthy after 2
+ * failures, Healthy after 2 successes); dev-0's fails while FILE exists.
  * Each prepare and unprepare call is said on stderr ("test-dra-driver:
  * prepare UID"), so that tests count them.
  */
@@ -28,6 +31,7 @@ static unsigned prepare_delay_ms;
 static atomic_uint running; /* prepares running now */
 static const char *fail_unprepare_file;
 static const char *slow_describe_file;
+static const char *probe_fail_file;
 
 static void sleep_ms(unsigned ms)
 {
@@ -43,6 +47,16 @@ static int describe(kdp_plugin *p, const kdp_device *d, kdp_dra_device *out, voi
     (void)ud;
     if (slow_describe_file && access(slow_describe_file, F_OK) == 0) {
         sleep_ms(1500);
+    }
+    return 0;
+}
+
+static int probe(kdp_plugin *p, const kdp_device *d, void *ud)
+{
+    (void)ud;
+    if (strcmp(d->id, "dev-0") == 0 && access(probe_fail_file, F_OK) == 0) {
+        kdp_plugin_set_error(p, "the test's probe fails");
+        return KDP_PROBE_UNHEALTHY;
     }
     return 0;
 }
@@ -128,6 +142,15 @@ int main(int argc, char **argv)
             slow_describe_file = v;
         } else if (strcmp(k, "--device-plugin-dir") == 0) {
             cfg.device_plugin_dir = v;
+        } else if (strcmp(k, "--probe-fail-file") == 0) {
+            probe_fail_file = v;
+            cfg.probe_interval_ms = 100;
+            cfg.probe_unhealthy_after = 2;
+            cfg.probe_healthy_after = 2;
+        } else if (strcmp(k, "--unhealthy-taint") == 0) {
+            dc.unhealthy_taint = strcmp(v, "noexecute") == 0 ? KDP_DRA_TAINT_NO_EXECUTE
+                                 : strcmp(v, "none") == 0    ? KDP_DRA_TAINT_NONE
+                                                             : KDP_DRA_TAINT_NO_SCHEDULE;
         } else if (strcmp(k, "--concurrent-claims") == 0) {
             dc.concurrent_claims = (unsigned)strtoul(v, NULL, 10);
         } else {
@@ -136,7 +159,7 @@ int main(int argc, char **argv)
         }
     }
     kdp_log_set(KDP_LOG_INFO, NULL, NULL);
-    kdp_ops ops = {.list = list};
+    kdp_ops ops = {.list = list, .probe = probe_fail_file ? probe : NULL};
     kdp_dra_ops dops = {.describe = describe, .prepare = prepare, .unprepare = unprepare};
     kdp_plugin *p;
     if (kdp_plugin_new(NULL, &cfg, &ops, &n, &p) < 0) {

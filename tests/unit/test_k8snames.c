@@ -131,6 +131,32 @@ static void test_qualified_name(void **state)
     bad(kdp__k8snames_qualified_name, "a/b/c");
 }
 
+static void test_label_name_and_value(void **state)
+{
+    (void)state;
+    assert_int_equal(kdp__k8snames_label_value("", NULL), 0); /* a value may be empty */
+    assert_int_equal(kdp__k8snames_label_value(NULL, NULL), 0);
+    assert_int_equal(kdp__k8snames_label_value("health-check_failed.2", NULL), 0);
+    assert_int_equal(kdp__k8snames_label_value("Probe", NULL), 0);
+    assert_int_equal(kdp__k8snames_label_value("-x", NULL), -EINVAL);
+    assert_int_equal(kdp__k8snames_label_value("x.", NULL), -EINVAL);
+    assert_int_equal(kdp__k8snames_label_value("a b", NULL), -EINVAL);
+    char v[70];
+    memset(v, 'a', 64);
+    v[64] = '\0';
+    assert_int_equal(kdp__k8snames_label_value(v, NULL), -EINVAL);
+    v[63] = '\0';
+    assert_int_equal(kdp__k8snames_label_value(v, NULL), 0);
+    assert_int_equal(kdp__k8snames_label_name("gpu.example.com/unhealthy", NULL), 0);
+    assert_int_equal(kdp__k8snames_label_name("maintenance", NULL), 0);
+    const char *why = NULL;
+    assert_int_equal(kdp__k8snames_label_name("", &why), -EINVAL);
+    assert_int_equal(kdp__k8snames_label_name("gpu.example.com/", &why), -EINVAL);
+    assert_int_equal(kdp__k8snames_label_name("GPU.example.com/x", &why), -EINVAL);
+    assert_int_equal(kdp__k8snames_label_name("a/b/c", &why), -EINVAL);
+    assert_non_null(why);
+}
+
 static void test_quantity(void **state)
 {
     (void)state;
@@ -185,9 +211,13 @@ static void test_semver(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dns_label),   cmocka_unit_test(test_dns_subdomain),
-        cmocka_unit_test(test_driver_name), cmocka_unit_test(test_qualified_name),
-        cmocka_unit_test(test_quantity),    cmocka_unit_test(test_semver),
+        cmocka_unit_test(test_dns_label),
+        cmocka_unit_test(test_dns_subdomain),
+        cmocka_unit_test(test_driver_name),
+        cmocka_unit_test(test_qualified_name),
+        cmocka_unit_test(test_quantity),
+        cmocka_unit_test(test_semver),
+        cmocka_unit_test(test_label_name_and_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -177,13 +177,87 @@ static void test_object(void **state)
     json_decref(dev);
 }
 
+/* Taints: the API's shape (timeAdded in RFC 3339, UTC), bad ones left
+ * out, at most 16, under "basic" for v1beta1; the chunks of a pool with a
+ * tainted device hold 64 devices, not 128. */
+static void test_taints(void **state)
+{
+    (void)state;
+    kdp__slice_taint t[] = {
+        {.key = "gpu.example.com/unhealthy",
+         .value = "health-check-failed",
+         .effect = "NoSchedule",
+         .time_added = 1795900000},
+        {.key = "maintenance", .effect = "NoExecute"},
+        {.key = "bad key", .effect = "NoSchedule"},
+        {.key = "x", .effect = "Sometimes"},
+        {.key = "y", .value = "not ok!", .effect = "NoSchedule"},
+    };
+    kdp__slice_dev d = {.name = "gpu-0", .taints = t, .n_taints = 5};
+    char why[100];
+    json_t *j = kdp__slicebuild_device(&d, why, sizeof(why));
+    json_t *ts = json_object_get(j, "taints");
+    assert_int_equal(json_array_size(ts), 2);
+    json_t *t0 = json_array_get(ts, 0);
+    assert_string_equal(json_string_value(json_object_get(t0, "key")), "gpu.example.com/unhealthy");
+    assert_string_equal(json_string_value(json_object_get(t0, "value")), "health-check-failed");
+    assert_string_equal(json_string_value(json_object_get(t0, "effect")), "NoSchedule");
+    assert_string_equal(json_string_value(json_object_get(t0, "timeAdded")),
+                        "2026-11-28T21:06:40Z");
+    json_t *t1 = json_array_get(ts, 1);
+    assert_null(json_object_get(t1, "value"));
+    assert_null(json_object_get(t1, "timeAdded")); /* the API server's now */
+    json_t *b = kdp__slicebuild_shape("v1beta1", j);
+    assert_int_equal(json_array_size(json_object_get(json_object_get(b, "basic"), "taints")), 2);
+    assert_null(json_object_get(b, "taints"));
+    json_decref(b);
+    /* at most 16 */
+    kdp__slice_taint many[20];
+    char keys[20][8];
+    for (int i = 0; i < 20; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+        many[i] = (kdp__slice_taint){.key = keys[i], .effect = "NoSchedule"};
+    }
+    kdp__slice_dev m = {.name = "m", .taints = many, .n_taints = 20};
+    json_t *jm = kdp__slicebuild_device(&m, why, sizeof(why));
+    assert_int_equal(json_array_size(json_object_get(jm, "taints")), 16);
+    json_decref(jm);
+
+    /* chunks: 200 devices without taints take 2 slices of 128 and 72; with
+     * a tainted device as the 101st, its slice begins with it and holds 64 */
+    json_t *devs[200];
+    for (int i = 0; i < 200; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "d%03d", i);
+        kdp__slice_dev x = {.name = name};
+        devs[i] = i == 100 ? json_incref(j) : kdp__slicebuild_device(&x, why, sizeof(why));
+    }
+    size_t starts[200 / KDP__SR_MAX_DEVICES_TAINTED + 2];
+    json_t *plain[200];
+    memcpy(plain, devs, sizeof(plain));
+    plain[100] = devs[99];
+    assert_int_equal(kdp__sr_chunks(plain, 200, starts), 2);
+    assert_int_equal(starts[1], 128);
+    assert_int_equal(starts[2], 200);
+    size_t k = kdp__sr_chunks(devs, 200, starts);
+    assert_int_equal(starts[0], 0);
+    assert_int_equal(starts[1], 100); /* untainted: up to 128, so far 100 */
+    assert_int_equal(starts[2], 164); /* the tainted one and 63 more: 64 */
+    assert_int_equal(starts[3], 200);
+    assert_int_equal(k, 3);
+    assert_int_equal(kdp__sr_chunks(devs, 0, starts), 1); /* one empty slice */
+    for (int i = 0; i < 200; i++) {
+        json_decref(devs[i]);
+    }
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_count),
-        cmocka_unit_test(test_generate_name),
-        cmocka_unit_test(test_device_fields),
-        cmocka_unit_test(test_object),
+        cmocka_unit_test(test_count),         cmocka_unit_test(test_generate_name),
+        cmocka_unit_test(test_device_fields), cmocka_unit_test(test_object),
+        cmocka_unit_test(test_taints),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

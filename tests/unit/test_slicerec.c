@@ -65,7 +65,7 @@ static void set_devices(fake *f, size_t n, const char *model)
         v[i] = json_incref(json_array_get(arr, i));
     }
     json_decref(arr);
-    (void)kdp__sr_set_devices(&f->sr, v, n);
+    assert_true(kdp__sr_set_devices(&f->sr, v, n) >= 0);
 }
 
 static char *rv_text(uint64_t rv)
