@@ -425,6 +425,7 @@ class BadInput(Base):
                                                  "pool": {"name": "p", "resourceSliceCount": 1},
                                                  "devices": [{"name": "Bad_Name"}]}}).encode())
         self.assertIn("spec.devices[0].name", obj["message"])
+
         good = {"metadata": {"name": "s1"},
                 "spec": {"driver": DRV, "nodeName": NODE,
                          "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
@@ -455,6 +456,38 @@ class BadInput(Base):
         code, _ = self.req(api, "DELETE", S + "/s1")
         self.assertEqual(code, 200)
         code, _ = self.req(api, "GET", "/version", token=False)
+        self.assertEqual(code, 200)
+        self.assertTrue(api.alive())
+
+    def test_taints(self):
+        """Device taints checked as the API server checks them."""
+        api = self.dra_apiserver()
+        S = "/apis/resource.k8s.io/v1/resourceslices"
+
+        def tainted(devices):
+            return json.dumps({"metadata": {"name": "t"}, "spec": {
+                "driver": DRV, "nodeName": NODE,
+                "pool": {"name": "p", "resourceSliceCount": 1}, "devices": devices}}).encode()
+        ok = {"key": DRV + "/unhealthy", "value": "probe", "effect": "NoSchedule"}
+        for taint, field in ((dict(ok, key="bad key"), "taints[0].key"),
+                             (dict(ok, value="-x"), "taints[0].value"),
+                             (dict(ok, effect="Evict"), "taints[0].effect"),
+                             ({"key": "k"}, "taints[0].effect")):
+            obj = self.status(api, 422, "Invalid", "POST", S,
+                              body=tainted([{"name": "d0", "taints": [taint]}]))
+            self.assertIn("spec.devices[0]." + field, obj["message"])
+        obj = self.status(api, 422, "Invalid", "POST", S,
+                          body=tainted([{"name": "d0", "taints": [ok] * 17}]))
+        self.assertIn("spec.devices[0].taints: Too many", obj["message"])
+        many = [{"name": "d%d" % i} for i in range(65)]
+        many[64]["taints"] = [ok]
+        obj = self.status(api, 422, "Invalid", "POST", S, body=tainted(many))
+        self.assertIn("spec.devices: Too many", obj["message"])
+        many[63]["taints"] = [ok]
+        code, made = self.req(api, "POST", S, body=tainted(many[:64]))
+        self.assertEqual(code, 201, made)
+        self.assertEqual(made["spec"]["devices"][63]["taints"][0]["effect"], "NoSchedule")
+        code, _ = self.req(api, "DELETE", S + "/t")
         self.assertEqual(code, 200)
         self.assertTrue(api.alive())
 

@@ -3,16 +3,73 @@
  * dra_check: the checks of `kdpctl dra apiserver` on what a request stores,
  * as the API server makes them (the parts a driver meets): a name (an RFC
  * 1123 subdomain), a ResourceSlice (spec.driver, spec.pool, exactly one
- * node selection, its devices: names, attributes and capacities, at most
- * 128) and the fields of a slice that an update may not change. Pure: no
- * request, no store; dra_rest.c answers what they find.
+ * node selection, its devices: names, attributes and capacities, taints,
+ * at most 128, or 64 when one has taints) and the fields of a slice that an update may not change.
+ * Pure: no request, no store; dra_rest.c answers what they find.
  */
 #include "dra_check.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "base/k8snames.h"
 #include "dra_api.h"
+
+enum { MAX_TAINTS = 16, MAX_DEV_WITH_TAINTS = 64 };
+
+/* One taint of device i: key a label name, value a label value, effect
+ * one of the three the API knows. */
+static const char *check_taint(const json_t *t, size_t i, size_t k, char *field, size_t cap,
+                               const char **detail)
+{
+    const char *key = json_string_value(json_object_get(t, "key"));
+    const char *value = json_string_value(json_object_get(t, "value"));
+    const char *effect = json_string_value(json_object_get(t, "effect"));
+    const char *why = NULL;
+    snprintf(field, cap, "spec.devices[%zu].taints[%zu].key", i, k);
+    if (!key || kdp__k8snames_label_name(key, &why) != 0) {
+        *detail = key ? "Invalid value: a qualified name must be [prefix/]name, the name at most "
+                        "63 of [A-Za-z0-9-_.] with an alphanumeric at both ends"
+                      : "Required value";
+        return field;
+    }
+    snprintf(field, cap, "spec.devices[%zu].taints[%zu].value", i, k);
+    if (value && kdp__k8snames_label_value(value, &why) != 0) {
+        *detail = "Invalid value: a valid label must be at most 63 of [A-Za-z0-9-_.] with an "
+                  "alphanumeric at both ends";
+        return field;
+    }
+    snprintf(field, cap, "spec.devices[%zu].taints[%zu].effect", i, k);
+    if (!effect || (strcmp(effect, "NoSchedule") != 0 && strcmp(effect, "NoExecute") != 0 &&
+                    strcmp(effect, "None") != 0)) {
+        *detail = effect ? "Unsupported value: supported values: \"NoSchedule\", \"NoExecute\", "
+                           "\"None\""
+                         : "Required value";
+        return field;
+    }
+    return NULL;
+}
+
+static const char *check_taints(const json_t *taints, size_t i, char *field, size_t cap,
+                                const char **detail)
+{
+    snprintf(field, cap, "spec.devices[%zu].taints", i);
+    if (taints && !json_is_array(taints)) {
+        *detail = "Invalid value: must be a list";
+        return field;
+    }
+    if (json_array_size(taints) > MAX_TAINTS) {
+        *detail = "Too many: must have at most 16 items";
+        return field;
+    }
+    for (size_t k = 0; k < json_array_size(taints); k++) {
+        const char *f = check_taint(json_array_get(taints, k), i, k, field, cap, detail);
+        if (f) {
+            return f;
+        }
+    }
+    return NULL;
+}
 
 static bool dns_label(const char *s)
 {
@@ -81,7 +138,7 @@ static const char *check_device(const json_t *d, size_t i, char *field, size_t c
             return field;
         }
     }
-    return NULL;
+    return check_taints(json_object_get(d, "taints"), i, field, cap, detail);
 }
 
 /* spec.driver and spec.pool. */
@@ -139,6 +196,14 @@ static const char *check_devices(const json_t *devs, char *field, size_t cap, co
     }
     if (json_array_size(devs) > KD_MAX_SLICE_DEV) {
         *detail = "Too many: must have at most 128 items";
+        return "spec.devices";
+    }
+    bool tainted = false;
+    for (size_t i = 0; i < json_array_size(devs); i++) {
+        tainted |= json_array_size(json_object_get(json_array_get(devs, i), "taints")) > 0;
+    }
+    if (tainted && json_array_size(devs) > MAX_DEV_WITH_TAINTS) {
+        *detail = "Too many: must have at most 64 items when a device has taints";
         return "spec.devices";
     }
     for (size_t i = 0; i < json_array_size(devs); i++) {
