@@ -267,7 +267,9 @@ typedef struct kdp_ops {
      * KDP_PROBE_DOWN when the health subsystem cannot tell, anything else
      * (KDP_PROBE_UNHEALTHY, -errno) a failure; a probe past its deadline is
      * a failure too. Give the reason with kdp_plugin_set_error() (logged
-     * with the transition). Hysteresis: the probe's verdict on a device
+     * with the transition; a DRA driver's health stream carries it as the
+     * device's message, and says Unknown for a DOWN answer or a probe past
+     * its deadline: docs/dra.md). Hysteresis: the probe's verdict on a device
      * turns Unhealthy after kdp_config.probe_unhealthy_after consecutive
      * failures and Healthy again after probe_healthy_after consecutive
      * successes (a device new to the table starts Healthy; a removed one

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/utf8.h"
 #include "plugin/plugin.h"
 
 #define RETRY_MIN_US (1000ULL * 1000ULL)
@@ -137,6 +138,36 @@ int64_t kdp__dra_descs_health(kdp__dra_descs *dv, const char *id, bool unhealthy
         x->unhealthy_since = now > 0 ? now : 1;
     }
     return x->unhealthy_since;
+}
+
+static bool note_one(kdp__dra_desc *x, kdp__probe_note note, const char *why)
+{
+    char w[KDP__DRA_WHY_MAX];
+    kdp__utf8_copy(w, sizeof(w), why);
+    if (x->note == note && strcmp(x->why, w) == 0) {
+        return false;
+    }
+    x->note = note;
+    memcpy(x->why, w, sizeof(w));
+    return true;
+}
+
+bool kdp__dra_descs_note(kdp__dra_descs *dv, const char *id, kdp__probe_note note, const char *why)
+{
+    if (id) {
+        kdp__dra_desc *x = find(dv, id);
+        return x && note_one(x, note, why);
+    }
+    bool changed = false;
+    for (size_t i = 0; i < dv->n; i++) {
+        changed |= note_one(&dv->descs[i], note, why);
+    }
+    return changed;
+}
+
+const kdp__dra_desc *kdp__dra_descs_find(const kdp__dra_descs *dv, const char *id)
+{
+    return find(dv, id);
 }
 
 size_t kdp__dra_descs_count(const kdp__dra_descs *dv)

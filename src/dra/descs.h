@@ -26,13 +26,20 @@
 #include "k8s/slicebuild.h"
 #include "kdp_dra.h"
 #include "plugin/jobs.h"
+#include "plugin/probe.h"
 #include "runtime/loop.h"
+
+/* A health check's reason, as the health stream carries it (1024 at most
+ * there). */
+#define KDP__DRA_WHY_MAX 256
 
 typedef struct kdp__dra_desc {
     char *id;
-    char name[64];           /* its name in the slices ("": left out) */
-    int64_t unhealthy_since; /* when it turned Unhealthy (Unix s; 0: healthy) */
-    kdp_dra_device d;        /* as described (name, attributes, capacities) */
+    char name[64];              /* its name in the slices ("": left out) */
+    int64_t unhealthy_since;    /* when it turned Unhealthy (Unix s; 0: healthy) */
+    kdp__probe_note note;       /* what its last health check said */
+    char why[KDP__DRA_WHY_MAX]; /* and why (valid UTF-8; "" for OK) */
+    kdp_dra_device d;           /* as described (name, attributes, capacities) */
 } kdp__dra_desc;
 
 typedef struct kdp__dra_descs_cbs {
@@ -77,6 +84,11 @@ const char *kdp__dra_descs_name_of(const kdp__dra_descs *dv, const char *id);
 /* Notes the health of kdp ID id now (at now, Unix seconds): returns when it
  * turned Unhealthy (0 while it is healthy, or not described). */
 int64_t kdp__dra_descs_health(kdp__dra_descs *dv, const char *id, bool unhealthy, int64_t now);
+/* Notes what a health check said of kdp ID id (NULL: of every device):
+ * returns true if that changed what a described device carries. */
+bool kdp__dra_descs_note(kdp__dra_descs *dv, const char *id, kdp__probe_note note, const char *why);
+/* The description of kdp ID id, or NULL. */
+const kdp__dra_desc *kdp__dra_descs_find(const kdp__dra_descs *dv, const char *id);
 /* How many devices are published. */
 size_t kdp__dra_descs_count(const kdp__dra_descs *dv);
 

@@ -79,6 +79,31 @@ static void status_unlock(kdp__dra *d)
 
 /* ---- fan-out ---- */
 
+/* What the health stream says of a device (docs/dra.md, "Health"): the
+ * author's Unhealthy as it is; the health check's verdict with its reason,
+ * or Unknown when the check could not tell (no answer in time, the health
+ * subsystem down); Unknown too while a Healthy device's health subsystem is
+ * down (whatever kdp_config.probe_down keeps for the device-plugin side). */
+static void health_of(const kdp__dev *dev, const kdp__dra_desc *x, kdp__dra_hdev *out)
+{
+    bool unsure = x->note == KDP__NOTE_NO_ANSWER || x->note == KDP__NOTE_DOWN;
+    out->message[0] = '\0';
+    if (dev->author_health != KDP_HEALTHY) {
+        out->health = KDP__DRA_UNHEALTHY;
+        snprintf(out->message, sizeof(out->message), "the driver reports the device Unhealthy");
+    } else if (dev->probe.bad) {
+        out->health = unsure ? KDP__DRA_UNKNOWN : KDP__DRA_UNHEALTHY;
+        snprintf(out->message, sizeof(out->message), "%s",
+                 x->note == KDP__NOTE_OK ? "held Unhealthy until enough health checks in a row pass"
+                                         : x->why);
+    } else if (x->note == KDP__NOTE_DOWN) {
+        out->health = KDP__DRA_UNKNOWN;
+        snprintf(out->message, sizeof(out->message), "%s", x->why);
+    } else {
+        out->health = KDP__DRA_HEALTHY;
+    }
+}
+
 /* The pool's devices with their health, to the health stream. */
 static void tell_health(kdp__dra *d)
 {
@@ -96,7 +121,7 @@ static void tell_health(kdp__dra *d)
         const char *name = kdp__dra_descs_name_of(&d->descs, tab->devs[i].id);
         if (name) {
             snprintf(v[m].name, sizeof(v[m].name), "%s", name);
-            v[m++].healthy = tab->devs[i].health == KDP_HEALTHY;
+            health_of(&tab->devs[i], kdp__dra_descs_find(&d->descs, tab->devs[i].id), &v[m++]);
         }
     }
     if (kdp__dra_health_set(&d->health, v, m) < 0) {
@@ -172,6 +197,14 @@ static void on_devices_changed(void *ud)
     tell_health(d); /* a health change: the stream, and the taints */
     publish(d);
     kdp__dra_descs_update(&d->descs, false);
+}
+
+static void on_probe_note(void *ud, const char *id, kdp__probe_note note, const char *why)
+{
+    kdp__dra *d = ud;
+    if (kdp__dra_descs_note(&d->descs, id, note, why)) {
+        tell_health(d);
+    }
 }
 
 /* The plugin's /healthz: the DRA side is up when the kubelet took its
@@ -478,6 +511,7 @@ KDP_EXPORT int kdp_plugin_enable_dra(kdp_plugin *p, const kdp_dra_config *cfg,
     }
     kdp__plugin_ext ext = {.serving = on_serving,
                            .devices_changed = on_devices_changed,
+                           .probe_note = on_probe_note,
                            .health = dra_health,
                            .name = "DRA",
                            .ud = d};

@@ -17,6 +17,19 @@ typedef struct hstream {
     kdp__call *call;
 } hstream;
 
+static V1alpha1__HealthStatus status_of(kdp__dra_hstate st)
+{
+    switch (st) {
+    case KDP__DRA_HEALTHY:
+        return V1ALPHA1__HEALTH_STATUS__HEALTHY;
+    case KDP__DRA_UNHEALTHY:
+        return V1ALPHA1__HEALTH_STATUS__UNHEALTHY;
+    case KDP__DRA_UNKNOWN:
+        break;
+    }
+    return V1ALPHA1__HEALTH_STATUS__UNKNOWN;
+}
+
 /* The message for the list now, packed (NULL on ENOMEM). */
 static uint8_t *encode(const kdp__dra_health *h, size_t *ret_len)
 {
@@ -34,8 +47,8 @@ static uint8_t *encode(const kdp__dra_health *h, size_t *ret_len)
             ids[i].device_name = h->devs[i].name;
             v1alpha1__device_health__init(&hs[i]);
             hs[i].device = &ids[i];
-            hs[i].health = h->devs[i].healthy ? V1ALPHA1__HEALTH_STATUS__HEALTHY
-                                              : V1ALPHA1__HEALTH_STATUS__UNHEALTHY;
+            hs[i].health = status_of(h->devs[i].health);
+            hs[i].message = h->devs[i].message;
             hs[i].last_updated_time = now;
             hs[i].health_check_timeout_seconds = KDP__DRA_HEALTH_TIMEOUT_S;
             ptrs[i] = &hs[i];
@@ -151,7 +164,8 @@ int kdp__dra_health_set(kdp__dra_health *h, const kdp__dra_hdev *devs, size_t n)
 {
     bool same = n == h->n;
     for (size_t i = 0; same && i < n; i++) {
-        same = devs[i].healthy == h->devs[i].healthy && strcmp(devs[i].name, h->devs[i].name) == 0;
+        same = devs[i].health == h->devs[i].health && strcmp(devs[i].name, h->devs[i].name) == 0 &&
+               strcmp(devs[i].message, h->devs[i].message) == 0;
     }
     if (same) {
         return 0; /* the resend timer says it again */

@@ -3,8 +3,8 @@
  * health: the DRA driver's health stream, DRAResourceHealth/
  * NodeWatchResources as v1 (Kubernetes 1.37+) and, unless switched off, as
  * v1alpha1 (1.34-1.36): the same messages, two service names. The owner
- * sets the pool's devices with their health (kdp__dra_health_set:
- * copied); every open stream gets the full list at
+ * sets the pool's devices with their health and its reason (the
+ * message, Kubernetes 1.36+; kdp__dra_health_set: copied); every open stream gets the full list at
  * its start, at every change, and every KDP__DRA_HEALTH_RESEND_S while a
  * stream is open: the kubelet takes a device it has heard nothing of for
  * its health timeout (30 s by default; health_check_timeout_seconds, sent
@@ -30,9 +30,20 @@
 /* A third of it: two messages may be lost before a device goes Unknown. */
 #define KDP__DRA_HEALTH_RESEND_S (KDP__DRA_HEALTH_TIMEOUT_S / 3)
 
+/* A device's health as the kubelet is told (the proto's values). */
+typedef enum kdp__dra_hstate {
+    KDP__DRA_UNKNOWN = 0,
+    KDP__DRA_HEALTHY = 1,
+    KDP__DRA_UNHEALTHY = 2,
+} kdp__dra_hstate;
+
+/* The message's bound: the kubelet keeps 1024 characters. */
+#define KDP__DRA_HEALTH_MSG_MAX 256
+
 typedef struct kdp__dra_hdev {
     char name[64]; /* the device's name in the pool */
-    bool healthy;
+    kdp__dra_hstate health;
+    char message[KDP__DRA_HEALTH_MSG_MAX]; /* why (valid UTF-8; "" when Healthy) */
 } kdp__dra_hdev;
 
 typedef struct kdp__dra_health {

@@ -145,8 +145,16 @@ static void on_stop_wake(kdp__wakeup *w, void *ud)
     }
 }
 
+static void probe_note(void *ud, const char *id, kdp__probe_note note, const char *why)
+{
+    kdp_plugin *p = ud;
+    if (p->has_ext && p->ext.probe_note) {
+        p->ext.probe_note(p->ext.ud, id, note, why);
+    }
+}
+
 /* Health checks: rounds of the probe op while serving, the verdicts kept in
- * the table. */
+ * the table, each answer told to the extension. */
 static int make_prober(kdp_plugin *p, const kdp_config *cfg)
 {
     kdp__probe_cfg pc;
@@ -155,6 +163,7 @@ static int make_prober(kdp_plugin *p, const kdp_config *cfg)
                              p->resource, &pc);
     if (r == 0 && p->ops.probe) {
         p->table.shared.probe_stats = &p->prober.stats;
+        kdp__prober_set_note(&p->prober, probe_note, p);
     }
     return r;
 }

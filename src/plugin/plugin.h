@@ -13,6 +13,7 @@
 #include "kdp.h"
 #include "plugin/devices.h"
 #include "plugin/jobs.h"
+#include "plugin/probe.h"
 #include "plugin/reg.h"
 #include "runtime/loop.h"
 
@@ -45,6 +46,9 @@ typedef struct kdp__plugin_ext {
     /* Whether the extension's side is up, and why into why (for /healthz,
      * the up metric): "registered, ..." or what it waits for. NULL: up. */
     bool (*health)(void *ud, char *why, size_t cap);
+    /* What a health check (kdp_ops.probe) said of device id (NULL: every
+     * device) and why ("" for OK): see plugin/prober.h. NULL: not told. */
+    void (*probe_note)(void *ud, const char *id, kdp__probe_note note, const char *why);
     const char *name; /* "DRA", for those lines */
     void *ud;
 } kdp__plugin_ext;

@@ -54,6 +54,16 @@ typedef enum kdp__probe_answer {
 /* A probe op's return value as an answer. */
 kdp__probe_answer kdp__probe_classify(int result);
 
+/* What one probe said of a device, as a second API tells it (the DRA
+ * health stream's Unknown and message): not the verdict, which the
+ * hysteresis makes. */
+typedef enum kdp__probe_note {
+    KDP__NOTE_OK = 0,    /* it said Healthy */
+    KDP__NOTE_FAIL,      /* it said Unhealthy, or failed (the reason says how) */
+    KDP__NOTE_NO_ANSWER, /* it overran its deadline, or could not be run */
+    KDP__NOTE_DOWN,      /* it said the health subsystem cannot tell */
+} kdp__probe_note;
+
 typedef enum kdp__probe_turn {
     KDP__PROBE_SAME = 0,         /* the verdict did not change */
     KDP__PROBE_TURNED_UNHEALTHY, /* ... turned Unhealthy */

@@ -179,13 +179,23 @@ static void set_down(kdp__prober *pr, bool down, const char *id, const char *rea
              pr->resource, id, reason, n, pr->cfg.healthy_after);
 }
 
-/* One answer about device id, counted and applied. */
-static void answer(kdp__prober *pr, const char *id, kdp__probe_answer a, const char *reason)
+static void tell(kdp__prober *pr, const char *id, kdp__probe_note note, const char *why)
+{
+    if (pr->note) {
+        pr->note(pr->note_ud, id, note, note == KDP__NOTE_OK ? "" : why);
+    }
+}
+
+/* One answer about device id, counted, applied and told (no_answer: the
+ * probe did not answer in time or could not run). */
+static void answer(kdp__prober *pr, const char *id, kdp__probe_answer a, bool no_answer,
+                   const char *reason)
 {
     if (a == KDP__PROBE_DOWN) {
         kdp__probe_count(&pr->stats.down_answers, 1);
         if (!pr->down) {
             set_down(pr, true, id, reason);
+            tell(pr, NULL, KDP__NOTE_DOWN, reason);
             return;
         }
     } else if (pr->down) {
@@ -199,6 +209,12 @@ static void answer(kdp__prober *pr, const char *id, kdp__probe_answer a, const c
     if (turn > 0) {
         log_turn(pr, id, (kdp__probe_turn)turn, &st, reason);
     }
+    tell(pr, id,
+         a == KDP__PROBE_DOWN ? KDP__NOTE_DOWN
+         : no_answer          ? KDP__NOTE_NO_ANSWER
+         : a == KDP__PROBE_OK ? KDP__NOTE_OK
+                              : KDP__NOTE_FAIL,
+         reason);
 }
 
 static void fn_probe(kdp__pjob *j)
@@ -231,7 +247,7 @@ static void complete_probe(kdp__pjob *j, bool timed_out)
     int result = timed_out ? -ETIMEDOUT : j->result;
     char reason[KDP__JOB_MSG_MAX + 64];
     reason_of(pr, j, timed_out, result, reason, sizeof(reason));
-    answer(pr, d->id, kdp__probe_classify(result), reason);
+    answer(pr, d->id, kdp__probe_classify(result), timed_out, reason);
     schedule_next(pr);
 }
 
@@ -286,6 +302,9 @@ static void run_next(kdp__prober *pr)
         }
         log_error("probe: %s: cannot run the probe of device %s: %s", pr->resource, id,
                   strerror(-r));
+        char why[128];
+        snprintf(why, sizeof(why), "kdp cannot run the health check: %s", strerror(-r));
+        tell(pr, id, KDP__NOTE_NO_ANSWER, why);
     }
     end_round(pr);
 }
@@ -307,6 +326,12 @@ int kdp__prober_init(kdp__prober *pr, kdp__loop *l, kdp__table *t, kdp__jobs *js
         return 0;
     }
     return kdp__timer_new(l, on_timer, pr, &pr->timer);
+}
+
+void kdp__prober_set_note(kdp__prober *pr, kdp__prober_note_fn fn, void *ud)
+{
+    pr->note = fn;
+    pr->note_ud = ud;
 }
 
 void kdp__prober_serving(kdp__prober *pr, bool on)

@@ -790,8 +790,13 @@ class Knobs(Base):
         def sick(event, key):
             return lambda e: e.get("event") == event and any(
                 x[key] == "dev-0" and x["health"] == "Unhealthy" for x in e.get("devices") or [])
-        kl.wait_event(sick("dra_health", "device"), T, since=mark)
+        e = kl.wait_event(sick("dra_health", "device"), T, since=mark)
         kl.wait_event(sick("devices", "id"), T, since=mark, resource="example.com/testdra")
+        # with the probe's reason as the message, made valid UTF-8 (grpc-go
+        # refuses a message that is not)
+        by = {x["device"]: x for x in e["devices"]}
+        self.assertEqual(by["dev-0"]["message"], "the test's probe fails at 95\ufffdC")
+        self.assertEqual((by["dev-1"]["health"], by["dev-1"]["message"]), ("Healthy", ""))
         # a claim is refused meanwhile, as before
         uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["dev-0"])
         r = kl.dra_prepare(DRV, ["default/c1/" + uid])
@@ -806,6 +811,39 @@ class Knobs(Base):
         open(fail, "w").close()
         d = self.wait_device(api, "dev-0", lambda d: d.get("taints"), "tainted")
         self.assertEqual(d["taints"][0]["effect"], "NoExecute")
+
+    def test_health_unknown_while_down(self):
+        """While the health subsystem is down (the probe answers DOWN), the
+        health stream says Unknown with the reason for every device, the
+        device-plugin side and the slices hold them Unhealthy (the default
+        policy); when it answers again, each device comes back Healthy."""
+        fail = self.path("probe-state")
+        api = self.api()
+        kl = self.kubelet()
+        drv = self.start_proc(TestDriver(self, api, [
+            "--probe-fail-file", fail, "--device-plugin-too", "--device-plugin-dir",
+            self.path("root", "device-plugins")]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+
+        def all_are(health, message=None):
+            return lambda e: e.get("event") == "dra_health" and len(e["devices"]) == 4 and all(
+                x["health"] == health and (message is None or x["message"] == message)
+                for x in e["devices"])
+        kl.wait_event(all_are("Healthy", ""), T, since=0)
+        mark = kl.mark()
+        with open(fail, "w") as f:
+            f.write("down\n")
+        kl.wait_event(all_are("Unknown", "the test's health library is down"), T, since=mark)
+        kl.wait_event(lambda e: e.get("event") == "devices" and len(e["devices"]) == 4 and all(
+            x["health"] == "Unhealthy" for x in e["devices"]), T, since=mark,
+            resource="example.com/testdra")
+        self.wait_device(api, "dev-3", lambda d: d.get("taints"), "tainted")
+        drv.wait_log("the health subsystem is down", T)
+        mark = kl.mark()
+        os.unlink(fail)
+        kl.wait_event(all_are("Healthy", ""), T, since=mark)
+        self.wait_device(api, "dev-3", lambda d: not d.get("taints"), "untainted")
 
     def test_300_devices_in_3_slices(self):
         api = self.api()

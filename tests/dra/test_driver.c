@@ -14,7 +14,8 @@
  * --fail-unprepare-file: while FILE exists, the unprepare op fails.
  * --slow-describe-file: while FILE exists, the describe op sleeps 1.5 s.
  * --probe-fail-file: health checks every 100 ms (Unhealthy after 2
- * failures, Healthy after 2 successes); dev-0's fails while FILE exists.
+ * failures, Healthy after 2 successes); dev-0's fails while FILE exists,
+ * every device's answers DOWN while FILE starts with "down".
  * Each prepare and unprepare call is said on stderr ("test-dra-driver:
  * prepare UID"), so that tests count them.
  */
@@ -54,11 +55,26 @@ static int describe(kdp_plugin *p, const kdp_device *d, kdp_dra_device *out, voi
 static int probe(kdp_plugin *p, const kdp_device *d, void *ud)
 {
     (void)ud;
-    if (strcmp(d->id, "dev-0") == 0 && access(probe_fail_file, F_OK) == 0) {
-        kdp_plugin_set_error(p, "the test's probe fails");
+    char what[16] = "";
+    FILE *f = fopen(probe_fail_file, "re");
+    if (!f) {
+        return KDP_PROBE_HEALTHY;
+    }
+    if (!fgets(what, sizeof(what), f)) {
+        what[0] = '\0';
+    }
+    fclose(f);
+    if (strncmp(what, "down", 4) == 0) {
+        kdp_plugin_set_error(p, "the test's health library is down");
+        return KDP_PROBE_DOWN;
+    }
+    if (strcmp(d->id, "dev-0") == 0) {
+        /* not UTF-8: the health stream's message must be, whatever the author says */
+        kdp_plugin_set_error(p, "the test's probe fails at 95\xb0"
+                                "C");
         return KDP_PROBE_UNHEALTHY;
     }
-    return 0;
+    return KDP_PROBE_HEALTHY;
 }
 
 static int list(kdp_plugin *p, kdp_device_list *out, void *ud)
