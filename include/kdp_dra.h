@@ -211,8 +211,38 @@ typedef enum kdp_dra_taint_effect {
     KDP_DRA_TAINT_NO_SCHEDULE = 0, /* the default: no new claim gets it */
     KDP_DRA_TAINT_NO_EXECUTE,      /* also evicts the pods whose claims have it */
     KDP_DRA_TAINT_NONE,            /* not tainted (prepare still refuses it) */
+    /* Tainted with the effect "None": shown (kubectl, DeviceTaintRules'
+     * status) without effect on the scheduler or the pods. */
+    KDP_DRA_TAINT_INFORMATIONAL,
 } kdp_dra_taint_effect;
 #define KDP_DRA_UNHEALTHY_TAINT "unhealthy"
+
+/* A taint of the author's own on one device (maintenance, a firmware
+ * update): published in the device's ResourceSlice beside kdp's own. */
+typedef struct kdp_dra_taint {
+    /* A label name, by convention under the driver's domain
+     * ("gpu.example.com/maintenance"); not kdp's own key. */
+    const char *key;
+    const char *value; /* a label value; NULL or "": none */
+    /* NO_SCHEDULE, NO_EXECUTE or INFORMATIONAL (not NONE). */
+    kdp_dra_taint_effect effect;
+} kdp_dra_taint;
+#define KDP_DRA_MAX_TAINTS 8
+
+/* Sets the author's taints on the device with kdp ID id (a device of the
+ * plugin's table; one not in it yet gets them when it comes), replacing
+ * those set before; n = 0 removes them. A taint kept from the last call
+ * (same key, value and effect) keeps its timeAdded; a new one gets now.
+ * The slices are published again soon after, from the loop. Any thread,
+ * callbacks included; copies what it needs. The scheduler then allocates
+ * the device only to claims that tolerate the taints; prepare does not
+ * refuse it (a claim that tolerates them may use it), and the device-plugin
+ * side does not see them (set the health for that). Returns 0, -EINVAL (a
+ * bad key, value or effect, kdp's own key, a key and effect twice, more
+ * than KDP_DRA_MAX_TAINTS: logged, naming it), -ENOENT (DRA not on),
+ * -ENOSPC (taints on 4096 devices already), -ENOMEM. */
+KDP_EXPORT int kdp_plugin_set_dra_taints(kdp_plugin *p, const char *id, const kdp_dra_taint *taints,
+                                         size_t n);
 
 typedef struct kdp_dra_config {
     /* Required: the driver's name (kdp_dra_validate_driver_name), e.g.

@@ -103,9 +103,9 @@ static int check(const kdp_dra_config *cfg)
                   cfg->resync_interval_ms);
         return -EINVAL;
     }
-    if ((unsigned)cfg->unhealthy_taint > KDP_DRA_TAINT_NONE) {
+    if ((unsigned)cfg->unhealthy_taint > KDP_DRA_TAINT_INFORMATIONAL) {
         log_error("kdp_plugin_enable_dra: invalid kdp_dra_config.unhealthy_taint %d: "
-                  "KDP_DRA_TAINT_NO_SCHEDULE, _NO_EXECUTE or _NONE",
+                  "KDP_DRA_TAINT_NO_SCHEDULE, _NO_EXECUTE, _NONE or _INFORMATIONAL",
                   (int)cfg->unhealthy_taint);
         return -EINVAL;
     }

@@ -34,6 +34,7 @@
 #include "dra/descs.h"
 #include "dra/health.h"
 #include "dra/sockets.h"
+#include "dra/taints.h"
 #include "kdp_dra.h"
 #include "plugin/plugin.h"
 
@@ -52,6 +53,7 @@ typedef struct kdp__dra {
     kdp__cj_env *env;
     kdp__dra_descs descs;
     kdp__dra_health health;
+    kdp__dra_taints taints;
     kdp__dra_claims claims;
     kdp__dra_claimsvc claimsvc;
     kdp__dra_sockets sockets;
@@ -62,7 +64,7 @@ typedef struct kdp__dra {
     kdp_dra_status st;
 } kdp__dra;
 
-enum { MADE_DESCS = 1, MADE_HEALTH, MADE_CLAIMS, MADE_SOCKETS, MADE_API };
+enum { MADE_DESCS = 1, MADE_HEALTH, MADE_TAINTS, MADE_CLAIMS, MADE_SOCKETS, MADE_API };
 
 /* ---- the status ---- */
 
@@ -131,39 +133,43 @@ static void tell_health(kdp__dra *d)
 }
 
 /* The published devices to the slices, an Unhealthy one tainted (the
- * scheduler then gives it to no claim that does not tolerate it): the
- * descriptions as they are, the health as the table has it now. */
+ * scheduler then gives it to no claim that does not tolerate it), the
+ * author's taints too: the descriptions as they are, the health as the
+ * table has it now. */
 static void publish(kdp__dra *d)
 {
-    static const char *const effects[] = {"NoSchedule", "NoExecute"};
+    enum { PER = KDP_DRA_MAX_TAINTS + 1 };
     const kdp__devtab *tab = kdp__plugin_devices(d->p);
     kdp__dra_descs_view v;
     if (kdp__dra_descs_view_init(&d->descs, &v) < 0) {
         log_error("%s: out of memory publishing the slices", d->conf.driver);
         return;
     }
-    kdp__slice_taint *t = calloc(v.n ? v.n : 1, sizeof(*t));
+    kdp__slice_taint *t = calloc(v.n ? v.n * PER : 1, sizeof(*t));
     if (!t) {
         log_error("%s: out of memory publishing the slices", d->conf.driver);
         kdp__dra_descs_view_done(&v);
         return;
     }
     int64_t now = (int64_t)time(NULL);
+    const char *effect = kdp__dra_taints_effect(d->conf.unhealthy_taint);
     for (size_t i = 0; i < v.n; i++) {
         const char *id = kdp__dra_descs_id_of(&d->descs, v.devs[i].name);
         const kdp__dev *dev = id ? kdp__devtab_find(tab, id) : NULL;
         bool sick = dev && dev->health != KDP_HEALTHY;
         int64_t since = id ? kdp__dra_descs_health(&d->descs, id, sick, now) : 0;
-        if (!sick || d->conf.unhealthy_taint == KDP_DRA_TAINT_NONE) {
-            continue;
+        kdp__slice_taint *mine = &t[i * PER];
+        size_t k = 0;
+        if (sick && effect) {
+            mine[k++] = (kdp__slice_taint){.key = d->conf.taint_key,
+                                           .value = dev->probe.bad ? "health-check-failed"
+                                                                   : "reported-unhealthy",
+                                           .effect = effect,
+                                           .time_added = since};
         }
-        t[i] = (kdp__slice_taint){.key = d->conf.taint_key,
-                                  .value =
-                                      dev->probe.bad ? "health-check-failed" : "reported-unhealthy",
-                                  .effect = effects[d->conf.unhealthy_taint],
-                                  .time_added = since};
-        v.devs[i].taints = &t[i];
-        v.devs[i].n_taints = 1;
+        k += id ? kdp__dra_taints_get(&d->taints, id, mine + k, PER - k) : 0;
+        v.devs[i].taints = k ? mine : NULL;
+        v.devs[i].n_taints = k;
     }
     kdp__dra_api_publish(d->api, v.devs, v.n);
     free(t);
@@ -178,6 +184,12 @@ static void on_described(void *ud)
     status_unlock(d);
     tell_health(d);
     publish(d);
+}
+
+/* taints: the author's taints changed. */
+static void on_taints(void *ud)
+{
+    publish(ud);
 }
 
 /* The plugin's hooks. */
@@ -367,6 +379,9 @@ static bool dra_free(kdp__dra *d)
         left = kdp__dra_claims_done(&d->claims, WAIT_CALLBACKS_MS);
     }
     kdp__dra_api_free(d->api);
+    if (d->made >= MADE_TAINTS) {
+        kdp__dra_taints_done(&d->taints);
+    }
     if (d->made >= MADE_HEALTH) {
         kdp__dra_health_done(&d->health);
     }
@@ -454,6 +469,11 @@ static int make(kdp__dra *d)
     if (r == 0) {
         r = kdp__dra_health_init(&d->health, d->loop, d->conf.driver, d->conf.node);
         d->made = MADE_HEALTH;
+    }
+    if (r == 0) {
+        r = kdp__dra_taints_init(&d->taints, d->loop, d->conf.driver, d->conf.taint_key, on_taints,
+                                 d);
+        d->made = MADE_TAINTS;
     }
     if (r == 0) {
         r = make_claims(d);
@@ -544,4 +564,16 @@ KDP_EXPORT int kdp_plugin_get_dra_status(kdp_plugin *p, kdp_dra_status *ret)
     *ret = *status_lock(d);
     status_unlock(d);
     return 0;
+}
+
+KDP_EXPORT int kdp_plugin_set_dra_taints(kdp_plugin *p, const char *id, const kdp_dra_taint *taints,
+                                         size_t n)
+{
+    kdp__dra *d = p ? kdp__plugin_ext_ud(p) : NULL;
+    if (!d) {
+        log_error("kdp_plugin_set_dra_taints: %s",
+                  p ? "DRA is not on (kdp_plugin_enable_dra)" : "the plugin (p) is NULL");
+        return p ? -ENOENT : -EINVAL;
+    }
+    return kdp__dra_taints_set(&d->taints, id, taints, n);
 }

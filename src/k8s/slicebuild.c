@@ -126,8 +126,9 @@ static int add_taints(const kdp__slice_dev *d, json_t *taints)
         if (kdp__k8snames_label_name(t->key, &w) == 0 &&
             kdp__k8snames_label_value(t->value, &w) == 0 &&
             (!t->effect ||
-             (strcmp(t->effect, "NoSchedule") != 0 && strcmp(t->effect, "NoExecute") != 0))) {
-            w = "has an effect that is not NoSchedule or NoExecute";
+             (strcmp(t->effect, "NoSchedule") != 0 && strcmp(t->effect, "NoExecute") != 0 &&
+              strcmp(t->effect, "None") != 0))) {
+            w = "has an effect that is not NoSchedule, NoExecute or None";
         }
         if (!w && json_array_size(taints) >= KDP__SLICEBUILD_MAX_TAINTS) {
             w = "is past the 16 taints a device may have";

@@ -30,7 +30,7 @@
 typedef struct kdp__slice_taint {
     const char *key;    /* a label name ("gpu.example.com/unhealthy") */
     const char *value;  /* a label value, or NULL */
-    const char *effect; /* "NoSchedule" or "NoExecute" */
+    const char *effect; /* "NoSchedule", "NoExecute" or "None" */
     int64_t time_added; /* Unix seconds (0: the API server's now) */
 } kdp__slice_taint;
 

@@ -812,6 +812,78 @@ class Knobs(Base):
         d = self.wait_device(api, "dev-0", lambda d: d.get("taints"), "tainted")
         self.assertEqual(d["taints"][0]["effect"], "NoExecute")
 
+    def test_author_taints(self):
+        """The author's own taints (kdp_plugin_set_dra_taints, here from the
+        list callback) reach the slice beside kdp's taint of an Unhealthy
+        device, keep their timeAdded while unchanged, go when removed; bad
+        ones are refused naming the field; a tainted device is still
+        prepared (the scheduler decides who tolerates it)."""
+        taints = self.path("taints", "list")
+        fail = self.path("fail-dev-0")
+        os.makedirs(os.path.dirname(taints))
+        api = self.api()
+        kl = self.kubelet()
+        drv = self.start_proc(TestDriver(self, api, [
+            "--taints-file", taints, "--probe-fail-file", fail]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+
+        def write(text):
+            tmp = self.path("taints.tmp")
+            with open(tmp, "w") as f:
+                f.write(text)
+            os.rename(tmp, taints)  # moved in: the watch rescans
+
+        mark = drv.log_mark()
+        write("dev-1 example.com/maintenance firmware-update noschedule\n"
+              "dev-1 example.com/inventory - informational\n"
+              "dev-0 example.com/maintenance cooling noexecute\n")
+        drv.wait_log(r"taints dev-1: 0$", T, since=mark)
+        d1 = self.wait_device(api, "dev-1", lambda d: len(d.get("taints") or []) == 2, "tainted")
+        got = sorted((t["key"], t.get("value"), t["effect"]) for t in d1["taints"])
+        self.assertEqual(got, [("example.com/inventory", None, "None"),
+                               ("example.com/maintenance", "firmware-update", "NoSchedule")])
+        added = {t["key"]: t["timeAdded"] for t in d1["taints"]}
+        # kdp's own taint of an Unhealthy device beside the author's
+        open(fail, "w").close()
+        d0 = self.wait_device(api, "dev-0", lambda d: len(d.get("taints") or []) == 2, "both")
+        self.assertEqual(sorted(t["key"] for t in d0["taints"]),
+                         ["example.com/maintenance", DRV + "/unhealthy"])
+        os.unlink(fail)
+        self.wait_device(api, "dev-0", lambda d: len(d.get("taints") or []) == 1, "healed")
+        # prepare does not refuse a device with the author's taints
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["dev-1"])
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "prepared", r)
+        # unchanged taints keep their timeAdded; a changed one is new; gone ones go
+        time.sleep(1.1)
+        write("dev-1 example.com/maintenance firmware-update noschedule\n"
+              "dev-1 example.com/inventory v2 informational\n")
+        d1 = self.wait_device(api, "dev-1", lambda d: any(
+            t.get("value") == "v2" for t in d.get("taints") or []), "changed")
+        now = {t["key"]: t["timeAdded"] for t in d1["taints"]}
+        self.assertEqual(now["example.com/maintenance"], added["example.com/maintenance"])
+        self.assertGreater(now["example.com/inventory"], added["example.com/inventory"])
+        self.wait_device(api, "dev-0", lambda d: not d.get("taints"), "untainted")
+        # refused, naming the field; the slices keep what was set before
+        bad = (("dev-2 Bad_Key! v noschedule", "taints\\[0\\].key"),
+               ("dev-2 %s/unhealthy v noschedule" % DRV, "taints\\[0\\].key is kdp's own"),
+               ("dev-2 example.com/k -bad- noschedule", "taints\\[0\\].value"),
+               ("dev-2 example.com/k v none", "taints\\[0\\].effect"),
+               ("dev-2 example.com/k v 7", "taints\\[0\\].effect"),
+               ("dev-2 example.com/k v noschedule\ndev-2 example.com/k w noschedule",
+                "taints\\[1\\] has the key and effect of taints\\[0\\]"),
+               ("\n".join("dev-2 example.com/k%d v noschedule" % i for i in range(9)),
+                "9 taints: at most 8"))
+        for text, why in bad:
+            with self.subTest(taints=text):
+                mark = drv.log_mark()
+                write(text + "\n")
+                drv.wait_log(r"taints dev-2: -22$", T, since=mark)
+                drv.wait_log("kdp_plugin_set_dra_taints: device dev-2: " + why, T, since=mark)
+        self.assertNotIn("taints", self.slice_device(api, "dev-2"))
+        self.assertIsNone(drv.sanitizer_report())
+
     def test_health_unknown_while_down(self):
         """While the health subsystem is down (the probe answers DOWN), the
         health stream says Unknown with the reason for every device, the

@@ -9,13 +9,18 @@
  *       [--fail-unprepare-file FILE] [--callback-timeout-ms MS]
  *       [--slow-describe-file FILE] [--device-plugin-too] [--device-plugin-dir DIR]
  *       [--concurrent-claims N] [--no-health-v1alpha1] [--probe-fail-file FILE]
- *       [--unhealthy-taint noschedule|noexecute|none]
+ *       [--unhealthy-taint noschedule|noexecute|none|informational] [--taints-file FILE]
  *
  * --fail-unprepare-file: while FILE exists, the unprepare op fails.
  * --slow-describe-file: while FILE exists, the describe op sleeps 1.5 s.
  * --probe-fail-file: health checks every 100 ms (Unhealthy after 2
  * failures, Healthy after 2 successes); dev-0's fails while FILE exists,
  * every device's answers DOWN while FILE starts with "down".
+ * --taints-file: the author's taints, set at each listing (the file's
+ * directory is watched: write a new file and move it in), one per line
+ * "ID KEY VALUE EFFECT" (VALUE "-": none; EFFECT noschedule, noexecute,
+ * informational, or a number); kdp_plugin_set_dra_taints' result is said
+ * on stderr ("test-dra-driver: taints dev-0: 0").
  * Each prepare and unprepare call is said on stderr ("test-dra-driver:
  * prepare UID"), so that tests count them.
  */
@@ -33,6 +38,7 @@ static atomic_uint running; /* prepares running now */
 static const char *fail_unprepare_file;
 static const char *slow_describe_file;
 static const char *probe_fail_file;
+static const char *taints_file;
 
 static void sleep_ms(unsigned ms)
 {
@@ -77,6 +83,42 @@ static int probe(kdp_plugin *p, const kdp_device *d, void *ud)
     return KDP_PROBE_HEALTHY;
 }
 
+static kdp_dra_taint_effect effect_of(const char *s)
+{
+    return strcmp(s, "noschedule") == 0      ? KDP_DRA_TAINT_NO_SCHEDULE
+           : strcmp(s, "noexecute") == 0     ? KDP_DRA_TAINT_NO_EXECUTE
+           : strcmp(s, "informational") == 0 ? KDP_DRA_TAINT_INFORMATIONAL
+           : strcmp(s, "none") == 0          ? KDP_DRA_TAINT_NONE
+                                             : (kdp_dra_taint_effect)atoi(s);
+}
+
+/* Device id's taints from the taints file, set (none if it has none). */
+static void set_taints(kdp_plugin *p, const char *id)
+{
+    enum { MAX = KDP_DRA_MAX_TAINTS + 2 }; /* room for one too many */
+    char keys[MAX][400];
+    char values[MAX][100];
+    kdp_dra_taint t[MAX];
+    size_t n = 0;
+    FILE *f = fopen(taints_file, "re");
+    char line[600];
+    while (f && n < MAX && fgets(line, sizeof(line), f)) {
+        char lid[64];
+        char eff[32];
+        if (sscanf(line, "%63s %399s %99s %31s", lid, keys[n], values[n], eff) == 4 &&
+            strcmp(lid, id) == 0) {
+            t[n] = (kdp_dra_taint){.key = keys[n],
+                                   .value = strcmp(values[n], "-") == 0 ? NULL : values[n],
+                                   .effect = effect_of(eff)};
+            n++;
+        }
+    }
+    if (f) {
+        fclose(f);
+    }
+    fprintf(stderr, "test-dra-driver: taints %s: %d\n", id, kdp_plugin_set_dra_taints(p, id, t, n));
+}
+
 static int list(kdp_plugin *p, kdp_device_list *out, void *ud)
 {
     (void)p;
@@ -85,6 +127,9 @@ static int list(kdp_plugin *p, kdp_device_list *out, void *ud)
         char id[32];
         snprintf(id, sizeof(id), "dev-%u", i);
         kdp_device d = {.id = id, .health = KDP_HEALTHY, .host_path = "/dev/null"};
+        if (taints_file) {
+            set_taints(p, id);
+        }
         int r = kdp_device_list_add(out, &d);
         if (r < 0) {
             return r;
@@ -164,9 +209,9 @@ int main(int argc, char **argv)
             cfg.probe_unhealthy_after = 2;
             cfg.probe_healthy_after = 2;
         } else if (strcmp(k, "--unhealthy-taint") == 0) {
-            dc.unhealthy_taint = strcmp(v, "noexecute") == 0 ? KDP_DRA_TAINT_NO_EXECUTE
-                                 : strcmp(v, "none") == 0    ? KDP_DRA_TAINT_NONE
-                                                             : KDP_DRA_TAINT_NO_SCHEDULE;
+            dc.unhealthy_taint = effect_of(v);
+        } else if (strcmp(k, "--taints-file") == 0) {
+            taints_file = v;
         } else if (strcmp(k, "--concurrent-claims") == 0) {
             dc.concurrent_claims = (unsigned)strtoul(v, NULL, 10);
         } else {
@@ -184,6 +229,18 @@ int main(int argc, char **argv)
     if (kdp_plugin_enable_dra(p, &dc, &dops) < 0) {
         kdp_plugin_free(p);
         return 1;
+    }
+    if (taints_file) {
+        char dir[512];
+        snprintf(dir, sizeof(dir), "%s", taints_file);
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+            *slash = '\0';
+        }
+        if (kdp_plugin_watch_path(p, dir, 0, NULL) < 0) {
+            kdp_plugin_free(p);
+            return 1;
+        }
     }
     int r = kdp_plugin_run(p);
     kdp_plugin_free(p);
