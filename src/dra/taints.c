@@ -32,12 +32,12 @@ static void set_free(kdp__dra_taintset *s)
     }
     free(s->v);
     s->v = NULL;
-    s->n = 0;
+    s->n = s->cap = 0;
 }
 
 static int set_copy(kdp__dra_taintset *dst, const kdp__dra_taintset *src)
 {
-    kdp__dra_taintset c = {.v = calloc(src->n ? src->n : 1, sizeof(*c.v)), .n = 0};
+    kdp__dra_taintset c = {.v = calloc(src->n ? src->n : 1, sizeof(*c.v)), .cap = src->n};
     if (!c.v) {
         return -ENOMEM;
     }
@@ -163,12 +163,18 @@ static int put_locked(kdp__dra_taints *t, const char *id, const kdp__dra_taint *
             return -ENOSPC;
         }
         char *copy = strdup(id);
-        kdp__dra_tainted *nv = copy ? realloc(s->v, (s->n + 1) * sizeof(*nv)) : NULL;
-        if (!nv) {
+        if (copy && s->n == s->cap) {
+            size_t cap = s->cap ? s->cap * 2 : 8;
+            kdp__dra_tainted *nv = realloc(s->v, cap * sizeof(*nv));
+            if (nv) {
+                s->v = nv;
+                s->cap = cap;
+            }
+        }
+        if (!copy || s->n == s->cap || !s->v) {
             free(copy);
             return -ENOMEM;
         }
-        s->v = nv;
         memmove(&s->v[at + 1], &s->v[at], (s->n - at) * sizeof(*s->v));
         s->n++;
         e = &s->v[at];

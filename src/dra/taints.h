@@ -39,7 +39,7 @@ typedef struct kdp__dra_tainted {
 /* Devices with taints, sorted by ID. */
 typedef struct kdp__dra_taintset {
     kdp__dra_tainted *v;
-    size_t n;
+    size_t n, cap;
 } kdp__dra_taintset;
 
 typedef struct kdp__dra_taints {
