@@ -271,7 +271,7 @@ say "11. The driver: kdp-example-gopher-dra --dra $DRV --kubeconfig $API/kubecon
     --kubeconfig "$API/kubeconfig" --node node-a --cdi-dir "$CDI" --state-dir "$WORK/state" \
     >"$DLOG" 2>&1 </dev/null &
 DRV_PID=$!
-wait_for "$DKLOG" "$DRV: health \(stream opened\)" 5
+wait_for "$DKLOG" "$DRV: health \(v1, stream opened\)" 5
 show_after "$DKLOG" "$KSEEN"
 KSEEN=$SEEN
 

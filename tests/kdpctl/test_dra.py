@@ -108,11 +108,13 @@ class KubeletSide(Base):
 
     def test_registration_and_version_choice(self):
         kl = self.dra_kubelet()
-        self.go_driver("-versions", "v1beta1.DRAPlugin,v1.DRAPlugin")
+        self.go_driver("-versions", "v1beta1.DRAPlugin,v1.DRAPlugin,v1.DRAResourceHealth")
         reg = kl.wait_event("registered", driver=TDRV)
         self.assertEqual(reg["version"], "v1beta1")  # the plugin's order, not ours
+        self.assertEqual(reg["health_version"], "v1")
         self.assertTrue(reg["endpoint"].startswith("/"))
         st = kl.wait_event("health", driver=TDRV)
+        self.assertEqual(st["version"], "v1")
         self.assertEqual(sorted(d["device"] for d in st["devices"]),
                          ["%s/dev0" % NODE, "%s/dev1" % NODE])
 
@@ -145,23 +147,64 @@ class KubeletSide(Base):
         kl.wait_event("unprepared", since=m, uid="u1")
 
     def test_health_stream_and_unimplemented(self):
+        """The health stream chosen as the 1.37 kubelet does (its own first
+        version the plugin advertises, v1 before v1alpha1), messages and
+        Unknown printed; nothing advertised: no stream; UNIMPLEMENTED though
+        advertised: said once, not asked again."""
         kl = self.dra_kubelet()
-        d = self.go_driver()
-        kl.wait_event("health", driver=TDRV)
+        d = self.go_driver("-versions", "v1.DRAPlugin,v1alpha1.DRAResourceHealth")
+        st = kl.wait_event("health", driver=TDRV)
+        self.assertEqual(st["version"], "v1alpha1")
         m = kl.mark()
         d.send("health dev1 Unhealthy overheated")
+        d.send("health dev0 Unknown the sensor does not answer")
         ev = kl.wait_event(lambda e: e.get("event") == "health" and any(
-            x["health"] == "Unhealthy" for x in e["devices"]), since=m)
-        bad = [x for x in ev["devices"] if x["health"] == "Unhealthy"]
-        self.assertEqual(bad[0]["device"], "%s/dev1" % NODE)
-        self.assertEqual(bad[0]["message"], "overheated")
-        d.stop()
-        kl.wait_event("deregistered", since=m)
+            x["health"] == "Unknown" for x in e["devices"]), since=m)
+        by = {x["device"]: x for x in ev["devices"]}
+        self.assertEqual((by["%s/dev1" % NODE]["health"], by["%s/dev1" % NODE]["message"]),
+                         ("Unhealthy", "overheated"))
+        self.assertEqual(by["%s/dev0" % NODE]["message"], "the sensor does not answer")
+        cases = ((["-versions", "v1.DRAPlugin,v1alpha1.DRAResourceHealth,v1.DRAResourceHealth"],
+                  "health", "v1"),
+                 (["-versions", "v1.DRAPlugin"], "health_none", ""),
+                 (["-health=false", "-versions", "v1.DRAPlugin,v1.DRAResourceHealth"],
+                  "health_unimplemented", "v1"))
+        for args, event, version in cases:
+            with self.subTest(driver=args):
+                d.stop()
+                kl.wait_event("deregistered", since=m)
+                m = kl.mark()
+                d = self.go_driver(*args)
+                reg = kl.wait_event("registered", since=m, driver=TDRV)
+                self.assertEqual(reg["health_version"], version)
+                kl.wait_event(event, since=m, driver=TDRV)
+        # not asked again: 1.37 does not retry after UNIMPLEMENTED
         m = kl.mark()
-        self.go_driver("-health=false")
-        kl.wait_event("registered", since=m, driver=TDRV)
-        kl.wait_event("health_unimplemented", since=m, driver=TDRV)
-        kl.assert_no_event("health_unimplemented", within=5.6, since=kl.mark())
+        kl.send("state")
+        st = kl.wait_event("state", since=m)
+        self.assertEqual(st["drivers"][0]["health_stream"], "not asked again (UNIMPLEMENTED)")
+
+    def test_health_legacy(self):
+        """--health-versions legacy: as 1.34-1.36, v1alpha1 opened whether
+        advertised or not."""
+        kl = self.dra_kubelet("--health-versions", "legacy")
+        self.go_driver("-versions", "v1.DRAPlugin")
+        reg = kl.wait_event("registered", driver=TDRV)
+        self.assertEqual(reg["health_version"], "v1alpha1")
+        st = kl.wait_event("health", driver=TDRV)
+        self.assertEqual(st["version"], "v1alpha1")
+        # a plugin without the service: asked again, as 1.34-1.36 do
+        kl2 = self.dra_kubelet("--health-versions", "legacy")
+        self.go_driver("-health=false", "-driver", "other.example.com")
+        kl2.wait_event("health_unimplemented", driver="other.example.com")
+        m = kl2.mark()
+        kl2.send("state")
+        st = kl2.wait_event("state", since=m)
+        other = [x for x in st["drivers"] if x["driver"] == "other.example.com"]
+        self.assertEqual(other[0]["health_stream"], "reopening", st)
+        r = self.kdpctl("dra", "kubelet", "--health-versions", "v2")
+        self.assertEqual(r.returncode, 2, r)
+        self.assertIn("--health-versions: \"v2\" is not v1 or v1alpha1", r.stderr)
 
     def test_bad_commands(self):
         kl = self.dra_kubelet()
@@ -237,6 +280,12 @@ class ApiServerSide(Base):
         kl.wait_event(lambda e: e.get("event") == "health" and any(
             x["device"] == "%s/gopher1" % NODE and x["health"] == "Unhealthy"
             for x in e["devices"]), since=m)
+        # and the taint in the slice the API server prints
+        sl = api.wait_event(lambda e: e.get("event") == "slice" and any(
+            d["name"] == "gopher1" and d["taints"] for d in e["devices"]), since=m2)
+        by = {d["name"]: d["taints"] for d in sl["devices"]}
+        self.assertEqual(by["gopher1"], DRV + "/unhealthy=reported-unhealthy:NoSchedule")
+        self.assertEqual(by["gopher0"], "")
         kl.send("unprepare %s default/c1/%s default/c2/%s" % (DRV, u1, u2))
         for u in (u1, u2):
             ev = kl.wait_event("unprepared", since=m, uid=u)

@@ -20,8 +20,7 @@
 #include "runtime/loop.h"
 
 #define KD_PLUGIN_TYPE     "DRAPlugin"
-#define KD_HEALTH_SERVICE  "v1alpha1.DRAResourceHealth"
-#define KD_METHOD_HEALTH   "/v1alpha1.DRAResourceHealth/NodeWatchResources"
+#define KD_HEALTH_SUFFIX   ".DRAResourceHealth"
 #define KD_INFO_TIMEOUT    ((uint64_t)1000 * 1000)       /* GetInfo, us */
 #define KD_NOTIFY_TIMEOUT  ((uint64_t)5 * 1000 * 1000)   /* NotifyRegistrationStatus */
 #define KD_CALL_TIMEOUT    ((uint64_t)45 * 1000 * 1000)  /* the kubelet's per-call bound */
@@ -39,6 +38,11 @@ typedef struct kd_opts {
     const char *root; /* --kubelet-root */
     kc_strv versions; /* --versions: the kubelet's supported DRAPlugin versions */
     bool no_health;   /* --no-health */
+    /* --health-versions: the health versions this kubelet has, its
+     * preference first (default v1,v1alpha1: 1.37's negotiation); legacy
+     * (1.34-1.36): v1alpha1 opened, advertised or not, and reopened. */
+    kc_strv health_versions;
+    bool health_legacy;
     bool json;
     uint64_t timeout_us; /* --timeout: run for D, then exit 0 (0 = until a signal) */
     const char *dir;     /* apiserver --dir */
@@ -61,12 +65,14 @@ typedef struct kd kd;
 struct kd_plugin {
     kd *k;
     kd_plugin *next;
-    char *reg_socket; /* in plugins_registry */
-    char *driver;     /* GetInfo's name */
-    char *endpoint;   /* the service socket (absolute) */
-    char *version;    /* the chosen one: "v1" or "v1beta1" */
-    bool registered;  /* accepted and notified */
-    bool health_advertised;
+    char *reg_socket;           /* in plugins_registry */
+    char *driver;               /* GetInfo's name */
+    char *endpoint;             /* the service socket (absolute) */
+    char *version;              /* the chosen one: "v1" or "v1beta1" */
+    bool registered;            /* accepted and notified */
+    bool health_advertised;     /* some version of the health service */
+    kc_strv health_adv;         /* the versions advertised ("v1", "v1alpha1") */
+    const char *health_version; /* the stream's (in k->o or static): NULL none */
     kdp__client_call *info;
     kdp__client_call *notify;
     kdp__client_call *health;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "dra.h"
+#include "dra_health_stream.h"
 #include "dra_v1.pb-c.h"
 #include "grpc/wire.h"
 #include "kubelet.h"
@@ -462,6 +463,8 @@ static void cmd_state(kd *k)
             kc_json_str(&j, "version", p->version);
             kc_json_str(&j, "endpoint", p->endpoint);
             kc_json_str(&j, "socket", p->reg_socket);
+            kc_json_str(&j, "health_version", p->health_version ? p->health_version : "");
+            kc_json_str(&j, "health_stream", kd_health_state(p));
             kc_json_uint(&j, "health_devices", p->health_ids.n);
             kc_json_end(&j);
         }
@@ -477,15 +480,18 @@ static void cmd_state(kd *k)
         return;
     }
     kc_table t;
-    kc_table_init(&t, 4);
-    const char *hdr[4] = {"DRIVER", "VERSION", "ENDPOINT", "HEALTH LIST"};
+    kc_table_init(&t, 5);
+    const char *hdr[5] = {"DRIVER", "VERSION", "ENDPOINT", "HEALTH STREAM", "HEALTH LIST"};
     kc_table_row(&t, hdr);
     size_t n = 0;
     for (kd_plugin *p = k->plugins; p; p = p->next) {
         if (p->registered) {
             char h[32];
             snprintf(h, sizeof(h), "%zu devices", p->health_ids.n);
-            const char *row[4] = {p->driver, p->version, p->endpoint, h};
+            char stream[80];
+            snprintf(stream, sizeof(stream), "%s%s%s", kd_health_state(p),
+                     p->health_version ? " " : "", p->health_version ? p->health_version : "");
+            const char *row[5] = {p->driver, p->version, p->endpoint, stream, h};
             kc_table_row(&t, row);
             n++;
         }

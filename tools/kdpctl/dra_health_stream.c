@@ -56,15 +56,19 @@ static void on_health_done(int status, const char *message, const uint8_t *resp,
     (void)len;
     kd_plugin *p = ud;
     p->health = NULL;
+    bool legacy = p->k->o->health_legacy;
     if (status == KDP__ST_UNIMPLEMENTED) {
         if (!p->said_unimplemented) {
             char text[600];
-            snprintf(text, sizeof(text),
-                     "%s: no health stream (UNIMPLEMENTED%s): asked again every 5s, said once",
-                     p->driver, p->health_advertised ? ", though advertised" : "");
+            snprintf(text, sizeof(text), "%s: no health stream (UNIMPLEMENTED%s): %s", p->driver,
+                     p->health_advertised ? ", though advertised" : "",
+                     legacy ? "asked again every 5s, said once" : "not asked again (as 1.37)");
             kd_say_plugin(p, "health_unimplemented", text, message);
         }
         p->said_unimplemented = true;
+        if (!legacy) {
+            return;
+        }
     } else {
         char text[800];
         snprintf(text, sizeof(text), "%s: health stream ended: %s%s%s; reopened in 5s", p->driver,
@@ -76,16 +80,43 @@ static void on_health_done(int status, const char *message, const uint8_t *resp,
 
 void kd_health_open(kd_plugin *p)
 {
-    if (p->k->o->no_health || !p->registered) {
+    if (!p->registered || !p->health_version) {
+        if (p->registered && !p->k->o->no_health && !p->said_unimplemented) {
+            p->said_unimplemented = true; /* said once */
+            kd_say_plugin(p, "health_none",
+                          "no health stream: the plugin advertises no health version this "
+                          "kubelet has (--health-versions)",
+                          NULL);
+        }
         return;
     }
     V1alpha1__NodeWatchResourcesRequest req = V1ALPHA1__NODE_WATCH_RESOURCES_REQUEST__INIT;
     uint8_t buf[8];
     size_t n = protobuf_c_message_pack(&req.base, buf);
     kdp__unary_opts opts = {.max_recv = KC_KUBELET_MAX_RECV};
+    char method[96];
+    snprintf(method, sizeof(method), "/%s" KD_HEALTH_SUFFIX "/NodeWatchResources",
+             p->health_version);
     p->health_msgs = 0;
-    if (kdp__client_stream(p->k->loop, p->endpoint, KD_METHOD_HEALTH, buf, n, &opts, on_health_msg,
+    if (kdp__client_stream(p->k->loop, p->endpoint, method, buf, n, &opts, on_health_msg,
                            on_health_done, p, &p->health) < 0) {
         kdp__timer_start(p->retry, KD_HEALTH_RETRY);
     }
+}
+
+const char *kd_health_state(const kd_plugin *p)
+{
+    if (p->k->o->no_health) {
+        return "off (--no-health)";
+    }
+    if (p->health) {
+        return "open";
+    }
+    if (!p->health_version) {
+        return "none advertised";
+    }
+    if (kdp__timer_armed(p->retry)) {
+        return "reopening";
+    }
+    return p->said_unimplemented ? "not asked again (UNIMPLEMENTED)" : "closed";
 }

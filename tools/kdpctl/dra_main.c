@@ -22,6 +22,7 @@ enum {
     KD_F_DRIVER = 1U << 9,
     KD_F_DEVICE = 1U << 10,
     KD_F_REQUEST = 1U << 11,
+    KD_F_HEALTH_VERSIONS = 1U << 14,
     KD_F_CONFIG = 1U << 12,
     KD_F_DELETE = 1U << 13,
 };
@@ -31,11 +32,21 @@ static const struct {
     const char *name;
     unsigned bit;
 } flags[] = {
-    {"--kubelet-root", KD_F_ROOT}, {"--versions", KD_F_VERSIONS}, {"--no-health", KD_F_NO_HEALTH},
-    {"--json", KD_F_JSON},         {"--timeout", KD_F_TIMEOUT},   {"--dir", KD_F_DIR},
-    {"--listen", KD_F_LISTEN},     {"--node", KD_F_NODE},         {"--kubeconfig", KD_F_KUBECONFIG},
-    {"--driver", KD_F_DRIVER},     {"--device", KD_F_DEVICE},     {"--request", KD_F_REQUEST},
-    {"--config", KD_F_CONFIG},     {"--delete", KD_F_DELETE},
+    {"--kubelet-root", KD_F_ROOT},
+    {"--versions", KD_F_VERSIONS},
+    {"--no-health", KD_F_NO_HEALTH},
+    {"--json", KD_F_JSON},
+    {"--timeout", KD_F_TIMEOUT},
+    {"--dir", KD_F_DIR},
+    {"--listen", KD_F_LISTEN},
+    {"--node", KD_F_NODE},
+    {"--kubeconfig", KD_F_KUBECONFIG},
+    {"--driver", KD_F_DRIVER},
+    {"--device", KD_F_DEVICE},
+    {"--request", KD_F_REQUEST},
+    {"--config", KD_F_CONFIG},
+    {"--delete", KD_F_DELETE},
+    {"--health-versions", KD_F_HEALTH_VERSIONS},
 };
 
 typedef struct kd_sub {
@@ -48,10 +59,11 @@ typedef struct kd_sub {
 } kd_sub;
 
 static const kd_sub subs[] = {
-    {"kubelet", KD_F_ROOT | KD_F_VERSIONS | KD_F_NO_HEALTH | KD_F_JSON | KD_F_TIMEOUT, 0, 0,
-     kd_cmd_kubelet,
-     "kdpctl dra kubelet [--kubelet-root DIR] [--versions v1,v1beta1] [--no-health] [--json]\n"
-     "                          [--timeout D]",
+    {"kubelet",
+     KD_F_ROOT | KD_F_VERSIONS | KD_F_NO_HEALTH | KD_F_HEALTH_VERSIONS | KD_F_JSON | KD_F_TIMEOUT,
+     0, 0, kd_cmd_kubelet,
+     "kdpctl dra kubelet [--kubelet-root DIR] [--versions v1,v1beta1] [--no-health]\n"
+     "                          [--health-versions v1,v1alpha1|legacy] [--json] [--timeout D]",
      "The kubelet's DRA side, on kdp's own gRPC client. Walks and watches\n"
      "DIR/plugins_registry (DIR: --kubelet-root, else $KDP_KUBELET_ROOT, else\n"
      "/var/lib/kubelet; created if missing), calls GetInfo on each socket (1s), takes\n"
@@ -60,9 +72,13 @@ static const kd_sub subs[] = {
      "\"v1.DRAPlugin\", \"v1beta1.DRAPlugin\"), checks that the endpoint is an absolute\n"
      "path to a socket, then calls NotifyRegistrationStatus. A refused socket is asked\n"
      "again after 500ms, doubling up to 2m2s. Each registered driver's health stream\n"
-     "(v1alpha1.DRAResourceHealth/NodeWatchResources) is opened, advertised or not, as\n"
-     "the kubelet does, reopened 5s after it ends (UNIMPLEMENTED said once; --no-health:\n"
-     "never opened), and every health list is printed.\n"
+     "(DRAResourceHealth/NodeWatchResources) is opened as the 1.37 kubelet does: the\n"
+     "first of --health-versions (default v1,v1alpha1) that the plugin advertises, none\n"
+     "advertised no stream, UNIMPLEMENTED not asked again; with --health-versions legacy\n"
+     "as 1.34-1.36 do: v1alpha1, advertised or not, asked again every 5s (UNIMPLEMENTED\n"
+     "said once). A stream that ends otherwise is reopened 5s later (--no-health: never\n"
+     "opened). Every health list is printed: each device's health (Healthy, Unhealthy,\n"
+     "Unknown) and message.\n"
      "\n"
      "Commands on stdin, one a line:\n"
      "  prepare DRIVER NS/NAME/UID [NS/NAME/UID...]    one NodePrepareResources call\n"
@@ -75,6 +91,8 @@ static const kd_sub subs[] = {
      "  --kubelet-root DIR   the kubelet's root (the driver's must be the same)\n"
      "  --versions LIST      the DRAPlugin versions this kubelet supports, e.g. v1beta1\n"
      "  --no-health          do not open the health stream\n"
+     "  --health-versions L  the health versions this kubelet has, preferred first (v1,\n"
+     "                       v1alpha1), or legacy (1.34-1.36: v1alpha1 always)\n"
      "  --json               one JSON object per line on stdout (event: found,\n"
      "                       registered, refused, deregistered, health, prepared,\n"
      "                       unprepared, state, command_error, ...)\n"
@@ -104,11 +122,12 @@ static const kd_sub subs[] = {
      "                       slice, exit)\n"
      "  --timeout D          run for D, then exit 0\n"},
     {"run",
-     KD_F_ROOT | KD_F_VERSIONS | KD_F_NO_HEALTH | KD_F_DIR | KD_F_LISTEN | KD_F_NODE | KD_F_JSON |
-         KD_F_TIMEOUT,
+     KD_F_ROOT | KD_F_VERSIONS | KD_F_NO_HEALTH | KD_F_HEALTH_VERSIONS | KD_F_DIR | KD_F_LISTEN |
+         KD_F_NODE | KD_F_JSON | KD_F_TIMEOUT,
      0, 0, kd_cmd_run,
      "kdpctl dra run --dir DIR [--kubelet-root ROOT] [--listen 127.0.0.1:0] [--node NAME]...\n"
-     "                      [--versions v1,v1beta1] [--no-health] [--json] [--timeout D]",
+     "                      [--versions v1,v1beta1] [--no-health]\n"
+     "                      [--health-versions v1,v1alpha1|legacy] [--json] [--timeout D]",
      "`kdpctl dra apiserver` and `kdpctl dra kubelet` in one process, on one loop: the API\n"
      "server's files in DIR (the driver's --kubeconfig DIR/kubeconfig), the kubelet side\n"
      "on ROOT/plugins_registry, its commands (prepare, unprepare, state, health) on stdin.\n"
@@ -176,6 +195,30 @@ static int set_versions(kd_opts *o, const char *sub, const char *v)
     return o->versions.n ? 0 : usage_error(sub, "--versions wants v1, v1beta1 or v1,v1beta1");
 }
 
+static int set_health_versions(kd_opts *o, const char *sub, const char *v)
+{
+    kc_strv_free(&o->health_versions);
+    o->health_legacy = strcmp(v, "legacy") == 0;
+    if (o->health_legacy) {
+        return 0;
+    }
+    if (kc_split_ids(v, &o->health_versions) < 0) {
+        return KC_EXIT_FAIL;
+    }
+    for (size_t i = 0; i < o->health_versions.n; i++) {
+        const char *x = o->health_versions.v[i];
+        if (strcmp(x, "v1") != 0 && strcmp(x, "v1alpha1") != 0) {
+            return usage_error(sub,
+                               "--health-versions: \"%s\" is not v1 or v1alpha1 (or the "
+                               "word legacy)",
+                               x);
+        }
+    }
+    return o->health_versions.n
+               ? 0
+               : usage_error(sub, "--health-versions wants v1, v1alpha1, v1,v1alpha1 or legacy");
+}
+
 static int set_flag(kd_opts *o, const char *sub, unsigned bit, const char *v)
 {
     switch (bit) {
@@ -185,6 +228,8 @@ static int set_flag(kd_opts *o, const char *sub, unsigned bit, const char *v)
                          : usage_error(sub, "--kubelet-root wants an absolute path, not \"%s\"", v);
     case KD_F_VERSIONS:
         return set_versions(o, sub, v);
+    case KD_F_HEALTH_VERSIONS:
+        return set_health_versions(o, sub, v);
     case KD_F_NO_HEALTH:
         o->no_health = true;
         return 0;
@@ -284,10 +329,14 @@ static int run_sub(const kd_sub *s, int argc, char **argv)
     if (r == 0 && !o.versions.n && (s->flags & KD_F_VERSIONS)) {
         r = set_versions(&o, s->name, "v1,v1beta1");
     }
+    if (r == 0 && !o.health_versions.n && !o.health_legacy && (s->flags & KD_F_HEALTH_VERSIONS)) {
+        r = set_health_versions(&o, s->name, "v1,v1alpha1");
+    }
     if (r == 0) {
         r = s->run(&o);
     }
     kc_strv_free(&o.versions);
+    kc_strv_free(&o.health_versions);
     kc_strv_free(&o.nodes);
     kc_strv_free(&o.pos);
     return r < 0 ? KC_EXIT_OK : r;

@@ -27,6 +27,7 @@ void kd_say_plugin(kd_plugin *p, const char *event, const char *text, const char
         kc_json_str(&j, "driver", p->driver);
         kc_json_str(&j, "endpoint", p->endpoint);
         kc_json_str(&j, "version", p->version);
+        kc_json_str(&j, "health_version", p->health_version ? p->health_version : "");
         if (error) {
             kc_json_str(&j, "error", error);
         }
@@ -43,6 +44,7 @@ void kd_print_health(kd_plugin *p, const char *why)
         kd_json(&j, "health");
         kc_json_str(&j, "driver", p->driver);
         kc_json_str(&j, "why", why);
+        kc_json_str(&j, "version", p->health_version ? p->health_version : "");
         kc_json_arr(&j, "devices");
         for (size_t i = 0; i < p->health_ids.n; i++) {
             kc_json_obj(&j, NULL);
@@ -55,7 +57,9 @@ void kd_print_health(kd_plugin *p, const char *why)
         return;
     }
     kc_buf head = {0};
-    kc_buf_printf(&head, "%s: health (%s): %zu devices", p->driver, why, p->health_ids.n);
+    kc_buf_printf(&head, "%s: health (%s%s%s): %zu devices", p->driver,
+                  p->health_version ? p->health_version : "", p->health_version ? ", " : "", why,
+                  p->health_ids.n);
     kc_table t;
     kc_table_init(&t, 3);
     const char *hdr[3] = {"DEVICE (POOL/NAME)", "HEALTH", "MESSAGE"};

@@ -29,6 +29,8 @@ void kd_reg_reset(kd_plugin *p)
     p->driver = p->endpoint = p->version = NULL;
     p->registered = false;
     p->health_advertised = false;
+    kc_strv_free(&p->health_adv);
+    p->health_version = NULL;
     p->said_unimplemented = false;
     kc_strv_free(&p->health_ids);
     kc_strv_free(&p->health_states);
@@ -99,17 +101,31 @@ static void refuse(kd_plugin *p, const char *why)
     retry_later(p, why, true);
 }
 
+/* The health versions the plugin advertises ("v1.DRAResourceHealth" ->
+ * "v1"), any position. */
+static void note_health(kd_plugin *p, const Pluginregistration__PluginInfo *m)
+{
+    size_t suffix = strlen(KD_HEALTH_SUFFIX);
+    for (size_t i = 0; i < m->n_supported_versions; i++) {
+        const char *v = m->supported_versions[i];
+        size_t n = strlen(v);
+        if (n > suffix && strcmp(v + n - suffix, KD_HEALTH_SUFFIX) == 0) {
+            char ver[64];
+            snprintf(ver, sizeof(ver), "%.*s", (int)(n - suffix), v);
+            p->health_advertised = true;
+            (void)kc_strv_add(&p->health_adv, ver);
+        }
+    }
+}
+
 /* The version the kubelet takes: the plugin's first entry it supports
  * ("v1.DRAPlugin" -> "v1"). NULL if none. */
 static char *choose_version(kd_plugin *p, const Pluginregistration__PluginInfo *m)
 {
     const kc_strv *ours = &p->k->o->versions;
+    note_health(p, m);
     for (size_t i = 0; i < m->n_supported_versions; i++) {
         const char *v = m->supported_versions[i];
-        if (strcmp(v, KD_HEALTH_SERVICE) == 0) {
-            p->health_advertised = true;
-            continue;
-        }
         const char *dot = strchr(v, '.');
         if (!dot || strcmp(dot, ".DRAPlugin") != 0) {
             continue;
@@ -117,12 +133,29 @@ static char *choose_version(kd_plugin *p, const Pluginregistration__PluginInfo *
         for (size_t j = 0; j < ours->n; j++) {
             if (strlen(ours->v[j]) == (size_t)(dot - v) &&
                 strncmp(ours->v[j], v, (size_t)(dot - v)) == 0) {
-                /* later entries may still advertise the health service */
-                for (size_t h = i + 1; h < m->n_supported_versions; h++) {
-                    p->health_advertised = p->health_advertised ||
-                                           strcmp(m->supported_versions[h], KD_HEALTH_SERVICE) == 0;
-                }
                 return strndup(v, (size_t)(dot - v));
+            }
+        }
+    }
+    return NULL;
+}
+
+/* The health stream's version, as the kubelet picks it: 1.37 takes its own
+ * first version the plugin advertises (none: no stream); 1.34-1.36
+ * (legacy) v1alpha1 whatever is advertised. */
+static const char *choose_health(const kd_plugin *p)
+{
+    const kd_opts *o = p->k->o;
+    if (o->no_health) {
+        return NULL;
+    }
+    if (o->health_legacy) {
+        return "v1alpha1";
+    }
+    for (size_t i = 0; i < o->health_versions.n; i++) {
+        for (size_t j = 0; j < p->health_adv.n; j++) {
+            if (strcmp(o->health_versions.v[i], p->health_adv.v[j]) == 0) {
+                return o->health_versions.v[i];
             }
         }
     }
@@ -212,12 +245,21 @@ static void accept_info(kd_plugin *p, const Pluginregistration__PluginInfo *m)
     replace_older(p);
     p->registered = true;
     p->backoff_us = 0;
+    p->health_version = choose_health(p);
     char text[1200];
+    char health[200];
+    if (p->k->o->no_health) {
+        snprintf(health, sizeof(health), "not asked (--no-health)");
+    } else if (p->k->o->health_legacy) {
+        snprintf(health, sizeof(health), "v1alpha1, %s",
+                 p->health_advertised ? "advertised" : "not advertised, asked anyway (legacy)");
+    } else if (p->health_version) {
+        snprintf(health, sizeof(health), "%s" KD_HEALTH_SUFFIX, p->health_version);
+    } else {
+        snprintf(health, sizeof(health), "none: no version this kubelet has is advertised");
+    }
     snprintf(text, sizeof(text), "%s registered: %s.DRAPlugin at %s (health %s)", p->driver,
-             p->version, p->endpoint,
-             p->k->o->no_health     ? "not asked (--no-health)"
-             : p->health_advertised ? "advertised"
-                                    : "not advertised, asked anyway");
+             p->version, p->endpoint, health);
     kd_say_plugin(p, "registered", text, NULL);
     notify(p, true, NULL);
     /* newest first: kd_find_driver finds this one */

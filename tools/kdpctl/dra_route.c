@@ -37,11 +37,21 @@ static void attr_text(kc_buf *b, const char *key, const json_t *v)
     }
 }
 
-/* A device's attributes and capacities as "k=v k=v". */
-static void device_texts(const json_t *d, kc_buf *at, kc_buf *cap)
+/* A device's attributes and capacities as "k=v k=v", its taints as
+ * kubectl shows a node's ("key=value:Effect key:Effect"). */
+static void device_texts(const json_t *d, kc_buf *at, kc_buf *cap, kc_buf *tn)
 {
     const char *key;
     json_t *v;
+    size_t i;
+    json_array_foreach(json_object_get(d, "taints"), i, v)
+    {
+        const char *val = json_string_value(json_object_get(v, "value"));
+        const char *k = json_string_value(json_object_get(v, "key"));
+        const char *e = json_string_value(json_object_get(v, "effect"));
+        kc_buf_printf(tn, "%s%s%s%s:%s", tn->len ? " " : "", k ? k : "?", val && *val ? "=" : "",
+                      val && *val ? val : "", e ? e : "?");
+    }
     json_object_foreach(json_object_get(d, "attributes"), key, v)
     {
         attr_text(at, key, v);
@@ -76,14 +86,17 @@ static void slice_json(const slice_view *v)
         const json_t *d = json_array_get(v->devs, i);
         kc_buf at = {0};
         kc_buf cap = {0};
-        device_texts(d, &at, &cap);
+        kc_buf tn = {0};
+        device_texts(d, &at, &cap, &tn);
         kc_json_obj(&j, NULL);
         kc_json_str(&j, "name", json_string_value(json_object_get(d, "name")));
         kc_json_str(&j, "attributes", at.len ? at.s : "");
         kc_json_str(&j, "capacity", cap.len ? cap.s : "");
+        kc_json_str(&j, "taints", tn.len ? tn.s : "");
         kc_json_end(&j);
         kc_buf_free(&at);
         kc_buf_free(&cap);
+        kc_buf_free(&tn);
     }
     kc_json_emit(&j);
 }
@@ -100,19 +113,22 @@ static void slice_text(const slice_view *v)
                   v->node ? v->node : "-", v->pool ? v->pool : "?", v->gen, v->count,
                   v->count == 1 ? "" : "s", n, n == 1 ? "" : "s");
     kc_table t;
-    kc_table_init(&t, 3);
-    const char *hdr[3] = {"DEVICE", "ATTRIBUTES", "CAPACITY"};
+    kc_table_init(&t, 4);
+    const char *hdr[4] = {"DEVICE", "ATTRIBUTES", "CAPACITY", "TAINTS"};
     kc_table_row(&t, hdr);
     for (size_t i = 0; i < n && !gone; i++) {
         const json_t *d = json_array_get(v->devs, i);
         kc_buf at = {0};
         kc_buf cap = {0};
-        device_texts(d, &at, &cap);
+        kc_buf tn = {0};
+        device_texts(d, &at, &cap, &tn);
         const char *dn = json_string_value(json_object_get(d, "name"));
-        const char *row[3] = {dn ? dn : "?", at.len ? at.s : "", cap.len ? cap.s : ""};
+        const char *row[4] = {dn ? dn : "?", at.len ? at.s : "", cap.len ? cap.s : "",
+                              tn.len ? tn.s : ""};
         kc_table_row(&t, row);
         kc_buf_free(&at);
         kc_buf_free(&cap);
+        kc_buf_free(&tn);
     }
     kc_buf out = {0};
     if (n && !gone) {

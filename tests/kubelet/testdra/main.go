@@ -11,7 +11,8 @@
 // Serves pluginregistration.Registration on DIR/NAME (default
 // DRIVER-reg.sock) and, on PATH (default DIR/../plugins/DRIVER/dra.sock),
 // the DRAPlugin services of -serve (both by default) plus, unless
-// -health=false, /v1alpha1.DRAResourceHealth/NodeWatchResources. GetInfo
+// -health=false, NodeWatchResources of v1alpha1.DRAResourceHealth and
+// v1.DRAResourceHealth (advertised only if -versions lists them). GetInfo
 // answers type "DRAPlugin", the driver name, -info-endpoint (default: the
 // absolute PATH; "-" for empty) and -versions (default "v1.DRAPlugin,
 // v1beta1.DRAPlugin"; comma-separated, "" for none).
@@ -276,6 +277,28 @@ func (d *driver) healthList() *drahealth.NodeWatchResourcesResponse {
 	return resp
 }
 
+// v1.DRAResourceHealth (Kubernetes 1.37): v1alpha1's messages under
+// another service name.
+var healthV1Desc = grpc.ServiceDesc{
+	ServiceName: "v1.DRAResourceHealth",
+	HandlerType: (*drahealth.DRAResourceHealthServer)(nil),
+	Streams: []grpc.StreamDesc{{StreamName: "NodeWatchResources", ServerStreams: true,
+		Handler: func(srv interface{}, stream grpc.ServerStream) error {
+			req := new(drahealth.NodeWatchResourcesRequest)
+			if err := stream.RecvMsg(req); err != nil {
+				return err
+			}
+			return srv.(healthServer).NodeWatchResources(req, healthV1Stream{stream})
+		}}},
+	Metadata: "dra_health.proto",
+}
+
+type healthV1Stream struct{ grpc.ServerStream }
+
+func (x healthV1Stream) Send(m *drahealth.NodeWatchResourcesResponse) error {
+	return x.ServerStream.SendMsg(m)
+}
+
 func (s healthServer) NodeWatchResources(_ *drahealth.NodeWatchResourcesRequest, ss drahealth.DRAResourceHealth_NodeWatchResourcesServer) error {
 	ch := make(chan struct{}, 1)
 	s.d.mu.Lock()
@@ -422,6 +445,7 @@ func main() {
 		}
 		if fHealth {
 			drahealth.RegisterDRAResourceHealthServer(s, healthServer{d: d})
+			s.RegisterService(&healthV1Desc, healthServer{d: d})
 		}
 	})
 	if err != nil {
