@@ -304,6 +304,16 @@ typedef struct kdp_dra_config {
 KDP_EXPORT int kdp_plugin_enable_dra(kdp_plugin *p, const kdp_dra_config *cfg,
                                      const kdp_dra_ops *ops);
 
+/* The description of the device with kdp ID id changed (its firmware was
+ * updated, an attribute the describe op reads moved): kdp calls the
+ * describe op for it again, soon, on the plugin's worker, and publishes
+ * the new description (the pool's generation bumped if it differs). Until
+ * then the slices keep the last one; a describe that fails keeps it too
+ * (logged). id NULL: every device. Any thread, callbacks included.
+ * Returns 0, -EINVAL (p NULL), -ENOENT (DRA not on, or no device id in the
+ * plugin's table), -ENOMEM. */
+KDP_EXPORT int kdp_plugin_redescribe_dra(kdp_plugin *p, const char *id);
+
 typedef struct kdp_dra_status {
     bool registered; /* the kubelet took the registration */
     /* The version the kubelet chose ("v1.DRAPlugin"), as its calls show

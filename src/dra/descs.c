@@ -23,16 +23,17 @@ static void desc_clear(kdp__dra_desc *x)
     memset(x, 0, sizeof(*x));
 }
 
-/* The description of id, or NULL (binary search: sorted by ID). */
-static kdp__dra_desc *find(const kdp__dra_descs *dv, const char *id)
+/* The description of id among v[0..n), or NULL (binary search: sorted by
+ * ID). */
+static kdp__dra_desc *find_in(kdp__dra_desc *v, size_t n, const char *id)
 {
     size_t lo = 0;
-    size_t hi = dv->n;
+    size_t hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(dv->descs[mid].id, id);
+        int c = strcmp(v[mid].id, id);
         if (c == 0) {
-            return &dv->descs[mid];
+            return &v[mid];
         }
         if (c < 0) {
             lo = mid + 1;
@@ -41,6 +42,11 @@ static kdp__dra_desc *find(const kdp__dra_descs *dv, const char *id)
         }
     }
     return NULL;
+}
+
+static kdp__dra_desc *find(const kdp__dra_descs *dv, const char *id)
+{
+    return find_in(dv->descs, dv->n, id);
 }
 
 static int cmp_desc(const void *a, const void *b)
@@ -257,9 +263,20 @@ static void tell(kdp__dra_descs *dv)
     dv->cbs.changed(dv->cbs.ud);
 }
 
+/* x (described again) replaces old: the health noted stays. */
+static void replace(kdp__dra_desc *old, kdp__dra_desc *x)
+{
+    x->unhealthy_since = old->unhealthy_since;
+    x->note = old->note;
+    memcpy(x->why, old->why, sizeof(x->why));
+    desc_clear(old);
+    *old = *x;
+    memset(x, 0, sizeof(*x));
+}
+
 /* The job's descriptions, of devices still in the plugin's table, into
- * the descriptions (none of them was there: the table does not change
- * while a describe job runs, updates wait for it). */
+ * the descriptions: new ones added, stale ones replaced (the table does
+ * not change while a describe job runs, updates wait for it). */
 static void take(kdp__dra_descs *dv, djob *dj)
 {
     const kdp__devtab *tab = kdp__plugin_devices(dv->p);
@@ -272,9 +289,22 @@ static void take(kdp__dra_descs *dv, djob *dj)
         return; /* described again at the next update */
     }
     dv->descs = v;
+    size_t sorted = dv->n;
     for (size_t i = 0; i < dj->n; i++) {
         kdp__dra_desc *x = &dj->out[i];
-        if (x->id && kdp__devtab_find(tab, x->id)) {
+        if (!x->id || !kdp__devtab_find(tab, x->id)) {
+            continue;
+        }
+        kdp__dra_desc *old = find_in(dv->descs, sorted, x->id);
+        if (old && !x->name[0] && old->name[0]) {
+            log_warn("device %s: described again without success: the slices keep its last "
+                     "description",
+                     x->id);
+            old->stale = false;
+            desc_clear(x);
+        } else if (old) {
+            replace(old, x);
+        } else {
             dv->descs[dv->n++] = *x;
             memset(x, 0, sizeof(*x));
         }
@@ -325,7 +355,8 @@ static djob *make_job(kdp__dra_descs *dv, const kdp__devtab *tab)
     kdp__devtab_init(&fresh);
     int r = 0;
     for (size_t i = 0; i < tab->n && r == 0; i++) {
-        if (!find(dv, tab->devs[i].id)) {
+        const kdp__dra_desc *x = find(dv, tab->devs[i].id);
+        if (!x || x->stale) {
             kdp_device view = kdp__dev_view(&tab->devs[i]);
             r = kdp__devtab_add(&fresh, &view, NULL);
         }
@@ -350,9 +381,34 @@ static djob *make_job(kdp__dra_descs *dv, const kdp__devtab *tab)
     return dj;
 }
 
+/* The inbox's IDs marked stale (loop thread). */
+static void take_inbox(kdp__dra_descs *dv)
+{
+    pthread_mutex_lock(&dv->in_mu);
+    char **ids = dv->inbox;
+    size_t n = dv->n_inbox;
+    bool all = dv->inbox_all;
+    dv->inbox = NULL;
+    dv->n_inbox = 0;
+    dv->inbox_all = false;
+    pthread_mutex_unlock(&dv->in_mu);
+    for (size_t i = 0; i < dv->n; i++) {
+        dv->descs[i].stale |= all;
+    }
+    for (size_t i = 0; i < n; i++) {
+        kdp__dra_desc *x = find(dv, ids[i]);
+        if (x) {
+            x->stale = true;
+        }
+        free(ids[i]);
+    }
+    free((void *)ids);
+}
+
 static void describe_new(kdp__dra_descs *dv)
 {
     dv->again = false;
+    take_inbox(dv);
     const kdp__devtab *tab = kdp__plugin_devices(dv->p);
     size_t dropped = drop_gone(dv, tab);
     djob *dj = make_job(dv, tab);
@@ -397,6 +453,37 @@ static void on_retry(kdp__timer *t, void *ud)
 {
     (void)t;
     kdp__dra_descs_update(ud, false);
+}
+
+static void on_wake(kdp__wakeup *w, void *ud)
+{
+    (void)w;
+    kdp__dra_descs_update(ud, false);
+}
+
+int kdp__dra_descs_redescribe(kdp__dra_descs *dv, const char *id)
+{
+    char *copy = id ? strdup(id) : NULL;
+    if (id && !copy) {
+        return -ENOMEM;
+    }
+    pthread_mutex_lock(&dv->in_mu);
+    if (!id || dv->inbox_all || dv->n_inbox >= KDP__DRA_REDESCRIBE_MAX) {
+        dv->inbox_all = true; /* all of them: the inbox's IDs go then */
+        free(copy);
+    } else {
+        char **v = realloc((void *)dv->inbox, (dv->n_inbox + 1) * sizeof(*v));
+        if (v) {
+            dv->inbox = v;
+            v[dv->n_inbox++] = copy;
+        } else {
+            dv->inbox_all = true;
+            free(copy);
+        }
+    }
+    pthread_mutex_unlock(&dv->in_mu);
+    kdp__wakeup_signal(dv->wake);
+    return 0;
 }
 
 /* ---- the slices' view ---- */
@@ -455,13 +542,24 @@ int kdp__dra_descs_init(kdp__dra_descs *dv, kdp_plugin *p, kdp__jobs *jobs,
     dv->driver = driver;
     dv->cbs = *cbs;
     kdp__backoff_init(&dv->backoff, RETRY_MIN_US, RETRY_MAX_US, 0);
-    return kdp__timer_new(dv->loop, on_retry, dv, &dv->retry);
+    pthread_mutex_init(&dv->in_mu, NULL);
+    int r = kdp__timer_new(dv->loop, on_retry, dv, &dv->retry);
+    return r < 0 ? r : kdp__wakeup_new(dv->loop, on_wake, dv, &dv->wake);
 }
 
 void kdp__dra_descs_done(kdp__dra_descs *dv)
 {
     kdp__timer_free(dv->retry);
     dv->retry = NULL;
+    kdp__wakeup_free(dv->wake);
+    dv->wake = NULL;
+    for (size_t i = 0; i < dv->n_inbox; i++) {
+        free(dv->inbox[i]);
+    }
+    free((void *)dv->inbox);
+    dv->inbox = NULL;
+    dv->n_inbox = 0;
+    pthread_mutex_destroy(&dv->in_mu);
     for (size_t i = 0; i < dv->n; i++) {
         desc_clear(&dv->descs[i]);
     }

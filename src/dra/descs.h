@@ -8,15 +8,19 @@
  * (both left out, logged), and `changed` says the described devices are
  * new. A describe that overruns its deadline or cannot be run is tried
  * again on a timer (backoff 1 s .. 60 s): a static table is never left
- * unpublished. A health change is not a new description.
+ * unpublished. A health change is not a new description; the author's
+ * word that one changed (kdp__dra_descs_redescribe, any thread: an inbox
+ * under a mutex, taken on a wakeup) describes that device again, the old
+ * description published until the new one replaces it.
  *
  * Owns the descriptions (C, sorted by ID) and the published names (sorted
  * by name); knows the plugin only through its table (kdp__plugin_devices).
- * Loop thread.
+ * Loop thread, but for the inbox.
  */
 #ifndef KDP_DRA_DESCS_H
 #define KDP_DRA_DESCS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,6 +42,7 @@ typedef struct kdp__dra_desc {
     char name[64];              /* its name in the slices ("": left out) */
     int64_t unhealthy_since;    /* when it turned Unhealthy (Unix s; 0: healthy) */
     kdp__probe_note note;       /* what its last health check said */
+    bool stale;                 /* to be described again */
     char why[KDP__DRA_WHY_MAX]; /* and why (valid UTF-8; "" for OK) */
     kdp_dra_device d;           /* as described (name, attributes, capacities) */
 } kdp__dra_desc;
@@ -67,7 +72,17 @@ typedef struct kdp__dra_descs {
     bool force;      /* tell `changed` even if nothing is new */
     kdp__timer *retry;
     kdp__backoff backoff;
+
+    /* The redescribe inbox: any thread, under in_mu. */
+    pthread_mutex_t in_mu;
+    char **inbox; /* kdp IDs */
+    size_t n_inbox;
+    bool inbox_all; /* every device (asked for, or the inbox overflowed) */
+    kdp__wakeup *wake;
 } kdp__dra_descs;
+
+/* The most IDs the inbox holds; past it, every device is described again. */
+#define KDP__DRA_REDESCRIBE_MAX 1024
 
 /* describe may be NULL. driver is borrowed. Returns 0 or -ENOMEM. */
 int kdp__dra_descs_init(kdp__dra_descs *dv, kdp_plugin *p, kdp__jobs *jobs,
@@ -77,6 +92,10 @@ void kdp__dra_descs_done(kdp__dra_descs *dv);
 /* The plugin's table changed: describe what is new to it, drop what left
  * (force: tell `changed` even if nothing did). */
 void kdp__dra_descs_update(kdp__dra_descs *dv, bool force);
+/* The author says device id's description changed (NULL: every device's):
+ * it is described again soon, from the loop. Any thread. Returns 0 or
+ * -ENOMEM. */
+int kdp__dra_descs_redescribe(kdp__dra_descs *dv, const char *id);
 /* The kdp ID of the published device named name, or NULL. */
 const char *kdp__dra_descs_id_of(const kdp__dra_descs *dv, const char *name);
 /* The published name of kdp ID id, or NULL (not described or left out). */

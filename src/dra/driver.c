@@ -577,3 +577,18 @@ KDP_EXPORT int kdp_plugin_set_dra_taints(kdp_plugin *p, const char *id, const kd
     }
     return kdp__dra_taints_set(&d->taints, id, taints, n);
 }
+
+KDP_EXPORT int kdp_plugin_redescribe_dra(kdp_plugin *p, const char *id)
+{
+    kdp__dra *d = p ? kdp__plugin_ext_ud(p) : NULL;
+    kdp_health h;
+    if (!d || (id && kdp_plugin_get_health(p, id, &h) < 0)) {
+        log_error("kdp_plugin_redescribe_dra: %s%s%s",
+                  !p   ? "the plugin (p) is NULL"
+                  : !d ? "DRA is not on (kdp_plugin_enable_dra)"
+                       : "no device ",
+                  d && id ? id : "", d && id ? " in the plugin's table" : "");
+        return p ? -ENOENT : -EINVAL;
+    }
+    return kdp__dra_descs_redescribe(&d->descs, id);
+}

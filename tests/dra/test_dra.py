@@ -884,6 +884,44 @@ class Knobs(Base):
         self.assertNotIn("taints", self.slice_device(api, "dev-2"))
         self.assertIsNone(drv.sanitizer_report())
 
+    def test_redescribe(self):
+        """kdp_plugin_redescribe_dra (here from the list callback): the
+        device is described again and republished at a new generation, the
+        others untouched; a failing describe keeps the last description; an
+        unknown ID is -ENOENT."""
+        fw = self.path("fw", "version")
+        os.makedirs(os.path.dirname(fw))
+        with open(fw, "w") as f:
+            f.write("v1\n")
+        api = self.api()
+        drv = self.start_proc(TestDriver(self, api, ["--describe-file", fw]))
+        self.wait_slices(api, 4)
+
+        def firmware(name):
+            d = self.slice_device(api, name)
+            return d["attributes"]["firmware"]["string"]
+        self.assertEqual((firmware("dev-0"), firmware("dev-1")), ("v1", "v1"))
+        gen = api.slices()[0]["spec"]["pool"]["generation"]
+
+        def write(text):
+            tmp = self.path("fw.tmp")
+            with open(tmp, "w") as f:
+                f.write(text)
+            os.rename(tmp, fw)  # moved in: the watch rescans, the list asks
+        mark = drv.log_mark()
+        write("v2\n")
+        drv.wait_log(r"redescribe dev-1: 0$", T, since=mark)
+        drv.wait_log(r"redescribe nope: -2$", T, since=mark)
+        self.wait_device(api, "dev-1", lambda d: d["attributes"]["firmware"]["string"] == "v2",
+                         "v2")
+        self.assertEqual(firmware("dev-0"), "v1")  # only dev-1 was asked for
+        self.assertGreater(api.slices()[0]["spec"]["pool"]["generation"], gen)
+        mark = drv.log_mark()
+        write("fail\n")
+        drv.wait_log("device dev-1: described again without success: the slices keep its "
+                     "last description", T, since=mark)
+        self.assertEqual(firmware("dev-1"), "v2")
+
     def test_health_unknown_while_down(self):
         """While the health subsystem is down (the probe answers DOWN), the
         health stream says Unknown with the reason for every device, the

@@ -10,6 +10,7 @@
  *       [--slow-describe-file FILE] [--device-plugin-too] [--device-plugin-dir DIR]
  *       [--concurrent-claims N] [--no-health-v1alpha1] [--probe-fail-file FILE]
  *       [--unhealthy-taint noschedule|noexecute|none|informational] [--taints-file FILE]
+ *       [--describe-file FILE]
  *
  * --fail-unprepare-file: while FILE exists, the unprepare op fails.
  * --slow-describe-file: while FILE exists, the describe op sleeps 1.5 s.
@@ -21,6 +22,11 @@
  * "ID KEY VALUE EFFECT" (VALUE "-": none; EFFECT noschedule, noexecute,
  * informational, or a number); kdp_plugin_set_dra_taints' result is said
  * on stderr ("test-dra-driver: taints dev-0: 0").
+ * --describe-file: each device gets a string attribute "firmware", FILE's
+ * first word ("fail": the describe op fails); the file's directory is
+ * watched, and each listing asks kdp_plugin_redescribe_dra for dev-1 and
+ * for an unknown ID "nope", saying the results ("test-dra-driver:
+ * redescribe dev-1: 0").
  * Each prepare and unprepare call is said on stderr ("test-dra-driver:
  * prepare UID"), so that tests count them.
  */
@@ -39,6 +45,7 @@ static const char *fail_unprepare_file;
 static const char *slow_describe_file;
 static const char *probe_fail_file;
 static const char *taints_file;
+static const char *describe_file;
 
 static void sleep_ms(unsigned ms)
 {
@@ -55,7 +62,22 @@ static int describe(kdp_plugin *p, const kdp_device *d, kdp_dra_device *out, voi
     if (slow_describe_file && access(slow_describe_file, F_OK) == 0) {
         sleep_ms(1500);
     }
-    return 0;
+    if (!describe_file) {
+        return 0;
+    }
+    char fw[32] = "none";
+    FILE *f = fopen(describe_file, "re");
+    if (f) {
+        if (fscanf(f, "%31s", fw) != 1) {
+            snprintf(fw, sizeof(fw), "empty");
+        }
+        fclose(f);
+    }
+    if (strcmp(fw, "fail") == 0) {
+        return -EIO;
+    }
+    kdp_dra_attr a = {.name = "firmware", .type = KDP_DRA_ATTR_STRING, .string_value = fw};
+    return kdp_dra_device_add_attr(out, &a);
 }
 
 static int probe(kdp_plugin *p, const kdp_device *d, void *ud)
@@ -121,8 +143,13 @@ static void set_taints(kdp_plugin *p, const char *id)
 
 static int list(kdp_plugin *p, kdp_device_list *out, void *ud)
 {
-    (void)p;
     unsigned n = *(unsigned *)ud;
+    if (describe_file) {
+        fprintf(stderr, "test-dra-driver: redescribe dev-1: %d\n",
+                kdp_plugin_redescribe_dra(p, "dev-1"));
+        fprintf(stderr, "test-dra-driver: redescribe nope: %d\n",
+                kdp_plugin_redescribe_dra(p, "nope"));
+    }
     for (unsigned i = 0; i < n; i++) {
         char id[32];
         snprintf(id, sizeof(id), "dev-%u", i);
@@ -212,6 +239,8 @@ int main(int argc, char **argv)
             dc.unhealthy_taint = effect_of(v);
         } else if (strcmp(k, "--taints-file") == 0) {
             taints_file = v;
+        } else if (strcmp(k, "--describe-file") == 0) {
+            describe_file = v;
         } else if (strcmp(k, "--concurrent-claims") == 0) {
             dc.concurrent_claims = (unsigned)strtoul(v, NULL, 10);
         } else {
@@ -230,9 +259,9 @@ int main(int argc, char **argv)
         kdp_plugin_free(p);
         return 1;
     }
-    if (taints_file) {
+    if (taints_file || describe_file) {
         char dir[512];
-        snprintf(dir, sizeof(dir), "%s", taints_file);
+        snprintf(dir, sizeof(dir), "%s", taints_file ? taints_file : describe_file);
         char *slash = strrchr(dir, '/');
         if (slash && slash != dir) {
             *slash = '\0';
