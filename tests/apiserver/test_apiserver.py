@@ -623,6 +623,60 @@ class Python(ApiTest):
         r = self.api.command("delete-claim ns1 claim-a")
         self.assertEqual((r["ok"], r["code"]), (False, "NotFound"))
 
+    def test_claim_device_status(self):
+        """status.devices (KEP-4817) through /status with python3-kubernetes,
+        checked as the API server checks it."""
+        api = self.custom()
+        self.api.create_claim("ns1", "c", DRIVER, NODE, "gpu", ["gpu0", "gpu1"], node=NODE)
+        c = api.get_namespaced_custom_object(GROUP, "v1", "ns1", "resourceclaims", "c")
+        ok = {"driver": DRIVER, "pool": NODE, "device": "gpu0",
+              "conditions": [{"type": "Ready", "status": "True", "reason": "Configured",
+                              "message": "MIG 1g.10gb", "lastTransitionTime": "2026-11-27T21:00:00Z"}],
+              "data": {"uuid": "GPU-1234"},
+              "networkData": {"interfaceName": "eth1", "ips": ["10.9.8.7/24", "2001:db8::1/64"],
+                              "hardwareAddress": "02:00:00:00:00:01"}}
+        c["status"]["devices"] = [ok]
+        c2 = api.replace_namespaced_custom_object_status(GROUP, "v1", "ns1", "resourceclaims", "c", c)
+        self.assertEqual(c2["status"]["devices"], [ok])
+        # what the API server refuses, with the field
+        cases = (
+            (dict(ok, device="gpu7"), "status.devices[0]", "must be an allocated device in the claim"),
+            (dict(ok, shareID="not-a-uid"), "status.devices[0].shareID", "UUID"),
+            (dict(ok, conditions=ok["conditions"] * 2), "status.devices[0].conditions[1].type",
+             "Duplicate value"),
+            (dict(ok, conditions=[dict(ok["conditions"][0], type="T%d" % i) for i in range(9)]),
+             "status.devices[0].conditions", "Too many"),
+            (dict(ok, conditions=[dict(ok["conditions"][0], status="Maybe")]),
+             "status.devices[0].conditions[0].status", "Unsupported value"),
+            (dict(ok, conditions=[dict(ok["conditions"][0], reason="not ok!")]),
+             "status.devices[0].conditions[0].reason", "Invalid value"),
+            (dict(ok, conditions=[{"type": "Ready", "status": "True", "reason": "R"}]),
+             "status.devices[0].conditions[0].lastTransitionTime", "Required value"),
+            (dict(ok, data={"x": "y" * 11000}), "status.devices[0].data", "Too long"),
+            (dict(ok, data=[1, 2]), "status.devices[0].data", "must be a valid JSON object"),
+            (dict(ok, networkData={"ips": ["10.9.8.7"]}), "status.devices[0].networkData.ips[0]",
+             "CIDR"),
+            (dict(ok, networkData={"ips": ["2001:0db8::1/64"]}),
+             "status.devices[0].networkData.ips[0]", "canonical"),
+            (dict(ok, networkData={"interfaceName": "i" * 257}),
+             "status.devices[0].networkData.interfaceName", "Too long"),
+        )
+        for entry, field, words in cases:
+            with self.subTest(field=field, words=words):
+                c2["status"]["devices"] = [entry]
+                st = self.raises(422, api.replace_namespaced_custom_object_status, GROUP, "v1", "ns1",
+                                 "resourceclaims", "c", c2)
+                self.assertIn(field + ":", st["message"])
+                self.assertIn(words, st["message"])
+        c2["status"]["devices"] = [ok, dict(ok)]
+        st = self.raises(422, api.replace_namespaced_custom_object_status, GROUP, "v1", "ns1",
+                         "resourceclaims", "c", c2)
+        self.assertIn("status.devices[1]: Duplicate value", st["message"])
+        # kubectl reads it back
+        out = self.kubectl("get", "resourceclaims", "-n", "ns1", "c", "-o",
+                           "jsonpath={.status.devices[0].conditions[0].reason}")
+        self.assertEqual(out.stdout.strip(), "Configured")
+
     def test_deviceclasses(self):
         api = self.custom()
         body = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.example.com"},

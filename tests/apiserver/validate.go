@@ -591,7 +591,7 @@ func validateClaim(obj, old M) []fieldErr {
 		if !jsonEqual(getMap(obj, "spec"), getMap(old, "spec")) {
 			errs = append(errs, invalid("spec", getMap(obj, "spec"), "field is immutable"))
 		}
-		return errs
+		return append(errs, validateClaimStatus(obj)...)
 	}
 	reqs, _ := getMap(getMap(obj, "spec"), "devices")["requests"].([]interface{})
 	seen := map[string]bool{}
