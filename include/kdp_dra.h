@@ -162,6 +162,41 @@ KDP_EXPORT int kdp_dra_prepared_add_env(kdp_dra_prepared *r, size_t device, cons
                                         const char *value);
 KDP_EXPORT int kdp_dra_prepared_add_cdi_id(kdp_dra_prepared *r, size_t device, const char *cdi_id);
 
+/* One condition of a prepared device, as the pod's owner reads it in the
+ * claim (metav1.Condition; kdp sets lastTransitionTime). */
+typedef struct kdp_dra_condition {
+    const char *type;    /* a qualified name: "Ready", "gpu.example.com/Mig" */
+    const char *status;  /* "True", "False" or "Unknown" */
+    const char *reason;  /* CamelCase, at most 1024: "Configured" */
+    const char *message; /* NULL: none; at most 32768 bytes */
+} kdp_dra_condition;
+
+/* What a driver tells of a device it prepared, in the claim's
+ * status.devices (KEP-4817, GA in Kubernetes 1.37): conditions, opaque
+ * data and network data. Every field may be left out. */
+typedef struct kdp_dra_device_status {
+    const kdp_dra_condition *conditions; /* at most 8, each type once */
+    size_t n_conditions;
+    const char *data; /* a JSON object (text), at most 10 KiB */
+    /* networkData: the interface in the pod, its addresses in canonical
+     * CIDR form ("10.9.8.7/24", "2001:db8::1/64"; at most 16), its MAC. */
+    const char *interface_name; /* at most 256 bytes */
+    const char *const *ips;
+    size_t n_ips;
+    const char *hardware_address; /* at most 128 bytes */
+} kdp_dra_device_status;
+
+/* Device `device` of the claim reports st (copied, checked now as the API
+ * server checks it). After the prepare succeeds kdp writes it into the
+ * claim's status.devices through the /status subresource (the entries of
+ * other drivers and devices kept; retried on conflicts and with backoff;
+ * the answer to the kubelet does not wait for it), keeps it in its
+ * checkpoint (a prepare asked again after a restart writes it again), and
+ * removes this driver's entries at unprepare. Returns 0, -EINVAL (a bad
+ * index or field: logged, naming it), -ENOMEM. */
+KDP_EXPORT int kdp_dra_prepared_set_status(kdp_dra_prepared *r, size_t device,
+                                           const kdp_dra_device_status *st);
+
 /* ------------------------------------------------------------------------
  * Enabling DRA on a plugin
  * ------------------------------------------------------------------------ */

@@ -151,6 +151,17 @@ void kdp__dra_api_cancel(kdp__dra_api *a, void *handle)
     creq_free(r);
 }
 
+/* ---- claim status ---- */
+
+int kdp__dra_api_write_status(kdp__dra_api *a, const kdp_dra_claim_ref *ref,
+                              const kdp__cstat_entry *e, size_t n, kdp__cstat_done_cb done,
+                              void *ud, kdp__cstat_req **ret)
+{
+    /* the version the reads or the slices found; v1 (1.34+) before either */
+    return kdp__cstat_write(a->api, a->version[0] ? a->version : "v1", ref->ns, ref->name, ref->uid,
+                            a->cfg.driver, a->cfg.node, e, n, done, ud, ret);
+}
+
 /* ---- slices ---- */
 
 static void on_slices_status(const kdp__slices_status *ss, void *ud)
@@ -167,6 +178,9 @@ static void on_slices_status(const kdp__slices_status *ss, void *ud)
     }
     a->published_logged = ss->published;
     snprintf(a->last_error, sizeof(a->last_error), "%s", ss->error);
+    if (!a->version[0] && ss->version[0]) {
+        snprintf(a->version, sizeof(a->version), "%s", ss->version); /* discovery's answer */
+    }
     a->cfg.status(a->cfg.ud, ss);
 }
 

@@ -6,7 +6,8 @@
  * once, the UID checked, filtered to this driver and this node's pool,
  * turned into a claim record), and the node's slices (k8s/slices), published
  * from the devices it is given, from when the driver first runs, and left
- * in place at the end (a restarted driver takes them over).
+ * in place at the end (a restarted driver takes them over), and this
+ * driver's entries in a claim's status.devices (k8s/claimstatus).
  *
  * Loop thread.
  */
@@ -17,6 +18,7 @@
 #include <stddef.h>
 
 #include "dra/claimrec.h"
+#include "k8s/claimstatus.h"
 #include "k8s/slices.h"
 #include "kdp_dra.h"
 #include "runtime/loop.h"
@@ -52,6 +54,11 @@ void kdp__dra_api_start(kdp__dra_api *a);
 int kdp__dra_api_get_claim(kdp__dra_api *a, const kdp_dra_claim_ref *ref, kdp__dra_api_claim_cb cb,
                            void *ud, void **ret, char *why, size_t why_len);
 void kdp__dra_api_cancel(kdp__dra_api *a, void *handle);
+/* Writes this driver and pool's entries (n 0: removes them) of claim ref
+ * (k8s/claimstatus: the same returns). */
+int kdp__dra_api_write_status(kdp__dra_api *a, const kdp_dra_claim_ref *ref,
+                              const kdp__cstat_entry *e, size_t n, kdp__cstat_done_cb done,
+                              void *ud, kdp__cstat_req **ret);
 /* The devices to publish (copied). */
 void kdp__dra_api_publish(kdp__dra_api *a, const kdp__slice_dev *devs, size_t n);
 

@@ -73,7 +73,9 @@ static void op_free(kdp__cop *op)
     free(op);
 }
 
-/* DONE: the answer (if still wanted), then the ops behind it. */
+/* DONE: the answer (if still wanted), then the ops behind it. rec: the
+ * claim's record on success (a prepare's as recorded, an unprepare's as it
+ * was), else NULL. */
 static void finish(kdp__cop *op, const char *err, const kdp__dra_rec *rec)
 {
     kdp__dra_claims *c = op->c;
@@ -86,10 +88,10 @@ static void finish(kdp__cop *op, const char *err, const kdp__dra_rec *rec)
                  op->ns, op->name, op->uid);
     }
     if (op->done) {
-        op->done(op->ud, err, rec);
+        op->done(op->ud, err, op->unprepare ? NULL : rec);
     }
+    c->cfg.ended(c->cfg.ud, op->unprepare, err ? NULL : rec);
     op_free(op);
-    c->cfg.ended(c->cfg.ud);
     kdp__timer_start(c->kick, 0); /* the next op on the claim, from the loop */
 }
 
@@ -113,7 +115,7 @@ static void complete(kdp__pjob *j, bool timed_out)
     } else if (j->result < 0) {
         finish(op, cj->err[0] ? cj->err : strerror(-j->result), NULL);
     } else {
-        finish(op, NULL, op->unprepare ? NULL : cj->rec);
+        finish(op, NULL, cj->rec);
     }
 }
 

@@ -76,8 +76,10 @@ typedef struct kdp__dra_claims_cfg {
     bool (*check)(void *ud, kdp__dra_rec *rec, char *msg, size_t len);
     /* A recorded claim's devices no longer in the table lose their ID. */
     void (*forget_gone)(void *ud, kdp__dra_rec *rec);
-    /* An operation ended (the count of prepared claims may have changed). */
-    void (*ended)(void *ud);
+    /* An operation ended (the count of prepared claims may have changed):
+     * rec is the claim's record (borrowed for the call) when it succeeded
+     * with one: the prepared claim, or the recorded claim unprepared. */
+    void (*ended)(void *ud, bool unprepare, const kdp__dra_rec *rec);
     void *ud;
 } kdp__dra_claims_cfg;
 

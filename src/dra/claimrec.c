@@ -48,9 +48,10 @@ static void answer_clear(kdp__dra_rdev *d)
     strv_free(d->env, d->n_env);
     strv_free(d->cdi_ids, d->n_cdi_ids);
     free(d->cdi_name);
+    free(d->status);
     d->nodes = NULL;
     d->env = d->cdi_ids = NULL;
-    d->cdi_name = NULL;
+    d->cdi_name = d->status = NULL;
     d->n_nodes = d->n_env = d->n_cdi_ids = 0;
 }
 
@@ -188,6 +189,9 @@ static int answer_copy(kdp__dra_rdev *to, const kdp__dra_rdev *from)
     if (r == 0) {
         r = kdp__dra_rec_set(&to->cdi_name, from->cdi_name);
     }
+    if (r == 0) {
+        r = kdp__dra_rec_set(&to->status, from->status);
+    }
     if (r == 0 && from->n_nodes) {
         to->nodes = calloc(from->n_nodes, sizeof(*to->nodes));
         r = to->nodes ? 0 : -ENOMEM;
@@ -306,7 +310,7 @@ size_t kdp__dra_rec_bytes(const kdp__dra_rec *r)
         b += sizeof(*d) + str_bytes(d->request) + str_bytes(d->device) + str_bytes(d->device_id) +
              str_bytes(d->share_id) + d->n_cfg * sizeof(size_t) + node_bytes(&d->default_node) +
              strv_bytes(d->env, d->n_env) + strv_bytes(d->cdi_ids, d->n_cdi_ids) +
-             str_bytes(d->cdi_name);
+             str_bytes(d->cdi_name) + str_bytes(d->status);
         for (size_t j = 0; j < d->n_nodes; j++) {
             b += node_bytes(&d->nodes[j]);
         }
@@ -455,6 +459,9 @@ static int merge_dev(kdp__dra_rec *r, size_t i, const kdp__dra_pdev *pd, const c
     }
     for (size_t j = 0; err == 0 && j < n_ids; j++) {
         err = push(&d->cdi_ids, &d->n_cdi_ids, strdup(pd->cdi_ids[j]));
+    }
+    if (err == 0 && pd && pd->status) {
+        err = kdp__dra_rec_set(&d->status, pd->status);
     }
     return err;
 }

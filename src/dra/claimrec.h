@@ -44,6 +44,7 @@ typedef struct kdp__dra_rdev {
     char **cdi_ids;
     size_t n_cdi_ids;
     char *cdi_name; /* its device in kdp's CDI spec for the claim (NULL: none) */
+    char *status;   /* its status.devices entry's own fields, JSON text (NULL: none) */
 } kdp__dra_rdev;
 
 typedef struct kdp__dra_rec {

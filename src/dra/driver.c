@@ -32,6 +32,7 @@
 #include "dra/claimsvc.h"
 #include "dra/config.h"
 #include "dra/descs.h"
+#include "dra/driver_int.h"
 #include "dra/health.h"
 #include "dra/sockets.h"
 #include "dra/taints.h"
@@ -40,31 +41,15 @@
 
 #define WAIT_CALLBACKS_MS 1000U
 
-typedef struct kdp__dra {
-    kdp__attachment att;
-    kdp_plugin *p;
-    kdp__loop *loop;
-    kdp_dra_ops ops;
-    kdp__dra_conf conf;
-    char boot_id[KDP__DRA_BOOT_ID_LEN];
-
-    kdp__ckpt *ckpt;
-    kdp__abandoned *abandoned;
-    kdp__cj_env *env;
-    kdp__dra_descs descs;
-    kdp__dra_health health;
-    kdp__dra_taints taints;
-    kdp__dra_claims claims;
-    kdp__dra_claimsvc claimsvc;
-    kdp__dra_sockets sockets;
-    kdp__dra_api *api;
-    unsigned made; /* how many of the parts above were made, in that order */
-
-    pthread_mutex_t mu;
-    kdp_dra_status st;
-} kdp__dra;
-
-enum { MADE_DESCS = 1, MADE_HEALTH, MADE_TAINTS, MADE_CLAIMS, MADE_SOCKETS, MADE_API };
+enum {
+    MADE_DESCS = 1,
+    MADE_HEALTH,
+    MADE_TAINTS,
+    MADE_CLAIMS,
+    MADE_SOCKETS,
+    MADE_API,
+    MADE_STATUSW
+};
 
 /* ---- the status ---- */
 
@@ -81,115 +66,20 @@ static void status_unlock(kdp__dra *d)
 
 /* ---- fan-out ---- */
 
-/* What the health stream says of a device (docs/dra.md, "Health"): the
- * author's Unhealthy as it is; the health check's verdict with its reason,
- * or Unknown when the check could not tell (no answer in time, the health
- * subsystem down); Unknown too while a Healthy device's health subsystem is
- * down (whatever kdp_config.probe_down keeps for the device-plugin side). */
-static void health_of(const kdp__dev *dev, const kdp__dra_desc *x, kdp__dra_hdev *out)
-{
-    bool unsure = x->note == KDP__NOTE_NO_ANSWER || x->note == KDP__NOTE_DOWN;
-    out->message[0] = '\0';
-    if (dev->author_health != KDP_HEALTHY) {
-        out->health = KDP__DRA_UNHEALTHY;
-        snprintf(out->message, sizeof(out->message), "the driver reports the device Unhealthy");
-    } else if (dev->probe.bad) {
-        out->health = unsure ? KDP__DRA_UNKNOWN : KDP__DRA_UNHEALTHY;
-        snprintf(out->message, sizeof(out->message), "%s",
-                 x->note == KDP__NOTE_OK ? "held Unhealthy until enough health checks in a row pass"
-                                         : x->why);
-    } else if (x->note == KDP__NOTE_DOWN) {
-        out->health = KDP__DRA_UNKNOWN;
-        snprintf(out->message, sizeof(out->message), "%s", x->why);
-    } else {
-        out->health = KDP__DRA_HEALTHY;
-    }
-}
-
-/* The pool's devices with their health, to the health stream. */
-static void tell_health(kdp__dra *d)
-{
-    if (d->conf.no_health) {
-        return;
-    }
-    const kdp__devtab *tab = kdp__plugin_devices(d->p);
-    kdp__dra_hdev *v = calloc(tab->n ? tab->n : 1, sizeof(*v));
-    if (!v) {
-        log_error("%s: out of memory for the health stream", d->conf.driver);
-        return;
-    }
-    size_t m = 0;
-    for (size_t i = 0; i < tab->n; i++) {
-        const char *name = kdp__dra_descs_name_of(&d->descs, tab->devs[i].id);
-        if (name) {
-            snprintf(v[m].name, sizeof(v[m].name), "%s", name);
-            health_of(&tab->devs[i], kdp__dra_descs_find(&d->descs, tab->devs[i].id), &v[m++]);
-        }
-    }
-    if (kdp__dra_health_set(&d->health, v, m) < 0) {
-        log_error("%s: out of memory for the health stream", d->conf.driver);
-    }
-    free(v);
-}
-
-/* The published devices to the slices, an Unhealthy one tainted (the
- * scheduler then gives it to no claim that does not tolerate it), the
- * author's taints too: the descriptions as they are, the health as the
- * table has it now. */
-static void publish(kdp__dra *d)
-{
-    enum { PER = KDP_DRA_MAX_TAINTS + 1 };
-    const kdp__devtab *tab = kdp__plugin_devices(d->p);
-    kdp__dra_descs_view v;
-    if (kdp__dra_descs_view_init(&d->descs, &v) < 0) {
-        log_error("%s: out of memory publishing the slices", d->conf.driver);
-        return;
-    }
-    kdp__slice_taint *t = calloc(v.n ? v.n * PER : 1, sizeof(*t));
-    if (!t) {
-        log_error("%s: out of memory publishing the slices", d->conf.driver);
-        kdp__dra_descs_view_done(&v);
-        return;
-    }
-    int64_t now = (int64_t)time(NULL);
-    const char *effect = kdp__dra_taints_effect(d->conf.unhealthy_taint);
-    for (size_t i = 0; i < v.n; i++) {
-        const char *id = kdp__dra_descs_id_of(&d->descs, v.devs[i].name);
-        const kdp__dev *dev = id ? kdp__devtab_find(tab, id) : NULL;
-        bool sick = dev && dev->health != KDP_HEALTHY;
-        int64_t since = id ? kdp__dra_descs_health(&d->descs, id, sick, now) : 0;
-        kdp__slice_taint *mine = &t[i * PER];
-        size_t k = 0;
-        if (sick && effect) {
-            mine[k++] = (kdp__slice_taint){.key = d->conf.taint_key,
-                                           .value = dev->probe.bad ? "health-check-failed"
-                                                                   : "reported-unhealthy",
-                                           .effect = effect,
-                                           .time_added = since};
-        }
-        k += id ? kdp__dra_taints_get(&d->taints, id, mine + k, PER - k) : 0;
-        v.devs[i].taints = k ? mine : NULL;
-        v.devs[i].n_taints = k;
-    }
-    kdp__dra_api_publish(d->api, v.devs, v.n);
-    free(t);
-    kdp__dra_descs_view_done(&v);
-}
-
 /* devices: the published devices changed. */
 static void on_described(void *ud)
 {
     kdp__dra *d = ud;
     status_lock(d)->devices = kdp__dra_descs_count(&d->descs);
     status_unlock(d);
-    tell_health(d);
-    publish(d);
+    kdp__dra_tell_health(d);
+    kdp__dra_publish(d);
 }
 
 /* taints: the author's taints changed. */
 static void on_taints(void *ud)
 {
-    publish(ud);
+    kdp__dra_publish(ud);
 }
 
 /* The plugin's hooks. */
@@ -206,8 +96,8 @@ static void on_serving(void *ud, bool on)
 static void on_devices_changed(void *ud)
 {
     kdp__dra *d = ud;
-    tell_health(d); /* a health change: the stream, and the taints */
-    publish(d);
+    kdp__dra_tell_health(d); /* a health change: the stream, and the taints */
+    kdp__dra_publish(d);
     kdp__dra_descs_update(&d->descs, false);
 }
 
@@ -215,7 +105,7 @@ static void on_probe_note(void *ud, const char *id, kdp__probe_note note, const 
 {
     kdp__dra *d = ud;
     if (kdp__dra_descs_note(&d->descs, id, note, why)) {
-        tell_health(d);
+        kdp__dra_tell_health(d);
     }
 }
 
@@ -353,11 +243,27 @@ static void forget_gone(void *ud, kdp__dra_rec *rec)
     }
 }
 
-static void op_ended(void *ud)
+/* An operation ended: the count; the claim's status written (a prepare:
+ * its devices' statuses, if any; an unprepare: this driver's removed). */
+static void op_ended(void *ud, bool unprepare, const kdp__dra_rec *rec)
 {
     kdp__dra *d = ud;
     status_lock(d)->prepared = kdp__ckpt_count(d->ckpt);
     status_unlock(d);
+    bool had = false;
+    for (size_t i = 0; rec && i < rec->n_devs; i++) {
+        had |= rec->devs[i].status != NULL;
+    }
+    if (rec && had && d->made >= MADE_STATUSW) {
+        kdp__statusw_put(&d->statusw, rec, unprepare);
+    }
+}
+
+static int write_status(void *ud, const kdp_dra_claim_ref *ref, const kdp__cstat_entry *e, size_t n,
+                        kdp__cstat_done_cb done, void *done_ud, kdp__cstat_req **ret)
+{
+    kdp__dra *d = ud;
+    return kdp__dra_api_write_status(d->api, ref, e, n, done, done_ud, ret);
 }
 
 /* ---- life ---- */
@@ -377,6 +283,9 @@ static bool dra_free(kdp__dra *d)
     if (d->made >= MADE_CLAIMS) {
         kdp__dra_claimsvc_done(&d->claimsvc); /* the calls' ops detached */
         left = kdp__dra_claims_done(&d->claims, WAIT_CALLBACKS_MS);
+    }
+    if (d->made >= MADE_STATUSW) {
+        kdp__statusw_done(&d->statusw); /* before the client its writes use */
     }
     kdp__dra_api_free(d->api);
     if (d->made >= MADE_TAINTS) {
@@ -493,6 +402,11 @@ static int make(kdp__dra *d)
         };
         r = kdp__dra_api_new(d->loop, &ac, &d->api);
         d->made = MADE_API;
+    }
+    if (r == 0) {
+        kdp__statusw_cfg wc = {.driver = d->conf.driver, .write = write_status, .ud = d};
+        r = kdp__statusw_init(&d->statusw, d->loop, &wc);
+        d->made = MADE_STATUSW;
     }
     return r;
 }

@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/log.h"
 #include "base/validate.h"
+#include "dra/devstatus.h"
 
 int kdp__dra_prepared_init(kdp_dra_prepared *r, size_t n)
 {
@@ -36,6 +38,7 @@ void kdp__dra_prepared_done(kdp_dra_prepared *r)
         free(d->nodes);
         free_strv(d->env, d->n_env);
         free_strv(d->cdi_ids, d->n_cdi_ids);
+        free(d->status);
     }
     if (r) {
         free(r->devs);
@@ -144,4 +147,25 @@ KDP_EXPORT int kdp_dra_prepared_add_cdi_id(kdp_dra_prepared *r, size_t device, c
     }
     kdp__dra_pdev *d = &r->devs[device];
     return push_str(&d->cdi_ids, &d->n_cdi_ids, cdi_id);
+}
+
+KDP_EXPORT int kdp_dra_prepared_set_status(kdp_dra_prepared *r, size_t device,
+                                           const kdp_dra_device_status *st)
+{
+    int rc = check_index(r, device, "set_status");
+    if (rc < 0) {
+        return rc;
+    }
+    char why[300];
+    char *json = NULL;
+    rc = kdp__dra_devstatus_json(st, (int64_t)time(NULL), &json, why, sizeof(why));
+    if (rc == -EINVAL) {
+        log_error("kdp_dra_prepared_set_status: device %zu: %s", device, why);
+    }
+    if (rc < 0) {
+        return rc;
+    }
+    free(r->devs[device].status);
+    r->devs[device].status = json;
+    return 0;
 }

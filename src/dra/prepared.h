@@ -2,7 +2,8 @@
 /*
  * prepared: the kdp_dra_prepared builder the prepare op fills (kdp_dra.h):
  * per device of the claim, the device nodes and variables of kdp's CDI spec
- * for the claim, and CDI IDs of the author's own specs.
+ * for the claim, CDI IDs of the author's own specs, and the device's status
+ * for the claim (dra/devstatus.h: JSON text).
  */
 #ifndef KDP_DRA_PREPARED_H
 #define KDP_DRA_PREPARED_H
@@ -21,6 +22,7 @@ typedef struct kdp__dra_pdev {
     size_t n_env;
     char **cdi_ids;
     size_t n_cdi_ids;
+    char *status; /* the status.devices entry's own fields, JSON text; NULL: none */
 } kdp__dra_pdev;
 
 struct kdp_dra_prepared {

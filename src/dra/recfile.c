@@ -53,7 +53,8 @@ static json_t *dev_json(const kdp__dra_rdev *d)
     if (!bad) {
         bad = set_str(o, "device_id", d->device_id) < 0 ||
               set_str(o, "share_id", d->share_id) < 0 || set_str(o, "cdi_name", d->cdi_name) < 0 ||
-              json_object_set(o, "configs", cfg) < 0 || json_object_set(o, "nodes", nodes) < 0 ||
+              set_str(o, "status", d->status) < 0 || json_object_set(o, "configs", cfg) < 0 ||
+              json_object_set(o, "nodes", nodes) < 0 ||
               json_object_set_new(o, "env", strv_json(d->env, d->n_env)) < 0 ||
               json_object_set_new(o, "cdi_ids", strv_json(d->cdi_ids, d->n_cdi_ids)) < 0 ||
               (d->default_node.path &&
@@ -219,6 +220,7 @@ static void read_dev(reader *rd, kdp__dra_rec *r, const json_t *o, int version)
     }
     oom(rd, kdp__dra_rec_set(&d->device_id, str(rd, o, "device_id", false)));
     oom(rd, kdp__dra_rec_set(&d->cdi_name, str(rd, o, "cdi_name", false)));
+    oom(rd, kdp__dra_rec_set(&d->status, str(rd, o, "status", false)));
     const json_t *def = json_object_get(o, "default_node");
     if (json_is_object(def)) {
         read_node(rd, def, &d->default_node);

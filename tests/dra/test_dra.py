@@ -28,6 +28,7 @@ V1 = "v1.DRAPlugin"
 V1BETA1 = "v1beta1.DRAPlugin"
 HEALTH = "v1alpha1.DRAResourceHealth"
 HEALTH_V1 = "v1.DRAResourceHealth"
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class Driver(Proc):
@@ -883,6 +884,112 @@ class Knobs(Base):
                 drv.wait_log("kdp_plugin_set_dra_taints: device dev-2: " + why, T, since=mark)
         self.assertNotIn("taints", self.slice_device(api, "dev-2"))
         self.assertIsNone(drv.sanitizer_report())
+
+    def claim_devices(self, api, name, n, timeout=T):
+        """The claim's status.devices once it has n entries."""
+        deadline = time.time() + timeout
+        while True:
+            c = [x for x in api.claims() if x["metadata"]["name"] == name][0]
+            devs = c.get("status", {}).get("devices") or []
+            if len(devs) == n:
+                return devs
+            if time.time() > deadline:
+                raise AssertionError("claim %s: status.devices has %d entries, not %d: %s"
+                                     % (name, len(devs), n, c.get("status")))
+            time.sleep(0.05)
+
+    def test_claim_status(self):
+        """The prepare op's device statuses reach the claim's status.devices
+        through /status (retried while RBAC refuses), are written again when
+        a restarted driver is asked to prepare again, and go at unprepare;
+        one the API would refuse is refused at the call, naming the field."""
+        api = self.api()
+        kl = self.kubelet()
+        drv = self.start_proc(TestDriver(self, api, ["--status", "good"]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        api.ok("forbid update resourceclaims/status")
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["dev-0", "dev-1"])
+        claim = ["default/c1/" + uid]
+        self.assertEqual(kl.dra_prepare(DRV, claim)["by_uid"][uid]["result"], "prepared")
+        drv.wait_log("claim default/c1: cannot write its status yet: .*forbidden", T)
+        api.ok("allow update resourceclaims/status")
+        devs = self.claim_devices(api, "c1", 2)
+        by = {d["device"]: d for d in devs}
+        d0 = by["dev-0"]
+        self.assertEqual((d0["driver"], d0["pool"]), (DRV, NODE))
+        cond = d0["conditions"][0]
+        self.assertEqual((cond["type"], cond["status"], cond["reason"], cond["message"]),
+                         ("Ready", "True", "Prepared", "device dev-0 ready"))
+        self.assertRegex(cond["lastTransitionTime"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        self.assertEqual(d0["data"], {"claim": uid, "index": 0})
+        self.assertEqual(by["dev-1"]["networkData"],
+                         {"interfaceName": "net1", "ips": ["10.0.0.2/24"],
+                          "hardwareAddress": "02:00:00:00:00:01"})
+        # wiped behind the driver's back, then the driver restarts: the
+        # kubelet's prepare again (from the checkpoint) writes it again
+        c = [x for x in api.claims() if x["metadata"]["name"] == "c1"][0]
+        del c["status"]["devices"]
+        code, body = api.http("PUT", "/apis/resource.k8s.io/v1/namespaces/default/"
+                              "resourceclaims/c1/status", c)
+        self.assertEqual(code, 200, body)
+        self.assertEqual(drv.stop(), 0)
+        mark = kl.mark()
+        drv = self.start_proc(TestDriver(self, api, ["--status", "good"]))
+        kl.wait_event("dra_registered", T, since=mark, driver=DRV)
+        self.assertEqual(kl.dra_prepare(DRV, claim)["by_uid"][uid]["result"], "prepared")
+        self.assertEqual(drv.count_log("prepare " + uid), 0)  # from the checkpoint
+        self.claim_devices(api, "c1", 2)
+        # unprepare: this driver's entries go
+        self.assertEqual(kl.dra_unprepare(DRV, claim)["by_uid"][uid]["result"], "unprepared")
+        self.claim_devices(api, "c1", 0)
+        self.assertEqual(drv.stop(), 0)
+        # refused at the call, naming the field; the claim is prepared anyway
+        drv = self.start_proc(TestDriver(self, api, ["--status", "bad"]))
+        kl.wait_dra_registered(DRV, T)
+        uid2 = api.create_claim("default", "c2", DRV, NODE, "gpu", ["dev-2"])
+        r = kl.dra_prepare(DRV, ["default/c2/" + uid2])
+        self.assertEqual(r["by_uid"][uid2]["result"], "prepared", r)
+        drv.wait_log(r"status dev-2: -22$", T)
+        drv.wait_log("kdp_dra_prepared_set_status: device 0: conditions\\[0\\].reason must be "
+                     "CamelCase", T)
+        self.assertEqual(self.claim_devices(api, "c2", 0), [])
+
+    def test_rbac_covers_calls(self):
+        """Every call the driver makes (slices published, a claim read,
+        prepared with a status, unprepared, the driver restarted) is granted
+        by deploy/dra/rbac.yaml, and the ClusterRole grants nothing the
+        driver does not call (the one synthetic rule aside: the node-aware
+        `associated-node:update` on resourceclaims/driver that a 1.36+ API
+        server also checks when status.devices changes)."""
+        import yaml
+        with open(os.path.join(SRC, "deploy", "dra", "rbac.yaml")) as f:
+            docs = [d for d in yaml.safe_load_all(f) if d]
+        role = [d for d in docs if d["kind"] == "ClusterRole"][0]
+        granted = {(v, res) for r in role["rules"] for res in r["resources"] for v in r["verbs"]}
+        api = self.api()
+        kl = self.kubelet()
+        drv = self.start_proc(TestDriver(self, api, ["--devices", "130", "--status", "good"]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 130)  # two slices
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["dev-0"])
+        claim = ["default/c1/" + uid]
+        self.assertEqual(kl.dra_prepare(DRV, claim)["by_uid"][uid]["result"], "prepared")
+        self.claim_devices(api, "c1", 1)
+        self.assertEqual(kl.dra_unprepare(DRV, claim)["by_uid"][uid]["result"], "unprepared")
+        self.claim_devices(api, "c1", 0)
+        self.assertEqual(drv.stop(), 0)
+        drv = self.start_proc(TestDriver(self, api, ["--devices", "2", "--status", "good"]))
+        self.wait_slices(api, 2)  # one slice rewritten, the other deleted
+        api.sync()
+        used = {(r["verb"], r["resource"]) for r in api.requests()
+                if r.get("resource") and r["code"] < 500}
+        self.assertTrue(used, "no request seen")
+        self.assertEqual(sorted(used - granted), [], "calls the manifest does not grant")
+        synthetic = {("associated-node:update", "resourceclaims/driver")}
+        self.assertEqual(sorted(granted - used - synthetic), [],
+                         "granted but never called: remove them from deploy/dra/rbac.yaml")
+        self.assertTrue(synthetic <= granted)
 
     def test_redescribe(self):
         """kdp_plugin_redescribe_dra (here from the list callback): the

@@ -10,7 +10,7 @@
  *       [--slow-describe-file FILE] [--device-plugin-too] [--device-plugin-dir DIR]
  *       [--concurrent-claims N] [--no-health-v1alpha1] [--probe-fail-file FILE]
  *       [--unhealthy-taint noschedule|noexecute|none|informational] [--taints-file FILE]
- *       [--describe-file FILE]
+ *       [--describe-file FILE] [--status good|bad]
  *
  * --fail-unprepare-file: while FILE exists, the unprepare op fails.
  * --slow-describe-file: while FILE exists, the describe op sleeps 1.5 s.
@@ -27,6 +27,10 @@
  * watched, and each listing asks kdp_plugin_redescribe_dra for dev-1 and
  * for an unknown ID "nope", saying the results ("test-dra-driver:
  * redescribe dev-1: 0").
+ * --status: prepare gives each device a status in the claim (a Ready
+ * condition, data, network data); "bad": one with a reason the API
+ * refuses, so kdp_dra_prepared_set_status refuses it; each result is said
+ * ("test-dra-driver: status dev-0: 0").
  * Each prepare and unprepare call is said on stderr ("test-dra-driver:
  * prepare UID"), so that tests count them.
  */
@@ -46,6 +50,7 @@ static const char *slow_describe_file;
 static const char *probe_fail_file;
 static const char *taints_file;
 static const char *describe_file;
+static const char *status_mode;
 
 static void sleep_ms(unsigned ms)
 {
@@ -165,14 +170,47 @@ static int list(kdp_plugin *p, kdp_device_list *out, void *ud)
     return 0;
 }
 
+/* --status: each device's status in the claim; "bad": one the API would
+ * refuse, refused at the call. */
+static void set_status(const kdp_dra_claim *c, kdp_dra_prepared *out)
+{
+    for (size_t i = 0; i < c->n_devices; i++) {
+        char msg[128];
+        char data[128];
+        char ip[32];
+        char ifname[32];
+        snprintf(msg, sizeof(msg), "device %s ready", c->devices[i].device);
+        snprintf(data, sizeof(data), "{\"claim\": \"%s\", \"index\": %zu}", c->ref.uid, i);
+        snprintf(ip, sizeof(ip), "10.0.0.%zu/24", i + 1);
+        snprintf(ifname, sizeof(ifname), "net%zu", i);
+        kdp_dra_condition cond = {.type = "Ready",
+                                  .status = "True",
+                                  .reason =
+                                      strcmp(status_mode, "bad") == 0 ? "not ok!" : "Prepared",
+                                  .message = msg};
+        const char *ips[1] = {ip};
+        kdp_dra_device_status st = {.conditions = &cond,
+                                    .n_conditions = 1,
+                                    .data = data,
+                                    .interface_name = ifname,
+                                    .ips = ips,
+                                    .n_ips = 1,
+                                    .hardware_address = "02:00:00:00:00:01"};
+        fprintf(stderr, "test-dra-driver: status %s: %d\n", c->devices[i].device,
+                kdp_dra_prepared_set_status(out, i, &st));
+    }
+}
+
 static int prepare(kdp_plugin *p, const kdp_dra_claim *c, kdp_dra_prepared *out, void *ud)
 {
     (void)p;
-    (void)out;
     (void)ud;
     unsigned now = atomic_fetch_add(&running, 1) + 1;
     fprintf(stderr, "test-dra-driver: prepare %s (%u running)\n", c->ref.uid, now);
     sleep_ms(prepare_delay_ms);
+    if (status_mode) {
+        set_status(c, out);
+    }
     atomic_fetch_sub(&running, 1);
     return 0;
 }
@@ -241,6 +279,8 @@ int main(int argc, char **argv)
             taints_file = v;
         } else if (strcmp(k, "--describe-file") == 0) {
             describe_file = v;
+        } else if (strcmp(k, "--status") == 0) {
+            status_mode = v;
         } else if (strcmp(k, "--concurrent-claims") == 0) {
             dc.concurrent_claims = (unsigned)strtoul(v, NULL, 10);
         } else {

@@ -28,7 +28,7 @@ Manifests (deploy/base, deploy/overlays/*):
   of failures; prometheus.io/scrape and /port annotations; the overlays with
   the static image ask for no endpoint (it would fail their start).
 - deploy/dra (the DRA driver, docs/dra.md): a ServiceAccount, the ClusterRole
-  the driver needs (resourceslices CRUD, resourceclaims get/list/watch and
+  the driver needs (resourceslices list/watch/create/update/delete, resourceclaims get and
   status update, nodes get) bound to it, the DaemonSet (the hardening above,
   the image of deploy/Dockerfile.dra, maxSurge 1, NODE_NAME and POD_UID from
   the downward API, plugins_registry, plugins and /var/run/cdi mounted
@@ -436,10 +436,10 @@ def check_manifests():
 
 # The DRA driver (deploy/dra): what the driver needs, and nothing more.
 DRA_RULES = {
-    ("resource.k8s.io", "resourceslices"): {"get", "list", "watch", "create", "update", "patch",
-                                            "delete"},
-    ("resource.k8s.io", "resourceclaims"): {"get", "list", "watch"},
+    ("resource.k8s.io", "resourceslices"): {"list", "watch", "create", "update", "delete"},
+    ("resource.k8s.io", "resourceclaims"): {"get"},
     ("resource.k8s.io", "resourceclaims/status"): {"update"},
+    ("resource.k8s.io", "resourceclaims/driver"): {"associated-node:update"},
     ("", "nodes"): {"get"},
 }
 

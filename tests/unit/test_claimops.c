@@ -61,6 +61,8 @@ typedef struct world {
     answer ans[MAX_ANS];
     int seq;
     unsigned ended;
+    unsigned ended_rec;       /* ... with the claim's record */
+    unsigned ended_unprepare; /* ... an unprepare's record, its UID u1 */
     unsigned prepare_ms;
     atomic_int prepares, unprepares, running, max_running;
 } world;
@@ -172,9 +174,12 @@ static void forget_gone(void *ud, kdp__dra_rec *rec)
     (void)rec;
 }
 
-static void ended(void *ud)
+static void ended(void *ud, bool unprepare, const kdp__dra_rec *rec)
 {
-    ((world *)ud)->ended++;
+    world *w = ud;
+    w->ended++;
+    w->ended_rec += rec != NULL;
+    w->ended_unprepare += unprepare && rec && strcmp(rec->uid, "u1") == 0;
 }
 
 /* ---- the world ---- */
@@ -297,6 +302,8 @@ static void test_one_claim_in_order(void **state)
     assert_int_equal(atomic_load(&W.unprepares), 1);
     assert_int_equal(kdp__ckpt_count(W.ckpt), 1);
     assert_int_equal(W.ended, 3);
+    assert_int_equal(W.ended_rec, 3);
+    assert_int_equal(W.ended_unprepare, 1);
     assert_int_equal(kdp__dra_claims_count(&W.c), 0);
 }
 

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * driver_int: the DRA driver's struct, for driver.c (the owner: life,
+ * hooks, the public calls) and fanout.c (what it tells its parts: the
+ * health stream's list, the slices' devices and taints) only.
+ */
+#ifndef KDP_DRA_DRIVER_INT_H
+#define KDP_DRA_DRIVER_INT_H
+
+#include <pthread.h>
+
+#include "dra/apilink.h"
+#include "dra/bootid.h"
+#include "dra/claimjob.h"
+#include "dra/claimops.h"
+#include "dra/claimsvc.h"
+#include "dra/config.h"
+#include "dra/descs.h"
+#include "dra/health.h"
+#include "dra/sockets.h"
+#include "dra/statusw.h"
+#include "dra/taints.h"
+#include "kdp_dra.h"
+#include "plugin/plugin.h"
+
+typedef struct kdp__dra {
+    kdp__attachment att;
+    kdp_plugin *p;
+    kdp__loop *loop;
+    kdp_dra_ops ops;
+    kdp__dra_conf conf;
+    char boot_id[KDP__DRA_BOOT_ID_LEN];
+
+    kdp__ckpt *ckpt;
+    kdp__abandoned *abandoned;
+    kdp__cj_env *env;
+    kdp__dra_descs descs;
+    kdp__dra_health health;
+    kdp__dra_taints taints;
+    kdp__dra_claims claims;
+    kdp__dra_claimsvc claimsvc;
+    kdp__dra_sockets sockets;
+    kdp__dra_api *api;
+    kdp__statusw statusw;
+    unsigned made; /* how many of the parts above were made, in that order */
+
+    pthread_mutex_t mu;
+    kdp_dra_status st;
+} kdp__dra;
+
+/* The pool's devices with their health, to the health stream. */
+void kdp__dra_tell_health(kdp__dra *d);
+/* The published devices to the slices, with their taints. */
+void kdp__dra_publish(kdp__dra *d);
+
+#endif
