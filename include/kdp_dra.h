@@ -197,6 +197,19 @@ typedef struct kdp_dra_device_status {
 KDP_EXPORT int kdp_dra_prepared_set_status(kdp_dra_prepared *r, size_t device,
                                            const kdp_dra_device_status *st);
 
+/* Replaces the status of a device of a prepared claim after the prepare
+ * (a condition changed, an address came): the device by its name in the
+ * pool (kdp_dra_alloc.device) and share_id (NULL unless shared), the claim
+ * by UID. Checked as kdp_dra_prepared_set_status checks it, recorded in the
+ * checkpoint (it syncs: not from a latency-critical path), then written
+ * into the claim as after a prepare. Any thread, callbacks included.
+ * Returns 0, -EINVAL (p NULL, a bad field: logged), -ENOENT (DRA not on,
+ * no such prepared claim, or no such device in it: logged), -EAGAIN (too
+ * many writes waiting), -ENOMEM, or the checkpoint's -errno. */
+KDP_EXPORT int kdp_plugin_set_dra_device_status(kdp_plugin *p, const char *claim_uid,
+                                                const char *device, const char *share_id,
+                                                const kdp_dra_device_status *st);
+
 /* ------------------------------------------------------------------------
  * Enabling DRA on a plugin
  * ------------------------------------------------------------------------ */

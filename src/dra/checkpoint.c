@@ -210,13 +210,13 @@ static int fresh_claims(kdp__ckpt *c, kdp__ckpt_set *set)
     return r;
 }
 
-typedef int (*change_fn)(kdp__ckpt_set *set, const char *uid, const kdp__dra_rec *rec);
+typedef int (*change_fn)(kdp__ckpt_set *set, const char *uid, void *arg);
 
-/* A read-modify-write of the file: change(set, uid, rec) on what the file
+/* A read-modify-write of the file: change(set, uid, arg) on what the file
  * holds now, under the writer lock (this process) and an flock on the lock
  * file (other processes). change returns 1 (write), 0 (nothing to write),
  * -errno. The loop never waits for this: it takes mu only for the swap. */
-static int update(kdp__ckpt *c, change_fn change, const char *uid, const kdp__dra_rec *rec)
+static int update(kdp__ckpt *c, change_fn change, const char *uid, void *arg)
 {
     pthread_mutex_lock(&c->wmu);
     int lfd = open(c->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
@@ -234,7 +234,7 @@ static int update(kdp__ckpt *c, change_fn change, const char *uid, const kdp__dr
         r = fresh_claims(c, &set);
     }
     if (r == 0) {
-        r = change(&set, uid, rec);
+        r = change(&set, uid, arg);
     }
     int changed = r;
     if (r == 1) {
@@ -254,10 +254,10 @@ static int update(kdp__ckpt *c, change_fn change, const char *uid, const kdp__dr
     return r;
 }
 
-static int change_put(kdp__ckpt_set *set, const char *uid, const kdp__dra_rec *rec)
+static int change_put(kdp__ckpt_set *set, const char *uid, void *arg)
 {
     (void)uid;
-    kdp__dra_rec *copy = kdp__dra_rec_dup(rec, true);
+    kdp__dra_rec *copy = kdp__dra_rec_dup(arg, true);
     if (!copy) {
         return -ENOMEM;
     }
@@ -265,17 +265,17 @@ static int change_put(kdp__ckpt_set *set, const char *uid, const kdp__dra_rec *r
     return r < 0 ? r : 1;
 }
 
-static int change_del(kdp__ckpt_set *set, const char *uid, const kdp__dra_rec *rec)
+static int change_del(kdp__ckpt_set *set, const char *uid, void *arg)
 {
-    (void)rec;
+    (void)arg;
     return kdp__ckptset_del(set, uid) ? 1 : 0;
 }
 
-static int change_rewrite(kdp__ckpt_set *set, const char *uid, const kdp__dra_rec *rec)
+static int change_rewrite(kdp__ckpt_set *set, const char *uid, void *arg)
 {
     (void)set;
     (void)uid;
-    (void)rec;
+    (void)arg;
     return 1;
 }
 
@@ -440,13 +440,48 @@ bool kdp__ckpt_conflict(kdp__ckpt *c, const kdp__dra_rec *rec, char *who, char *
 
 int kdp__ckpt_put(kdp__ckpt *c, const kdp__dra_rec *rec)
 {
-    int r = update(c, change_put, rec->uid, rec);
+    int r = update(c, change_put, rec->uid, (void *)rec);
     return r < 0 ? r : 0;
 }
 
 int kdp__ckpt_del(kdp__ckpt *c, const char *uid)
 {
     return update(c, change_del, uid, NULL);
+}
+
+/* kdp__ckpt_modify's change: fn on the record, a copy kept for the caller. */
+typedef struct modify_ctx {
+    int (*fn)(kdp__dra_rec *rec, void *ud);
+    void *ud;
+    kdp__dra_rec *copy;
+} modify_ctx;
+
+static int change_modify(kdp__ckpt_set *set, const char *uid, void *arg)
+{
+    modify_ctx *modifying = arg;
+    long i = kdp__ckptset_find(set, uid);
+    if (i < 0 || !set->recs) {
+        return -ENOENT;
+    }
+    int r = modifying->fn(set->recs[i], modifying->ud);
+    if (r == 1) {
+        modifying->copy = kdp__dra_rec_dup(set->recs[i], true);
+        r = modifying->copy ? 1 : -ENOMEM;
+    }
+    return r;
+}
+
+int kdp__ckpt_modify(kdp__ckpt *c, const char *uid, int (*fn)(kdp__dra_rec *rec, void *ud),
+                     void *ud, kdp__dra_rec **ret)
+{
+    modify_ctx ctx = {fn, ud, NULL};
+    int r = update(c, change_modify, uid, &ctx);
+    if (r == 1 && ret) {
+        *ret = ctx.copy;
+    } else {
+        kdp__dra_rec_free(ctx.copy);
+    }
+    return r < 0 ? r : 0;
 }
 
 size_t kdp__ckpt_count(kdp__ckpt *c)

@@ -81,6 +81,14 @@ int kdp__ckpt_put(kdp__ckpt *c, const kdp__dra_rec *rec);
 /* Drops uid and writes the file. Returns 1 (dropped), 0 (none), -errno (the
  * record stays). */
 int kdp__ckpt_del(kdp__ckpt *c, const char *uid);
+/* A read-modify-write of uid's record: fn changes it (returns 1: write
+ * the file; 0: nothing changed; -errno), under the writer lock, so that
+ * a claim unprepared meanwhile is never brought back. On a write, *ret
+ * (if ret) gets a copy of the record (kdp__dra_rec_free it). Any thread
+ * but the loop (it syncs). Returns 0, -ENOENT (no such record), fn's
+ * error, or -errno of the write. */
+int kdp__ckpt_modify(kdp__ckpt *c, const char *uid, int (*fn)(kdp__dra_rec *rec, void *ud),
+                     void *ud, kdp__dra_rec **ret);
 /* A claim recorded, other than rec's, that rec may not be prepared beside
  * (kdp__dra_rec_conflict): "ns/name (uid)" into who and the device into
  * dev (len bytes each); false if none. */

@@ -32,6 +32,7 @@
 #include "dra/claimsvc.h"
 #include "dra/config.h"
 #include "dra/descs.h"
+#include "dra/devstatus.h"
 #include "dra/driver_int.h"
 #include "dra/health.h"
 #include "dra/sockets.h"
@@ -74,6 +75,12 @@ static void on_described(void *ud)
     status_unlock(d);
     kdp__dra_tell_health(d);
     kdp__dra_publish(d);
+    if (d->serving && !d->sockets_on) {
+        /* the kubelet's first calls (prepares again after a restart) find
+         * the devices described */
+        d->sockets_on = true;
+        kdp__dra_sockets_serving(&d->sockets, true);
+    }
 }
 
 /* taints: the author's taints changed. */
@@ -86,10 +93,13 @@ static void on_taints(void *ud)
 static void on_serving(void *ud, bool on)
 {
     kdp__dra *d = ud;
-    kdp__dra_sockets_serving(&d->sockets, on);
+    d->serving = on;
     if (on) {
         kdp__dra_api_start(d->api);
-        kdp__dra_descs_update(&d->descs, true);
+        kdp__dra_descs_update(&d->descs, true); /* the sockets once it is told */
+    } else {
+        d->sockets_on = false;
+        kdp__dra_sockets_serving(&d->sockets, false);
     }
 }
 
@@ -505,4 +515,73 @@ KDP_EXPORT int kdp_plugin_redescribe_dra(kdp_plugin *p, const char *id)
         return p ? -ENOENT : -EINVAL;
     }
     return kdp__dra_descs_redescribe(&d->descs, id);
+}
+
+typedef struct status_set {
+    const char *device, *share_id;
+    char *json;
+} status_set;
+
+/* The record's device gets the status (1: changed; 0: the same). */
+static int set_dev_status(kdp__dra_rec *rec, void *ud)
+{
+    status_set *ss = ud;
+    for (size_t i = 0; i < rec->n_devs; i++) {
+        kdp__dra_rdev *dv = &rec->devs[i];
+        bool share =
+            dv->share_id ? ss->share_id && strcmp(dv->share_id, ss->share_id) == 0 : !ss->share_id;
+        if (strcmp(dv->device, ss->device) != 0 || !share) {
+            continue;
+        }
+        if (dv->status && strcmp(dv->status, ss->json) == 0) {
+            return 0;
+        }
+        free(dv->status);
+        dv->status = ss->json;
+        ss->json = NULL;
+        return 1;
+    }
+    return -ENODEV;
+}
+
+/* The status of device/share in claim_uid's record, recorded; a copy of
+ * the record into *rec when it changed. Logs what it refuses. */
+static int record_status(kdp__dra *d, const char *claim_uid, const char *device,
+                         const char *share_id, const kdp_dra_device_status *st, kdp__dra_rec **rec)
+{
+    char why[300];
+    status_set ss = {device, share_id, NULL};
+    int r = kdp__dra_devstatus_json(st, (int64_t)time(NULL), &ss.json, why, sizeof(why));
+    if (r == -EINVAL) {
+        log_error("kdp_plugin_set_dra_device_status: claim %s, device %s: %s", claim_uid, device,
+                  why);
+    }
+    if (r == 0) {
+        r = kdp__ckpt_modify(d->ckpt, claim_uid, set_dev_status, &ss, rec);
+    }
+    free(ss.json);
+    if (r == -ENOENT) {
+        log_error("kdp_plugin_set_dra_device_status: no prepared claim %s", claim_uid);
+    } else if (r == -ENODEV) {
+        log_error("kdp_plugin_set_dra_device_status: no device %s in claim %s", device, claim_uid);
+        r = -ENOENT;
+    }
+    return r;
+}
+
+KDP_EXPORT int kdp_plugin_set_dra_device_status(kdp_plugin *p, const char *claim_uid,
+                                                const char *device, const char *share_id,
+                                                const kdp_dra_device_status *st)
+{
+    kdp__dra *d = p ? kdp__plugin_ext_ud(p) : NULL;
+    if (!d || !claim_uid || !device) {
+        log_error("kdp_plugin_set_dra_device_status: %s",
+                  !p   ? "the plugin (p) is NULL"
+                  : !d ? "DRA is not on (kdp_plugin_enable_dra)"
+                       : "the claim UID or the device is NULL");
+        return !p || d ? -EINVAL : -ENOENT;
+    }
+    kdp__dra_rec *rec = NULL;
+    int r = record_status(d, claim_uid, device, share_id, st, &rec);
+    return r < 0 || !rec ? r : kdp__statusw_post(&d->statusw, rec);
 }

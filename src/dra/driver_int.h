@@ -42,6 +42,8 @@ typedef struct kdp__dra {
     kdp__dra_sockets sockets;
     kdp__dra_api *api;
     kdp__statusw statusw;
+    bool serving;    /* the plugin's table runs */
+    bool sockets_on; /* registered: once the first descriptions are in */
     unsigned made; /* how many of the parts above were made, in that order */
 
     pthread_mutex_t mu;

@@ -236,13 +236,53 @@ void kdp__statusw_put(kdp__statusw *w, const kdp__dra_rec *rec, bool remove)
     }
 }
 
+int kdp__statusw_post(kdp__statusw *w, kdp__dra_rec *rec)
+{
+    pthread_mutex_lock(&w->in_mu);
+    int r = w->n_inbox >= KDP__STATUSW_MAX ? -EAGAIN : 0;
+    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
+    kdp__dra_rec **v = r ? NULL : realloc((void *)w->inbox, (w->n_inbox + 1) * sizeof(*v));
+    if (v) {
+        w->inbox = v;
+        v[w->n_inbox++] = rec;
+    } else if (!r) {
+        r = -ENOMEM;
+    }
+    pthread_mutex_unlock(&w->in_mu);
+    if (r < 0) {
+        kdp__dra_rec_free(rec);
+        return r;
+    }
+    kdp__wakeup_signal(w->wake);
+    return 0;
+}
+
+static void on_wake(kdp__wakeup *wk, void *ud)
+{
+    (void)wk;
+    kdp__statusw *w = ud;
+    pthread_mutex_lock(&w->in_mu);
+    kdp__dra_rec **v = w->inbox;
+    size_t n = w->n_inbox;
+    w->inbox = NULL;
+    w->n_inbox = 0;
+    pthread_mutex_unlock(&w->in_mu);
+    for (size_t i = 0; i < n; i++) {
+        kdp__statusw_put(w, v[i], false);
+        kdp__dra_rec_free(v[i]);
+    }
+    free((void *)v);
+}
+
 int kdp__statusw_init(kdp__statusw *w, kdp__loop *l, const kdp__statusw_cfg *cfg)
 {
     memset(w, 0, sizeof(*w));
     w->loop = l;
     w->cfg = *cfg;
     kdp__link_init(&w->items);
-    return kdp__timer_new(l, on_retry, w, &w->retry);
+    pthread_mutex_init(&w->in_mu, NULL);
+    int r = kdp__timer_new(l, on_retry, w, &w->retry);
+    return r < 0 ? r : kdp__wakeup_new(l, on_wake, w, &w->wake);
 }
 
 void kdp__statusw_done(kdp__statusw *w)
@@ -254,4 +294,13 @@ void kdp__statusw_done(kdp__statusw *w)
     }
     kdp__timer_free(w->retry);
     w->retry = NULL;
+    kdp__wakeup_free(w->wake);
+    w->wake = NULL;
+    for (size_t i = 0; i < w->n_inbox; i++) {
+        kdp__dra_rec_free(w->inbox[i]);
+    }
+    free((void *)w->inbox);
+    w->inbox = NULL;
+    w->n_inbox = 0;
+    pthread_mutex_destroy(&w->in_mu);
 }

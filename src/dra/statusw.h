@@ -10,11 +10,13 @@
  * claim that is gone or replaced is dropped; each failure is logged with
  * the claim and why. At most KDP__STATUSW_MAX claims wait.
  *
- * Owns its queue; writes through the function it is given. Loop thread.
+ * Owns its queue; writes through the function it is given. Loop thread,
+ * but for kdp__statusw_post (an inbox under a mutex, taken on a wakeup).
  */
 #ifndef KDP_DRA_STATUSW_H
 #define KDP_DRA_STATUSW_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -40,6 +42,11 @@ typedef struct kdp__statusw {
     kdp__link items;
     size_t n;
     kdp__timer *retry;
+    /* any thread, under in_mu: records posted, then put on the loop */
+    pthread_mutex_t in_mu;
+    kdp__dra_rec **inbox;
+    size_t n_inbox;
+    kdp__wakeup *wake;
 } kdp__statusw;
 
 /* Returns 0 or -ENOMEM. */
@@ -50,5 +57,9 @@ void kdp__statusw_done(kdp__statusw *w);
  * remove: none of this driver's (an unprepare). A prepared record without
  * any status writes nothing. */
 void kdp__statusw_put(kdp__statusw *w, const kdp__dra_rec *rec, bool remove);
+/* kdp__statusw_put(w, rec, false) from any thread, soon, on the loop (rec
+ * taken over). Returns 0, -EAGAIN (KDP__STATUSW_MAX posted already), or
+ * -ENOMEM (rec freed either way on an error). */
+int kdp__statusw_post(kdp__statusw *w, kdp__dra_rec *rec);
 
 #endif

@@ -944,6 +944,38 @@ class Knobs(Base):
         self.assertEqual(kl.dra_unprepare(DRV, claim)["by_uid"][uid]["result"], "unprepared")
         self.claim_devices(api, "c1", 0)
         self.assertEqual(drv.stop(), 0)
+        # a status changed after the prepare, from a callback (the list
+        # op), recorded and written; refused for claims and devices that
+        # are not prepared
+        upd = self.path("upd", "statuses")
+        os.makedirs(os.path.dirname(upd))
+        drv = self.start_proc(TestDriver(self, api, ["--status", "good",
+                                                     "--status-update-file", upd]))
+        kl.wait_dra_registered(DRV, T)
+        uid3 = api.create_claim("default", "c3", DRV, NODE, "gpu", ["dev-3"])
+        self.assertEqual(kl.dra_prepare(DRV, ["default/c3/" + uid3])["by_uid"][uid3]["result"],
+                         "prepared")
+        self.assertEqual(self.claim_devices(api, "c3", 1)[0]["conditions"][0]["reason"], "Prepared")
+        tmp = self.path("upd.tmp")
+        with open(tmp, "w") as f:
+            f.write("%s dev-3 Overheated\n%s dev-2 Nope\nno-such-uid dev-3 Nope\n" % (uid3, uid3))
+        mark = drv.log_mark()
+        os.rename(tmp, upd)
+        drv.wait_log(r"status update dev-3: 0$", T, since=mark)
+        drv.wait_log(r"status update dev-2: -2$", T, since=mark)
+        drv.wait_log("kdp_plugin_set_dra_device_status: no device dev-2 in claim " + uid3, T)
+        drv.wait_log("kdp_plugin_set_dra_device_status: no prepared claim no-such-uid", T)
+
+        def reason():
+            return self.claim_devices(api, "c3", 1)[0]["conditions"][0]
+        deadline = time.time() + T
+        while reason()["reason"] != "Overheated" and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertEqual((reason()["status"], reason()["reason"]), ("False", "Overheated"))
+        self.assertEqual(drv.stop(), 0)
+        with open(self.path("root", "plugins", DRV, "checkpoint.json")) as f:
+            ck = json.load(f)
+        self.assertIn("Overheated", ck["claims"][uid3]["devices"][0]["status"])
         # refused at the call, naming the field; the claim is prepared anyway
         drv = self.start_proc(TestDriver(self, api, ["--status", "bad"]))
         kl.wait_dra_registered(DRV, T)

@@ -10,7 +10,7 @@
  *       [--slow-describe-file FILE] [--device-plugin-too] [--device-plugin-dir DIR]
  *       [--concurrent-claims N] [--no-health-v1alpha1] [--probe-fail-file FILE]
  *       [--unhealthy-taint noschedule|noexecute|none|informational] [--taints-file FILE]
- *       [--describe-file FILE] [--status good|bad]
+ *       [--describe-file FILE] [--status good|bad] [--status-update-file FILE]
  *
  * --fail-unprepare-file: while FILE exists, the unprepare op fails.
  * --slow-describe-file: while FILE exists, the describe op sleeps 1.5 s.
@@ -31,6 +31,10 @@
  * condition, data, network data); "bad": one with a reason the API
  * refuses, so kdp_dra_prepared_set_status refuses it; each result is said
  * ("test-dra-driver: status dev-0: 0").
+ * --status-update-file: at each listing (its directory watched), each line
+ * "UID DEVICE REASON" sets that device's status in the prepared claim UID
+ * (kdp_plugin_set_dra_device_status: a Ready condition, False, REASON),
+ * the result said ("test-dra-driver: status update dev-0: 0").
  * Each prepare and unprepare call is said on stderr ("test-dra-driver:
  * prepare UID"), so that tests count them.
  */
@@ -51,6 +55,7 @@ static const char *probe_fail_file;
 static const char *taints_file;
 static const char *describe_file;
 static const char *status_mode;
+static const char *status_update_file;
 
 static void sleep_ms(unsigned ms)
 {
@@ -146,9 +151,30 @@ static void set_taints(kdp_plugin *p, const char *id)
     fprintf(stderr, "test-dra-driver: taints %s: %d\n", id, kdp_plugin_set_dra_taints(p, id, t, n));
 }
 
+/* The status updates the file asks for. */
+static void update_statuses(kdp_plugin *p)
+{
+    FILE *f = fopen(status_update_file, "re");
+    char uid[64];
+    char dev[64];
+    char reason[64];
+    while (f && fscanf(f, "%63s %63s %63s", uid, dev, reason) == 3) {
+        kdp_dra_condition c = {.type = "Ready", .status = "False", .reason = reason};
+        kdp_dra_device_status st = {.conditions = &c, .n_conditions = 1};
+        fprintf(stderr, "test-dra-driver: status update %s: %d\n", dev,
+                kdp_plugin_set_dra_device_status(p, uid, dev, NULL, &st));
+    }
+    if (f) {
+        fclose(f);
+    }
+}
+
 static int list(kdp_plugin *p, kdp_device_list *out, void *ud)
 {
     unsigned n = *(unsigned *)ud;
+    if (status_update_file) {
+        update_statuses(p);
+    }
     if (describe_file) {
         fprintf(stderr, "test-dra-driver: redescribe dev-1: %d\n",
                 kdp_plugin_redescribe_dra(p, "dev-1"));
@@ -281,6 +307,8 @@ int main(int argc, char **argv)
             describe_file = v;
         } else if (strcmp(k, "--status") == 0) {
             status_mode = v;
+        } else if (strcmp(k, "--status-update-file") == 0) {
+            status_update_file = v;
         } else if (strcmp(k, "--concurrent-claims") == 0) {
             dc.concurrent_claims = (unsigned)strtoul(v, NULL, 10);
         } else {
@@ -299,9 +327,12 @@ int main(int argc, char **argv)
         kdp_plugin_free(p);
         return 1;
     }
-    if (taints_file || describe_file) {
+    const char *watched = taints_file     ? taints_file
+                          : describe_file ? describe_file
+                                          : status_update_file;
+    if (watched) {
         char dir[512];
-        snprintf(dir, sizeof(dir), "%s", taints_file ? taints_file : describe_file);
+        snprintf(dir, sizeof(dir), "%s", watched);
         char *slash = strrchr(dir, '/');
         if (slash && slash != dir) {
             *slash = '\0';
