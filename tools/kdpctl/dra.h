@@ -133,6 +133,8 @@ void kd_json(kc_json *j, const char *event);
 void kd_say_plugin(kd_plugin *p, const char *event, const char *text, const char *error);
 /* Prints the plugin's last health list (the `health DRIVER` command). */
 void kd_print_health(kd_plugin *p, const char *why);
+/* Prints the drivers registered and the claims prepared (`state`). */
+void kd_print_state(kd *k);
 
 /* dra_calls.c: the commands on stdin. */
 /* Starts reading stdin. Returns 0 or -errno. */
