@@ -3,7 +3,8 @@
 #
 #   scripts/lint.sh BUILD_DIR
 #
-# clang-format (.clang-format) checks every C file we write; clang-tidy
+# clang-format (.clang-format) checks every C file we write, and no module
+# of src/, tools/ or examples/ is over 600 lines; clang-tidy
 # (.clang-tidy, and src/.clang-tidy for the library's kdp_ prefix) checks the
 # library, the tools and the examples, one process per file, with the flags of
 # BUILD_DIR/compile_commands.json. Each finding is printed as
@@ -41,6 +42,14 @@ if [ "$n" -gt 0 ]; then
     echo "lint: clang-tidy: $n finding(s) (whole output: $build/lint-tidy.txt)"
     status=1
 fi
+# One module per concern, kept small: no .c file of the library, the tools
+# or the examples over 600 lines (split it by what its parts own).
+big=$(wc -l src/*/*.c tools/*/*.c examples/*.c | awk '$2 != "total" && $1 > 600 {print $2 " (" $1 " lines)"}')
+if [ -n "$big" ]; then
+    echo "$big"
+    echo "lint: the files above are over 600 lines: split them (a part with its own struct and header)"
+    status=1
+fi
 files=$(grep -c '"file"' "$build/compile_commands.json" || true)
-[ $status -eq 0 ] && echo "lint: clean (clang-format; clang-tidy on src/, tools/, examples/; $files compile commands)"
+[ $status -eq 0 ] && echo "lint: clean (clang-format; clang-tidy on src/, tools/, examples/; $files compile commands; no module over 600 lines)"
 exit $status
