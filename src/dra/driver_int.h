@@ -44,7 +44,7 @@ typedef struct kdp__dra {
     kdp__statusw statusw;
     bool serving;    /* the plugin's table runs */
     bool sockets_on; /* registered: once the first descriptions are in */
-    unsigned made; /* how many of the parts above were made, in that order */
+    unsigned made;   /* how many of the parts above were made, in that order */
 
     pthread_mutex_t mu;
     kdp_dra_status st;
