@@ -799,9 +799,9 @@ struct kdp_preferred_request {
 KDP_EXPORT int kdp_id_list_add(kdp_id_list *l, const char *id);
 
 /* ------------------------------------------------------------------------
- * Discovery: device nodes on the host, their USB identity and NUMA node,
- * hot-plug, and CDI specs, for plugins that hand out existing device nodes
- * (tools/generic/ is built on these).
+ * Discovery: device nodes on the host, their USB or PCI identity and NUMA
+ * node, hot-plug, and CDI specs, for plugins that hand out existing device
+ * nodes (tools/generic/ is built on these).
  *
  * Roots: root is where the host's "/" is seen (NULL = "/"; e.g. "/host" in
  * a container that mounts the host there, a fake tree) and sysfs
@@ -877,6 +877,66 @@ KDP_EXPORT void kdp_usb_device_clear(kdp_usb_device *d);
  * (no such node), -EINVAL. */
 KDP_EXPORT int kdp_numa_node_of(const char *root, const char *sysfs, const char *path,
                                 int *ret_node);
+
+/* A PCI device as sysfs describes it (every string owned by the struct). */
+typedef struct kdp_pci_device {
+    /* Its bus address, its name in <sysfs>/bus/pci/devices: "0000:00:06.0"
+     * (domain:bus:device.function). Stable across reboots while the card
+     * stays in its slot: the ID to use. Also the value of the DRA standard
+     * attribute resource.kubernetes.io/pciBusID. */
+    char *address;
+    uint16_t vendor;           /* vendor: 0x10de */
+    uint16_t device;           /* device: 0x2335 */
+    uint32_t class_code;       /* class, 24 bits: 0x030200 (3D controller) */
+    uint16_t subsystem_vendor; /* subsystem_vendor */
+    uint16_t subsystem_device; /* subsystem_device */
+    char *driver;              /* the bound driver ("nvidia", "vfio-pci"); NULL: none */
+    int numa_node;             /* numa_node; -1: no affinity */
+    /* The PCIe root complex it hangs under, "pci<domain>:<bus>" ("pci0000:00"):
+     * the first component of its path below <sysfs>/devices. The value of
+     * resource.kubernetes.io/pcieRoot. NULL if it is not under one. */
+    char *pcie_root;
+    int iommu_group; /* -1: none (no IOMMU, or not in a group) */
+    /* Host paths of the nodes its driver publishes for it, sorted,
+     * NULL-terminated, at most 64, not checked to exist under root:
+     * - the DEVNAME of every class device below its sysfs directory (child
+     *   PCI and USB devices excluded): DRM "/dev/dri/card1" and
+     *   "/dev/dri/renderD128", "/dev/accel/accel0", an NVMe's "/dev/nvme0",
+     *   VFIO's per-device "/dev/vfio/devices/vfio0";
+     * - bound to nvidia: "/dev/nvidiaN", N the "Device Minor" of
+     *   <root>/proc/driver/nvidia/gpus/<address>/information (/proc's when
+     *   root has no proc/driver/nvidia: /proc/driver is the host's in a
+     *   container too);
+     * - bound to vfio-pci, in an IOMMU group: "/dev/vfio/<group>" and
+     *   "/dev/vfio/vfio".
+     * Nodes every container of a kind needs (/dev/nvidiactl,
+     * /dev/nvidia-uvm) belong to no device: add them yourself. */
+    char **nodes;
+} kdp_pci_device;
+
+/* Lists the PCI devices of <sysfs>/bus/pci/devices (bridges included),
+ * sorted by address, at most 1024; root is used for the NVIDIA minor
+ * mapping only. Entries without a readable vendor, device and class are
+ * skipped. *ret (an array of *ret_n, NULL when empty) is freed with
+ * kdp_pci_list_free. Returns the count, -ENOENT (no such directory: no
+ * PCI), -EINVAL, -ENOMEM, -errno. */
+KDP_EXPORT int kdp_pci_list(const char *root, const char *sysfs, kdp_pci_device **ret,
+                            size_t *ret_n);
+/* Frees what kdp_pci_list handed out. NULL ok. */
+KDP_EXPORT void kdp_pci_list_free(kdp_pci_device *devs, size_t n);
+
+/* The PCI device that the node at host path `path` (under root) belongs
+ * to: the nearest PCI device above its sysfs entry (found as
+ * kdp_usb_device_of finds it: "/dev/dri/card1", "/dev/ttyUSB0" through its
+ * USB controller); for "/dev/nvidiaN", which has no sysfs parent, the GPU
+ * whose NVIDIA "Device Minor" is N; for "/dev/vfio/<group>", the first
+ * device of that IOMMU group. Fills *ret (release with
+ * kdp_pci_device_clear) and returns 0, or -ENOENT (no such node, or not on
+ * a PCI device), -EINVAL, -ENOMEM; *ret untouched then. */
+KDP_EXPORT int kdp_pci_device_of(const char *root, const char *sysfs, const char *path,
+                                 kdp_pci_device *ret);
+/* Frees the strings of one device and zeroes it. NULL ok. */
+KDP_EXPORT void kdp_pci_device_clear(kdp_pci_device *d);
 
 /* Hot-plug: a watch that calls kdp_plugin_rescan(p) when an entry is
  * created, deleted or moved in or out of dir, or of its subdirectories

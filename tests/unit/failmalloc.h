@@ -38,6 +38,7 @@ static bool oom_now(void)
         return false;
     }
     if (oom_countdown == 0) {
+        errno = ENOMEM; /* as malloc does: opendir() and the like pass it on */
         return true;
     }
     oom_countdown--;

@@ -27,92 +27,7 @@
 
 #include "discovery/discover.h"
 #include "failmalloc.h"
-
-/* Every test that could block forever on a bug is killed by SIGALRM. */
-#define WATCHDOG_S 20
-
-static char T[64]; /* the test's root: T/dev, T/sys */
-static char SYS[96];
-
-/* snprintf into a PATH_MAX buffer; a cut path fails the test. */
-static void pathf(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void pathf(char *out, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(out, PATH_MAX, fmt, ap);
-    va_end(ap);
-    assert_true(w > 0 && w < PATH_MAX);
-}
-
-static void mkdirs(const char *rel)
-{
-    char p[PATH_MAX];
-    pathf(p, "%s/%s", T, rel);
-    for (char *s = p + strlen(T) + 1; *s; s++) {
-        if (*s == '/') {
-            *s = '\0';
-            (void)mkdir(p, 0755);
-            *s = '/';
-        }
-    }
-    (void)mkdir(p, 0755);
-}
-
-/* T/rel with content (parents created). */
-static void put(const char *rel, const char *content)
-{
-    char dir[PATH_MAX];
-    pathf(dir, "%s", rel);
-    char *slash = strrchr(dir, '/');
-    if (slash) {
-        *slash = '\0';
-        mkdirs(dir);
-    }
-    char p[PATH_MAX];
-    pathf(p, "%s/%s", T, rel);
-    FILE *f = fopen(p, "w");
-    assert_non_null(f);
-    fputs(content, f);
-    fclose(f);
-}
-
-static void link_at(const char *target, const char *rel)
-{
-    char dir[PATH_MAX];
-    pathf(dir, "%s", rel);
-    *strrchr(dir, '/') = '\0';
-    mkdirs(dir);
-    char p[PATH_MAX];
-    pathf(p, "%s/%s", T, rel);
-    assert_int_equal(symlink(target, p), 0);
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(T, sizeof(T), "/tmp/kdp-disc-XXXXXX");
-    assert_non_null(mkdtemp(T));
-    snprintf(SYS, sizeof(SYS), "%s/sys", T);
-    alarm(WATCHDOG_S);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    alarm(0);
-    nftw(T, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-    return 0;
-}
+#include "fakeroot.h"
 
 /* sysfs paths, relative to T/sys */
 #define PCI   "devices/pci0000:00/0000:00:14.0"
@@ -120,29 +35,6 @@ static int teardown(void **state)
 #define DEV11 USB1 "/1-1"
 #define HUB   USB1 "/1-2"
 #define KEY   HUB "/1-2.1"
-
-static void put_sys(const char *rel, const char *content)
-{
-    char p[PATH_MAX];
-    pathf(p, "sys/%s", rel);
-    put(p, content);
-}
-
-/* T/sys/<link> -> <target> (both relative to T/sys), as a relative link
- * the way sysfs makes them. */
-static void sys_link(const char *target, const char *link)
-{
-    char rel[PATH_MAX] = "";
-    for (const char *c = link; *c; c++) {
-        if (*c == '/') {
-            strcat(rel, "../");
-        }
-    }
-    strcat(rel, target);
-    char p[PATH_MAX];
-    pathf(p, "sys/%s", link);
-    link_at(rel, p);
-}
 
 static void usb_device(const char *dir, const char *vid, const char *pid, const char *serial,
                        int dev)
@@ -203,16 +95,6 @@ static void fake_tree(void)
         put(nodes[i], "");
     }
     link_at("../../ttyUSB0", "dev/serial/by-id/usb-FTDI_FT232R_A1B2-if00-port0");
-}
-
-static void assert_strv(char **v, const char *const *want, size_t n)
-{
-    assert_non_null(v);
-    for (size_t i = 0; i < n; i++) {
-        assert_non_null(v[i]);
-        assert_string_equal(v[i], want[i]);
-    }
-    assert_null(v[n]);
 }
 
 /* ---- globs ---- */
