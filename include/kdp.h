@@ -870,10 +870,11 @@ KDP_EXPORT void kdp_usb_device_clear(kdp_usb_device *d);
 /* The NUMA node of the device behind the node at host path `path` (its
  * sysfs entry found as kdp_usb_device_of does): the numa_node attribute
  * of the nearest ancestor that has one (a PCI device, e.g. the USB
- * controller of a serial adapter). *ret_node = that node, or -1 when the
- * device has no NUMA affinity (sysfs says -1, no ancestor has the
- * attribute, or the node has no sysfs entry): hand -1 to kdp_device's
- * numa_nodes and it is left out, as the kubelet wants. Returns 0, -ENOENT
+ * controller of a serial adapter), else that of its PCI device as
+ * kdp_pci_device_of finds it (/dev/nvidiaN, /dev/vfio/N). *ret_node = that
+ * node, or -1 when the device has no NUMA affinity (sysfs says -1, no
+ * ancestor has the attribute, or the node has no sysfs entry): hand -1 to
+ * kdp_device's numa_nodes and it is left out, as the kubelet wants. Returns 0, -ENOENT
  * (no such node), -EINVAL. */
 KDP_EXPORT int kdp_numa_node_of(const char *root, const char *sysfs, const char *path,
                                 int *ret_node);

@@ -386,7 +386,7 @@ static int address_by_name(const char *root, const char *sys, const char *path, 
         const char *num = base + 6;
         size_t digits = strspn(num, "0123456789");
         if (digits > 0 && digits < 4 && num[digits] == '\0') {
-            return nvidia_address_of(root, atoi(num), out, size);
+            return nvidia_address_of(root, (int)strtol(num, NULL, 10), out, size);
         }
         return -ENOENT;
     }

@@ -195,7 +195,14 @@ KDP_EXPORT int kdp_numa_node_of(const char *root, const char *sysfs, const char 
         r = kdp__sys_up_to(sys_real, dir, "numa_node");
     }
     if (r == -ENODEV) {
+        /* no sysfs parent with a numa_node: /dev/nvidiaN and /dev/vfio/N
+         * have theirs through their PCI device */
+        kdp_pci_device pci;
         *ret_node = -1;
+        if (kdp_pci_device_of(root, sysfs, path, &pci) == 0) {
+            *ret_node = pci.numa_node;
+            kdp_pci_device_clear(&pci);
+        }
         return 0;
     }
     if (r < 0) {

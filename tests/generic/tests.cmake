@@ -7,6 +7,12 @@ if(KDP_INTEROP AND TARGET kdp-generic)
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/generic/test_generic.py)
   set_tests_properties(generic_e2e PROPERTIES TIMEOUT 600 LABELS integration
     ENVIRONMENT "KDP_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
+  # pci: entries (NVIDIA, DRM, accel, VFIO on a fake sysfs), sharedNodes,
+  # drivers unbound and bound at run time
+  add_test(NAME generic_pci
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/generic/test_pci.py)
+  set_tests_properties(generic_pci PROPERTIES TIMEOUT 300 LABELS integration
+    ENVIRONMENT "KDP_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
   # health: (node exists, file, command) with the probe op's hysteresis
   add_test(NAME generic_health
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/generic/test_health.py)

@@ -150,6 +150,10 @@ static char *fingerprint(const gen_resource *r)
         put_field(f, r->env[i].value);
     }
     gen_health_fingerprint(f, &r->health);
+    fprintf(f, "shared\x1f%zu\x1f%u\x1f", r->n_shared, r->rescan_ms);
+    for (size_t i = 0; i < r->n_shared; i++) {
+        put_field(f, r->shared[i]);
+    }
     if (fclose(f) != 0) {
         free(buf);
         return NULL;
@@ -302,6 +306,10 @@ void gen_resource_clear(gen_resource *r)
     }
     free(r->env);
     gen_health_clear(&r->health);
+    for (size_t i = 0; i < r->n_shared; i++) {
+        free(r->shared[i]);
+    }
+    free(r->shared);
     char *strs[] = {r->name, r->socket, r->permissions, r->cdi_kind,
                     r->root, r->sysfs,  r->cdi_dir,     r->fingerprint};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {

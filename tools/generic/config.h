@@ -16,6 +16,8 @@
 #define GEN_MAX_ENV        256U
 #define GEN_MAX_COUNT      1024U
 #define GEN_MAX_STRING     4095U
+#define GEN_MAX_SHARED     64U
+#define GEN_PCI_RESCAN_MS  5000U /* rescanInterval's default with a pci entry */
 
 typedef struct gen_usb {
     bool set;
@@ -25,6 +27,18 @@ typedef struct gen_usb {
     char *serial; /* NULL = any */
 } gen_usb;
 
+/* pci: what a PCI device must be; -1 (or a zero mask) = any. */
+typedef struct gen_pci {
+    bool set;
+    int32_t vendor;
+    int32_t device;
+    int32_t subsystem_vendor;
+    int32_t subsystem_device;
+    uint32_t class_value; /* compared under class_mask */
+    uint32_t class_mask;
+    char *driver; /* the bound driver's name; NULL = any */
+} gen_pci;
+
 /* One entry of devices: */
 typedef struct gen_entry {
     char **paths; /* glob patterns: one for path:, several for paths: */
@@ -32,6 +46,7 @@ typedef struct gen_entry {
     bool group; /* paths: every match of every pattern is one device */
     char *id;   /* groups: the device ID (NULL = from the first path) */
     gen_usb usb;
+    gen_pci pci;
 } gen_entry;
 
 typedef struct gen_mount {
@@ -85,6 +100,10 @@ typedef struct gen_resource {
     int preferred;          /* preferred: a kdp_preferred_strategy */
     bool one_per_container; /* onePerContainer: kdp_config.replicas_one_per_container */
     gen_health health;
+    char **shared; /* sharedNodes: globs, NULL-terminated; NULL = none */
+    size_t n_shared;
+    /* rescanInterval (ms): 0 = off; 5 s by default with a pci entry */
+    unsigned rescan_ms;
     /* The global settings too */
     char *root;
     char *sysfs;

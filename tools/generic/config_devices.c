@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * kdp-generic's devices: list (docs/generic.md), the entries of a resource:
- * path (a glob), paths (a group, with its id) and usb (VENDOR[:PRODUCT], or
- * vendor, product and serial), each key with its check; fingerprinted and
- * freed here too.
+ * path (a glob), paths (a group, with its id), usb (VENDOR[:PRODUCT], or
+ * vendor, product and serial) and pci (VENDOR[:DEVICE], or vendor, device,
+ * class, subsystem IDs and driver), each key with its check; fingerprinted
+ * and freed here too.
  */
 #include "config_devices.h"
 
@@ -99,6 +100,132 @@ static int parse_usb(yw_ctx *c, yaml_node_t *n, const char *key, gen_usb *u)
     return seen & YW_BIT(USB_VENDOR) ? 0 : yw_fail(c, n, key, "vendor is required");
 }
 
+/* ---- pci ---- */
+
+static int get_pci_id(yw_ctx *c, const yaml_node_t *n, const char *key, int32_t *out)
+{
+    uint16_t v = 0;
+    int r = get_usb_id(c, n, key, &v); /* the same 4 hexadecimal digits */
+    *out = v;
+    return r;
+}
+
+static int f_pci_vendor(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
+{
+    return get_pci_id(c, v, key, &((gen_pci *)obj)->vendor);
+}
+
+static int f_pci_device(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
+{
+    return get_pci_id(c, v, key, &((gen_pci *)obj)->device);
+}
+
+static int f_pci_sub_vendor(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
+{
+    return get_pci_id(c, v, key, &((gen_pci *)obj)->subsystem_vendor);
+}
+
+static int f_pci_sub_device(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
+{
+    return get_pci_id(c, v, key, &((gen_pci *)obj)->subsystem_device);
+}
+
+/* class: 2, 4 or 6 hexadecimal digits (base class, + subclass, + prog-if),
+ * 'x' for any digit: "03" (display), "0302" (3D controller), "0302xx",
+ * "030000"; "0x" before it is fine. */
+/* A hexadecimal digit's value, 16 for 'x' (any), -1 otherwise. */
+static int class_digit(char ch)
+{
+    if (ch == 'x' || ch == 'X') {
+        return 16;
+    }
+    return ch >= '0' && ch <= '9'   ? ch - '0'
+           : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+           : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                    : -1;
+}
+
+static int f_pci_class(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
+{
+    gen_pci *p = obj;
+    const char *s = yw_text(c, v, key, 16, true);
+    if (!s) {
+        return -1;
+    }
+    const char *d = strncmp(s, "0x", 2) == 0 || strncmp(s, "0X", 2) == 0 ? s + 2 : s;
+    size_t len = strlen(d);
+    bool ok = len == 2 || len == 4 || len == 6;
+    p->class_value = 0;
+    p->class_mask = 0;
+    for (size_t i = 0; ok && i < 6; i++) {
+        int digit = i < len ? class_digit(d[i]) : 16; /* missing digits: any */
+        ok = digit >= 0;
+        p->class_value = p->class_value << 4 | (digit >= 0 && digit < 16 ? (unsigned)digit : 0);
+        p->class_mask = p->class_mask << 4 | (digit >= 0 && digit < 16 ? 0xfU : 0);
+    }
+    return ok ? 0
+              : yw_fail(c, v, key,
+                        "must be 2, 4 or 6 hexadecimal digits, x for any (e.g. 03, 0302, "
+                        "0302xx), not \"%s\"",
+                        s);
+}
+
+static int f_pci_driver(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
+{
+    gen_pci *p = obj;
+    if (yw_dup_text(c, v, key, 63, &p->driver) < 0) {
+        return -1;
+    }
+    return strchr(p->driver, '/') || p->driver[0] == '.'
+               ? yw_fail(c, v, key, "must be a driver's name (e.g. nvidia, vfio-pci)")
+               : 0;
+}
+
+enum { PCI_VENDOR, PCI_DEVICE, PCI_CLASS, PCI_SUB_VENDOR, PCI_SUB_DEVICE, PCI_DRIVER, PCI_FIELDS };
+static const yw_field pci_fields[PCI_FIELDS] = {
+    [PCI_VENDOR] = {"vendor", f_pci_vendor},
+    [PCI_DEVICE] = {"device", f_pci_device},
+    [PCI_CLASS] = {"class", f_pci_class},
+    [PCI_SUB_VENDOR] = {"subsystemVendor", f_pci_sub_vendor},
+    [PCI_SUB_DEVICE] = {"subsystemDevice", f_pci_sub_device},
+    [PCI_DRIVER] = {"driver", f_pci_driver},
+};
+
+/* pci: VENDOR[:DEVICE], or {vendor, device, class, subsystemVendor,
+ * subsystemDevice, driver}. */
+static int parse_pci(yw_ctx *c, yaml_node_t *n, const char *key, gen_pci *p)
+{
+    *p = (gen_pci){
+        .set = true, .vendor = -1, .device = -1, .subsystem_vendor = -1, .subsystem_device = -1};
+    if (n->type == YAML_SCALAR_NODE) {
+        const char *s = yw_text(c, n, key, 16, false);
+        if (!s) {
+            return -1;
+        }
+        const char *colon = strchr(s, ':');
+        size_t vl = colon ? (size_t)(colon - s) : strlen(s);
+        uint16_t vendor;
+        uint16_t device = 0;
+        if (!parse_usb_id(s, vl, &vendor) ||
+            (colon && !parse_usb_id(colon + 1, strlen(colon + 1), &device))) {
+            return yw_fail(c, n, key,
+                           "must be VENDOR or VENDOR:DEVICE in hexadecimal (e.g. 10de:2335), or "
+                           "a mapping with vendor, device, class, subsystemVendor, "
+                           "subsystemDevice and driver");
+        }
+        p->vendor = vendor;
+        p->device = colon ? device : -1;
+        return 0;
+    }
+    unsigned seen;
+    if (yw_parse_map(c, n, key, pci_fields, PCI_FIELDS, p, &seen) < 0) {
+        return -1;
+    }
+    return seen & (YW_BIT(PCI_VENDOR) | YW_BIT(PCI_CLASS) | YW_BIT(PCI_DRIVER))
+               ? 0
+               : yw_fail(c, n, key, "needs vendor, class or driver");
+}
+
 /* ---- devices ---- */
 
 static bool id_char_ok(char ch)
@@ -175,12 +302,16 @@ static int f_entry_usb(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
     return parse_usb(c, v, key, &((gen_entry *)obj)->usb);
 }
 
-enum { ENTRY_PATH, ENTRY_PATHS, ENTRY_ID, ENTRY_USB, ENTRY_FIELDS };
+static int f_entry_pci(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
+{
+    return parse_pci(c, v, key, &((gen_entry *)obj)->pci);
+}
+
+enum { ENTRY_PATH, ENTRY_PATHS, ENTRY_ID, ENTRY_USB, ENTRY_PCI, ENTRY_FIELDS };
 static const yw_field entry_fields[ENTRY_FIELDS] = {
-    [ENTRY_PATH] = {"path", f_entry_path},
-    [ENTRY_PATHS] = {"paths", f_entry_paths},
-    [ENTRY_ID] = {"id", f_entry_id},
-    [ENTRY_USB] = {"usb", f_entry_usb},
+    [ENTRY_PATH] = {"path", f_entry_path}, [ENTRY_PATHS] = {"paths", f_entry_paths},
+    [ENTRY_ID] = {"id", f_entry_id},       [ENTRY_USB] = {"usb", f_entry_usb},
+    [ENTRY_PCI] = {"pci", f_entry_pci},
 };
 
 static int parse_entry(yw_ctx *c, yaml_node_t *n, const char *key, gen_entry *e)
@@ -192,8 +323,12 @@ static int parse_entry(yw_ctx *c, yaml_node_t *n, const char *key, gen_entry *e)
     if (yw_parse_map(c, n, key, entry_fields, ENTRY_FIELDS, e, &seen) < 0) {
         return -1;
     }
-    if (!(seen & (YW_BIT(ENTRY_PATH) | YW_BIT(ENTRY_PATHS) | YW_BIT(ENTRY_USB)))) {
-        return yw_fail(c, n, key, "needs path (a glob), paths (a group) or usb");
+    unsigned own = YW_BIT(ENTRY_USB) | YW_BIT(ENTRY_PCI);
+    if (!(seen & (YW_BIT(ENTRY_PATH) | YW_BIT(ENTRY_PATHS) | own))) {
+        return yw_fail(c, n, key, "needs path (a glob), paths (a group), usb or pci");
+    }
+    if ((seen & own) == own) {
+        return yw_fail(c, n, key, "usb and pci cannot be used together");
     }
     if ((seen & YW_BIT(ENTRY_ID)) && !(seen & YW_BIT(ENTRY_PATHS))) {
         return yw_fail(c, n, key, "id is only for a group (paths:)");
@@ -238,6 +373,9 @@ void gen_entry_fingerprint(FILE *f, const gen_entry *e)
     }
     fprintf(f, "%s\x1f%d\x1f%d\x1f%04x\x1f%04x\x1f%s\x1f", fp_str(e->id), e->usb.set,
             e->usb.has_product, e->usb.vendor, e->usb.product, fp_str(e->usb.serial));
+    fprintf(f, "pci\x1f%d\x1f%d\x1f%d\x1f%d\x1f%d\x1f%06x\x1f%06x\x1f%s\x1f", e->pci.set,
+            e->pci.vendor, e->pci.device, e->pci.subsystem_vendor, e->pci.subsystem_device,
+            e->pci.class_value, e->pci.class_mask, fp_str(e->pci.driver));
 }
 
 void gen_entry_clear(gen_entry *e)
@@ -248,4 +386,5 @@ void gen_entry_clear(gen_entry *e)
     free(e->paths);
     free(e->id);
     free(e->usb.serial);
+    free(e->pci.driver);
 }

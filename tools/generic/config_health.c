@@ -30,48 +30,17 @@ const char *gen_health_template_error(const char *s)
     return strchr(s, '}') && !strchr(s, '{') ? "has a '}' without its '{'" : NULL;
 }
 
-/* "500ms", "10s", "2m" into milliseconds. */
-static int get_duration(yw_ctx *c, const yaml_node_t *n, const char *key, unsigned min,
-                        unsigned max, const char *bounds, unsigned *out)
-{
-    const char *s = yw_text(c, n, key, 32, false);
-    if (!s) {
-        return -1;
-    }
-    unsigned long long v = 0;
-    const char *p = s;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        v = v <= max ? v * 10 + (unsigned long long)(*p - '0') : v; /* capped past max */
-    }
-    unsigned long long unit = strcmp(p, "ms") == 0  ? 1
-                              : strcmp(p, "s") == 0 ? 1000
-                              : strcmp(p, "m") == 0 ? 60000
-                                                    : 0;
-    if (p == s || !unit) {
-        return yw_fail(c, n, key,
-                       "must be a duration: a whole number with ms, s or m (e.g. 500ms, 10s, "
-                       "1m), not \"%s\"",
-                       s);
-    }
-    v *= unit;
-    if (v < min || v > max) {
-        return yw_fail(c, n, key, "must be from %s, not %s", bounds, s);
-    }
-    *out = (unsigned)v;
-    return 0;
-}
-
 static int f_interval(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
-    return get_duration(c, v, key, INTERVAL_MIN_MS, INTERVAL_MAX_MS, "100ms to 24h (1440m)",
-                        &((gen_health *)obj)->interval_ms);
+    return yw_get_duration(c, v, key, INTERVAL_MIN_MS, INTERVAL_MAX_MS, "100ms to 24h (1440m)",
+                           &((gen_health *)obj)->interval_ms);
 }
 
 static int f_timeout(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
-    return get_duration(c, v, key, 100, GEN_HEALTH_MAX_TIMEOUT_MS,
-                        "100ms to 9s (below kdp's 10 s callback deadline)",
-                        &((gen_health *)obj)->timeout_ms);
+    return yw_get_duration(c, v, key, 100, GEN_HEALTH_MAX_TIMEOUT_MS,
+                           "100ms to 9s (below kdp's 10 s callback deadline)",
+                           &((gen_health *)obj)->timeout_ms);
 }
 
 static int f_unhealthy_after(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)

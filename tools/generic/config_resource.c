@@ -241,6 +241,43 @@ static int f_cdi(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
     return yw_parse_map(c, v, key, cdi_fields, CDI_FIELDS, rp, &seen);
 }
 
+/* sharedNodes: globs every container of the resource gets. */
+static int f_shared(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
+{
+    gen_resource *r = ((gen_rparse *)obj)->r;
+    if (yw_check_list(c, v, key, 1, GEN_MAX_SHARED) < 0) {
+        return -1;
+    }
+    size_t n = yw_list_len(v);
+    r->shared = calloc(n + 1, sizeof(*r->shared));
+    if (!r->shared) {
+        return yw_oom(c, v, key);
+    }
+    r->n_shared = n;
+    for (size_t i = 0; i < n; i++) {
+        char sub[YW_KEYLEN];
+        yw_item_key(sub, key, i);
+        if (yw_get_path(c, yw_node_at(c, v->data.sequence.items.start[i]), sub, GEN_MAX_STRING,
+                        &r->shared[i]) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* rescanInterval: "0s" (off) or 100ms to 1h. */
+static int f_rescan(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
+{
+    gen_resource *r = ((gen_rparse *)obj)->r;
+    if (yw_get_duration(c, v, key, 0, 3600000, "0s (off) or 100ms to 1h (60m)", &r->rescan_ms) <
+        0) {
+        return -1;
+    }
+    return r->rescan_ms == 0 || r->rescan_ms >= 100
+               ? 0
+               : yw_fail(c, v, key, "must be 0s (off) or from 100ms to 1h (60m)");
+}
+
 static int f_health(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     return gen_health_parse(c, v, key, &((gen_rparse *)obj)->r->health);
@@ -258,6 +295,8 @@ enum {
     RES_PREFERRED,
     RES_ONE_PER_CONTAINER,
     RES_HEALTH,
+    RES_SHARED,
+    RES_RESCAN,
     RES_FIELDS
 };
 static const yw_field resource_fields[RES_FIELDS] = {
@@ -272,6 +311,8 @@ static const yw_field resource_fields[RES_FIELDS] = {
     [RES_PREFERRED] = {"preferred", f_preferred},
     [RES_ONE_PER_CONTAINER] = {"onePerContainer", f_one_per_container},
     [RES_HEALTH] = {"health", f_health},
+    [RES_SHARED] = {"sharedNodes", f_shared},
+    [RES_RESCAN] = {"rescanInterval", f_rescan},
 };
 
 /* A resource name's character in a default socket name: lower case letters
@@ -307,6 +348,18 @@ static char *default_socket(yw_ctx *c, const gen_rparse *rp, const char *key)
     return sock;
 }
 
+/* rescanInterval's default: sysfs sends no inotify events, so a driver
+ * bound or unbound is seen by reading it again. */
+static unsigned default_rescan(const gen_resource *r)
+{
+    for (size_t i = 0; i < r->n_entries; i++) {
+        if (r->entries[i].pci.set) {
+            return GEN_PCI_RESCAN_MS;
+        }
+    }
+    return 0;
+}
+
 /* Defaults and the checks that need the whole resource. */
 static int finish_resource(yw_ctx *c, yaml_node_t *n, const char *key, gen_rparse *rp,
                            unsigned seen)
@@ -329,6 +382,9 @@ static int finish_resource(yw_ctx *c, yaml_node_t *n, const char *key, gen_rpars
     }
     if (!r->count) {
         r->count = 1;
+    }
+    if (!(seen & YW_BIT(RES_RESCAN))) {
+        r->rescan_ms = default_rescan(r);
     }
     if (r->one_per_container && r->count < 2) {
         yw_subkey(sub, key, "onePerContainer");

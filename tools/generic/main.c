@@ -213,6 +213,49 @@ static int run(app *a, gen_config *c)
     return r == 1 ? 0 : 1;
 }
 
+static void print_paths(char *const *v, size_t n)
+{
+    printf("[");
+    for (size_t k = 0; k < n; k++) {
+        printf(k ? ", " : "");
+        kdp__json_string_file(stdout, v[k]);
+    }
+    printf("]");
+}
+
+static void print_opt(const char *key, const char *v)
+{
+    printf(", \"%s\": ", key);
+    if (v) {
+        kdp__json_string_file(stdout, v);
+    } else {
+        printf("null");
+    }
+}
+
+static void print_dev(const gen_dev *d)
+{
+    printf("{\"id\": ");
+    kdp__json_string_file(stdout, d->id);
+    printf(", \"paths\": ");
+    print_paths(d->paths, d->n_paths);
+    printf(", \"numa\": [");
+    for (size_t k = 0; k < d->n_numa; k++) {
+        printf("%s%lld", k ? ", " : "", (long long)d->numa[k]);
+    }
+    printf("]");
+    if (d->pci.address) {
+        printf(", \"pci\": {\"address\": ");
+        kdp__json_string_file(stdout, d->pci.address);
+        printf(", \"vendor\": \"%04x\", \"device\": \"%04x\", \"class\": \"%06x\"", d->pci.vendor,
+               d->pci.device, (unsigned)d->pci.class_code);
+        print_opt("driver", d->pci.driver);
+        print_opt("pcieRoot", d->pci.pcie_root);
+        printf("}");
+    }
+    printf("}");
+}
+
 /* --list: what each resource would expose now, one JSON line each. */
 static int list_once(const gen_config *c)
 {
@@ -227,20 +270,16 @@ static int list_once(const gen_config *c)
         kdp__json_string_file(stdout, c->res[i].name);
         printf(", \"ids\": %zu, \"devices\": [", s.n_ids);
         for (size_t d = 0; d < s.n; d++) {
-            printf("%s{\"id\": ", d ? ", " : "");
-            kdp__json_string_file(stdout, s.devs[d].id);
-            printf(", \"paths\": [");
-            for (size_t k = 0; k < s.devs[d].n_paths; k++) {
-                printf(k ? ", " : "");
-                kdp__json_string_file(stdout, s.devs[d].paths[k]);
-            }
-            printf("], \"numa\": [");
-            for (size_t k = 0; k < s.devs[d].n_numa; k++) {
-                printf("%s%lld", k ? ", " : "", (long long)s.devs[d].numa[k]);
-            }
-            printf("]}");
+            printf(d ? ", " : "");
+            print_dev(&s.devs[d]);
         }
-        printf("]}\n");
+        printf("]");
+        if (c->res[i].n_shared > 0) {
+            printf(", \"sharedNodes\": ");
+            print_paths(s.shared, s.n_shared);
+            print_opt("sharedMissing", s.shared_missing);
+        }
+        printf("}\n");
         gen_scan_clear(&s);
     }
     return rc;

@@ -35,17 +35,31 @@ struct gres {
     size_t n_watches;
     pthread_mutex_t mu;
     gen_scan scan; /* the latest list, for Allocate (under mu) */
+    bool listed;   /* a list ran (under mu) */
 };
 
 /* ---- the plugin's callbacks (worker thread) ---- */
 
+static bool has_path(const gen_dev *d, const char *path)
+{
+    for (size_t i = 0; i < d->n_paths; i++) {
+        if (strcmp(d->paths[i], path) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Each device with its nodes, then the shared nodes it lacks (CDI has no
+ * per-resource edits that only some devices' users get: a container given
+ * two devices gets a shared node twice, which runtimes merge). */
 static int write_cdi(const gres *g, const gen_scan *s)
 {
     kdp_cdi_device *devs = calloc(s->n ? s->n : 1, sizeof(*devs));
     kdp_cdi_node *nodes = NULL;
     size_t total = 0;
     for (size_t i = 0; i < s->n; i++) {
-        total += s->devs[i].n_paths;
+        total += s->devs[i].n_paths + s->n_shared;
     }
     nodes = calloc(total ? total : 1, sizeof(*nodes));
     if (!devs || !nodes) {
@@ -62,11 +76,35 @@ static int write_cdi(const gres *g, const gen_scan *s)
             nodes[o++] =
                 (kdp_cdi_node){.path = s->devs[i].paths[j], .permissions = g->cfg.permissions};
         }
+        for (size_t j = 0; j < s->n_shared; j++) {
+            if (!has_path(&s->devs[i], s->shared[j])) {
+                nodes[o++] =
+                    (kdp_cdi_node){.path = s->shared[j], .permissions = g->cfg.permissions};
+                devs[i].n_nodes++;
+            }
+        }
     }
     int r = kdp_cdi_write_spec(g->cfg.cdi_dir, g->cfg.cdi_kind, devs, s->n, NULL);
     free(devs);
     free(nodes);
     return r;
+}
+
+/* Logs a shared node going missing (or missing at the first list) and
+ * all of them back, once per change. */
+static void note_shared(gres *g, const gen_scan *s)
+{
+    pthread_mutex_lock(&g->mu);
+    bool first = !g->listed;
+    bool before = g->scan.shared_missing != NULL;
+    g->listed = true;
+    pthread_mutex_unlock(&g->mu);
+    if (s->shared_missing && (first || !before)) {
+        log_w("%s: shared node %s is missing: every device is unhealthy until it appears",
+              g->cfg.name, s->shared_missing);
+    } else if (!s->shared_missing && before) {
+        log_i("%s: the shared nodes are all there again", g->cfg.name);
+    }
 }
 
 static int list_devices(kdp_plugin *p, kdp_device_list *out, void *ud)
@@ -81,9 +119,15 @@ static int list_devices(kdp_plugin *p, kdp_device_list *out, void *ud)
         r = gen_scan_keep_missing(&g->cfg, &s, &g->scan);
         pthread_mutex_unlock(&g->mu);
     }
+    if (r == 0) {
+        note_shared(g, &s);
+    }
     for (size_t i = 0; r == 0 && i < s.n; i++) {
         const gen_dev *d = &s.devs[i]; /* shared as `count` IDs by kdp's replicas */
-        kdp_device dev = {.id = d->id, .numa_nodes = d->numa, .n_numa_nodes = d->n_numa};
+        kdp_device dev = {.id = d->id,
+                          .health = s.shared_missing ? KDP_UNHEALTHY : KDP_HEALTHY,
+                          .numa_nodes = d->numa,
+                          .n_numa_nodes = d->n_numa};
         r = kdp_device_list_add(out, &dev);
     }
     if (r == 0 && g->cfg.cdi) {
@@ -116,12 +160,36 @@ static int probe_device(kdp_plugin *p, const kdp_device *d, void *ud)
     if (r == -ENOENT) {
         return KDP_PROBE_HEALTHY; /* gone since: the list drops it */
     }
+    pthread_mutex_lock(&g->mu);
+    bool shared_missing = g->scan.shared_missing != NULL;
+    pthread_mutex_unlock(&g->mu);
+    if (r == 0 && shared_missing) {
+        gen_dev_clear(&copy);
+        return KDP_PROBE_UNHEALTHY; /* the list's log line says which */
+    }
     if (r < 0) {
         kdp_plugin_set_error(p, "out of memory");
         return r;
     }
     r = gen_health_check(p, &g->cfg, &copy);
     gen_dev_clear(&copy);
+    return r;
+}
+
+/* The shared nodes, once, unless one of the devices brought them (under
+ * g->mu). */
+static int add_shared(const gres *g, const gen_dev *const *devs, size_t n, kdp_alloc_response *resp)
+{
+    int r = 0;
+    for (size_t i = 0; r == 0 && i < g->scan.n_shared; i++) {
+        bool dup = false;
+        for (size_t j = 0; j < n && !dup; j++) {
+            dup = has_path(devs[j], g->scan.shared[i]);
+        }
+        r = dup ? 0
+                : kdp_response_add_device(resp, g->scan.shared[i], g->scan.shared[i],
+                                          g->cfg.permissions);
+    }
     return r;
 }
 
@@ -162,6 +230,9 @@ static int add_devices(kdp_plugin *p, gres *g, const kdp_alloc_request *req,
             r = w > 0 && (size_t)w < sizeof(name) ? kdp_response_add_cdi_device(resp, name)
                                                   : -EINVAL;
         }
+    }
+    if (r == 0 && (!g->cfg.cdi || g->cfg.cdi_device_specs)) {
+        r = add_shared(g, seen, n_seen, resp);
     }
     free(seen);
     return r;
@@ -239,6 +310,7 @@ static int start_resource(gen_plugins *ps, gen_resource *r)
         .preferred = g->cfg.preferred,
         .replicas = g->cfg.count,
         .replicas_one_per_container = g->cfg.one_per_container,
+        .rescan_interval_ms = g->cfg.rescan_ms,
         .probe_interval_ms = g->cfg.health.interval_ms,
         .probe_unhealthy_after = g->cfg.health.unhealthy_after,
         .probe_healthy_after = g->cfg.health.healthy_after,

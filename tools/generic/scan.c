@@ -3,8 +3,9 @@
  * kdp-generic: a resource's devices from its entries, through the
  * discovery calls of kdp.h. A path entry gives one device per match, a
  * group one device made of every match (present only when each of its
- * patterns matches), a usb entry one device per USB device with its nodes.
- * A usb filter on a path or a group keeps the matches on such a device.
+ * patterns matches), a usb or pci entry one device per USB or PCI device
+ * with its nodes. A usb or pci filter on a path or a group keeps the
+ * matches on such a device. The sharedNodes are matched here too.
  */
 #include "scan.h"
 
@@ -105,8 +106,28 @@ static void add_numa(const gen_resource *r, gen_dev *d)
     }
 }
 
-/* Adds a device made of paths (taken, emptied). */
-static int add_dev(builder *b, const char *id, svec *paths)
+static int set_pci(gen_dev *d, const kdp_pci_device *pci)
+{
+    d->pci.vendor = pci->vendor;
+    d->pci.device = pci->device;
+    d->pci.class_code = pci->class_code;
+    d->pci.address = strdup(pci->address);
+    d->pci.driver = pci->driver ? strdup(pci->driver) : NULL;
+    d->pci.pcie_root = pci->pcie_root ? strdup(pci->pcie_root) : NULL;
+    if (pci->numa_node >= 0 && d->n_numa == 0) { /* a GPU's /dev/nvidiaN has no sysfs parent */
+        d->numa[d->n_numa++] = pci->numa_node;
+    }
+    return d->pci.address && (d->pci.driver || !pci->driver) &&
+                   (d->pci.pcie_root || !pci->pcie_root)
+               ? 0
+               : -ENOMEM;
+}
+
+static void dev_clear(gen_dev *d);
+
+/* Adds a device made of paths (taken, emptied); pci: its PCI identity, or
+ * NULL. */
+static int add_dev(builder *b, const char *id, svec *paths, const kdp_pci_device *pci)
 {
     if (b->n >= GEN_MAX_DEVICES) {
         if (!b->capped) {
@@ -142,6 +163,10 @@ static int add_dev(builder *b, const char *id, svec *paths)
     d->n_paths = paths->n;
     memset(paths, 0, sizeof(*paths));
     add_numa(b->r, d);
+    if (pci && set_pci(d, pci) < 0) {
+        dev_clear(d);
+        return -ENOMEM;
+    }
     b->seq[b->n] = b->n;
     b->n++;
     return 0;
@@ -164,7 +189,29 @@ static bool node_on_usb(const gen_resource *r, const gen_usb *want, const char *
     return ok;
 }
 
-/* The matches of one pattern (kept by the usb filter, if any) into out. */
+static bool pci_match(const gen_pci *want, const kdp_pci_device *d)
+{
+    return (want->vendor < 0 || d->vendor == want->vendor) &&
+           (want->device < 0 || d->device == want->device) &&
+           (want->subsystem_vendor < 0 || d->subsystem_vendor == want->subsystem_vendor) &&
+           (want->subsystem_device < 0 || d->subsystem_device == want->subsystem_device) &&
+           (d->class_code & want->class_mask) == want->class_value &&
+           (!want->driver || (d->driver && strcmp(d->driver, want->driver) == 0));
+}
+
+static bool node_on_pci(const gen_resource *r, const gen_pci *want, const char *path)
+{
+    kdp_pci_device d;
+    if (kdp_pci_device_of(r->root, r->sysfs, path, &d) < 0) {
+        return false;
+    }
+    bool ok = pci_match(want, &d);
+    kdp_pci_device_clear(&d);
+    return ok;
+}
+
+/* The matches of one pattern (kept by the usb or pci filter, if any) into
+ * out. */
 static int glob_into(const gen_resource *r, const gen_entry *e, const char *pattern, svec *out)
 {
     char **m = NULL;
@@ -175,7 +222,8 @@ static int glob_into(const gen_resource *r, const gen_entry *e, const char *patt
     }
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
-        if (!e->usb.set || node_on_usb(r, &e->usb, m[i])) {
+        if ((!e->usb.set || node_on_usb(r, &e->usb, m[i])) &&
+            (!e->pci.set || node_on_pci(r, &e->pci, m[i]))) {
             rc = svec_add(out, m[i]);
         }
     }
@@ -193,7 +241,7 @@ static int scan_path(builder *b, const gen_entry *e)
         svec one = {0};
         gen_id_from_path(m.v[i], id);
         rc = svec_add(&one, m.v[i]);
-        rc = rc < 0 ? rc : add_dev(b, id, &one);
+        rc = rc < 0 ? rc : add_dev(b, id, &one, NULL);
         svec_clear(&one);
     }
     svec_clear(&m);
@@ -220,7 +268,7 @@ static int scan_group(builder *b, const gen_entry *e)
         } else {
             gen_id_from_path(all.v[0], id);
         }
-        rc = add_dev(b, id, &all);
+        rc = add_dev(b, id, &all, NULL);
     }
     svec_clear(&all);
     return rc;
@@ -258,11 +306,66 @@ static int scan_usb(builder *b, const gen_entry *e)
             char name[208]; /* 200 bytes at most */
             gen_sanitize_id(u[i].name, name);
             snprintf(id, sizeof(id), "usb-%s", name);
-            rc = add_dev(b, id, &nodes);
+            rc = add_dev(b, id, &nodes, NULL);
         }
         svec_clear(&nodes);
     }
     kdp_usb_list_free(u, n);
+    return rc;
+}
+
+/* pci without a path: each matching PCI device with its existing nodes
+ * (none: unbound, or its driver publishes none: left out). */
+static int scan_pci(builder *b, const gen_entry *e)
+{
+    kdp_pci_device *d = NULL;
+    size_t n = 0;
+    int rc = kdp_pci_list(b->r->root, b->r->sysfs, &d, &n);
+    if (rc < 0) {
+        return rc == -ENOMEM ? rc : 0; /* no PCI bus: no device */
+    }
+    rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        svec nodes = {0};
+        for (char **p = d[i].nodes; rc == 0 && pci_match(&e->pci, &d[i]) && *p; p++) {
+            rc = exists_in_root(b->r->root, *p) ? svec_add(&nodes, *p) : 0;
+        }
+        if (rc == 0 && nodes.n > 0) {
+            char id[80];
+            snprintf(id, sizeof(id), "pci-%s", d[i].address); /* 12 to 16 characters */
+            rc = add_dev(b, id, &nodes, &d[i]);
+        }
+        svec_clear(&nodes);
+    }
+    kdp_pci_list_free(d, n);
+    return rc;
+}
+
+/* sharedNodes: every match; the first pattern without one is missing. */
+static int scan_shared(const gen_resource *r, gen_scan *out)
+{
+    svec all = {0};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < r->n_shared; i++) {
+        char **m = NULL;
+        int n = kdp_glob_devices(r->root, r->shared[i], &m);
+        for (int k = 0; rc == 0 && k < n; k++) {
+            rc = svec_add(&all, m[k]);
+        }
+        kdp_strv_free(m);
+        if (rc == 0 && n <= 0 && !out->shared_missing) {
+            rc = (out->shared_missing = strdup(r->shared[i])) ? 0 : -ENOMEM;
+        }
+    }
+    svec_sort_unique(&all);
+    if (rc == 0 && r->n_shared > 0 && !all.v) { /* an empty, NULL-terminated array */
+        rc = (all.v = calloc(1, sizeof(*all.v))) ? 0 : -ENOMEM;
+    }
+    out->shared = rc == 0 ? all.v : NULL;
+    out->n_shared = rc == 0 ? all.n : 0;
+    if (rc < 0) {
+        svec_clear(&all);
+    }
     return rc;
 }
 
@@ -275,6 +378,9 @@ static void dev_clear(gen_dev *d)
     }
     free(d->paths);
     free(d->id);
+    free(d->pci.address);
+    free(d->pci.driver);
+    free(d->pci.pcie_root);
 }
 
 static int cmp_dev_seq(const void *a, const void *b, void *ud)
@@ -329,7 +435,13 @@ int gen_scan_run(const gen_resource *r, gen_scan *out)
     int rc = 0;
     for (size_t i = 0; i < r->n_entries && rc == 0; i++) {
         const gen_entry *e = &r->entries[i];
-        rc = e->group ? scan_group(&b, e) : e->n_paths ? scan_path(&b, e) : scan_usb(&b, e);
+        rc = e->group     ? scan_group(&b, e)
+             : e->n_paths ? scan_path(&b, e)
+             : e->usb.set ? scan_usb(&b, e)
+                          : scan_pci(&b, e);
+    }
+    if (rc == 0) {
+        rc = scan_shared(r, out);
     }
     if (rc == 0) {
         rc = finish_devs(&b, out);
@@ -354,6 +466,11 @@ void gen_scan_clear(gen_scan *s)
         dev_clear(&s->devs[i]);
     }
     free(s->devs);
+    for (size_t i = 0; i < s->n_shared; i++) {
+        free(s->shared[i]);
+    }
+    free(s->shared);
+    free(s->shared_missing);
     memset(s, 0, sizeof(*s));
 }
 
@@ -385,6 +502,15 @@ int gen_dev_copy(gen_dev *dst, const gen_dev *src)
     }
     memcpy(dst->numa, src->numa, sizeof(dst->numa));
     dst->n_numa = src->n_numa;
+    dst->pci = src->pci;
+    dst->pci.address = src->pci.address ? strdup(src->pci.address) : NULL;
+    dst->pci.driver = src->pci.driver ? strdup(src->pci.driver) : NULL;
+    dst->pci.pcie_root = src->pci.pcie_root ? strdup(src->pci.pcie_root) : NULL;
+    if ((src->pci.address && !dst->pci.address) || (src->pci.driver && !dst->pci.driver) ||
+        (src->pci.pcie_root && !dst->pci.pcie_root)) {
+        gen_dev_clear(dst);
+        return -ENOMEM;
+    }
     return 0;
 }
 
@@ -433,67 +559,4 @@ int gen_scan_keep_missing(const gen_resource *r, gen_scan *s, const gen_scan *ol
     qsort(s->devs, s->n, sizeof(*s->devs), cmp_dev);
     s->n_ids = s->n * r->count;
     return complete ? 0 : -ENOMEM;
-}
-
-/* ---- hot-plug directories ---- */
-
-static size_t add_watch(char **dirs, unsigned *depths, size_t n, size_t max, const char *dir,
-                        unsigned depth)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(dirs[i], dir) == 0) {
-            depths[i] = depth > depths[i] ? depth : depths[i];
-            return n;
-        }
-    }
-    if (n >= max) {
-        log_w("no hot-plug for %s: at most %zu watched directories per resource", dir, max);
-        return n;
-    }
-    if (!(dirs[n] = strdup(dir))) {
-        log_w("no hot-plug for %s: out of memory", dir);
-        return n;
-    }
-    depths[n] = depth;
-    return n + 1;
-}
-
-/* The directory above a pattern's first wildcard, and how deep below it
- * the matches are: "/dev/ttyUSB*" -> /dev, 0; "/dev/bus/usb/(any)/(any)"
- * -> /dev/bus/usb, 1; "/dev/net/tun" -> /dev/net, 0. */
-static unsigned pattern_dir(const char *pattern, char *dir, size_t size)
-{
-    const char *wild = strpbrk(pattern, "*?[");
-    const char *cut = wild ? wild : pattern + strlen(pattern);
-    while (cut > pattern && *cut != '/') {
-        cut--;
-    }
-    snprintf(dir, size, "%.*s", cut == pattern ? 1 : (int)(cut - pattern), pattern);
-    unsigned depth = 0;
-    for (const char *p = cut + 1; *p; p++) {
-        depth += *p == '/';
-    }
-    return depth > 4 ? 4 : depth;
-}
-
-size_t gen_watch_dirs(const gen_resource *r, char **dirs, unsigned *depths, size_t max)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < r->n_entries; i++) {
-        const gen_entry *e = &r->entries[i];
-        for (size_t j = 0; j < e->n_paths; j++) {
-            char dir[PATH_MAX];
-            unsigned depth = pattern_dir(e->paths[j], dir, sizeof(dir));
-            n = add_watch(dirs, depths, n, max, dir, depth);
-        }
-        if (e->n_paths == 0) {
-            /* usb: its nodes, in /dev/bus/usb/BBB, /dev and /dev/input
-             * (not every subdirectory of /dev: /dev/shm and the like change
-             * all the time) */
-            n = add_watch(dirs, depths, n, max, "/dev", 0);
-            n = add_watch(dirs, depths, n, max, "/dev/bus/usb", 1);
-            n = add_watch(dirs, depths, n, max, "/dev/input", 0);
-        }
-    }
-    return n;
 }

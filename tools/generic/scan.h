@@ -12,13 +12,25 @@
 #define GEN_MAX_IDS     65536U /* device IDs per resource (devices x count) */
 #define GEN_MAX_NUMA    8U
 
-/* One physical device: a matched path, a group, or a USB device's nodes. */
+/* A pci entry's device: its PCI identity. */
+typedef struct gen_pci_id {
+    char *address;   /* "0000:00:06.0" */
+    char *driver;    /* NULL: none */
+    char *pcie_root; /* "pci0000:00"; NULL: none */
+    uint16_t vendor;
+    uint16_t device;
+    uint32_t class_code;
+} gen_pci_id;
+
+/* One physical device: a matched path, a group, a USB or PCI device's
+ * nodes. */
 typedef struct gen_dev {
     char *id;     /* also the CDI device name */
     char **paths; /* host paths, sorted, NULL-terminated */
     size_t n_paths;
     int64_t numa[GEN_MAX_NUMA];
     size_t n_numa;
+    gen_pci_id pci; /* address NULL unless from a pci entry */
 } gen_dev;
 
 /* The physical devices. The kubelet sees each as r->count IDs: with count
@@ -27,6 +39,12 @@ typedef struct gen_scan {
     gen_dev *devs; /* sorted by id */
     size_t n;
     size_t n_ids; /* the IDs the kubelet sees: n x count */
+    /* sharedNodes: their matches, sorted, NULL-terminated (NULL if the
+     * resource has none), and the first pattern that matched nothing
+     * (NULL: all there): every device is unhealthy while one is missing */
+    char **shared;
+    size_t n_shared;
+    char *shared_missing;
 } gen_scan;
 
 /* Finds r's devices now. Returns 0, -E2BIG (devices x count over

@@ -243,3 +243,34 @@ void yw_item_key(char *out, const char *key, size_t i)
         memcpy(out + YW_KEYLEN - 4, "...", 4);
     }
 }
+
+/* "500ms", "10s", "2m" into milliseconds. */
+int yw_get_duration(yw_ctx *c, const yaml_node_t *n, const char *key, unsigned min, unsigned max,
+                    const char *bounds, unsigned *out)
+{
+    const char *s = yw_text(c, n, key, 32, false);
+    if (!s) {
+        return -1;
+    }
+    unsigned long long v = 0;
+    const char *p = s;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        v = v <= max ? v * 10 + (unsigned long long)(*p - '0') : v; /* capped past max */
+    }
+    unsigned long long unit = strcmp(p, "ms") == 0  ? 1
+                              : strcmp(p, "s") == 0 ? 1000
+                              : strcmp(p, "m") == 0 ? 60000
+                                                    : 0;
+    if (p == s || !unit) {
+        return yw_fail(c, n, key,
+                       "must be a duration: a whole number with ms, s or m (e.g. 500ms, 10s, "
+                       "1m), not \"%s\"",
+                       s);
+    }
+    v *= unit;
+    if (v < min || v > max) {
+        return yw_fail(c, n, key, "must be from %s, not %s", bounds, s);
+    }
+    *out = (unsigned)v;
+    return 0;
+}

@@ -49,6 +49,10 @@ int yw_get_bool(yw_ctx *c, const yaml_node_t *n, const char *key, bool *out);
 int yw_get_count(yw_ctx *c, const yaml_node_t *n, const char *key, unsigned max, unsigned *out);
 /* An absolute path of at most max bytes, with no ".." component, copied. */
 int yw_get_path(yw_ctx *c, const yaml_node_t *n, const char *key, size_t max, char **out);
+/* A duration ("500ms", "10s", "2m") into *out, in milliseconds, from min to
+ * max (bounds says so in the error, e.g. "100ms to 24h (1440m)"). */
+int yw_get_duration(yw_ctx *c, const yaml_node_t *n, const char *key, unsigned min, unsigned max,
+                    const char *bounds, unsigned *out);
 yaml_node_t *yw_node_at(yw_ctx *c, int idx);
 /* out = key.name / key[i] (YW_KEYLEN bytes; a long one is cut with "..."). */
 void yw_subkey(char *out, const char *key, const char *name);
