@@ -13,6 +13,14 @@ if(KDP_INTEROP AND TARGET kdp-generic)
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/generic/test_pci.py)
   set_tests_properties(generic_pci PROPERTIES TIMEOUT 300 LABELS integration
     ENVIRONMENT "KDP_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
+  # dra: a resource served as a DRA driver (the build with libkdp-dra),
+  # against the API-server and kubelet emulators
+  if(TARGET kdp-generic-dra)
+    add_test(NAME generic_dra
+      COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/generic/test_dra.py)
+    set_tests_properties(generic_dra PROPERTIES TIMEOUT 300 LABELS integration
+      ENVIRONMENT "KDP_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
+  endif()
   # health: (node exists, file, command) with the probe op's hysteresis
   add_test(NAME generic_health
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/generic/test_health.py)

@@ -33,7 +33,9 @@ Manifests (deploy/base, deploy/overlays/*):
   the image of deploy/Dockerfile.dra, maxSurge 1, NODE_NAME and POD_UID from
   the downward API, plugins_registry, plugins and /var/run/cdi mounted
   writable, the token mounted), and a DeviceClass selecting the driver named
-  in the args, with extendedResourceName (KEP-5004);
+  in the args, with extendedResourceName (KEP-5004); deploy/generic-dra the
+  same for kdp-generic (the driver and resource from its ConfigMap, only the
+  driver's own plugins folder mounted);
 systemd (deploy/systemd/*.service): `systemd-analyze verify` prints nothing
 (its exit status ignores unknown keys), the options this repository promises
 are there, and the writable path is the directory the plugin serves.
@@ -129,7 +131,10 @@ def binary_sources(name):
         d = os.path.dirname(cm)
         m = re.search(r"add_executable\(\s*%s\s+([^)]*)\)" % re.escape(name), text)
         if m:
-            return [os.path.join(d, s) for s in m.group(1).split() if s.endswith(".c")]
+            # ${VAR}: a set(VAR ...) of the same file
+            words = re.sub(r"\$\{(\w+)\}", lambda v: " ".join(re.findall(
+                r"set\(\s*%s\s+([^)]*)\)" % v.group(1), text)), m.group(1)).split()
+            return [os.path.join(d, s) for s in words if s.endswith(".c")]
         # examples/: foreach(ex IN ITEMS a b c) add_executable(kdp-example-${ex} ${ex}.c)
         m = re.search(r"foreach\(ex IN ITEMS ([^)]*)\)", text)
         if m and name.startswith("kdp-example-") and name[12:] in m.group(1).split():
@@ -429,6 +434,7 @@ def check_manifests():
                 check([d for d in yaml.safe_load_all(p.stdout) if d] == objs,
                       "kubectl kustomize %s renders what this test checked" % kdir_rel)
     check_dra(kubectl)
+    check_dra(kubectl, "generic-dra")
     if not kubectl:
         log("skip: kubectl not installed, so no `kubectl kustomize` cross-check "
             "(the overlays were rendered by this test's own merge)")
@@ -444,25 +450,38 @@ DRA_RULES = {
 }
 
 
-def check_dra(kubectl):
-    kdir_rel = "dra"
+def generic_dra_config(cm):
+    """The driver and resource of the one DRA resource of kdp-generic's
+    ConfigMap (the config itself is checked by tests/generic/test_dra.py)."""
+    cfg = yaml.safe_load(cm["data"]["config.yaml"])
+    res = [r for r in cfg["resources"] if "dra" in r]
+    return (res[0]["dra"]["driver"], res[0]["name"]) if len(res) == 1 else (None, None)
+
+
+def check_dra(kubectl, kdir_rel="dra"):
+    """deploy/dra (the gopher example) or deploy/generic-dra (kdp-generic,
+    configured by its ConfigMap)."""
+    generic = kdir_rel == "generic-dra"
+    where = kdir_rel
     kdir = os.path.join(DEPLOY, kdir_rel)
     objs = render(kdir)
     by_kind = {}
     for o in objs:
         by_kind.setdefault(o["kind"], []).append(o)
-    check(sorted(by_kind) == ["ClusterRole", "ClusterRoleBinding", "DaemonSet", "DeviceClass",
-                              "ServiceAccount"] and all(len(v) == 1 for v in by_kind.values()),
-          "dra renders a ServiceAccount, a ClusterRole and its binding, a DaemonSet and a "
-          "DeviceClass (%s)" % sorted(o["kind"] for o in objs))
+    kinds = ["ClusterRole", "ClusterRoleBinding", "DaemonSet", "DeviceClass", "ServiceAccount"]
+    kinds = sorted(kinds + ["ConfigMap"]) if generic else kinds
+    check(sorted(by_kind) == kinds and all(len(v) == 1 for v in by_kind.values()),
+          where + " renders a ServiceAccount, a ClusterRole and its binding, a DaemonSet, a "
+          "DeviceClass%s (%s)" % (" and a ConfigMap" if generic else "",
+                                  sorted(o["kind"] for o in objs)))
     if failures:
         return
     sa, role, binding = by_kind["ServiceAccount"][0], by_kind["ClusterRole"][0], \
         by_kind["ClusterRoleBinding"][0]
     ds, dc = by_kind["DaemonSet"][0], by_kind["DeviceClass"][0]
-    for o in (sa, ds):
+    for o in (sa, ds) + tuple(by_kind.get("ConfigMap", [])):
         check(o["metadata"].get("namespace") == "kube-system",
-              "dra: %s in namespace kube-system" % o["kind"])
+              where + ": %s in namespace kube-system" % o["kind"])
     for o in objs:
         schema_round_trip(o, kdir_rel)
     # RBAC: exactly the rules above
@@ -471,86 +490,100 @@ def check_dra(kubectl):
         for g in r.get("apiGroups", []):
             for res in r.get("resources", []):
                 got.setdefault((g, res), set()).update(r.get("verbs", []))
-    check(got == DRA_RULES, "dra: the ClusterRole grants what the driver needs and nothing more "
+    check(got == DRA_RULES, where + ": the ClusterRole grants what the driver needs and nothing more "
           "(%s)" % {"%s/%s" % k: sorted(v) for k, v in got.items()})
     check(binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                  "name": role["metadata"]["name"]},
-          "dra: the binding names the ClusterRole")
+          where + ": the binding names the ClusterRole")
     check(binding.get("subjects") == [{"kind": "ServiceAccount", "name": sa["metadata"]["name"],
                                        "namespace": "kube-system"}],
-          "dra: ... for the ServiceAccount in kube-system")
+          where + ": ... for the ServiceAccount in kube-system")
     # The DaemonSet
     pod = ds["spec"]["template"]["spec"]
     c = pod["containers"][0]
     check(pod.get("serviceAccountName") == sa["metadata"]["name"] and
           pod.get("automountServiceAccountToken") is True,
-          "dra: runs as the ServiceAccount, its token mounted (the API server)")
+          where + ": runs as the ServiceAccount, its token mounted (the API server)")
     check(pod.get("priorityClassName") == "system-node-critical" and
           {"operator": "Exists"} in pod.get("tolerations", []),
-          "dra: system-node-critical, tolerates every taint")
+          where + ": system-node-critical, tolerates every taint")
     for k in ("hostNetwork", "hostPID", "hostIPC"):
-        check(not pod.get(k), "dra: no %s" % k)
+        check(not pod.get(k), where + ": no %s" % k)
     sc = c.get("securityContext", {})
     check(sc.get("privileged") is False and sc.get("allowPrivilegeEscalation") is False and
           sc.get("readOnlyRootFilesystem") is True and
           sc.get("capabilities", {}).get("drop") == ["ALL"] and
           not sc.get("capabilities", {}).get("add"),
-          "dra: not privileged, no escalation, read-only root, every capability dropped")
+          where + ": not privileged, no escalation, read-only root, every capability dropped")
     res = c.get("resources", {})
     check("memory" in res.get("requests", {}) and "cpu" in res.get("requests", {}) and
           "memory" in res.get("limits", {}) and
           mem_mi(res["requests"]["memory"]) <= mem_mi(res["limits"]["memory"]),
-          "dra: cpu and memory requests, a memory limit above the request")
+          where + ": cpu and memory requests, a memory limit above the request")
     ru = ds["spec"]["updateStrategy"].get("rollingUpdate", {})
     check(ru.get("maxSurge") == 1 and ru.get("maxUnavailable") == 0,
-          "dra: maxSurge 1, maxUnavailable 0 (each instance its own sockets)")
+          where + ": maxSurge 1, maxUnavailable 0 (each instance its own sockets)")
     ref = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
            for e in c.get("env", [])}
-    check(ref.get("NODE_NAME") == "spec.nodeName", "dra: NODE_NAME is the pod's spec.nodeName")
-    check(ref.get("POD_UID") == "metadata.uid", "dra: POD_UID is the pod's UID")
+    check(ref.get("NODE_NAME") == "spec.nodeName", where + ": NODE_NAME is the pod's spec.nodeName")
+    check(ref.get("POD_UID") == "metadata.uid", where + ": POD_UID is the pod's UID")
     volumes = {v["name"]: v for v in pod["volumes"]}
     mounts = {m["mountPath"]: m for m in c.get("volumeMounts", [])}
     for m in mounts.values():
-        check(m["name"] in volumes, "dra: mount %s has its volume" % m["name"])
+        check(m["name"] in volumes, where + ": mount %s has its volume" % m["name"])
+    image = "kdp-generic-dra" if generic else "kdp-gopher-dra"
+    check(c.get("image") == "%s:%s" % (image, project_version()),
+          where + ": image %s:%s, built by deploy/Dockerfile.dra (got %s)"
+          % (image, project_version(), c.get("image")))
+    binary = "kdp-generic-dra" if generic else dockerfile_binary("Dockerfile.dra")
+    sources = binary_sources(binary)
+    check(bool(sources) and all(os.path.exists(s) for s in sources),
+          where + ": the image's binary %s is an executable of the tree" % binary)
+    args = c.get("args", [])
+    wanted = {a.split("=")[0] for a in args if a.startswith("--")}
+    check(wanted <= flags_of(sources), where + ": args %s are flags %s parses"
+          % (sorted(wanted), binary))
+    if generic:
+        driver, resource = generic_dra_config(by_kind["ConfigMap"][0])
+        check(driver is not None, where + ": the ConfigMap has one resource with dra:")
+        cm_mount = [m for m in c.get("volumeMounts", [])
+                    if volumes.get(m["name"], {}).get("configMap", {}).get("name") ==
+                    by_kind["ConfigMap"][0]["metadata"]["name"]]
+        check(len(cm_mount) == 1 and "--config" in args and
+              args[args.index("--config") + 1].startswith(cm_mount[0]["mountPath"] + "/"),
+              where + ": --config is the ConfigMap's file")
+    else:
+        driver = args[args.index("--dra") + 1] if "--dra" in args[:-1] else None
+        check(driver is not None, where + ": the args name the driver (--dra DRIVER)")
+        gopher = open(os.path.join(SRC, "examples", "gopher.c")).read()
+        m = re.search(r'\.resource_name = "([^"]+)"', gopher)
+        resource = m.group(1) if m else None
+    plugins = ("/var/lib/kubelet/plugins/" + str(driver)) if generic else "/var/lib/kubelet/plugins"
     for path, kind in (("/var/lib/kubelet/plugins_registry", "Directory"),
-                       ("/var/lib/kubelet/plugins", "DirectoryOrCreate"),
+                       (plugins, "DirectoryOrCreate"),
                        ("/var/run/cdi", "DirectoryOrCreate")):
         m = mounts.get(path)
         hp = volumes.get(m["name"], {}).get("hostPath", {}) if m else {}
         check(m is not None and not m.get("readOnly") and hp == {"path": path, "type": kind},
-              "dra: %s mounted writable from the same hostPath (type %s)" % (path, kind))
-    check(c.get("image") == "kdp-gopher-dra:%s" % project_version(),
-          "dra: image kdp-gopher-dra:%s, built by deploy/Dockerfile.dra (got %s)"
-          % (project_version(), c.get("image")))
-    binary = dockerfile_binary("Dockerfile.dra")
-    sources = binary_sources(binary)
-    check(bool(sources) and all(os.path.exists(s) for s in sources),
-          "dra: the image's binary %s is an executable of the tree" % binary)
-    args = c.get("args", [])
-    wanted = {a.split("=")[0] for a in args if a.startswith("--")}
-    check(wanted <= flags_of(sources), "dra: args %s are flags %s parses" % (sorted(wanted),
-                                                                              binary))
-    driver = args[args.index("--dra") + 1] if "--dra" in args[:-1] else None
-    check(driver is not None, "dra: the args name the driver (--dra DRIVER)")
+              where + ": %s mounted writable from the same hostPath (type %s)" % (path, kind))
     # The DeviceClass selects that driver's devices and serves the resource
-    check(dc["apiVersion"] == "resource.k8s.io/v1", "dra: DeviceClass resource.k8s.io/v1")
+    check(dc["apiVersion"] == "resource.k8s.io/v1", where + ": DeviceClass resource.k8s.io/v1")
     exprs = [s.get("cel", {}).get("expression", "") for s in dc["spec"].get("selectors", [])]
     check(exprs == ['device.driver == "%s"' % driver],
-          "dra: the DeviceClass selects the driver's devices (%s)" % exprs)
-    gopher = open(os.path.join(SRC, "examples", "gopher.c")).read()
-    m = re.search(r'\.resource_name = "([^"]+)"', gopher)
-    check(m is not None and dc["spec"].get("extendedResourceName") == m.group(1),
-          "dra: extendedResourceName is the device plugin's resource (%s)"
+          where + ": the DeviceClass selects the driver's devices (%s)" % exprs)
+    check(resource is not None and dc["spec"].get("extendedResourceName") == resource,
+          where + ": extendedResourceName is the device plugin's resource (%s)"
           % dc["spec"].get("extendedResourceName"))
     if kubectl:
         p = subprocess.run([kubectl, "kustomize", kdir], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
         ok = p.returncode == 0
-        check(ok, "kubectl kustomize dra%s" % ("" if ok else ": " + p.stderr))
+        check(ok, "kubectl kustomize %s%s" % (kdir_rel, "" if ok else ": " + p.stderr))
         if ok:
             key = lambda o: (o["kind"], o["metadata"]["name"])  # noqa: E731
             check(sorted([d for d in yaml.safe_load_all(p.stdout) if d], key=key) ==
-                  sorted(objs, key=key), "kubectl kustomize dra renders what this test checked")
+                  sorted(objs, key=key),
+                  "kubectl kustomize %s renders what this test checked" % kdir_rel)
 
 
 def check_systemd():

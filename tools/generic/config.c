@@ -22,6 +22,7 @@
 #include <yaml.h>
 
 #include "config_devices.h"
+#include "config_dra.h"
 #include "config_health.h"
 #include "config_resource.h"
 #include "yamlwalk.h"
@@ -36,6 +37,7 @@ typedef struct top {
     char *root;
     char *sysfs;
     char *cdi_dir;
+    char *kubeconfig;
 } top;
 
 static int f_resources(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
@@ -78,12 +80,18 @@ static int f_cdi_dir(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
     return yw_get_path(c, v, key, GEN_MAX_STRING, &((top *)obj)->cdi_dir);
 }
 
-enum { TOP_RESOURCES, TOP_ROOT, TOP_SYSFS, TOP_CDI_DIR, TOP_FIELDS };
+static int f_kubeconfig(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
+{
+    return yw_get_path(c, v, key, GEN_MAX_STRING, &((top *)obj)->kubeconfig);
+}
+
+enum { TOP_RESOURCES, TOP_ROOT, TOP_SYSFS, TOP_CDI_DIR, TOP_KUBECONFIG, TOP_FIELDS };
 static const yw_field top_fields[TOP_FIELDS] = {
     [TOP_RESOURCES] = {"resources", f_resources},
     [TOP_ROOT] = {"root", f_root},
     [TOP_SYSFS] = {"sysfs", f_sysfs},
     [TOP_CDI_DIR] = {"cdiDir", f_cdi_dir},
+    [TOP_KUBECONFIG] = {"kubeconfig", f_kubeconfig},
 };
 
 /* Names, sockets and CDI kinds must be unique across resources. */
@@ -104,6 +112,11 @@ static int check_unique(yw_ctx *c, const top *t)
                 snprintf(key, sizeof(key), "resources[%zu].socket", j);
                 return yw_fail(c, t->rps[j].socket_node, key,
                                "socket \"%s\" is also used by resources[%zu]", b->socket, i);
+            }
+            if (a->dra.set && b->dra.set && strcmp(a->dra.driver, b->dra.driver) == 0) {
+                snprintf(key, sizeof(key), "resources[%zu].dra.driver", j);
+                return yw_fail(c, t->rps[j].dra_node, key,
+                               "DRA driver \"%s\" is also resources[%zu]'s", b->dra.driver, i);
             }
             if (a->cdi && b->cdi && strcmp(a->cdi_kind, b->cdi_kind) == 0) {
                 snprintf(key, sizeof(key), "resources[%zu].cdi", j);
@@ -130,7 +143,7 @@ static char *fingerprint(const gen_resource *r)
         return NULL;
     }
     const char *strs[] = {r->name,  r->socket,  r->permissions, r->root,
-                          r->sysfs, r->cdi_dir, r->cdi_kind};
+                          r->sysfs, r->cdi_dir, r->cdi_kind,    r->kubeconfig};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         put_field(f, strs[i]);
     }
@@ -150,6 +163,7 @@ static char *fingerprint(const gen_resource *r)
         put_field(f, r->env[i].value);
     }
     gen_health_fingerprint(f, &r->health);
+    gen_dra_fingerprint(f, &r->dra);
     fprintf(f, "shared\x1f%zu\x1f%u\x1f", r->n_shared, r->rescan_ms);
     for (size_t i = 0; i < r->n_shared; i++) {
         put_field(f, r->shared[i]);
@@ -174,6 +188,9 @@ static int finish_config(yw_ctx *c, top *t, yaml_node_t *root_node)
             if (!*dst[k]) {
                 return yw_oom(c, root_node, "");
             }
+        }
+        if (t->kubeconfig && !(r->kubeconfig = strdup(t->kubeconfig))) {
+            return yw_oom(c, root_node, "");
         }
         r->fingerprint = fingerprint(r);
         if (!r->fingerprint) {
@@ -206,6 +223,7 @@ static int walk(yw_ctx *c, gen_config *cfg)
     free(t.root);
     free(t.sysfs);
     free(t.cdi_dir);
+    free(t.kubeconfig);
     return r;
 }
 
@@ -310,8 +328,9 @@ void gen_resource_clear(gen_resource *r)
         free(r->shared[i]);
     }
     free(r->shared);
-    char *strs[] = {r->name, r->socket, r->permissions, r->cdi_kind,
-                    r->root, r->sysfs,  r->cdi_dir,     r->fingerprint};
+    gen_dra_clear(&r->dra);
+    char *strs[] = {r->name,  r->socket,  r->permissions, r->cdi_kind,   r->root,
+                    r->sysfs, r->cdi_dir, r->kubeconfig,  r->fingerprint};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         free(strs[i]);
     }

@@ -39,6 +39,24 @@ typedef struct gen_pci {
     char *driver; /* the bound driver's name; NULL = any */
 } gen_pci;
 
+/* An entry's attribute for DRA (attributes:), of kdp_dra_attr's types. */
+enum { GEN_ATTR_INT = 1, GEN_ATTR_BOOL, GEN_ATTR_STRING, GEN_ATTR_VERSION };
+typedef struct gen_attr {
+    char *name;
+    int type;
+    long long int_value;
+    bool bool_value;
+    char *string_value; /* STRING and VERSION */
+} gen_attr;
+
+/* An entry's capacity for DRA (capacity:): a name and a quantity. */
+typedef struct gen_cap {
+    char *name;
+    char *quantity;
+} gen_cap;
+
+#define GEN_MAX_FIELDS 24U /* attributes and capacities of an entry, with kdp's own */
+
 /* One entry of devices: */
 typedef struct gen_entry {
     char **paths; /* glob patterns: one for path:, several for paths: */
@@ -47,6 +65,10 @@ typedef struct gen_entry {
     char *id;   /* groups: the device ID (NULL = from the first path) */
     gen_usb usb;
     gen_pci pci;
+    gen_attr *attrs; /* DRA only */
+    size_t n_attrs;
+    gen_cap *caps; /* DRA only */
+    size_t n_caps;
 } gen_entry;
 
 typedef struct gen_mount {
@@ -83,6 +105,14 @@ typedef struct gen_health {
 #define GEN_HEALTH_REAP_MARGIN_MS 500U
 #define GEN_HEALTH_MAX_TIMEOUT_MS 9000U
 
+/* dra: the resource served as a DRA driver (docs/generic.md). */
+typedef struct gen_dra {
+    bool set;
+    char *driver;        /* driver: the DRA driver's name */
+    bool device_plugin;  /* devicePlugin: register with the device-plugin API too */
+    int unhealthy_taint; /* unhealthyTaint: a kdp_dra_taint_effect */
+} gen_dra;
+
 typedef struct gen_resource {
     char *name;
     char *socket;
@@ -104,10 +134,12 @@ typedef struct gen_resource {
     size_t n_shared;
     /* rescanInterval (ms): 0 = off; 5 s by default with a pci entry */
     unsigned rescan_ms;
+    gen_dra dra;
     /* The global settings too */
     char *root;
     char *sysfs;
     char *cdi_dir;
+    char *kubeconfig; /* NULL: $KUBECONFIG, else in-cluster */
     /* Everything above, serialised: equal fingerprints = an unchanged resource. */
     char *fingerprint;
 } gen_resource;

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_dra.h"
+
 static bool parse_usb_id(const char *s, size_t len, uint16_t *out)
 {
     if (len > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
@@ -307,11 +309,31 @@ static int f_entry_pci(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
     return parse_pci(c, v, key, &((gen_entry *)obj)->pci);
 }
 
-enum { ENTRY_PATH, ENTRY_PATHS, ENTRY_ID, ENTRY_USB, ENTRY_PCI, ENTRY_FIELDS };
+static int f_entry_attrs(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
+{
+    return gen_attrs_parse(c, v, key, obj);
+}
+
+static int f_entry_caps(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
+{
+    return gen_caps_parse(c, v, key, obj);
+}
+
+enum {
+    ENTRY_PATH,
+    ENTRY_PATHS,
+    ENTRY_ID,
+    ENTRY_USB,
+    ENTRY_PCI,
+    ENTRY_ATTRS,
+    ENTRY_CAPS,
+    ENTRY_FIELDS
+};
 static const yw_field entry_fields[ENTRY_FIELDS] = {
-    [ENTRY_PATH] = {"path", f_entry_path}, [ENTRY_PATHS] = {"paths", f_entry_paths},
-    [ENTRY_ID] = {"id", f_entry_id},       [ENTRY_USB] = {"usb", f_entry_usb},
-    [ENTRY_PCI] = {"pci", f_entry_pci},
+    [ENTRY_PATH] = {"path", f_entry_path},     [ENTRY_PATHS] = {"paths", f_entry_paths},
+    [ENTRY_ID] = {"id", f_entry_id},           [ENTRY_USB] = {"usb", f_entry_usb},
+    [ENTRY_PCI] = {"pci", f_entry_pci},        [ENTRY_ATTRS] = {"attributes", f_entry_attrs},
+    [ENTRY_CAPS] = {"capacity", f_entry_caps},
 };
 
 static int parse_entry(yw_ctx *c, yaml_node_t *n, const char *key, gen_entry *e)
@@ -376,6 +398,7 @@ void gen_entry_fingerprint(FILE *f, const gen_entry *e)
     fprintf(f, "pci\x1f%d\x1f%d\x1f%d\x1f%d\x1f%d\x1f%06x\x1f%06x\x1f%s\x1f", e->pci.set,
             e->pci.vendor, e->pci.device, e->pci.subsystem_vendor, e->pci.subsystem_device,
             e->pci.class_value, e->pci.class_mask, fp_str(e->pci.driver));
+    gen_attrs_fingerprint(f, e);
 }
 
 void gen_entry_clear(gen_entry *e)
@@ -387,4 +410,5 @@ void gen_entry_clear(gen_entry *e)
     free(e->id);
     free(e->usb.serial);
     free(e->pci.driver);
+    gen_attrs_clear(e);
 }

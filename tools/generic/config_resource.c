@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "config_devices.h"
+#include "config_dra.h"
 #include "config_health.h"
 
 static int f_name(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
@@ -278,6 +279,13 @@ static int f_rescan(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
                : yw_fail(c, v, key, "must be 0s (off) or from 100ms to 1h (60m)");
 }
 
+static int f_dra(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
+{
+    gen_rparse *rp = obj;
+    rp->dra_node = v;
+    return gen_dra_parse(c, v, key, &rp->r->dra);
+}
+
 static int f_health(yw_ctx *c, yaml_node_t *v, const char *key, void *obj)
 {
     return gen_health_parse(c, v, key, &((gen_rparse *)obj)->r->health);
@@ -297,6 +305,7 @@ enum {
     RES_HEALTH,
     RES_SHARED,
     RES_RESCAN,
+    RES_DRA,
     RES_FIELDS
 };
 static const yw_field resource_fields[RES_FIELDS] = {
@@ -313,6 +322,7 @@ static const yw_field resource_fields[RES_FIELDS] = {
     [RES_HEALTH] = {"health", f_health},
     [RES_SHARED] = {"sharedNodes", f_shared},
     [RES_RESCAN] = {"rescanInterval", f_rescan},
+    [RES_DRA] = {"dra", f_dra},
 };
 
 /* A resource name's character in a default socket name: lower case letters
@@ -386,6 +396,12 @@ static int finish_resource(yw_ctx *c, yaml_node_t *n, const char *key, gen_rpars
     if (!(seen & YW_BIT(RES_RESCAN))) {
         r->rescan_ms = default_rescan(r);
     }
+    if (r->dra.set && r->count > 1) {
+        yw_subkey(sub, key, "dra");
+        return yw_fail(c, rp->dra_node, sub,
+                       "cannot serve count above 1: a DRA device is shared by the claims that "
+                       "share it (set count to 1)");
+    }
     if (r->one_per_container && r->count < 2) {
         yw_subkey(sub, key, "onePerContainer");
         return yw_fail(c, rp->one_node, sub, "needs count above 1 (devices shared)");
@@ -427,6 +443,9 @@ int gen_resource_parse(yw_ctx *c, yaml_node_t *n, const char *key, gen_rparse *r
     }
     if (!rp->cdi_node) {
         rp->cdi_node = n;
+    }
+    if (!rp->dra_node) {
+        rp->dra_node = n;
     }
     return finish_resource(c, n, key, rp, seen);
 }

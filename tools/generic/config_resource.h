@@ -17,6 +17,7 @@ typedef struct gen_rparse {
     yaml_node_t *socket_node;
     yaml_node_t *cdi_node;
     yaml_node_t *one_node; /* onePerContainer */
+    yaml_node_t *dra_node;
 } gen_rparse;
 
 /* Reads the mapping n (at key) into rp->r, which the caller zeroed, and

@@ -41,6 +41,7 @@
 
 #include "base/jsonstr.h"
 #include "config.h"
+#include "dra.h"
 #include "plugins.h"
 #include "scan.h"
 #include "util.h"
@@ -233,7 +234,7 @@ static void print_opt(const char *key, const char *v)
     }
 }
 
-static void print_dev(const gen_dev *d)
+static void print_dev(const gen_resource *r, const gen_dev *d)
 {
     printf("{\"id\": ");
     kdp__json_string_file(stdout, d->id);
@@ -253,6 +254,10 @@ static void print_dev(const gen_dev *d)
         print_opt("pcieRoot", d->pci.pcie_root);
         printf("}");
     }
+    if (r->dra.set) {
+        fflush(stdout);
+        gen_dra_print(stdout, r, d);
+    }
     printf("}");
 }
 
@@ -268,10 +273,13 @@ static int list_once(const gen_config *c)
         }
         printf("{\"resource\": ");
         kdp__json_string_file(stdout, c->res[i].name);
+        if (c->res[i].dra.set) {
+            print_opt("driver", c->res[i].dra.driver);
+        }
         printf(", \"ids\": %zu, \"devices\": [", s.n_ids);
         for (size_t d = 0; d < s.n; d++) {
             printf(d ? ", " : "");
-            print_dev(&s.devs[d]);
+            print_dev(&c->res[i], &s.devs[d]);
         }
         printf("]");
         if (c->res[i].n_shared > 0) {

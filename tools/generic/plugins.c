@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "dra.h"
 #include "health.h"
 #include "scan.h"
 #include "util.h"
@@ -37,6 +38,39 @@ struct gres {
     gen_scan scan; /* the latest list, for Allocate (under mu) */
     bool listed;   /* a list ran (under mu) */
 };
+
+/* ---- for the DRA side ---- */
+
+const gen_resource *gen_res_config(const gres *g)
+{
+    return &g->cfg;
+}
+
+int gen_res_copy_dev(gres *g, const char *id, gen_dev *out)
+{
+    pthread_mutex_lock(&g->mu);
+    const gen_dev *d = gen_scan_lookup(&g->scan, id);
+    int r = d ? gen_dev_copy(out, d) : -ENOENT;
+    pthread_mutex_unlock(&g->mu);
+    return r;
+}
+
+int gen_res_copy_shared(gres *g, char ***out)
+{
+    pthread_mutex_lock(&g->mu);
+    char **v = calloc(g->scan.n_shared + 1, sizeof(*v));
+    size_t n = 0;
+    for (; v && n < g->scan.n_shared && (v[n] = strdup(g->scan.shared[n])); n++) {
+    }
+    bool ok = v && n == g->scan.n_shared;
+    pthread_mutex_unlock(&g->mu);
+    if (!ok) {
+        kdp_strv_free(v);
+        return -ENOMEM;
+    }
+    *out = v;
+    return 0;
+}
 
 /* ---- the plugin's callbacks (worker thread) ---- */
 
@@ -328,6 +362,11 @@ static int start_resource(gen_plugins *ps, gen_resource *r)
     if (rc < 0) {
         log_e("%s: cannot start: %s", g->cfg.name, strerror(-rc));
         g->p = NULL;
+        gres_free(g);
+        return rc;
+    }
+    if (g->cfg.dra.set && (rc = gen_dra_enable(g->p, g)) < 0) {
+        log_e("%s: cannot serve DRA driver %s: %s", g->cfg.name, g->cfg.dra.driver, strerror(-rc));
         gres_free(g);
         return rc;
     }

@@ -8,8 +8,18 @@
 #include <kdp.h>
 
 #include "config.h"
+#include "scan.h"
 
 typedef struct gres gres; /* a running resource */
+
+/* For the DRA callbacks (dra.c), any thread: the resource's configuration
+ * (fixed while it runs), and copies, under its lock, of a device of its
+ * latest scan and of the shared nodes found then. Return 0, -ENOENT (no
+ * such device), -ENOMEM. */
+const gen_resource *gen_res_config(const gres *g);
+int gen_res_copy_dev(gres *g, const char *id, gen_dev *out);
+/* *out: the shared nodes, NULL-terminated (free with kdp_strv_free). */
+int gen_res_copy_shared(gres *g, char ***out);
 
 /* The running set, and what each of its plugins starts with: set by the
  * caller before gen_plugins_apply(), borrowed. */

@@ -82,6 +82,7 @@ static void svec_sort_unique(svec *s)
 
 typedef struct builder {
     const gen_resource *r;
+    size_t entry; /* the entry being scanned */
     gen_dev *devs;
     size_t *seq; /* order of addition, to keep the first of two equal IDs */
     size_t n;
@@ -161,6 +162,7 @@ static int add_dev(builder *b, const char *id, svec *paths, const kdp_pci_device
     }
     d->paths = paths->v;
     d->n_paths = paths->n;
+    d->entry = b->entry;
     memset(paths, 0, sizeof(*paths));
     add_numa(b->r, d);
     if (pci && set_pci(d, pci) < 0) {
@@ -435,6 +437,7 @@ int gen_scan_run(const gen_resource *r, gen_scan *out)
     int rc = 0;
     for (size_t i = 0; i < r->n_entries && rc == 0; i++) {
         const gen_entry *e = &r->entries[i];
+        b.entry = i;
         rc = e->group     ? scan_group(&b, e)
              : e->n_paths ? scan_path(&b, e)
              : e->usb.set ? scan_usb(&b, e)
@@ -502,6 +505,7 @@ int gen_dev_copy(gen_dev *dst, const gen_dev *src)
     }
     memcpy(dst->numa, src->numa, sizeof(dst->numa));
     dst->n_numa = src->n_numa;
+    dst->entry = src->entry;
     dst->pci = src->pci;
     dst->pci.address = src->pci.address ? strdup(src->pci.address) : NULL;
     dst->pci.driver = src->pci.driver ? strdup(src->pci.driver) : NULL;

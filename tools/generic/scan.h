@@ -31,6 +31,7 @@ typedef struct gen_dev {
     int64_t numa[GEN_MAX_NUMA];
     size_t n_numa;
     gen_pci_id pci; /* address NULL unless from a pci entry */
+    size_t entry;   /* the index of the entry it comes from */
 } gen_dev;
 
 /* The physical devices. The kubelet sees each as r->count IDs: with count
