@@ -226,8 +226,9 @@ class Serving(PciTest):
 
     def test_unbind_then_bind_to_vfio(self):
         """The kernel's order: the driver unbinds (its proc entry goes),
-        vfio-pci binds and its group node appears. sysfs sends no inotify
-        event: the rescan interval sees it."""
+        vfio-pci binds and its group node appears; another device is
+        removed. sysfs sends no inotify event: the rescan interval sees
+        it."""
         kl, pl, evs = self.start(self.BODY, [GPU, "example.com/vfio"])
         self.assertEqual(ids_of(evs["example.com/vfio"]), ["pci-0000:00:07.0"])
         mark = kl.mark()
@@ -243,6 +244,15 @@ class Serving(PciTest):
                       ids_of(e) == ["pci-0000:00:06.0", "pci-0000:00:07.0"], T, since=mark)
         c = self.container(kl, "example.com/vfio", "pci-0000:00:06.0")
         self.assertEqual(c["devices"], [self.spec("/dev/vfio/7"), self.spec("/dev/vfio/vfio")])
+        # a device removed (hot-unplug, or echo 1 > remove): its sysfs entry
+        # and its nodes go
+        mark = kl.mark()
+        os.remove(os.path.join(self.host.sysfs, "bus/pci/devices/0000:00:07.0"))
+        shutil.rmtree(os.path.join(self.host.sysfs, VFIO))
+        self.host.rm("/dev/vfio/42")
+        kl.wait_event(lambda e: e.get("event") == "devices" and
+                      e.get("resource") == "example.com/vfio" and
+                      ids_of(e) == ["pci-0000:00:06.0"], T, since=mark)
         # and back to nvidia
         mark = kl.mark()
         self.pci.unbind(NV)
