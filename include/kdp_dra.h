@@ -108,6 +108,18 @@ KDP_EXPORT int kdp_dra_device_add_attr(kdp_dra_device *d, const kdp_dra_attr *a)
 KDP_EXPORT int kdp_dra_device_add_capacity(kdp_dra_device *d, const char *name,
                                            const char *quantity);
 
+/* The standard attributes Kubernetes defines for a PCI device (the Go
+ * helpers of k8s.io/dynamic-resource-allocation/deviceattribute compute the
+ * same), from a device kdp_pci_list or kdp_pci_device_of found:
+ * "resource.kubernetes.io/pciBusID" (its bus address, "0000:41:00.0"),
+ * "resource.kubernetes.io/pcieRoot" (its root complex, "pci0000:40"; left
+ * out if it has none) and "resource.kubernetes.io/numaNode" (an int; left
+ * out when numa_node is -1). A claim's matchAttribute on pcieRoot then puts
+ * a GPU and a NIC of different drivers under one root. All or none: returns
+ * 0, -EINVAL (d or pci NULL, no address), -EEXIST (one of them set already),
+ * -E2BIG (no room for them within KDP_DRA_MAX_DEVICE_FIELDS), -ENOMEM. */
+KDP_EXPORT int kdp_dra_device_add_pci_attrs(kdp_dra_device *d, const kdp_pci_device *pci);
+
 /* ------------------------------------------------------------------------
  * Claims
  * ------------------------------------------------------------------------ */

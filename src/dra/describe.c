@@ -202,3 +202,46 @@ KDP_EXPORT int kdp_dra_device_add_capacity(kdp_dra_device *d, const char *name,
     d->caps[d->n_caps++] = c;
     return 0;
 }
+
+#define STD_PREFIX "resource.kubernetes.io/"
+
+/* Drops the attributes from index `from` on (a failed group). */
+static void drop_attrs_from(kdp_dra_device *d, size_t from)
+{
+    while (d->n_attrs > from) {
+        d->n_attrs--;
+        free((char *)d->attrs[d->n_attrs].name);
+        free((char *)d->attrs[d->n_attrs].string_value);
+    }
+}
+
+KDP_EXPORT int kdp_dra_device_add_pci_attrs(kdp_dra_device *d, const kdp_pci_device *pci)
+{
+    if (!d || !pci || !pci->address) {
+        return -EINVAL;
+    }
+    const kdp_dra_attr attrs[] = {
+        {.name = STD_PREFIX "pciBusID", .type = KDP_DRA_ATTR_STRING, .string_value = pci->address},
+        {.name = STD_PREFIX "pcieRoot",
+         .type = KDP_DRA_ATTR_STRING,
+         .string_value = pci->pcie_root},
+        {.name = STD_PREFIX "numaNode", .type = KDP_DRA_ATTR_INT, .int_value = pci->numa_node},
+    };
+    bool want[] = {true, pci->pcie_root != NULL, pci->numa_node >= 0};
+    size_t n = (size_t)want[0] + want[1] + want[2];
+    if (d->n_attrs + d->n_caps + n > KDP_DRA_MAX_DEVICE_FIELDS) {
+        log_error("device %s: no room for the PCI attributes (%u attributes and capacities at "
+                  "most)",
+                  d->id ? d->id : "?", KDP_DRA_MAX_DEVICE_FIELDS);
+        return -E2BIG;
+    }
+    size_t from = d->n_attrs;
+    int r = 0;
+    for (size_t i = 0; r == 0 && i < sizeof(attrs) / sizeof(attrs[0]); i++) {
+        r = want[i] ? kdp_dra_device_add_attr(d, &attrs[i]) : 0;
+    }
+    if (r < 0) {
+        drop_attrs_from(d, from);
+    }
+    return r;
+}

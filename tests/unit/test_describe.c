@@ -112,13 +112,65 @@ static void test_field_cap(void **state)
     kdp__dra_device_done(NULL);
 }
 
+/* The standard PCI attributes: all or none. */
+static void test_pci_attrs(void **state)
+{
+    (void)state;
+    kdp_dra_device d;
+    kdp__dra_device_init(&d, "gpu");
+    char addr[] = "0000:41:00.0";
+    char root[] = "pci0000:40";
+    char addr2[] = "0000:00:06.0";
+    kdp_pci_device pci = {.address = addr, .pcie_root = root, .numa_node = 1};
+    assert_int_equal(kdp_dra_device_add_pci_attrs(&d, &pci), 0);
+    assert_int_equal(d.n_attrs, 3);
+    assert_string_equal(d.attrs[0].name, "resource.kubernetes.io/pciBusID");
+    assert_string_equal(d.attrs[0].string_value, "0000:41:00.0");
+    assert_string_equal(d.attrs[1].name, "resource.kubernetes.io/pcieRoot");
+    assert_string_equal(d.attrs[1].string_value, "pci0000:40");
+    assert_string_equal(d.attrs[2].name, "resource.kubernetes.io/numaNode");
+    assert_int_equal(d.attrs[2].type, KDP_DRA_ATTR_INT);
+    assert_int_equal(d.attrs[2].int_value, 1);
+    assert_int_equal(kdp_dra_device_add_pci_attrs(&d, &pci), -EEXIST); /* twice */
+    assert_int_equal(d.n_attrs, 3);
+    kdp__dra_device_done(&d);
+    /* no root complex, no NUMA node: the bus ID only */
+    kdp__dra_device_init(&d, "gpu");
+    kdp_pci_device bare = {.address = addr2, .numa_node = -1};
+    assert_int_equal(kdp_dra_device_add_pci_attrs(&d, &bare), 0);
+    assert_int_equal(d.n_attrs, 1);
+    kdp__dra_device_done(&d);
+    /* a clash drops what the call added */
+    kdp__dra_device_init(&d, "gpu");
+    kdp_dra_attr mine = {.name = "resource.kubernetes.io/numaNode", .type = KDP_DRA_ATTR_INT};
+    assert_int_equal(kdp_dra_device_add_attr(&d, &mine), 0);
+    assert_int_equal(kdp_dra_device_add_pci_attrs(&d, &pci), -EEXIST);
+    assert_int_equal(d.n_attrs, 1);
+    kdp__dra_device_done(&d);
+    /* no room for three more */
+    kdp__dra_device_init(&d, "gpu");
+    char name[16];
+    for (unsigned i = 0; i + 2 < KDP_DRA_MAX_DEVICE_FIELDS; i++) {
+        snprintf(name, sizeof(name), "a%u", i);
+        kdp_dra_attr a = {.name = name, .type = KDP_DRA_ATTR_BOOL};
+        assert_int_equal(kdp_dra_device_add_attr(&d, &a), 0);
+    }
+    assert_int_equal(kdp_dra_device_add_pci_attrs(&d, &pci), -E2BIG);
+    assert_int_equal(d.n_attrs, KDP_DRA_MAX_DEVICE_FIELDS - 2);
+    assert_int_equal(kdp_dra_device_add_pci_attrs(&d, &bare), 0);
+    kdp__dra_device_done(&d);
+    kdp_pci_device none = {.numa_node = -1};
+    assert_int_equal(kdp_dra_device_add_pci_attrs(&d, &none), -EINVAL);
+    assert_int_equal(kdp_dra_device_add_pci_attrs(NULL, &pci), -EINVAL);
+    assert_int_equal(kdp_dra_device_add_pci_attrs(&d, NULL), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_validators),
-        cmocka_unit_test(test_default_name),
-        cmocka_unit_test(test_builder),
-        cmocka_unit_test(test_field_cap),
+        cmocka_unit_test(test_validators), cmocka_unit_test(test_default_name),
+        cmocka_unit_test(test_builder),    cmocka_unit_test(test_field_cap),
+        cmocka_unit_test(test_pci_attrs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,26 +51,39 @@ static int str_attr(field_fn fn, void *ud, const char *name, const char *v)
     return v ? fn(ud, &a, NULL, NULL) : 0;
 }
 
-static int each_field(const gen_resource *r, const gen_dev *d, field_fn fn, void *ud)
+/* A pci entry's device as kdp_dra_device_add_pci_attrs takes it. */
+static kdp_pci_device pci_view(const gen_dev *d)
+{
+    return (kdp_pci_device){.address = d->pci.address,
+                            .pcie_root = d->pci.pcie_root,
+                            .numa_node = d->n_numa == 1 ? (int)d->numa[0] : -1};
+}
+
+/* The device's fields; std: with the standard PCI attributes (the
+ * describe op has kdp_dra_device_add_pci_attrs add those). */
+static int each_field(const gen_resource *r, const gen_dev *d, bool std, field_fn fn, void *ud)
 {
     int rc = 0;
     char buf[3][16];
-    if (d->pci.address) {
-        snprintf(buf[0], sizeof(buf[0]), "%04x", d->pci.vendor);
-        snprintf(buf[1], sizeof(buf[1]), "%04x", d->pci.device);
-        snprintf(buf[2], sizeof(buf[2]), "%06x", (unsigned)d->pci.class_code);
-        rc = str_attr(fn, ud, "resource.kubernetes.io/pciBusID", d->pci.address);
-        rc = rc ? rc : str_attr(fn, ud, "resource.kubernetes.io/pcieRoot", d->pci.pcie_root);
-        rc = rc ? rc : str_attr(fn, ud, "pciVendorID", buf[0]);
-        rc = rc ? rc : str_attr(fn, ud, "pciDeviceID", buf[1]);
-        rc = rc ? rc : str_attr(fn, ud, "pciClass", buf[2]);
-        rc = rc ? rc : str_attr(fn, ud, "kernelDriver", d->pci.driver);
+    kdp_pci_device pci = pci_view(d);
+    if (d->pci.address && std) {
+        rc = str_attr(fn, ud, "resource.kubernetes.io/pciBusID", pci.address);
+        rc = rc ? rc : str_attr(fn, ud, "resource.kubernetes.io/pcieRoot", pci.pcie_root);
     }
-    if (rc == 0 && d->n_numa == 1) {
+    if (rc == 0 && d->n_numa == 1 && (std || !d->pci.address)) {
         kdp_dra_attr a = {.name = "resource.kubernetes.io/numaNode",
                           .type = KDP_DRA_ATTR_INT,
                           .int_value = d->numa[0]};
         rc = fn(ud, &a, NULL, NULL);
+    }
+    if (rc == 0 && d->pci.address) {
+        snprintf(buf[0], sizeof(buf[0]), "%04x", d->pci.vendor);
+        snprintf(buf[1], sizeof(buf[1]), "%04x", d->pci.device);
+        snprintf(buf[2], sizeof(buf[2]), "%06x", (unsigned)d->pci.class_code);
+        rc = str_attr(fn, ud, "pciVendorID", buf[0]);
+        rc = rc ? rc : str_attr(fn, ud, "pciDeviceID", buf[1]);
+        rc = rc ? rc : str_attr(fn, ud, "pciClass", buf[2]);
+        rc = rc ? rc : str_attr(fn, ud, "kernelDriver", d->pci.driver);
     }
     const gen_entry *e = d->entry < r->n_entries ? &r->entries[d->entry] : NULL;
     for (size_t i = 0; rc == 0 && e && i < e->n_attrs; i++) {
@@ -109,8 +122,12 @@ static int describe(kdp_plugin *p, const kdp_device *d, kdp_dra_device *out, voi
     char name[NAME_MAX_LEN + 2];
     dra_name(dev.id, name);
     r = kdp_dra_device_set_name(out, name);
+    kdp_pci_device pci = pci_view(&dev);
+    if (r == 0 && dev.pci.address) {
+        r = kdp_dra_device_add_pci_attrs(out, &pci);
+    }
     if (r == 0) {
-        r = each_field(gen_res_config(g), &dev, add_field, out);
+        r = each_field(gen_res_config(g), &dev, false, add_field, out);
     }
     gen_dev_clear(&dev);
     return r;
@@ -236,6 +253,6 @@ void gen_dra_print(FILE *f, const gen_resource *r, const gen_dev *d)
     kdp__json_string_file(f, name);
     fprintf(f, ", \"attributes\": {");
     printer pr = {.f = f};
-    (void)each_field(r, d, print_field, &pr);
+    (void)each_field(r, d, true, print_field, &pr);
     fprintf(f, "%s}}", pr.caps ? "" : "}, \"capacity\": {");
 }
