@@ -512,17 +512,27 @@ static int set_options(kdp__httpc_call *call, const kdp__httpc_request *req)
     SET(CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
     /* a stream is bounded per line (write_cb), not in total */
     SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)(req->on_line ? 0 : call->max));
-    /* TLS: always verified; NULL keeps curl's defaults (system CAs, no
-     * client certificate) */
+    /* TLS: always verified. A configured CA (file or data) is the only one
+     * trusted, as client-go does: curl's default CA bundle and CApath
+     * (/etc/ssl/certs) are cleared, for the server and for an HTTPS proxy.
+     * No CA configured: curl's defaults (the system's CAs). */
     SET(CURLOPT_SSL_VERIFYPEER, 1L);
     SET(CURLOPT_SSL_VERIFYHOST, 2L);
-    SET(CURLOPT_CAINFO, req->ca_file);
-    SET(CURLOPT_SSLCERT, req->cert_file);
-    SET(CURLOPT_SSLKEY, req->key_file);
+    SET(CURLOPT_PROXY_SSL_VERIFYPEER, 1L);
+    SET(CURLOPT_PROXY_SSL_VERIFYHOST, 2L);
+    if (req->ca_file || req->ca_pem) {
+        SET(CURLOPT_CAPATH, NULL);
+        SET(CURLOPT_PROXY_CAPATH, NULL);
+        SET(CURLOPT_CAINFO, req->ca_pem ? NULL : req->ca_file);
+        SET(CURLOPT_PROXY_CAINFO, req->ca_pem ? NULL : req->ca_file);
+    }
     if (req->ca_pem) {
         struct curl_blob b = {(void *)req->ca_pem, req->ca_pem_len, CURL_BLOB_COPY};
         SET(CURLOPT_CAINFO_BLOB, &b);
+        SET(CURLOPT_PROXY_CAINFO_BLOB, &b);
     }
+    SET(CURLOPT_SSLCERT, req->cert_file);
+    SET(CURLOPT_SSLKEY, req->key_file);
     if (req->cert_pem) {
         struct curl_blob b = {(void *)req->cert_pem, req->cert_pem_len, CURL_BLOB_COPY};
         SET(CURLOPT_SSLCERT_BLOB, &b);

@@ -13,6 +13,7 @@ usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_http.py [-v] [Test.name ...
 import http.server
 import json
 import os
+import shutil
 import socket
 import ssl
 import subprocess
@@ -211,10 +212,15 @@ class HttpTest(ProcTest):
         import shutil
         shutil.rmtree(cls.certs, True)
 
-    def calls(self, *lines, timeout=20):
-        """Runs the calls; returns ({id: [events]}, the idle summary)."""
-        r = run([binary("kdp-test-http")], timeout=timeout, input="\n".join(lines) + "\n",
-                check_rc=0, echo=False)
+    def calls(self, *lines, timeout=20, capath=None):
+        """Runs the calls; returns ({id: [events]}, the idle summary). capath:
+        a directory mounted over /etc/ssl/certs (libcurl's default CApath)
+        for the run, in a mount namespace of its own."""
+        argv = [binary("kdp-test-http")]
+        if capath:
+            argv = ["unshare", "--mount", "sh", "-c",
+                    'mount --bind "$0" /etc/ssl/certs && exec "$1"', capath, argv[0]]
+        r = run(argv, timeout=timeout, input="\n".join(lines) + "\n", check_rc=0, echo=False)
         rep = sanitizer_report(r.stderr)
         self.assertFalse(rep, rep)
         by_id = {}
@@ -278,6 +284,32 @@ class HttpTest(ProcTest):
         ev = self.one("GET %s/get ca=%s" % (self.base, self.path("nope.crt")))[-1]
         self.assertLess(ev["status"], 0, ev)
         self.assertTrue(ev["error"], ev)
+
+    def test_only_the_configured_ca_trusted(self):
+        """With a CA configured (a kubeconfig's, the service account's), it
+        alone is trusted: not the CAs hashed in the system's CApath, where
+        libcurl also looks by default (client-go trusts the configured CA
+        only). Our server's CA is put there, in a mount namespace."""
+        if os.geteuid() != 0 or not shutil.which("unshare") or not os.path.isdir("/etc/ssl/certs"):
+            self.skipTest("needs root, unshare and /etc/ssl/certs (a mount namespace)")
+        capath = self.path("capath")
+        os.makedirs(capath)
+        shutil.copy(self.ca, os.path.join(capath, "kdp-test-ca.pem"))
+        openssl("rehash", capath, cwd=capath)
+        # curl's default bundle, in the same directory, holds another CA
+        shutil.copy(os.path.join(self.certs, "ca2.crt"), os.path.join(capath,
+                                                                     "ca-certificates.crt"))
+        # no CA configured: the system's trust, whose CApath now holds our CA
+        # (the setup works: the CApath is what trusts the server)
+        by_id, _ = self.calls("x GET %s/get token=%s" % (self.base, TOKEN), capath=capath)
+        self.assertEqual((by_id["x"][-1]["status"], by_id["x"][-1]["code"]), (0, 200), by_id)
+        # another CA configured: refused, and the token never sent
+        by_id, _ = self.calls("x GET %s/get ca=%s token=%s"
+                              % (self.base, os.path.join(self.certs, "ca2.crt"), TOKEN),
+                              capath=capath)
+        ev = by_id["x"][-1]
+        self.assertEqual((ev["status"], ev["code"]), (-1, 0), ev)
+        self.assertIn("certificate verify failed", ev["error"])
 
     def test_client_certificate(self):
         d = self.certs
