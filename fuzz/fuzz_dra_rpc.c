@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/safetext.h"
 #include "dra_health.pb-c.h"
 #include "dra_v1.pb-c.h"
 #include "grpc/client.h"
@@ -85,9 +86,9 @@ static void check_log(kdp_log_level level, const char *msg, void *ud)
 {
     (void)level;
     (void)ud;
-    for (const char *c = msg; *c; c++) {
-        CHECK((unsigned char)*c >= 0x20 && *c != 0x7f);
-    }
+    /* no forged, hidden or reordered text: controls, line separators and
+     * bidi controls escaped, valid UTF-8 (base/safetext) */
+    CHECK(kdp__safetext_clean(msg));
 }
 
 static int prepare(kdp_plugin *p, const kdp_dra_claim *c, kdp_dra_prepared *out, void *ud)

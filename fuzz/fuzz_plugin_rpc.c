@@ -58,6 +58,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "base/safetext.h"
 #include "deviceplugin.pb-c.h"
 #include "grpc/client.h"
 #include "grpc/server_int.h"
@@ -356,9 +357,9 @@ static void check_log(kdp_log_level level, const char *msg, void *ud)
 {
     (void)level;
     (void)ud;
-    for (const char *c = msg; *c; c++) {
-        CHECK((unsigned char)*c >= 0x20 && *c != 0x7f); /* no forged log lines */
-    }
+    /* no forged, hidden or reordered text: controls, line separators and
+     * bidi controls escaped, valid UTF-8 (base/safetext) */
+    CHECK(kdp__safetext_clean(msg));
 }
 
 static void cleanup(void)

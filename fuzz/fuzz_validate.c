@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/safetext.h"
 #include "base/validate.h"
 #include "deviceplugin.pb-c.h"
 #include "kdp.h"
@@ -225,10 +226,9 @@ static void check_log(kdp_log_level level, const char *msg, void *ud)
 {
     (void)level;
     (void)ud;
-    /* kdp's log lines never carry a control character (a forged line). */
-    for (const char *c = msg; *c; c++) {
-        CHECK((unsigned char)*c >= 0x20 && *c != 0x7f);
-    }
+    /* no forged, hidden or reordered text: controls, line separators and
+     * bidi controls escaped, valid UTF-8 (base/safetext) */
+    CHECK(kdp__safetext_clean(msg));
 }
 
 /* One validator against its reference; a refusal explains itself. */

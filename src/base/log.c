@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/safetext.h"
+
 static atomic_int min_level = KDP_LOG_WARNING;
 /* Held while a line is written (the sink is called under it, so lines never
  * interleave and kdp_log_set() returns only once the old sink is done). */
@@ -71,27 +73,29 @@ void kdp__log(kdp_log_level level, const char *file, int line, const char *fmt, 
     if (n < 0) {
         return;
     }
-    /* Never let a peer's bytes forge a second log line (or rub one out on a
-     * terminal with DEL). */
-    for (char *c = msg; *c; c++) {
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) {
-            *c = ' ';
-        }
+    /* Never let a peer's bytes forge a second log line, rub one out on a
+     * terminal, or hide and reorder text (C1 controls, line separators,
+     * bidi overrides): escaped, as kdpctl escapes them. */
+    char safe[2 * sizeof(msg)];
+    const char *line_text = msg;
+    if (!kdp__safetext_clean(msg)) {
+        kdp__safetext(safe, sizeof(safe), msg);
+        line_text = safe;
     }
 
     if (in_sink) {
         /* A line logged by kdp code the sink called (on this thread, which
          * holds the lock): never back into the sink, never a deadlock. */
-        write_stderr(level, file, line, msg);
+        write_stderr(level, file, line, line_text);
         return;
     }
     pthread_mutex_lock(&sink_lock);
     if (sink_fn) {
         in_sink = true;
-        sink_fn(level, msg, sink_ud);
+        sink_fn(level, line_text, sink_ud);
         in_sink = false;
     } else {
-        write_stderr(level, file, line, msg);
+        write_stderr(level, file, line, line_text);
     }
     pthread_mutex_unlock(&sink_lock);
 }

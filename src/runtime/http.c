@@ -18,17 +18,20 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "runtime/mhdlib.h"
 #include "runtime/mhdloop.h"
 
 #ifdef KDP_HAVE_MHD
-#include <dlfcn.h>
 #include <microhttpd.h>
-#include <pthread.h>
 #endif
 
-#define DEFAULT_MAX_CONNS   32U
-#define DEFAULT_PER_IP      16U /* over it, a connection is closed at accept */
+#define DEFAULT_MAX_CONNS 32U
+/* Over it, a connection is closed at accept: well below the total, so that
+ * a few addresses cannot fill the endpoint and the kubelet's probes and
+ * Prometheus still get in. */
+#define DEFAULT_PER_IP      4U
 #define DEFAULT_TIMEOUT_S   10U
+#define DEFAULT_DEADLINE_S  30U /* whatever the traffic, a connection's life */
 #define DEFAULT_CONN_MEMORY ((size_t)32 * 1024)
 #define BACKLOG             16
 #define ADDR_MAX            128 /* the bound address as text; a socket path fits */
@@ -42,6 +45,14 @@ typedef struct parsed {
     char port[8];
 } parsed;
 
+/* An open connection, with its deadline. */
+typedef struct tracked {
+    struct tracked *prev;
+    struct tracked *next;
+    int fd; /* -1 once shut down */
+    uint64_t due_us;
+} tracked;
+
 struct kdp__http {
     kdp__loop *loop;
     int fd; /* the listening socket; MHD closes it */
@@ -53,6 +64,12 @@ struct kdp__http {
 #ifdef KDP_HAVE_MHD
     struct MHD_Daemon *d;
 #endif
+    /* The open connections, oldest first, each closed at its deadline
+     * (a client that sends a byte now and then is not idle). */
+    tracked *oldest;
+    tracked *newest;
+    kdp__timer *reaper;
+    uint64_t deadline_us;
     kdp__mhdloop ml; /* the daemon on the loop */
 };
 
@@ -177,6 +194,13 @@ static int bind_one(const struct sockaddr *sa, socklen_t len, bool dual, int *re
     if (fd < 0) {
         return -errno;
     }
+    /* A unix socket's file takes the socket's mode less the umask: 0600
+     * from the moment it exists, whatever the umask (as the gRPC sockets) */
+    if (sa->sa_family == AF_UNIX && fchmod(fd, 0600) < 0) {
+        int r = -errno;
+        close(fd);
+        return r;
+    }
     int one = 1;
     (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (dual) {
@@ -285,92 +309,17 @@ static int listen_unix(kdp__http *h, const parsed *p)
 
 #ifdef KDP_HAVE_MHD
 
-/* ---- libmicrohttpd, loaded when the first endpoint starts ----
- *
- * Linking it would load it, and gnutls with the nine libraries gnutls
- * needs, into every program that links kdp, endpoint or not: 10 more
- * shared libraries, about 2.5 MB more RSS at idle, and 1 ms more from exec
- * to Register. Loaded on first use instead, it costs only the plugins that
- * serve metrics. */
-
-#define MHD_SONAME "libmicrohttpd.so.12"
-
-static struct {
-    __typeof__(MHD_start_daemon) *start_daemon;
-    __typeof__(MHD_stop_daemon) *stop_daemon;
-    __typeof__(MHD_run) *run;
-    __typeof__(MHD_get_timeout) *get_timeout;
-    __typeof__(MHD_get_daemon_info) *get_daemon_info;
-    __typeof__(MHD_add_connection) *add_connection;
-    __typeof__(MHD_create_response_from_buffer) *create_response_from_buffer;
-    __typeof__(MHD_add_response_header) *add_response_header;
-    __typeof__(MHD_queue_response) *queue_response;
-    __typeof__(MHD_destroy_response) *destroy_response;
-    __typeof__(MHD_lookup_connection_value) *lookup_connection_value;
-} mhd;
-
-static pthread_once_t mhd_once = PTHREAD_ONCE_INIT;
-static char mhd_error[256] = "not loaded"; /* "" once loaded */
-
-/* dlsym into a function pointer (POSIX guarantees the conversion works). */
-static bool sym(void *lib, const char *name, void *fn_ptr)
-{
-    void *p = dlsym(lib, name);
-    if (p) {
-        memcpy(fn_ptr, &p, sizeof(p));
-    }
-    return p != NULL;
-}
-
-static void mhd_load(void)
-{
-    void *lib = dlopen(MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *e = dlerror();
-        snprintf(mhd_error, sizeof(mhd_error), "%s", e ? e : "dlopen failed");
-        return;
-    }
-    bool ok = sym(lib, "MHD_start_daemon", &mhd.start_daemon) &&
-              sym(lib, "MHD_stop_daemon", &mhd.stop_daemon) && sym(lib, "MHD_run", &mhd.run) &&
-              sym(lib, "MHD_get_timeout", &mhd.get_timeout) &&
-              sym(lib, "MHD_get_daemon_info", &mhd.get_daemon_info) &&
-              sym(lib, "MHD_add_connection", &mhd.add_connection) &&
-              sym(lib, "MHD_create_response_from_buffer", &mhd.create_response_from_buffer) &&
-              sym(lib, "MHD_add_response_header", &mhd.add_response_header) &&
-              sym(lib, "MHD_queue_response", &mhd.queue_response) &&
-              sym(lib, "MHD_destroy_response", &mhd.destroy_response) &&
-              sym(lib, "MHD_lookup_connection_value", &mhd.lookup_connection_value);
-    if (!ok) {
-        snprintf(mhd_error, sizeof(mhd_error), "%s lacks a function kdp uses", MHD_SONAME);
-        dlclose(lib);
-        return;
-    }
-    mhd_error[0] = '\0'; /* loaded; kept for the process's lifetime */
-}
-
-/* 0, or -ENOTSUP after a log line naming what to install. Any thread. */
-static int mhd_ready(void)
-{
-    (void)pthread_once(&mhd_once, mhd_load);
-    if (mhd_error[0]) {
-        log_error("metrics: cannot load %s (on Debian: apt-get install libmicrohttpd12): %s",
-                  MHD_SONAME, mhd_error);
-        return -ENOTSUP;
-    }
-    return 0;
-}
-
 /* ---- libmicrohttpd on the loop ---- */
 
 static void mhd_run(void *daemon)
 {
-    (void)mhd.run(daemon);
+    (void)kdp__mhd.run(daemon);
 }
 
 static bool mhd_timeout(void *daemon, uint64_t *ret_ms)
 {
     MHD_UNSIGNED_LONG_LONG ms = 0;
-    if (mhd.get_timeout(daemon, &ms) != MHD_YES) {
+    if (kdp__mhd.get_timeout(daemon, &ms) != MHD_YES) {
         return false;
     }
     *ret_ms = ms;
@@ -391,36 +340,86 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     log_debug("metrics: http: %s", msg);
 }
 
+static void arm_reaper(kdp__http *h)
+{
+    if (h->oldest) {
+        kdp__timer_start_at(h->reaper, h->oldest->due_us);
+    } else {
+        kdp__timer_stop(h->reaper);
+    }
+}
+
+/* Past its deadline, a connection's socket is shut down: MHD sees the end
+ * and closes it (NOTIFY_CLOSED unlinks it). */
+static void reap(kdp__timer *t, void *ud)
+{
+    (void)t;
+    kdp__http *h = ud;
+    uint64_t now = kdp__now_us();
+    for (tracked *c = h->oldest; c && c->due_us <= now; c = c->next) {
+        if (c->fd >= 0) {
+            log_debug("metrics: a connection reached its deadline: closed");
+            (void)shutdown(c->fd, SHUT_RDWR);
+            c->fd = -1; /* once */
+        }
+    }
+    for (tracked *c = h->oldest; c; c = c->next) {
+        if (c->fd >= 0) {
+            kdp__timer_start_at(h->reaper, c->due_us);
+            return;
+        }
+    }
+}
+
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
-    (void)c;
-    (void)socket_context;
     kdp__http *h = cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         h->conns++;
-    } else if (h->conns > 0) {
-        h->conns--;
+        const union MHD_ConnectionInfo *info =
+            kdp__mhd.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        tracked *t = info ? calloc(1, sizeof(*t)) : NULL;
+        if (t) { /* out of memory: the idle timeout still bounds it */
+            t->fd = info->connect_fd;
+            t->due_us = kdp__now_us() + h->deadline_us;
+            t->prev = h->newest;
+            *(h->newest ? &h->newest->next : &h->oldest) = t;
+            h->newest = t;
+            *socket_context = t;
+            arm_reaper(h);
+        }
+        return;
+    }
+    h->conns -= h->conns > 0;
+    tracked *t = *socket_context;
+    if (t) {
+        *(t->prev ? &t->prev->next : &h->oldest) = t->next;
+        *(t->next ? &t->next->prev : &h->newest) = t->prev;
+        free(t);
+        *socket_context = NULL;
+        arm_reaper(h);
     }
 }
 
 static enum MHD_Result respond(struct MHD_Connection *c, kdp__http_resp *resp)
 {
     struct MHD_Response *r =
-        resp->body ? mhd.create_response_from_buffer(resp->len, resp->body, MHD_RESPMEM_MUST_FREE)
-                   : mhd.create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        resp->body
+            ? kdp__mhd.create_response_from_buffer(resp->len, resp->body, MHD_RESPMEM_MUST_FREE)
+            : kdp__mhd.create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (!r) {
         free(resp->body);
         return MHD_NO; /* MHD closes the connection */
     }
-    (void)mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-                                  resp->content_type ? resp->content_type
-                                                     : "text/plain; charset=utf-8");
+    (void)kdp__mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                       resp->content_type ? resp->content_type
+                                                          : "text/plain; charset=utf-8");
     if (resp->allow) {
-        (void)mhd.add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
+        (void)kdp__mhd.add_response_header(r, MHD_HTTP_HEADER_ALLOW, resp->allow);
     }
-    enum MHD_Result ok = mhd.queue_response(c, (unsigned)resp->status, r);
-    mhd.destroy_response(r);
+    enum MHD_Result ok = kdp__mhd.queue_response(c, (unsigned)resp->status, r);
+    kdp__mhd.destroy_response(r);
     return ok;
 }
 
@@ -439,8 +438,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     *con_cls = &body_marker;
     kdp__http_resp resp = {0};
-    const char *cl = mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-    const char *te = mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+    const char *cl = kdp__mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    const char *te = kdp__mhd.lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
     if ((cl && strcmp(cl, "0") != 0) || te) {
         resp.status = 413;
         resp.body = strdup("a request body is not accepted here\n");
@@ -453,7 +452,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static int start_mhd(kdp__http *h, const kdp__http_cfg *cfg)
 {
-    int r = mhd_ready();
+    int r = kdp__mhd_ready();
     if (r < 0) {
         return r;
     }
@@ -462,8 +461,14 @@ static int start_mhd(kdp__http *h, const kdp__http_cfg *cfg)
     size_t mem = cfg && cfg->conn_memory ? cfg->conn_memory : DEFAULT_CONN_MEMORY;
     /* At the total limit MHD stops accepting (the kernel's backlog, 16, waits);
      * over the per-address one it closes the new connection at once. */
-    unsigned per_ip = max / 2 < DEFAULT_PER_IP ? (max + 1) / 2 : DEFAULT_PER_IP;
-    h->d = mhd.start_daemon(
+    unsigned per_ip = max / 4 < DEFAULT_PER_IP ? (max + 3) / 4 : DEFAULT_PER_IP;
+    unsigned deadline = cfg && cfg->deadline_s ? cfg->deadline_s : DEFAULT_DEADLINE_S;
+    h->deadline_us = (uint64_t)deadline * 1000000U;
+    r = kdp__timer_new(h->loop, reap, h, &h->reaper);
+    if (r < 0) {
+        return r;
+    }
+    h->d = kdp__mhd.start_daemon(
         MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET,
         (MHD_socket)h->fd, MHD_OPTION_CONNECTION_LIMIT, max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         per_ip, MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, mem,
@@ -474,7 +479,7 @@ static int start_mhd(kdp__http *h, const kdp__http_cfg *cfg)
         return -EIO;
     }
     h->fd = -1; /* MHD's now: closed by MHD_stop_daemon */
-    const union MHD_DaemonInfo *info = mhd.get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
+    const union MHD_DaemonInfo *info = kdp__mhd.get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
     if (!info) {
         return -EIO;
     }
@@ -485,7 +490,7 @@ static int start_mhd(kdp__http *h, const kdp__http_cfg *cfg)
 int kdp__http_adopt(kdp__http *h, int fd)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (mhd.add_connection(h->d, fd, (struct sockaddr *)&sa, sizeof(sa_family_t)) != MHD_YES) {
+    if (kdp__mhd.add_connection(h->d, fd, (struct sockaddr *)&sa, sizeof(sa_family_t)) != MHD_YES) {
         return -EIO; /* MHD closed fd */
     }
     kdp__mhdloop_run(&h->ml);
@@ -566,9 +571,15 @@ void kdp__http_free(kdp__http *h)
     kdp__mhdloop_stop(&h->ml);
 #ifdef KDP_HAVE_MHD
     if (h->d) {
-        mhd.stop_daemon(h->d); /* closes the connections and the listening socket */
+        kdp__mhd.stop_daemon(h->d); /* closes the connections and the listening socket */
     }
 #endif
+    kdp__timer_free(h->reaper);
+    while (h->oldest) { /* NOTIFY_CLOSED came for each, unless MHD never started */
+        tracked *t = h->oldest;
+        h->oldest = t->next;
+        free(t);
+    }
     if (h->fd >= 0) {
         close(h->fd);
     }

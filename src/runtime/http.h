@@ -38,8 +38,9 @@ typedef void (*kdp__http_handler)(const char *method, const char *path, kdp__htt
                                   void *ud);
 
 typedef struct kdp__http_cfg {
-    unsigned max_connections; /* 0 = 32; from one IP address, half that, at most 16 */
+    unsigned max_connections; /* 0 = 32; from one IP address, a quarter of that, at most 4 */
     unsigned timeout_s;       /* idle connection timeout; 0 = 10 */
+    unsigned deadline_s;      /* a connection's whole life, busy or not; 0 = 30 */
     size_t conn_memory;       /* per connection; 0 = 32 KiB */
 } kdp__http_cfg;
 

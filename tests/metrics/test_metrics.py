@@ -42,6 +42,10 @@ def promparse_path():
     return os.path.join(kdptest.proc.bin_dir(), "..", "metrics-go", "kdp-promparse")
 
 
+# Connections one address may hold (src/runtime/http.c DEFAULT_PER_IP).
+PER_ADDRESS = 4
+
+
 class UnixHTTPConnection(http.client.HTTPConnection):
     def __init__(self, path, timeout=T):
         super().__init__("localhost", timeout=timeout)
@@ -299,7 +303,7 @@ class MetricsTest(PluginTest):
             held.append(s)
         closed = set()
         deadline = time.monotonic() + 5.0  # the server closes the excess at accept
-        while len(closed) < 40 + 1 - 16 and time.monotonic() < deadline:
+        while len(closed) < 40 + 1 - PER_ADDRESS and time.monotonic() < deadline:
             ready, _, _ = select.select([s for s in held if s not in closed], [], [], 0.2)
             for s in ready:
                 try:
@@ -308,9 +312,9 @@ class MetricsTest(PluginTest):
                 except ConnectionResetError:
                     closed.add(s)
         closed = len(closed)
-        log("FIGURE over-limit connections closed at once: %d of 40 (16 per address, one "
-            "slowloris)" % closed)
-        self.assertGreaterEqual(closed, 40 + 1 - 16)
+        log("FIGURE over-limit connections closed at once: %d of 40 (%d per address, one "
+            "slowloris)" % (closed, PER_ADDRESS))
+        self.assertGreaterEqual(closed, 40 + 1 - PER_ADDRESS)
         for s in held + [slow]:
             s.close()
         def served():
@@ -320,6 +324,47 @@ class MetricsTest(PluginTest):
                 return False
         wait_for(served, T, "served again once the others have gone")
         self.assertTrue(p.alive(), "the plugin is still running")
+        self.assertStopsCleanly(p)
+
+    def test_two_addresses_cannot_hold_healthz(self):
+        """Finding: 16 connections from each of two addresses, each sending a
+        byte every few seconds, made every probe time out while they ran.
+        Now each address gets PER_ADDRESS connections: a probe from a third
+        address is answered at once."""
+        p, addr = self.plugin_with_metrics()
+        host, port = addr.rsplit(":", 1)
+        held = []
+        for src in ("127.0.0.2", "127.0.0.3"):
+            for _ in range(16):
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.bind((src, 0))
+                s.settimeout(T)
+                try:
+                    s.connect((host, int(port)))
+                    s.sendall(b"G")
+                except OSError:
+                    pass
+                held.append(s)
+        try:
+            for s in held:  # a byte more from each: not idle
+                try:
+                    s.sendall(b"E")
+                except OSError:
+                    pass
+            t0 = time.monotonic()
+            c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            c.bind(("127.0.0.4", 0))
+            c.settimeout(5.0)
+            c.connect((host, int(port)))
+            c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = c.recv(100)
+            c.close()
+            log("FIGURE /healthz while two addresses hold 32 connections: answered in %.1f ms"
+                % ((time.monotonic() - t0) * 1000))
+            self.assertRegex(answer[:12], rb"HTTP/1\.1 (200|503)")
+        finally:
+            for s in held:
+                s.close()
         self.assertStopsCleanly(p)
 
     def test_bad_address_and_address_in_use(self):

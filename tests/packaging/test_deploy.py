@@ -353,6 +353,27 @@ def check_registration(ds, where):
               "%s: KDP_GENERATION is the pod-template-generation label" % where)
 
 
+def check_network_policy(objs, where):
+    """The metrics port open to one namespace's pods, only that port, and the
+    policy selects the DaemonSet's pods."""
+    ds = [o for o in objs if o["kind"] == "DaemonSet"][0]
+    np = [o for o in objs if o["kind"] == "NetworkPolicy"][0]
+    spec = np["spec"]
+    labels = ds["spec"]["template"]["metadata"]["labels"]
+    sel = spec.get("podSelector", {}).get("matchLabels", {})
+    check(sel and all(labels.get(k) == v for k, v in sel.items()),
+          "%s: the NetworkPolicy selects the DaemonSet's pods (%s)" % (where, sel))
+    check(spec.get("policyTypes") == ["Ingress"] and len(spec.get("ingress", [])) == 1,
+          "%s: one ingress rule" % where)
+    rule = spec["ingress"][0] if spec.get("ingress") else {}
+    check(rule.get("ports") == [{"port": "metrics", "protocol": "TCP"}],
+          "%s: only the metrics port (%s)" % (where, rule.get("ports")))
+    frm = rule.get("from", [])
+    check(len(frm) == 1 and list(frm[0]) == ["namespaceSelector"] and
+          frm[0]["namespaceSelector"].get("matchLabels"),
+          "%s: from one namespace's pods, not from everywhere (%s)" % (where, frm))
+
+
 def check_metrics(ds, where):
     """The metrics overlay serves the endpoint its probes and annotations use;
     the others (the static image, which cannot) ask for none."""
@@ -416,7 +437,10 @@ def check_manifests():
         kdir = os.path.join(DEPLOY, kdir_rel)
         objs = render(kdir)
         kinds = sorted(o["kind"] for o in objs)
-        check(kinds == ["DaemonSet"], "%s renders one DaemonSet (%s)" % (kdir_rel, kinds))
+        want = ["DaemonSet", "NetworkPolicy"] if kdir_rel == "overlays/metrics" else ["DaemonSet"]
+        check(kinds == want, "%s renders %s (%s)" % (kdir_rel, " and ".join(want), kinds))
+        if kdir_rel == "overlays/metrics" and kinds == want:
+            check_network_policy(objs, kdir_rel)
         for o in objs:
             check(o["metadata"].get("namespace") == "kube-system",
                   "%s: namespace kube-system" % kdir_rel)

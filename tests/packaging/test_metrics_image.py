@@ -15,7 +15,7 @@ builds it, and the runtime stage's packages against that binary's libraries.
    kdp-generic (the other binary the image is documented for).
 3. For each: dynamically linked and stripped; every NEEDED library
    (readelf -d), resolved by ldd, and libmicrohttpd (the soname kdp
-   dlopen()s, read from src/runtime/http.c) belongs (dpkg -S) to a package
+   dlopen()s, read from src/runtime/mhdlib.c) belongs (dpkg -S) to a package
    the runtime stage installs (libc6 excepted: it is in debian:12-slim); the
    libraries those load in turn belong to a package in the Depends closure
    of that list (what apt installs with it). Runs (--help).
@@ -92,9 +92,9 @@ def quiet(argv, must=False):
 
 
 def mhd_soname():
-    text = open(os.path.join(SRC, "src", "runtime", "http.c")).read()
+    text = open(os.path.join(SRC, "src", "runtime", "mhdlib.c")).read()
     m = re.search(r'#define MHD_SONAME "([^"]+)"', text)
-    assert m, "src/runtime/http.c no longer defines MHD_SONAME"
+    assert m, "src/runtime/mhdlib.c no longer defines MHD_SONAME"
     return m.group(1)
 
 

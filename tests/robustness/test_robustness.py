@@ -709,8 +709,13 @@ class Secure(Base):
         from concurrent import futures
         forged = "E0101 00:00:00.000000       1 kubelet.go:1] forged line"
 
+        # C0 controls and DEL; NEL (C1), the line separator and the bidi
+        # overrides that reorder what a reader sees (U+202E, U+2066)
+        hidden = "\u0085x\u2028y\u202eevil\u2066z"
+
         def register(request, context):
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no\r\n" + forged + "\x1b[31m\x7f")
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                          "no\r\n" + forged + "\x1b[31m\x7f" + hidden)
 
         srv = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
         srv.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
@@ -721,11 +726,41 @@ class Secure(Base):
         pl = self.start_test_plugin("--devices", "a")
         line = pl.wait_log(r"Register failed: INVALID_ARGUMENT", T)
         self.assertIn("forged line", line)
-        self.assertNotIn("\x1b", line)
-        self.assertNotIn("\x7f", line)
+        for raw in ("\x1b", "\x7f", "\u0085", "\u2028", "\u202e", "\u2066"):
+            self.assertNotIn(raw, line)
+        # escaped, the same way kdpctl escapes (base/safetext)
+        self.assertIn("no\\x0d\\x0aE0101", line)
+        self.assertIn("\\x1b[31m\\x7f\\u0085x\\u2028y\\u202eevil\\u2066z", line)
         self.assertFalse([x for x in pl.log_lines() if x.startswith("E0101")],
                          "the kubelet's message forged a log line")
         self.assertStopsCleanly(pl)
+
+    def test_plugin_message_escaped_by_kdpctl(self):
+        """kdpctl prints a plugin's error message (grpcio here) escaped as
+        the logs are: no control or direction character reaches the
+        terminal."""
+        import grpc
+        from concurrent import futures
+
+        def allocate(request, context):
+            context.abort(grpc.StatusCode.INTERNAL,
+                          "bad\nkdpctl allocate: OK\x1b]0;title\x07\u202e\u2028\u0085")
+
+        srv = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        srv.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
+            "v1beta1.DevicePlugin", {"Allocate": grpc.unary_unary_rpc_method_handler(allocate)})])
+        srv.add_insecure_port("unix:" + self.path("evil.sock"))
+        srv.start()
+        self.addCleanup(srv.stop, None)
+        out = kdptest.run([binary("kdpctl"), "--device-plugin-dir", self.dir, "allocate",
+                           "evil.sock", "a"], T)
+        self.assertNotEqual(out.returncode, 0, out)
+        err = out.stderr
+        for raw in ("\n kdpctl", "\x1b", "\x07", "\u202e", "\u2028", "\u0085"):
+            self.assertNotIn(raw, err)
+        self.assertIn("bad\\x0akdpctl allocate: OK\\x1b]0;title\\x07\\u202e\\u2028\\u0085",
+                      err)
+        self.assertEqual(err.count("\n"), len(err.splitlines()))
 
 
 class Valgrind(PluginTest):

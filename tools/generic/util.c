@@ -7,6 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/safetext.h"
+
 #define ID_MAX 200
 
 bool gen_verbose = true;
@@ -25,8 +27,11 @@ void gen_log(char level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    /* paths and names from the host, escaped as kdp's own log lines */
+    char safe[2 * sizeof(msg)];
+    kdp__safetext(safe, sizeof(safe), msg);
     fprintf(stderr, "%c%02d%02d %02d:%02d:%02d.%06ld %7d kdp-generic] %s\n", level, tm.tm_mon + 1,
-            tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)tv.tv_usec, (int)getpid(), msg);
+            tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)tv.tv_usec, (int)getpid(), safe);
 }
 
 static bool alnum(char ch)

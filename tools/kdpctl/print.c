@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "base/jsonstr.h"
+#include "base/safetext.h"
 
 void kc_buf_free(kc_buf *b)
 {
@@ -82,14 +83,18 @@ void kc_buf_printf(kc_buf *b, const char *fmt, ...)
 
 void kc_buf_safe(kc_buf *b, const char *s)
 {
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        unsigned char next = (unsigned char)s[1];
-        bool c1 = c == 0xc2 && next >= 0x80 && next <= 0x9f; /* U+0080..U+009F */
-        char out = (char)(c < 0x20 || c == 0x7f || c1 ? '?' : c);
-        kc_buf_add(b, &out, 1);
-        s += c1;
+    if (kdp__safetext_clean(s)) {
+        kc_buf_add(b, s, strlen(s));
+        return;
     }
+    size_t cap = strlen(s) * 4 + 1; /* \xNN for a byte, \uXXXX for 2 or 3 */
+    char *out = malloc(cap);
+    if (!out) {
+        b->failed = true;
+        return;
+    }
+    kc_buf_add(b, out, kdp__safetext(out, cap, s));
+    free(out);
 }
 
 static void put_buf(const char *s, size_t len, void *ud)

@@ -28,7 +28,8 @@ void kc_buf_reset(kc_buf *b);
 void kc_buf_add(kc_buf *b, const char *s, size_t len);
 void kc_buf_puts(kc_buf *b, const char *s);
 void kc_buf_printf(kc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Appends s with control characters (and DEL) replaced by '?'. */
+/* Appends s escaped as the logs escape a peer's text (base/safetext.h:
+ * controls, line separators, bidi controls, invalid UTF-8). */
 void kc_buf_safe(kc_buf *b, const char *s);
 /* Appends s as a JSON string literal, quotes included (base/jsonstr.h). */
 void kc_buf_json_string(kc_buf *b, const char *s);
