@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/log.h"
+
 int kdp__mkdir_p(const char *dir, mode_t mode)
 {
     char path[PATH_MAX];
@@ -96,4 +98,23 @@ int kdp__replace_file(const char *path, const void *buf, size_t len, mode_t mode
         return r;
     }
     return kdp__sync_dir(dirbuf);
+}
+
+int kdp__own_plain_file(int fd, const char *path)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int r = -errno;
+        log_warn("%s: cannot stat it: %s", path, strerror(-r));
+        return r;
+    }
+    const char *why = !S_ISREG(st.st_mode)     ? "is not a regular file"
+                      : st.st_nlink != 1       ? "has another hard link (planted?)"
+                      : st.st_uid != geteuid() ? "belongs to another user"
+                                               : NULL;
+    if (why) {
+        log_warn("%s %s: not used (remove it if it is not yours)", path, why);
+        return -EPERM;
+    }
+    return 0;
 }

@@ -30,4 +30,12 @@ int kdp__sync_dir(const char *dir);
  * -ENAMETOOLONG or -errno. */
 int kdp__replace_file(const char *path, const void *buf, size_t len, mode_t mode);
 
+/* Whether the open file fd (at path, for the log line) is one kdp may
+ * write or trust in a directory other processes can write to (a hostPath
+ * shared with pods): a regular file with one link, owned by this process's
+ * user. A FIFO, a hard link planted to another file, or someone else's file
+ * is refused with a warning naming path and what is wrong. Returns 0 or
+ * -EPERM. */
+int kdp__own_plain_file(int fd, const char *path);
+
 #endif

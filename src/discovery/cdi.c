@@ -269,7 +269,9 @@ static bool file_ok(const char *file)
 /* True if path holds exactly buf. */
 static bool same_content(const char *path, const char *buf, size_t len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* O_NONBLOCK: a FIFO planted there never holds the thread (not a
+     * regular file: different, and replaced by the rename) */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         return false;
     }

@@ -40,7 +40,7 @@ int kdp__sys_read(const char *dir, const char *name, char *buf, size_t size)
     if (w < 0 || (size_t)w >= sizeof(path)) {
         return -ENAMETOOLONG;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         return -errno;
     }

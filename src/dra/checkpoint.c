@@ -220,6 +220,14 @@ static int update(kdp__ckpt *c, change_fn change, const char *uid, void *arg)
 {
     pthread_mutex_lock(&c->wmu);
     int lfd = open(c->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+    if (lfd >= 0 && kdp__own_plain_file(lfd, c->lock_path) < 0) {
+        /* not a file of ours (a FIFO, a planted hard link): replaced; a
+         * lock on it would guard nothing */
+        close(lfd);
+        (void)unlink(c->lock_path);
+        lfd = open(c->lock_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+                   0600);
+    }
     int r = lfd < 0 ? -errno : 0;
     while (r == 0 && flock(lfd, LOCK_EX) < 0) {
         if (errno != EINTR) {

@@ -13,7 +13,9 @@
 
 int kdp__kfile_read(const char *path, char **ret, size_t *ret_len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    /* links followed (a projected token is one); O_NONBLOCK and the
+     * regular-file check below: a FIFO never holds the thread */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) {
         return -errno;
     }
@@ -25,7 +27,7 @@ int kdp__kfile_read(const char *path, char **ret, size_t *ret_len)
     }
     if (!S_ISREG(st.st_mode) || st.st_size > KDP__KFILE_MAX) {
         close(fd);
-        return S_ISDIR(st.st_mode) ? -EISDIR : -EFBIG;
+        return S_ISDIR(st.st_mode) ? -EISDIR : S_ISREG(st.st_mode) ? -EFBIG : -EINVAL;
     }
     size_t cap = (size_t)st.st_size + 1;
     char *buf = malloc(cap);

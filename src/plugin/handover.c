@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "base/log.h"
 #include "runtime/sock.h"
 
@@ -69,13 +71,15 @@ int kdp__handover_init(kdp__handover *h, const char *resource, const char *dir,
     h->instance = strdup(instance);
     h->dir = strdup(dir);
     h->socket_name = strdup(socket_name);
+    h->stem_of = strdup(stem_of);
     if (asprintf(&h->marker_name, ".%.*s.newest", (int)stem_len(stem_of), stem_of) < 0) {
         h->marker_name = NULL;
     }
     if (h->marker_name && asprintf(&h->marker_path, "%s/%s", dir, h->marker_name) < 0) {
         h->marker_path = NULL;
     }
-    if (!h->instance || !h->dir || !h->socket_name || !h->marker_name || !h->marker_path) {
+    if (!h->instance || !h->dir || !h->socket_name || !h->stem_of || !h->marker_name ||
+        !h->marker_path) {
         kdp__handover_done(h);
         return -ENOMEM;
     }
@@ -87,6 +91,7 @@ void kdp__handover_done(kdp__handover *h)
     free(h->instance);
     free(h->dir);
     free(h->socket_name);
+    free(h->stem_of);
     free(h->marker_name);
     free(h->marker_path);
     memset(h, 0, sizeof(*h));
@@ -103,11 +108,37 @@ typedef struct marker {
     uint64_t generation;
 } marker;
 
-/* Reads the marker: 1 (read), 0 (none, or not one of ours: ignored). */
+/* Whether m names an instance of this plugin by its own socket name
+ * ("<stem>-<instance>.sock"): a marker naming anything else (kubelet.sock,
+ * another plugin's socket) is not one kdp wrote. */
+static bool names_an_instance(const kdp__handover *h, const marker *m)
+{
+    const char *why = NULL;
+    if (kdp__handover_check_instance(m->instance, &why) < 0) {
+        return false;
+    }
+    char *want = kdp__handover_socket_name(h->stem_of, m->instance);
+    bool ok = want && strcmp(want, m->socket) == 0;
+    free(want);
+    return ok;
+}
+
+/* Reads the marker: 1 (read), 0 (none, or not one of ours: ignored). A
+ * marker that is not a plain file of this user's (a FIFO, a planted hard
+ * link, someone else's) is not read. */
 static int read_marker(const kdp__handover *h, marker *m)
 {
-    FILE *f = fopen(h->marker_path, "re");
+    int fd = open(h->marker_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        return 0;
+    }
+    if (kdp__own_plain_file(fd, h->marker_path) < 0) {
+        close(fd);
+        return 0;
+    }
+    FILE *f = fdopen(fd, "r");
     if (!f) {
+        close(fd);
         return 0;
     }
     char resource[256] = "";
@@ -118,8 +149,14 @@ static int read_marker(const kdp__handover *h, marker *m)
     char *end = NULL;
     errno = 0;
     m->generation = strtoull(gen, &end, 10);
-    return n == 4 && !errno && end != gen && *end == '\0' && gen[0] != '-' &&
-           strcmp(resource, h->resource) == 0 && strchr(m->socket, '/') == NULL;
+    bool ok = n == 4 && !errno && end != gen && *end == '\0' && gen[0] != '-' &&
+              strcmp(resource, h->resource) == 0 && strchr(m->socket, '/') == NULL;
+    if (ok && !names_an_instance(h, m)) {
+        log_warn("%s: %s names socket %.255s, which is not an instance of this plugin: ignored",
+                 h->resource, h->marker_path, m->socket);
+        ok = false;
+    }
+    return ok;
 }
 
 /* Writes the marker ours: a temporary file renamed over it (readers see the
@@ -128,7 +165,10 @@ static int write_marker(const kdp__handover *h)
 {
     char tmp[4200];
     snprintf(tmp, sizeof(tmp), "%s.%s.tmp", h->marker_path, h->instance);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    /* a new file, never one planted there (a hard link to another file
+     * would be overwritten): a leftover is removed first */
+    (void)unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
         return -errno;
     }
@@ -150,12 +190,15 @@ static int write_marker(const kdp__handover *h)
     return r;
 }
 
-/* The other instance's socket accepts connections. */
+/* The other instance's socket, a socket of this user's, accepts
+ * connections. */
 static bool alive(const kdp__handover *h, const char *name)
 {
     char path[4200];
     int n = snprintf(path, sizeof(path), "%s/%s", h->dir, name);
-    if (n < 0 || (size_t)n >= sizeof(path)) {
+    struct stat st;
+    if (n < 0 || (size_t)n >= sizeof(path) || lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+        st.st_uid != geteuid()) {
         return false;
     }
     int fd = -1;

@@ -31,6 +31,7 @@ typedef struct kdp__handover {
     uint64_t generation;
     char *dir;
     char *socket_name; /* ours, "<stem>-<instance>.sock" */
+    char *stem_of;     /* the configured socket name the stem comes from */
     char *marker_name; /* ".<stem>.newest" */
     char *marker_path;
 } kdp__handover;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "base/log.h"
 
 int kdp__lockfile_init(kdp__lockfile *lf, const char *dir, const char *socket_name,
@@ -55,9 +56,18 @@ bool kdp__lockfile_is(const kdp__lockfile *lf, const char *name)
 static int take(kdp__lockfile *lf)
 {
     for (int attempt = 0; attempt < 3; attempt++) {
-        int fd = open(lf->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        int fd = open(lf->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
         if (fd < 0) {
             return -errno;
+        }
+        if (kdp__own_plain_file(fd, lf->path) < 0) {
+            /* a FIFO, a hard link to another file, someone else's: its
+             * name goes (the file it links to stays untouched), ours comes */
+            close(fd);
+            if (unlink(lf->path) < 0 && errno != ENOENT) {
+                return -errno;
+            }
+            continue;
         }
         if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
             int e = errno;
