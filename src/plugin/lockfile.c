@@ -53,6 +53,24 @@ bool kdp__lockfile_is(const kdp__lockfile *lf, const char *name)
     return name && lf->name && strcmp(name, lf->name) == 0;
 }
 
+/* flock failed with errno e: -EADDRINUSE (another instance holds it:
+ * logged with its pid) or -e. Closes fd. */
+static int held_elsewhere(const kdp__lockfile *lf, int fd, int e)
+{
+    char pid[32] = "";
+    ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+    pid[n > 0 ? n : 0] = '\0';
+    pid[strcspn(pid, "\n")] = '\0';
+    close(fd);
+    if (e != EWOULDBLOCK) {
+        return -e;
+    }
+    log_error("%s: another instance (pid %s) already serves %s: refusing to start "
+              "(lock %s is held)",
+              lf->resource, *pid ? pid : "?", lf->socket, lf->path);
+    return -EADDRINUSE;
+}
+
 static int take(kdp__lockfile *lf)
 {
     for (int attempt = 0; attempt < 3; attempt++) {
@@ -70,19 +88,7 @@ static int take(kdp__lockfile *lf)
             continue;
         }
         if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-            int e = errno;
-            char pid[32] = "";
-            ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
-            pid[n > 0 ? n : 0] = '\0';
-            pid[strcspn(pid, "\n")] = '\0';
-            close(fd);
-            if (e != EWOULDBLOCK) {
-                return -e;
-            }
-            log_error("%s: another instance (pid %s) already serves %s: refusing to start "
-                      "(lock %s is held)",
-                      lf->resource, *pid ? pid : "?", lf->socket, lf->path);
-            return -EADDRINUSE;
+            return held_elsewhere(lf, fd, errno);
         }
         struct stat a;
         struct stat b;
