@@ -32,7 +32,8 @@ Manifests (deploy/base, deploy/overlays/*):
   status update, nodes get) bound to it, the DaemonSet (the hardening above,
   the image of deploy/Dockerfile.dra, maxSurge 1, NODE_NAME and POD_UID from
   the downward API, plugins_registry, plugins and /var/run/cdi mounted
-  writable, the token mounted), and a DeviceClass selecting the driver named
+  writable (of the plugins directory, only the driver's own folder), the
+  token mounted), and a DeviceClass selecting the driver named
   in the args, with extendedResourceName (KEP-5004); deploy/generic-dra the
   same for kdp-generic (the driver and resource from its ConfigMap, only the
   driver's own plugins folder mounted);
@@ -482,6 +483,31 @@ def generic_dra_config(cm):
     return (res[0]["dra"]["driver"], res[0]["name"]) if len(res) == 1 else (None, None)
 
 
+def check_admission(by_kind, sa, where):
+    """Slice writes by the driver's service account bound to its own node."""
+    pol = by_kind["ValidatingAdmissionPolicy"][0]
+    bnd = by_kind["ValidatingAdmissionPolicyBinding"][0]
+    spec = pol["spec"]
+    rules = spec.get("matchConstraints", {}).get("resourceRules", [])
+    check(len(rules) == 1 and rules[0].get("apiGroups") == ["resource.k8s.io"] and
+          rules[0].get("resources") == ["resourceslices"] and
+          sorted(rules[0].get("operations", [])) == ["CREATE", "DELETE", "UPDATE"],
+          where + ": the admission policy covers every write of a ResourceSlice")
+    user = "system:serviceaccount:kube-system:" + sa["metadata"]["name"]
+    conds = [c.get("expression", "") for c in spec.get("matchConditions", [])]
+    check(len(conds) == 1 and '"%s"' % user in conds[0],
+          where + ": ... by the driver's service account (%s)" % user)
+    exprs = " ".join(v.get("expression", "") for v in spec.get("validations", []) +
+                     spec.get("variables", []))
+    check("authentication.kubernetes.io/node-name" in exprs and "nodeName" in exprs and
+          "variables.callerNode == variables.sliceNode" in exprs,
+          where + ": ... which must name the node the writing pod runs on")
+    check(spec.get("failurePolicy") == "Fail", where + ": the policy fails closed")
+    check(bnd["spec"].get("policyName") == pol["metadata"]["name"] and
+          bnd["spec"].get("validationActions") == ["Deny"],
+          where + ": the policy is bound, denying")
+
+
 def check_dra(kubectl, kdir_rel="dra"):
     """deploy/dra (the gopher example) or deploy/generic-dra (kdp-generic,
     configured by its ConfigMap)."""
@@ -492,11 +518,13 @@ def check_dra(kubectl, kdir_rel="dra"):
     by_kind = {}
     for o in objs:
         by_kind.setdefault(o["kind"], []).append(o)
-    kinds = ["ClusterRole", "ClusterRoleBinding", "DaemonSet", "DeviceClass", "ServiceAccount"]
-    kinds = sorted(kinds + ["ConfigMap"]) if generic else kinds
+    kinds = ["ClusterRole", "ClusterRoleBinding", "DaemonSet", "DeviceClass", "ServiceAccount",
+             "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
+    kinds = sorted(kinds + ["ConfigMap"]) if generic else sorted(kinds)
     check(sorted(by_kind) == kinds and all(len(v) == 1 for v in by_kind.values()),
           where + " renders a ServiceAccount, a ClusterRole and its binding, a DaemonSet, a "
-          "DeviceClass%s (%s)" % (" and a ConfigMap" if generic else "",
+          "DeviceClass, an admission policy and its binding%s (%s)"
+          % (" and a ConfigMap" if generic else "",
                                   sorted(o["kind"] for o in objs)))
     if failures:
         return
@@ -522,6 +550,7 @@ def check_dra(kubectl, kdir_rel="dra"):
     check(binding.get("subjects") == [{"kind": "ServiceAccount", "name": sa["metadata"]["name"],
                                        "namespace": "kube-system"}],
           where + ": ... for the ServiceAccount in kube-system")
+    check_admission(by_kind, sa, where)
     # The DaemonSet
     pod = ds["spec"]["template"]["spec"]
     c = pod["containers"][0]
@@ -582,7 +611,7 @@ def check_dra(kubectl, kdir_rel="dra"):
         gopher = open(os.path.join(SRC, "examples", "gopher.c")).read()
         m = re.search(r'\.resource_name = "([^"]+)"', gopher)
         resource = m.group(1) if m else None
-    plugins = ("/var/lib/kubelet/plugins/" + str(driver)) if generic else "/var/lib/kubelet/plugins"
+    plugins = "/var/lib/kubelet/plugins/" + str(driver)  # the driver's own folder only
     for path, kind in (("/var/lib/kubelet/plugins_registry", "Directory"),
                        (plugins, "DirectoryOrCreate"),
                        ("/var/run/cdi", "DirectoryOrCreate")):
