@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "base/yamldepth.h"
 #include "k8s/kfile.h"
 
 static int say(char *why, size_t why_len, int err, const char *fmt, ...)
@@ -397,6 +398,13 @@ static int load_file(const char *file, kdp__kconfig *kc, char *why, size_t why_l
         goto out;
     }
     have_parser = true;
+    size_t deep_line = 0;
+    if (kdp__yaml_flow_depth(text, len, KDP__YAML_MAX_FLOW_DEPTH, &deep_line) < 0) {
+        r = say(why, why_len, -EINVAL,
+                "%s: line %zu nests [ and { deeper than %u levels: not a kubeconfig", file,
+                deep_line, KDP__YAML_MAX_FLOW_DEPTH);
+        goto out;
+    }
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &doc)) {
         r = say(why, why_len, -EINVAL, "%s is not valid YAML: %s at line %zu, column %zu", file,

@@ -511,6 +511,10 @@ BAD = [
     ("resources: 3\n", 1, "resources", "must be a list"),
     ("", 1, "", "the file is empty"),
     ("root: /\n", 1, "resources", "is required"),
+    # 100,000 nested brackets (200 KB): refused before libyaml's scanner,
+    # which would take about a minute over them
+    ("# deep\nresources: " + "[" * 100000 + "]" * 100000 + "\n", 2, "",
+     "[ and { nest deeper than 64 levels"),
 ]
 
 

@@ -194,6 +194,26 @@ static void test_kubeconfig_errors(void **state)
     put("nohost2", HEAD "clusters:\n- name: c1\n  cluster: {server: 'https:///x'}\n");
     assert_null(load("nohost2", -EINVAL, "has no host"));
     assert_null(load("absent", -ENOENT, "cannot read the kubeconfig"));
+    /* 100,000 nested brackets (finding: 42 s in libyaml's scanner): refused
+     * by the pre-scan, at once */
+    size_t n = 100000;
+    char *deep = malloc(2 * n + 32);
+    assert_non_null(deep);
+    size_t o = (size_t)sprintf(deep, "\nclusters: ");
+    memset(deep + o, '[', n);
+    memset(deep + o + n, ']', n);
+    strcpy(deep + o + 2 * n, "\n");
+    put("deep", deep);
+    free(deep);
+    assert_null(load("deep", -EINVAL, "line 2 nests [ and { deeper than 64 levels"));
+    char ok64[160];
+    o = (size_t)sprintf(ok64, "a: ");
+    memset(ok64 + o, '[', 64);
+    ok64[o + 64] = 'x';
+    memset(ok64 + o + 65, ']', 64);
+    strcpy(ok64 + o + 129, "\n");
+    put("deep64", ok64);
+    assert_null(load("deep64", -EINVAL, "no current-context")); /* 64 deep: read */
 }
 
 static void test_in_cluster(void **state)

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "base/yamldepth.h"
 #include "config_devices.h"
 #include "config_dra.h"
 #include "config_health.h"
@@ -279,6 +280,16 @@ int gen_config_load(const char *file, const char *dp_dir, gen_config *out, char 
     unsigned char *buf = NULL;
     size_t len = 0;
     if (read_file(&c, &buf, &len) < 0) {
+        *err = c.err;
+        return -1;
+    }
+    size_t deep_line = 0;
+    if (kdp__yaml_flow_depth((const char *)buf, len, KDP__YAML_MAX_FLOW_DEPTH, &deep_line) < 0) {
+        yaml_mark_t m = {.line = deep_line - 1};
+        yaml_node_t at = {.start_mark = m};
+        (void)yw_fail(&c, &at, "", "[ and { nest deeper than %u levels here",
+                      KDP__YAML_MAX_FLOW_DEPTH);
+        free(buf);
         *err = c.err;
         return -1;
     }
