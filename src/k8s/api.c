@@ -11,6 +11,7 @@
 
 #include "base/list.h"
 #include "base/log.h"
+#include "base/secret.h"
 #include "k8s/apierr.h"
 #include "k8s/httpc.h"
 
@@ -142,7 +143,7 @@ static void token_refresh(kdp__api *a, bool now)
     if (a->token && strcmp(a->token, tok) != 0) {
         log_info("k8s: the token in %s changed: using the new one", a->kc->token_file);
     }
-    free(a->token);
+    kdp__secret_free_str(a->token);
     a->token = tok;
 }
 
@@ -539,6 +540,6 @@ void kdp__api_free(kdp__api *a)
         call_free(KDP__CONTAINER_OF(l, kdp__api_req, node));
     }
     kdp__timer_free(a->kick);
-    free(a->token);
+    kdp__secret_free_str(a->token);
     free(a);
 }

@@ -12,6 +12,7 @@
 #include <sys/epoll.h>
 
 #include "base/list.h"
+#include "base/secret.h"
 #include "k8s/lines.h"
 
 struct kdp__httpc_client {
@@ -85,6 +86,9 @@ static void call_free(kdp__httpc_call *call)
     }
     call_detach(call);
     curl_easy_cleanup(call->easy);
+    for (struct curl_slist *s = call->headers; s; s = s->next) {
+        explicit_bzero(s->data, strlen(s->data)); /* the Authorization line among them */
+    }
     curl_slist_free_all(call->headers);
     kdp__lines_free(&call->lines);
     free(call->body);
@@ -451,7 +455,7 @@ static int add_header2(kdp__httpc_call *call, const char *name, const char *valu
     }
     snprintf(line, n, "%s%s", name, value);
     int r = add_header(call, line);
-    free(line);
+    kdp__secret_free(line, n); /* the bearer token's line */
     return r;
 }
 
@@ -538,7 +542,9 @@ static int set_options(kdp__httpc_call *call, const kdp__httpc_request *req)
         SET(CURLOPT_SSLCERT_BLOB, &b);
     }
     if (req->key_pem) {
-        struct curl_blob b = {(void *)req->key_pem, req->key_pem_len, CURL_BLOB_COPY};
+        /* not copied into every handle: the caller's buffer outlives the
+         * call (kdp__httpc_request) and is wiped when freed */
+        struct curl_blob b = {(void *)req->key_pem, req->key_pem_len, CURL_BLOB_NOCOPY};
         SET(CURLOPT_SSLKEY_BLOB, &b);
     }
     return bad ? -EINVAL : set_method(call, req);

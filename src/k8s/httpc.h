@@ -72,6 +72,9 @@ typedef struct kdp__httpc_request {
     size_t ca_pem_len;
     const char *cert_pem;
     size_t cert_pem_len;
+    /* The private key: NOT copied (curl keeps a pointer to it: it must
+     * live as long as the call; kdp's is the kubeconfig's, which outlives
+     * the API client's calls and is wiped when freed). */
     const char *key_pem;
     size_t key_pem_len;
     uint32_t connect_timeout_ms; /* 0 = KDP__HTTPC_CONNECT_TIMEOUT_MS */

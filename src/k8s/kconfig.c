@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "base/secret.h"
 #include "base/yamldepth.h"
 #include "k8s/kfile.h"
 
@@ -37,12 +38,12 @@ void kdp__kconfig_free(kdp__kconfig *kc)
     free(kc->server);
     free(kc->ca_file);
     free(kc->ca_data);
-    free(kc->token);
+    kdp__secret_free_str(kc->token);
     free(kc->token_file);
     free(kc->cert_file);
     free(kc->key_file);
     free(kc->cert_data);
-    free(kc->key_data);
+    kdp__secret_free(kc->key_data, kc->key_len);
     free(kc->source);
     free(kc);
 }
@@ -65,18 +66,18 @@ int kdp__kconfig_read_token(const char *path, char **ret, char *why, size_t why_
     }
     s[n] = '\0';
     if (n == 0) {
-        free(buf);
+        kdp__secret_free_str(buf);
         return say(why, why_len, -ENODATA, "the token file %s is empty", path);
     }
     for (size_t i = 0; i < n; i++) {
         if (s[i] < 0x21 || s[i] > 0x7e) {
-            free(buf);
+            kdp__secret_free(buf, (size_t)(s - buf) + n);
             return say(why, why_len, -EINVAL,
                        "the token file %s holds more than one line of printable characters", path);
         }
     }
     char *t = strdup(s);
-    free(buf);
+    kdp__secret_free(buf, (size_t)(s - buf) + n);
     if (!t) {
         return -ENOMEM;
     }
@@ -375,6 +376,16 @@ static int from_doc(struct kload *ld)
     return 0;
 }
 
+/* Zeroes every scalar of the document before libyaml frees it. */
+static void wipe_scalars(yaml_document_t *doc)
+{
+    for (yaml_node_t *n = doc->nodes.start; n < doc->nodes.top; n++) {
+        if (n->type == YAML_SCALAR_NODE && n->data.scalar.value) {
+            explicit_bzero(n->data.scalar.value, n->data.scalar.length);
+        }
+    }
+}
+
 static int load_file(const char *file, kdp__kconfig *kc, char *why, size_t why_len)
 {
     char *text = NULL;
@@ -417,13 +428,22 @@ static int load_file(const char *file, kdp__kconfig *kc, char *why, size_t why_l
     r = from_doc(&ld);
 out:
     if (have_doc) {
+        wipe_scalars(&doc); /* a token or a key among them */
         yaml_document_delete(&doc);
     }
     if (have_parser) {
+        /* its copies of the text: the raw input chunk and the decoded one */
+        if (parser.raw_buffer.start) {
+            explicit_bzero(parser.raw_buffer.start,
+                           (size_t)(parser.raw_buffer.end - parser.raw_buffer.start));
+        }
+        if (parser.buffer.start) {
+            explicit_bzero(parser.buffer.start, (size_t)(parser.buffer.end - parser.buffer.start));
+        }
         yaml_parser_delete(&parser);
     }
     free(ld.dir);
-    free(text);
+    kdp__secret_free(text, len);
     return r;
 }
 
@@ -508,6 +528,9 @@ int kdp__kconfig_load(const char *kubeconfig, kdp__kconfig **ret, char *why, siz
         }
         kdp__kconfig_free(kc);
         return r;
+    }
+    if (kc->token || kc->token_file || kc->key_data || kc->key_file) {
+        kdp__secret_held(); /* no core file with the token or the key in it */
     }
     *ret = kc;
     return 0;

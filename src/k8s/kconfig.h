@@ -51,7 +51,9 @@ typedef struct kdp__kconfig {
  * account's token and ca.crt). Returns 0, or -errno and a line in why
  * naming the file, the key and the fix: -ENOENT (no such file; not in a
  * cluster and no kubeconfig), -EINVAL (malformed or unsupported), -EACCES
- * (unreadable), -ENOMEM. *ret untouched on failure. */
+ * (unreadable), -ENOMEM. *ret untouched on failure. A configuration with
+ * a token or a client key makes the process non-dumpable (base/secret.h);
+ * kdp__kconfig_free wipes them. */
 int kdp__kconfig_load(const char *kubeconfig, kdp__kconfig **ret, char *why, size_t why_len);
 void kdp__kconfig_free(kdp__kconfig *kc);
 

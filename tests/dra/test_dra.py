@@ -474,6 +474,10 @@ class Prepare(Base):
         self.wait_slices(api, 2)
         b = self.driver(api, env={"POD_UID": "bbbb"})
         kl.wait_dra_registered(DRV, T, endpoint=self.path("root", "plugins", DRV, "dra-bbbb.sock"))
+        # the kubelet sends to the newest *connected* instance: b once its
+        # connection is up (registered is not enough: a race)
+        kl.wait_event("dra_connection", T, since=0, connected=True,
+                      endpoint=self.path("root", "plugins", DRV, "dra-bbbb.sock"))
         u1 = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
         u2 = api.create_claim("default", "c2", DRV, NODE, "gpu", ["gopher-1"])
         r = kl.dra_prepare(DRV, ["default/c1/" + u1])  # the newest: b

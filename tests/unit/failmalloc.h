@@ -60,8 +60,16 @@ void *realloc(void *p, size_t n)
     return oom_now() ? NULL : __libc_realloc(p, n);
 }
 
+/* Called with every block about to be freed and its usable size (a test
+ * that checks what is left in freed memory); NULL = none. */
+static void (*free_hook)(const void *p, size_t size);
+size_t malloc_usable_size(void *p);
+
 void free(void *p)
 {
+    if (free_hook && p) {
+        free_hook(p, malloc_usable_size(p));
+    }
     __libc_free(p);
 }
 #endif

@@ -12,9 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "failmalloc.h"
 #include "k8s/kconfig.h"
 
 static char dir[256];
@@ -216,6 +218,51 @@ static void test_kubeconfig_errors(void **state)
     assert_null(load("deep64", -EINVAL, "no current-context")); /* 64 deep: read */
 }
 
+/* ---- credentials: wiped when freed, the process not dumpable ---- */
+
+#define SECRET_TOKEN "kdp-secret-token-4242"
+#define SECRET_KEY   "KEY-MATERIAL-4242"
+static int secrets_seen;
+
+static void look_for_secrets(const void *p, size_t size)
+{
+    if (memmem(p, size, SECRET_TOKEN, strlen(SECRET_TOKEN)) ||
+        memmem(p, size, SECRET_KEY, strlen(SECRET_KEY))) {
+        secrets_seen++;
+    }
+}
+
+static void test_secrets_wiped(void **state)
+{
+    (void)state;
+    if (!oom_works()) {
+        skip(); /* the sanitizers' allocators: no free hook */
+    }
+    /* client-key-data: base64 of "-----BEGIN KEY-----KEY-MATERIAL-4242-----END KEY-----" */
+    put("secret",
+        HEAD "clusters:\n- name: c1\n  cluster: {server: 'https://h'}\n"
+             "users:\n- name: u1\n  user: {token: " SECRET_TOKEN ", "
+             "client-certificate-data: Q0VSVA==, client-key-data: "
+             "LS0tLS1CRUdJTiBLRVktLS0tLUtFWS1NQVRFUklBTC00MjQyLS0tLS1FTkQgS0VZLS0tLS0=}\n");
+    put("satoken", "  " SECRET_TOKEN "\n");
+    secrets_seen = 0;
+    free_hook = look_for_secrets;
+    kdp__kconfig *kc = load("secret", 0, NULL);
+    assert_non_null(kc);
+    assert_non_null(strstr(kc->token, SECRET_TOKEN));
+    assert_int_equal(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), 0); /* holding a token */
+    kdp__kconfig_free(kc);
+    char tok_path[300];
+    snprintf(tok_path, sizeof(tok_path), "%s/satoken", dir);
+    char *tok = NULL;
+    char why[256];
+    assert_int_equal(kdp__kconfig_read_token(tok_path, &tok, why, sizeof(why)), 0);
+    assert_string_equal(tok, SECRET_TOKEN);
+    free(tok); /* the caller's copy: seen, as it should be */
+    free_hook = NULL;
+    assert_int_equal(secrets_seen, 1); /* only the caller's own copy, freed as is */
+}
+
 static void test_in_cluster(void **state)
 {
     (void)state;
@@ -266,6 +313,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_files_and_token_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kubeconfig_env, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kubeconfig_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_secrets_wiped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_in_cluster, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_file_errors, setup, teardown),
     };
