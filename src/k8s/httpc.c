@@ -516,10 +516,9 @@ static int set_options(kdp__httpc_call *call, const kdp__httpc_request *req)
     SET(CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
     /* a stream is bounded per line (write_cb), not in total */
     SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)(req->on_line ? 0 : call->max));
-    /* TLS: always verified. A configured CA (file or data) is the only one
-     * trusted, as client-go does: curl's default CA bundle and CApath
-     * (/etc/ssl/certs) are cleared, for the server and for an HTTPS proxy.
-     * No CA configured: curl's defaults (the system's CAs). */
+    /* TLS: always verified; a configured CA is the only one trusted (as in
+     * client-go: curl's default bundle and CApath cleared, proxy too); none
+     * configured: the system's CAs. */
     SET(CURLOPT_SSL_VERIFYPEER, 1L);
     SET(CURLOPT_SSL_VERIFYHOST, 2L);
     SET(CURLOPT_PROXY_SSL_VERIFYPEER, 1L);
@@ -542,8 +541,7 @@ static int set_options(kdp__httpc_call *call, const kdp__httpc_request *req)
         SET(CURLOPT_SSLCERT_BLOB, &b);
     }
     if (req->key_pem) {
-        /* not copied into every handle: the caller's buffer outlives the
-         * call (kdp__httpc_request) and is wiped when freed */
+        /* no copy per handle: the caller's buffer outlives the call */
         struct curl_blob b = {(void *)req->key_pem, req->key_pem_len, CURL_BLOB_NOCOPY};
         SET(CURLOPT_SSLKEY_BLOB, &b);
     }
