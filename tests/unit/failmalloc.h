@@ -25,6 +25,10 @@
 #endif
 
 static long oom_countdown = -1; /* allocations left before failing; -1 = never */
+/* Called with every block about to be freed and its usable size (a test
+ * that checks what is left in freed memory); NULL = none. Not under the
+ * sanitizers (their allocators stay): such a test skips there. */
+static void (*free_hook)(const void *p, size_t size);
 
 #ifndef NO_OOM_INJECTION
 void *__libc_malloc(size_t n);
@@ -60,9 +64,6 @@ void *realloc(void *p, size_t n)
     return oom_now() ? NULL : __libc_realloc(p, n);
 }
 
-/* Called with every block about to be freed and its usable size (a test
- * that checks what is left in freed memory); NULL = none. */
-static void (*free_hook)(const void *p, size_t size);
 size_t malloc_usable_size(void *p);
 
 void free(void *p)
