@@ -225,9 +225,7 @@ int kdp__dra_api_new(kdp__loop *l, const kdp__dra_api_cfg *cfg, kdp__dra_api **r
     int r = kdp__kconfig_load(cfg->kubeconfig, &a->kc, why, sizeof(why));
     if (r < 0) {
         if (r == -ENOENT) {
-            log_error("%s: %s (set kdp_dra_config.kubeconfig or $KUBECONFIG to a kubeconfig "
-                      "file, or run in a pod with a service account)",
-                      cfg->driver, why);
+            log_error("%s: %s (kdp_dra_config.kubeconfig names a file too)", cfg->driver, why);
         } else {
             log_error("%s: cannot load the API server configuration: %s", cfg->driver, why);
         }

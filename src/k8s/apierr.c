@@ -89,7 +89,9 @@ void kdp__apierr_line(const kdp__apierr_call *c, long code, json_t *status, char
     } else if (code == 410) {
         snprintf(hint, sizeof(hint), "the resourceVersion is too old: list again");
     } else if (code == 409) {
-        snprintf(hint, sizeof(hint), "re-read and try again");
+        bool exists = reason && strcmp(reason, "AlreadyExists") == 0;
+        snprintf(hint, sizeof(hint), "%s",
+                 exists ? "it exists already" : "changed by someone else: re-read and try again");
     } else if (code == 429 || code >= 500) {
         snprintf(hint, sizeof(hint), "the API server is busy or failing: retrying later");
     }

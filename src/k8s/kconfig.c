@@ -454,7 +454,8 @@ static int load_in_cluster(kdp__kconfig *kc, char *why, size_t why_len)
     if (!host || !*host || !port || !*port) {
         return say(why, why_len, -ENOENT,
                    "no API server configuration: not in a cluster (KUBERNETES_SERVICE_HOST/_PORT "
-                   "unset) and no kubeconfig: set $KUBECONFIG or give a kubeconfig file");
+                   "unset) and no kubeconfig: set $KUBECONFIG to a kubeconfig file, or run in a "
+                   "pod with a service account");
     }
     if (strpbrk(host, "/ \t@") || strpbrk(port, "/ \t@")) {
         return say(why, why_len, -EINVAL, "KUBERNETES_SERVICE_HOST or _PORT is malformed");

@@ -57,9 +57,7 @@ KDP_EXPORT int kdp_ctx_new(kdp_ctx **ret)
 int kdp__ctx_check_caller(kdp_ctx *ctx, const char *fn, const char *instead)
 {
     if (kdp__worker_current()) {
-        log_error("%s called from inside a callback: refused (it would pull the plugin out from "
-                  "under the callback); %s",
-                  fn, instead);
+        log_error("%s called from inside a callback: refused; %s", fn, instead);
         return -EPERM;
     }
     if (!ctx) {

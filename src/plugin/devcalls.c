@@ -323,8 +323,7 @@ void kdp__devcalls_allocate(kdp__call *call, const uint8_t *msg, size_t len, voi
         V1beta1__ContainerAllocateRequest *cr = req->container_requests[i];
         if (p->one_per_container && kdp__replicas_on(p->replicas) && cr->n_devices_ids > 1) {
             fail(call, KDP__ST_INVALID_ARGUMENT,
-                 "%s: a container asked for %zu replicas; this resource allows one per container "
-                 "(replicas_one_per_container)",
+                 "%s: a container asked for %zu replicas; this resource allows one per container",
                  p->resource, cr->n_devices_ids);
             kdp__devtab_clear(&devs);
             free_alloc_req(req);

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/log.h"
 
@@ -138,9 +139,11 @@ static void on_deadline(kdp__timer *t, void *ud)
     unlist(j); /* frees t: safe from its own callback */
     bool ran = kdp__worker_started(js->worker, &j->base) != 0;
     if (ran) {
-        log_error("%s: the %s callback did not return within its deadline; its result will be "
-                  "dropped",
-                  js->resource, j->what);
+        log_error("%s: the %s callback did not return within its deadline; %s", js->resource,
+                  j->what,
+                  strcmp(j->what, "probe") == 0
+                      ? "the check counts as failed (its result, when it comes, is dropped)"
+                      : "its result will be dropped");
     } else {
         log_error("%s: the %s callback could not start before its deadline (%s): not run",
                   js->resource, j->what,

@@ -293,7 +293,8 @@ KDP_EXPORT int kdp_plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops
         return -EINVAL;
     }
     int r = kdp__ctx_check_caller(ctx, "kdp_plugin_new",
-                                  "create plugins before the context runs, or on its thread");
+                                  "create plugins before the context runs, or on its thread "
+                                  "outside the callbacks");
     if (r < 0) {
         return r;
     }
@@ -357,9 +358,10 @@ static kdp_plugin *left_behind;
 KDP_EXPORT void kdp_plugin_free(kdp_plugin *p)
 {
     if (!p || kdp__ctx_check_caller(p->ctx, "kdp_plugin_free",
-                                    "to stop the plugin call kdp_plugin_stop() (thread-safe, "
-                                    "also from a callback), then free it once kdp_plugin_run() "
-                                    "or kdp_ctx_run() has returned") < 0) {
+                                    "freeing it would pull the plugin out from under the "
+                                    "callback: to stop the plugin call kdp_plugin_stop() "
+                                    "(thread-safe, also from a callback), then free it once "
+                                    "kdp_plugin_run() or kdp_ctx_run() has returned") < 0) {
         return;
     }
     plugin_free(p);

@@ -1122,6 +1122,9 @@ class Config(Base):
         d = self.start_proc(Driver(self))
         self.assertNotEqual(d.wait_exit(T), 0)
         self.assertIn("KUBECONFIG", d.log_text())
+        # one line, the advice said once (a user found it twice)
+        self.assertEqual(d.log_text().count("no API server configuration"), 1)
+        self.assertEqual(d.log_text().count("service account"), 1)
 
     def test_bad_driver_name(self):
         d = self.start_proc(Proc([binary("kdp-example-gopher-dra"), "--devices-dir",

@@ -230,10 +230,17 @@ class Misuse(Base):
         self.assertEqual(r["container_responses"][0]["envs"]["TEST_RESOURCE"], RES)
         ev = pl.wait_event(lambda e: e.get("line", "").startswith("misuse:"), T)
         eperm = -errno.EPERM
-        self.assertEqual(ev["line"], "misuse: dispatch %d run %d watch %d" % (eperm, eperm, eperm))
+        self.assertEqual(ev["line"], "misuse: dispatch %d run %d watch %d new %d"
+                         % (eperm, eperm, eperm, eperm))
         line = pl.wait_log(r"kdp_plugin_free called from inside a callback: refused", T,
                            since=lmark)
         self.assertIn("kdp_plugin_stop()", line)
+        # each refusal says what fits its own call (a user found kdp_plugin_new
+        # refused with kdp_plugin_free's reason)
+        line = pl.wait_log(r"kdp_plugin_new called from inside a callback: refused", T,
+                           since=lmark)
+        self.assertIn("create plugins before the context runs", line)
+        self.assertNotIn("pull the plugin out", line)
         pl.wait_log(r"kdp_ctx_dispatch called from inside a callback: refused", T, since=lmark)
         pl.wait_log(r"kdp_ctx_run called from inside a callback: refused", T, since=lmark)
         pl.wait_log(r"kdp_plugin_watch_path called from inside a callback: refused", T,

@@ -139,6 +139,9 @@ class Hysteresis(ProbeTest):
                       since=mark)
         pl.wait_log(r"device a Unhealthy after 2 failures: the probe did not answer within its "
                     r"deadline \(300 ms\)", T)
+        # said as it is: the check counts as failed (not "its result will be dropped")
+        pl.wait_log(r"the probe callback did not return within its deadline; the check counts "
+                    r"as failed", T)
         # Each hung probe leaves its thread behind (it sleeps 60 s): at the cap
         # of stuck callbacks, rounds are skipped (said) rather than piled up.
         pl.wait_log(r"probe: kdp\.test/dev: a round of health checks skipped: 4 callbacks are "

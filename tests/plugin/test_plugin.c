@@ -206,7 +206,10 @@ static int op_allocate(kdp_plugin *p, const kdp_alloc_request *req, kdp_alloc_re
             int rd = kdp_ctx_dispatch(the_ctx);
             int rr = kdp_ctx_run(the_ctx);
             int rw = kdp_plugin_watch_path(p, "/tmp", 0, NULL);
-            printf("misuse: dispatch %d run %d watch %d\n", rd, rr, rw);
+            kdp_config other = {.resource_name = "kdp.test/other", .socket_name = "other.sock"};
+            kdp_plugin *np = NULL;
+            int rn = kdp_plugin_new(the_ctx, &other, NULL, NULL, &np);
+            printf("misuse: dispatch %d run %d watch %d new %d\n", rd, rr, rw, rn);
             fflush(stdout);
         }
     }

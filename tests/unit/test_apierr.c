@@ -67,6 +67,17 @@ static void test_other_statuses(void **state)
                         "again");
     json_decref(st);
     assert_non_null(strstr(line("PUT", "/api/v1/x", false, 503, NULL), "retrying later"));
+    /* a create that finds the object there, and a write that lost a race,
+     * are told apart (a user found "re-read and try again" for the first) */
+    st = json_pack("{s:s,s:s}", "reason", "AlreadyExists", "message", "x exists");
+    assert_string_equal(line("POST", "/apis/resource.k8s.io/v1/resourceslices", false, 409, st),
+                        "POST /apis/resource.k8s.io/v1/resourceslices: HTTP 409 AlreadyExists: it "
+                        "exists already; the API server says: x exists");
+    json_decref(st);
+    st = json_pack("{s:s}", "reason", "Conflict");
+    assert_non_null(strstr(line("PUT", "/apis/resource.k8s.io/v1/resourceslices/s", false, 409, st),
+                           "HTTP 409 Conflict: changed by someone else: re-read and try again"));
+    json_decref(st);
     assert_string_equal(line("GET", "/api/v1/x", false, 418, NULL),
                         "GET /api/v1/x: HTTP 418: unexpected answer");
     char small[16];
