@@ -74,7 +74,7 @@ static void send_all(kdp__dra_health *h)
     if (kdp__list_empty(&h->streams)) {
         return;
     }
-    kdp__timer_start(h->resend, KDP__DRA_HEALTH_RESEND_S * 1000000ULL);
+    kdp__timer_start(h->resend, h->resend_us);
     size_t n = 0;
     uint8_t *buf = encode(h, &n);
     if (!buf) {
@@ -139,7 +139,7 @@ static void h_watch(kdp__call *call, const uint8_t *msg, size_t len, void *ud)
     h->n_streams++;
     kdp__call_set_cancel(call, stream_cancel, s);
     if (!kdp__timer_armed(h->resend)) {
-        kdp__timer_start(h->resend, KDP__DRA_HEALTH_RESEND_S * 1000000ULL);
+        kdp__timer_start(h->resend, h->resend_us);
     }
     log_info("%s: the kubelet watches the devices' health", h->driver);
 }
@@ -191,6 +191,12 @@ int kdp__dra_health_init(kdp__dra_health *h, kdp__loop *l, const char *driver, c
     h->driver = driver;
     h->pool = pool;
     kdp__link_init(&h->streams);
+    h->resend_us = KDP__DRA_HEALTH_RESEND_S * 1000000ULL;
+    const char *env = getenv(KDP__DRA_HEALTH_RESEND_ENV);
+    unsigned long ms = env && *env ? strtoul(env, NULL, 10) : 0;
+    if (ms >= 100 && ms * 1000ULL < h->resend_us) {
+        h->resend_us = ms * 1000ULL;
+    }
     return kdp__timer_new(l, on_resend, h, &h->resend);
 }
 

@@ -29,6 +29,9 @@
 #define KDP__DRA_HEALTH_TIMEOUT_S 30
 /* A third of it: two messages may be lost before a device goes Unknown. */
 #define KDP__DRA_HEALTH_RESEND_S (KDP__DRA_HEALTH_TIMEOUT_S / 3)
+/* For tests only: the resend interval in ms (100 up to the default), so
+ * that a test of the resends waits seconds, not tens of seconds. */
+#define KDP__DRA_HEALTH_RESEND_ENV "KDP_DRA_HEALTH_RESEND_MS"
 
 /* A device's health as the kubelet is told (the proto's values). */
 typedef enum kdp__dra_hstate {
@@ -55,6 +58,7 @@ typedef struct kdp__dra_health {
     kdp__link streams;
     size_t n_streams;
     kdp__timer *resend;
+    uint64_t resend_us; /* KDP__DRA_HEALTH_RESEND_S, or the tests' $KDP__DRA_HEALTH_RESEND_ENV */
 } kdp__dra_health;
 
 /* driver and pool are borrowed. Returns 0 or -ENOMEM. */

@@ -402,22 +402,28 @@ class Prepare(Base):
     def test_health_resent_while_watched(self):
         """The full list again every 10 s while the kubelet watches (its
         health timeout is 30 s: a device not heard of goes Unknown), each
-        device with health_check_timeout_seconds 30; so the kubelet (its
-        timeout modelled, 12 s here) never sees a steady device go stale."""
-        api, kl, drv, ev = self.up(dra_health_timeout=12)
+        device with health_check_timeout_seconds 30; so the kubelet never
+        sees a steady device go stale. Scaled down by 5 for the test: resends
+        every 2 s ($KDP_DRA_HEALTH_RESEND_MS, for tests), the kubelet's
+        timeout modelled as 3 s."""
+        api = self.api()
+        kl = self.kubelet(dra_health_timeout=3)
+        self.driver(api, env={"KDP_DRA_HEALTH_RESEND_MS": "2000"})
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 2)
         time.sleep(0.5)  # the start's messages
         m = kl.mark()
-        first = kl.wait_event("dra_health", 15, since=m, driver=DRV)
+        first = kl.wait_event("dra_health", 5, since=m, driver=DRV)
         t1 = time.monotonic()
         m = kl.mark()
-        second = kl.wait_event("dra_health", 15, since=m, driver=DRV)
+        second = kl.wait_event("dra_health", 5, since=m, driver=DRV)
         gap = time.monotonic() - t1
-        self.assertGreater(gap, 8.0)
-        self.assertLess(gap, 12.5)
+        self.assertGreater(gap, 1.6)
+        self.assertLess(gap, 2.6)
         for e in (first, second):
             self.assertEqual(sorted(d["device"] for d in e["devices"]), ["gopher-0", "gopher-1"])
             self.assertEqual({d["health_check_timeout_seconds"] for d in e["devices"]}, {30})
-        time.sleep(max(0.0, 13.0 - (time.monotonic() - t1)))  # past 12 s since the first
+        time.sleep(max(0.0, 3.3 - (time.monotonic() - t1)))  # past 3 s since the first
         h = kl.dra_health(DRV)
         self.assertFalse(h.get("stale"), h)
         self.assertEqual({d["health"] for d in h["devices"]}, {"Healthy"}, h)
