@@ -20,7 +20,7 @@ import unittest
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 import kdptest  # noqa: E402
-from kdptest import T, binary, figure, percentile  # noqa: E402
+from kdptest import T, binary, figure, percentile, wait_for  # noqa: E402
 from kdptest.plugin import PluginTest, env_name_for, socket_for  # noqa: E402
 
 RES = "kdp.test/dev"
@@ -1248,6 +1248,18 @@ class Handover(PluginTest):
         kl = self.kubelet(tracking="socket")
         new, _ = self.instance("new", gen=2)
         kl.wait_event("registered", T, resource=RES, endpoint="kdp-test-dev-new.sock")
+        # the new instance writes its marker once the kubelet took its
+        # Register: wait for it (else the old one, started in between, finds
+        # none and registers: a race of the test, seen under ASan)
+        marker = os.path.join(self.dir, ".kdp-test-dev.newest")
+
+        def marked():
+            try:
+                with open(marker) as f:
+                    return "instance new" in f.read()
+            except OSError:
+                return False
+        wait_for(marked, T, "the new instance's handover marker")
         mark = kl.mark()
         old, _ = self.instance("old", gen=1)
         old.wait_log(r"superseded by instance new \(generation 2", T)
