@@ -38,6 +38,16 @@ static bool parse_usb_id(const char *s, size_t len, uint16_t *out)
     return true;
 }
 
+/* "A" or "A:B", each ID as parse_usb_id reads it (usb: VENDOR[:PRODUCT],
+ * pci: VENDOR[:DEVICE]). */
+static bool parse_id_pair(const char *s, uint16_t *a, uint16_t *b, bool *has_b)
+{
+    const char *colon = strchr(s, ':');
+    size_t al = colon ? (size_t)(colon - s) : strlen(s);
+    *has_b = colon != NULL;
+    return parse_usb_id(s, al, a) && (!colon || parse_usb_id(colon + 1, strlen(colon + 1), b));
+}
+
 static int get_usb_id(yw_ctx *c, const yaml_node_t *n, const char *key, uint16_t *out)
 {
     const char *s = yw_text(c, n, key, 16, true);
@@ -84,15 +94,11 @@ static int parse_usb(yw_ctx *c, yaml_node_t *n, const char *key, gen_usb *u)
         if (!s) {
             return -1;
         }
-        const char *colon = strchr(s, ':');
-        size_t vl = colon ? (size_t)(colon - s) : strlen(s);
-        if (!parse_usb_id(s, vl, &u->vendor) ||
-            (colon && !parse_usb_id(colon + 1, strlen(colon + 1), &u->product))) {
+        if (!parse_id_pair(s, &u->vendor, &u->product, &u->has_product)) {
             return yw_fail(c, n, key,
                            "must be VENDOR or VENDOR:PRODUCT in hexadecimal (e.g. 0403:6001), or "
                            "a mapping with vendor, product and serial");
         }
-        u->has_product = colon != NULL;
         return 0;
     }
     unsigned seen;
@@ -204,19 +210,17 @@ static int parse_pci(yw_ctx *c, yaml_node_t *n, const char *key, gen_pci *p)
         if (!s) {
             return -1;
         }
-        const char *colon = strchr(s, ':');
-        size_t vl = colon ? (size_t)(colon - s) : strlen(s);
-        uint16_t vendor;
+        uint16_t vendor = 0;
         uint16_t device = 0;
-        if (!parse_usb_id(s, vl, &vendor) ||
-            (colon && !parse_usb_id(colon + 1, strlen(colon + 1), &device))) {
+        bool has_device = false;
+        if (!parse_id_pair(s, &vendor, &device, &has_device)) {
             return yw_fail(c, n, key,
                            "must be VENDOR or VENDOR:DEVICE in hexadecimal (e.g. 10de:2335), or "
                            "a mapping with vendor, device, class, subsystemVendor, "
                            "subsystemDevice and driver");
         }
         p->vendor = vendor;
-        p->device = colon ? device : -1;
+        p->device = has_device ? device : -1;
         return 0;
     }
     unsigned seen;

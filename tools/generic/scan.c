@@ -115,7 +115,7 @@ static int set_pci(gen_dev *d, const kdp_pci_device *pci)
     d->pci.address = strdup(pci->address);
     d->pci.driver = pci->driver ? strdup(pci->driver) : NULL;
     d->pci.pcie_root = pci->pcie_root ? strdup(pci->pcie_root) : NULL;
-    if (pci->numa_node >= 0 && d->n_numa == 0) { /* a GPU's /dev/nvidiaN has no sysfs parent */
+    if (pci->numa_node >= 0) { /* its nodes' NUMA node is the device's */
         d->numa[d->n_numa++] = pci->numa_node;
     }
     return d->pci.address && (d->pci.driver || !pci->driver) &&
@@ -164,7 +164,9 @@ static int add_dev(builder *b, const char *id, svec *paths, const kdp_pci_device
     d->n_paths = paths->n;
     d->entry = b->entry;
     memset(paths, 0, sizeof(*paths));
-    add_numa(b->r, d);
+    if (!pci) {
+        add_numa(b->r, d); /* a pci entry's device has its own (set_pci) */
+    }
     if (pci && set_pci(d, pci) < 0) {
         dev_clear(d);
         return -ENOMEM;
