@@ -1020,9 +1020,19 @@ class Knobs(Base):
         self.claim_devices(api, "c1", 1)
         self.assertEqual(kl.dra_unprepare(DRV, claim)["by_uid"][uid]["result"], "unprepared")
         self.claim_devices(api, "c1", 0)
+        gen = api.slices()[0]["spec"]["pool"]["generation"]
         self.assertEqual(drv.stop(), 0)
         drv = self.start_proc(TestDriver(self, api, ["--devices", "2", "--status", "good"]))
-        self.wait_slices(api, 2)  # one slice rewritten, the other deleted
+        # one slice rewritten at the next generation, the other deleted (in
+        # either order: the device count alone can reach 2 before the update)
+        deadline = time.time() + T
+        while True:
+            mine = [s for s in api.slices() if s["spec"]["driver"] == DRV]
+            if (len(mine) == 1 and mine[0]["spec"]["pool"]["generation"] > gen
+                    and len(mine[0]["spec"].get("devices") or []) == 2):
+                break
+            self.assertLess(time.time(), deadline, "not republished: %s" % mine)
+            time.sleep(0.05)
         api.sync()
         used = {(r["verb"], r["resource"]) for r in api.requests()
                 if r.get("resource") and r["code"] < 500}
