@@ -121,6 +121,117 @@ KDP_EXPORT int kdp_dra_device_add_capacity(kdp_dra_device *d, const char *name,
 KDP_EXPORT int kdp_dra_device_add_pci_attrs(kdp_dra_device *d, const kdp_pci_device *pci);
 
 /* ------------------------------------------------------------------------
+ * Sharing: partitionable devices and consumable capacity
+ * ------------------------------------------------------------------------ */
+
+/* A name and a Kubernetes quantity: a counter ("memory", "80Gi"), an
+ * amount of one a device consumes, or a capacity a share consumed. */
+typedef struct kdp_dra_quantity {
+    const char *name;
+    const char *value;
+} kdp_dra_quantity;
+
+/* The most of each, the API's limits (resource.k8s.io/v1, Kubernetes
+ * 1.35+): counters in a counter set or in one consumption, counter sets
+ * per ResourceSlice (kdp splits the pool's sets over as many slices as
+ * they need), consumptions per device, compatibility groups per
+ * consumption, valid values of a request policy. */
+#define KDP_DRA_MAX_COUNTERS       32U
+#define KDP_DRA_MAX_SETS_PER_SLICE 8U
+#define KDP_DRA_MAX_CONSUMPTIONS   2U
+#define KDP_DRA_MAX_COMPAT_GROUPS  2U
+#define KDP_DRA_MAX_VALID_VALUES   10U
+/* A slice holds at most 64 devices when one of them has taints or
+ * consumes counters (128 otherwise): kdp splits accordingly. */
+#define KDP_DRA_MAX_DEVICES_PER_SLICE_ADVANCED 64U
+
+/* A counter set of the pool (partitionable devices, KEP-4815, on by
+ * default since Kubernetes 1.36): what a physical device has to share
+ * among the logical devices that consume it, e.g. a card's "memory" 80Gi
+ * and "slices" 7. The scheduler keeps the books: it allocates a logical
+ * device only while the counters it consumes are left, so overlapping
+ * partitions of one card (whole, halves, sevenths) can all be published. */
+typedef struct kdp_dra_counter_set {
+    const char *name; /* a DNS label, unique in the pool: "card-0" */
+    /* 1 to KDP_DRA_MAX_COUNTERS: each name a DNS label, unique in the
+     * set; each value a quantity >= 0. */
+    const kdp_dra_quantity *counters;
+    size_t n_counters;
+} kdp_dra_counter_set;
+
+/* Sets the pool's counter sets, replacing those set before (n = 0: none).
+ * Each set is checked now with the API server's rules (logged, naming the
+ * field and the rule); kdp publishes them in slices of their own
+ * (KDP_DRA_MAX_SETS_PER_SLICE each) at the pool's next generation, beside
+ * the devices' slices. A device whose consumption names a set or a counter
+ * that is not here is left out of the slices (logged) until it is. Any
+ * thread, callbacks included (the list op is a good place: it finds the
+ * cards); copies what it needs. Returns 0, -EINVAL (p NULL, a bad set:
+ * nothing changes), -E2BIG (more than 1024 sets), -ENOENT (DRA not on),
+ * -ENOMEM. */
+KDP_EXPORT int kdp_plugin_set_dra_counter_sets(kdp_plugin *p, const kdp_dra_counter_set *sets,
+                                               size_t n);
+
+/* What a logical device consumes of one counter set while it is
+ * allocated. */
+typedef struct kdp_dra_consumption {
+    const char *counter_set; /* a set of kdp_plugin_set_dra_counter_sets */
+    /* 1 to KDP_DRA_MAX_COUNTERS, names of the set's counters, each once;
+     * values quantities >= 0. */
+    const kdp_dra_quantity *counters;
+    size_t n_counters;
+    /* Compatibility groups (Kubernetes 1.37, alpha: the API server keeps
+     * them only with the DRADeviceCompatibilityGroups feature gate on):
+     * devices consuming the same set are allocated together only if they
+     * share a group (a device with none only with devices with none): at
+     * most KDP_DRA_MAX_COMPAT_GROUPS DNS labels ("mig", "vgpu"), unique. */
+    const char *const *compatibility_groups;
+    size_t n_compatibility_groups;
+} kdp_dra_consumption;
+
+/* Adds a consumption to the device being described (consumesCounters: at
+ * most KDP_DRA_MAX_CONSUMPTIONS, each of another set). Copied. Returns 0,
+ * -EINVAL (a bad field: logged with the rule), -EEXIST (that set already),
+ * -E2BIG (a third), -ENOMEM. */
+KDP_EXPORT int kdp_dra_device_add_consumption(kdp_dra_device *d, const kdp_dra_consumption *c);
+
+/* The device may be allocated to several claims at once (consumable
+ * capacity, KEP-5075, on by default since Kubernetes 1.36): each
+ * allocation is a share with its own share ID, and takes part of the
+ * device's capacities (kdp_dra_alloc.consumed): the scheduler never hands
+ * out more than a capacity's value in all. Returns 0 or -EINVAL (d NULL). */
+KDP_EXPORT int kdp_dra_device_allow_multiple_allocations(kdp_dra_device *d);
+
+/* How much of a capacity one share may take (the capacity's
+ * requestPolicy). A claim asks for an amount
+ * (spec.devices.requests[].exactly.capacity.requests); the scheduler rounds
+ * it up to the policy (to the next valid value, or to min + k * step) and
+ * gives the default to a claim that names none. Either valid_values or a
+ * range (min, and optionally max and step), not both; or neither (then any
+ * amount, the default if one is set). */
+typedef struct kdp_dra_request_policy {
+    const char *default_value; /* required with valid_values or a range */
+    /* ascending, unique, each at most the capacity: at most
+     * KDP_DRA_MAX_VALID_VALUES; default_value one of them */
+    const char *const *valid_values;
+    size_t n_valid_values;
+    /* a range: min <= default <= max <= the capacity, step > 0, default
+     * and max whole steps above min, min + step <= the capacity; values
+     * >= 0 with at most 3 decimals */
+    const char *min;
+    const char *max;  /* NULL: the capacity */
+    const char *step; /* NULL: any amount in the range */
+} kdp_dra_request_policy;
+
+/* Sets the request policy of the device's capacity `capacity` (added
+ * before with kdp_dra_device_add_capacity, on a device that allows
+ * multiple allocations: the API's rule). Checked now as the API server
+ * checks it; copied. Returns 0, -EINVAL (logged, naming the rule), -ENOENT
+ * (no such capacity), -ENOMEM. */
+KDP_EXPORT int kdp_dra_device_set_request_policy(kdp_dra_device *d, const char *capacity,
+                                                 const kdp_dra_request_policy *policy);
+
+/* ------------------------------------------------------------------------
  * Claims
  * ------------------------------------------------------------------------ */
 
@@ -140,7 +251,16 @@ typedef struct kdp_dra_alloc {
      * before calling you; unprepare may see it). */
     const char *device;
     const char *device_id;
-    const char *share_id; /* NULL unless the device is shared (1.35+) */
+    /* The share's ID (a lower-case UUID) when the device allows multiple
+     * allocations (kdp_dra_device_allow_multiple_allocations; Kubernetes
+     * 1.35+), else NULL. */
+    const char *share_id;
+    /* What the share consumed of each of the device's capacities
+     * (status.allocation.devices.results[].consumedCapacity: every
+     * capacity, as the scheduler rounded it to its request policy); none
+     * unless shared. */
+    const kdp_dra_quantity *consumed;
+    size_t n_consumed;
     bool admin_access;
     /* This driver's opaque parameters that apply to this request (the
      * claim's status.allocation.devices.config[].opaque.parameters, JSON

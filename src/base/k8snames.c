@@ -189,8 +189,8 @@ static size_t digits(const char **p)
 
 int kdp__k8snames_quantity(const char *s, const char **why)
 {
-    static const char *const suffixes[] = {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "m",
-                                           "k",  "M",  "G",  "T",  "P",  "E",  ""};
+    static const char *const suffixes[] = {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u",
+                                           "m",  "k",  "M",  "G",  "T",  "P",  "E", ""};
     if (!s || !*s) {
         return bad(why, "is empty");
     }
@@ -225,8 +225,8 @@ int kdp__k8snames_quantity(const char *s, const char **why)
             return 0;
         }
     }
-    return bad(why, "has an unknown suffix (binary Ki Mi Gi Ti Pi Ei, decimal m k M G T P E, "
-                    "or an exponent such as e3)");
+    return bad(why, "has an unknown suffix (binary Ki Mi Gi Ti Pi Ei, decimal n u m k M G T P "
+                    "E, or an exponent such as e3)");
 }
 
 /* A numeric identifier: digits, no leading zero (unless "0"). n > 0. */

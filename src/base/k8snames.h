@@ -35,7 +35,7 @@ int kdp__k8snames_label_value(const char *s, const char **why);
 int kdp__k8snames_label_name(const char *s, const char **why);
 /* A resource.Quantity: an optionally signed decimal number ("4", "1.5",
  * ".5", "5.") then one suffix: binary SI (Ki Mi Gi Ti Pi Ei), decimal SI
- * (m "" k M G T P E) or a decimal exponent ("e3", "E-2"). At most 64
+ * (n u m "" k M G T P E) or a decimal exponent ("e3", "E-2"). At most 64
  * characters. */
 int kdp__k8snames_quantity(const char *s, const char **why);
 /* Semantic Versioning 2.0.0: MAJOR.MINOR.PATCH (no leading zeros), an

@@ -184,12 +184,13 @@ static void on_slices_status(const kdp__slices_status *ss, void *ud)
     a->cfg.status(a->cfg.ud, ss);
 }
 
-void kdp__dra_api_publish(kdp__dra_api *a, const kdp__slice_dev *devs, size_t n)
+void kdp__dra_api_publish(kdp__dra_api *a, const kdp__slice_dev *devs, size_t n,
+                          const kdp_dra_counter_set *sets, size_t n_sets)
 {
     if (!a->slices) {
         return; /* the driver sets them again when it starts */
     }
-    int r = kdp__slices_set(a->slices, devs, n);
+    int r = kdp__slices_set(a->slices, devs, n, sets, n_sets);
     if (r < 0) {
         log_error("%s: cannot publish %zu devices: %s", a->cfg.driver, n, strerror(-r));
     }

@@ -59,7 +59,8 @@ void kdp__dra_api_cancel(kdp__dra_api *a, void *handle);
 int kdp__dra_api_write_status(kdp__dra_api *a, const kdp_dra_claim_ref *ref,
                               const kdp__cstat_entry *e, size_t n, kdp__cstat_done_cb done,
                               void *ud, kdp__cstat_req **ret);
-/* The devices to publish (copied). */
-void kdp__dra_api_publish(kdp__dra_api *a, const kdp__slice_dev *devs, size_t n);
+/* The devices and counter sets to publish (copied). */
+void kdp__dra_api_publish(kdp__dra_api *a, const kdp__slice_dev *devs, size_t n,
+                          const kdp_dra_counter_set *sets, size_t n_sets);
 
 #endif

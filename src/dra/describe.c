@@ -25,6 +25,7 @@ void kdp__dra_device_done(kdp_dra_device *d)
         free((char *)d->attrs[i].string_value);
     }
     free(d->attrs);
+    kdp__dra_device_share_done(d);
     for (size_t i = 0; i < d->n_caps; i++) {
         free(d->caps[i].name);
         free(d->caps[i].quantity);
@@ -193,7 +194,7 @@ KDP_EXPORT int kdp_dra_device_add_capacity(kdp_dra_device *d, const char *name,
         return -ENOMEM;
     }
     d->caps = nc;
-    kdp__dra_cap c = {strdup(name), strdup(quantity)};
+    kdp__dra_cap c = {strdup(name), strdup(quantity), NULL};
     if (!c.name || !c.quantity) {
         free(c.name);
         free(c.quantity);

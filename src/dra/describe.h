@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * describe: the kdp_dra_device builder the describe op fills (kdp_dra.h):
- * a device's name in the slices, its attributes and capacities, each
- * checked with the API's rules as it is added.
+ * a device's name in the slices, its attributes and capacities, and what
+ * sharing adds (describe_share.c: the counters it consumes, multiple
+ * allocations, request policies), each checked with the API's rules as it
+ * is added.
  */
 #ifndef KDP_DRA_DESCRIBE_H
 #define KDP_DRA_DESCRIBE_H
@@ -15,6 +17,7 @@
 typedef struct kdp__dra_cap {
     char *name;
     char *quantity;
+    kdp_dra_request_policy *policy; /* NULL: none; a deep copy */
 } kdp__dra_cap;
 
 struct kdp_dra_device {
@@ -24,6 +27,9 @@ struct kdp_dra_device {
     size_t n_attrs;
     kdp__dra_cap *caps;
     size_t n_caps;
+    kdp_dra_consumption *consumes; /* deep copies */
+    size_t n_consumes;
+    bool allow_multiple;
 };
 
 /* An empty description of device id (borrowed). */
@@ -33,5 +39,10 @@ void kdp__dra_device_done(kdp_dra_device *d);
  * cannot hold as '-', '-' trimmed at both ends, at most 63 characters.
  * Returns 0, or -EINVAL (nothing valid is left) with out untouched. */
 int kdp__dra_default_name(const char *id, char out[64]);
+/* Frees what describe_share.c copied into d (consumptions, policies). */
+void kdp__dra_device_share_done(kdp_dra_device *d);
+/* Deep copies (NULL on -ENOMEM) and their frees (NULL is fine). */
+kdp_dra_quantity *kdp__dra_quantities_dup(const kdp_dra_quantity *q, size_t n);
+void kdp__dra_quantities_free(kdp_dra_quantity *q, size_t n);
 
 #endif

@@ -496,8 +496,7 @@ int kdp__dra_descs_view_init(const kdp__dra_descs *dv, kdp__dra_descs_view *v)
         n_caps += dv->descs[dv->pub[i]].d.n_caps;
     }
     v->devs = calloc(dv->n_pub ? dv->n_pub : 1, sizeof(*v->devs));
-    // NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers
-    v->caps = calloc(n_caps ? 2 * n_caps : 1, sizeof(*v->caps));
+    v->caps = calloc(n_caps ? n_caps : 1, sizeof(*v->caps));
     if (!v->devs || !v->caps) {
         kdp__dra_descs_view_done(v);
         return -ENOMEM;
@@ -509,12 +508,15 @@ int kdp__dra_descs_view_init(const kdp__dra_descs *dv, kdp__dra_descs_view *v)
         *sd = (kdp__slice_dev){.name = x->name,
                                .attrs = x->d.attrs,
                                .n_attrs = x->d.n_attrs,
-                               .cap_names = v->caps + k,
-                               .cap_values = v->caps + n_caps + k,
-                               .n_caps = x->d.n_caps};
+                               .caps = v->caps + k,
+                               .n_caps = x->d.n_caps,
+                               .consumes = x->d.consumes,
+                               .n_consumes = x->d.n_consumes,
+                               .allow_multiple = x->d.allow_multiple};
         for (size_t c = 0; c < x->d.n_caps; c++, k++) {
-            v->caps[k] = x->d.caps[c].name;
-            v->caps[n_caps + k] = x->d.caps[c].quantity;
+            v->caps[k] = (kdp__slice_cap){.name = x->d.caps[c].name,
+                                          .value = x->d.caps[c].quantity,
+                                          .policy = x->d.caps[c].policy};
         }
     }
     return 0;

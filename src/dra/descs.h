@@ -116,7 +116,7 @@ size_t kdp__dra_descs_count(const kdp__dra_descs *dv);
 typedef struct kdp__dra_descs_view {
     kdp__slice_dev *devs;
     size_t n;
-    const char **caps; /* names, then values */
+    kdp__slice_cap *caps; /* every device's */
 } kdp__dra_descs_view;
 
 /* Returns 0 or -ENOMEM. */

@@ -31,6 +31,7 @@
 #include "dra/claimops.h"
 #include "dra/claimsvc.h"
 #include "dra/config.h"
+#include "dra/counters.h"
 #include "dra/descs.h"
 #include "dra/devstatus.h"
 #include "dra/driver_int.h"
@@ -46,6 +47,7 @@ enum {
     MADE_DESCS = 1,
     MADE_HEALTH,
     MADE_TAINTS,
+    MADE_COUNTERS,
     MADE_CLAIMS,
     MADE_SOCKETS,
     MADE_API,
@@ -83,7 +85,7 @@ static void on_described(void *ud)
     }
 }
 
-/* taints: the author's taints changed. */
+/* taints, counters: the author's taints or counter sets changed. */
 static void on_taints(void *ud)
 {
     kdp__dra_publish(ud);
@@ -298,6 +300,9 @@ static bool dra_free(kdp__dra *d)
         kdp__statusw_done(&d->statusw); /* before the client its writes use */
     }
     kdp__dra_api_free(d->api);
+    if (d->made >= MADE_COUNTERS) {
+        kdp__dra_counters_done(&d->counters);
+    }
     if (d->made >= MADE_TAINTS) {
         kdp__dra_taints_done(&d->taints);
     }
@@ -393,6 +398,10 @@ static int make(kdp__dra *d)
         r = kdp__dra_taints_init(&d->taints, d->loop, d->conf.driver, d->conf.taint_key, on_taints,
                                  d);
         d->made = MADE_TAINTS;
+    }
+    if (r == 0) {
+        r = kdp__dra_counters_init(&d->counters, d->loop, d->conf.driver, on_taints, d);
+        d->made = MADE_COUNTERS;
     }
     if (r == 0) {
         r = make_claims(d);
@@ -500,6 +509,18 @@ KDP_EXPORT int kdp_plugin_set_dra_taints(kdp_plugin *p, const char *id, const kd
         return p ? -ENOENT : -EINVAL;
     }
     return kdp__dra_taints_set(&d->taints, id, taints, n);
+}
+
+KDP_EXPORT int kdp_plugin_set_dra_counter_sets(kdp_plugin *p, const kdp_dra_counter_set *sets,
+                                               size_t n)
+{
+    kdp__dra *d = p ? kdp__plugin_ext_ud(p) : NULL;
+    if (!d) {
+        log_error("kdp_plugin_set_dra_counter_sets: %s",
+                  p ? "DRA is not on (kdp_plugin_enable_dra)" : "the plugin (p) is NULL");
+        return p ? -ENOENT : -EINVAL;
+    }
+    return kdp__dra_counters_set(&d->counters, sets, n);
 }
 
 KDP_EXPORT int kdp_plugin_redescribe_dra(kdp_plugin *p, const char *id)

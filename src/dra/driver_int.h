@@ -15,6 +15,7 @@
 #include "dra/claimops.h"
 #include "dra/claimsvc.h"
 #include "dra/config.h"
+#include "dra/counters.h"
 #include "dra/descs.h"
 #include "dra/health.h"
 #include "dra/sockets.h"
@@ -37,6 +38,7 @@ typedef struct kdp__dra {
     kdp__dra_descs descs;
     kdp__dra_health health;
     kdp__dra_taints taints;
+    kdp__dra_counters counters;
     kdp__dra_claims claims;
     kdp__dra_claimsvc claimsvc;
     kdp__dra_sockets sockets;

@@ -98,7 +98,8 @@ void kdp__dra_publish(kdp__dra *d)
         v.devs[i].taints = k ? mine : NULL;
         v.devs[i].n_taints = k;
     }
-    kdp__dra_api_publish(d->api, v.devs, v.n);
+    const kdp__dra_setv *sets = kdp__dra_counters_get(&d->counters);
+    kdp__dra_api_publish(d->api, v.devs, v.n, sets->v, sets->n);
     free(t);
     kdp__dra_descs_view_done(&v);
 }

@@ -11,6 +11,8 @@
 
 #include "base/k8snames.h"
 #include "base/log.h"
+#include "k8s/sharecheck.h"
+#include "k8s/slicectr.h"
 
 #define GROUP "resource.k8s.io"
 
@@ -86,12 +88,66 @@ static int add_attrs(const kdp__slice_dev *d, json_t *attrs, size_t *fields)
     return 0;
 }
 
+/* A request policy as the API writes it (checked: sharecheck). NULL:
+ * -ENOMEM. */
+static json_t *policy_json(const kdp_dra_request_policy *p)
+{
+    json_t *o = json_object();
+    json_t *vals = p->n_valid_values ? json_array() : NULL;
+    json_t *range = p->min ? json_object() : NULL;
+    bool bad = !o || (p->n_valid_values && !vals) || (p->min && !range);
+    for (size_t i = 0; !bad && i < p->n_valid_values; i++) {
+        bad = json_array_append_new(vals, json_string(p->valid_values[i])) < 0;
+    }
+    bad = bad || (p->default_value &&
+                  json_object_set_new(o, "default", json_string(p->default_value)) < 0);
+    bad = bad || (vals && json_object_set(o, "validValues", vals) < 0);
+    bad = bad || (range && json_object_set_new(range, "min", json_string(p->min)) < 0);
+    bad = bad || (range && p->max && json_object_set_new(range, "max", json_string(p->max)) < 0);
+    bad = bad || (range && p->step && json_object_set_new(range, "step", json_string(p->step)) < 0);
+    bad = bad || (range && json_object_set(o, "validRange", range) < 0);
+    json_decref(vals);
+    json_decref(range);
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* One capacity {value[, requestPolicy]}; a bad policy left out (logged). */
+static json_t *cap_json(const kdp__slice_dev *d, const kdp__slice_cap *c)
+{
+    json_t *o = json_pack("{s:s}", "value", c->value);
+    if (!o || !c->policy) {
+        return o;
+    }
+    kdp__share_err e;
+    if (!d->allow_multiple) {
+        log_warn("k8s: device %s: capacity \"%s\": a request policy needs "
+                 "allowMultipleAllocations: the policy is left out",
+                 d->name, c->name);
+        return o;
+    }
+    if (kdp__share_check_policy(c->value, c->policy, &e) < 0) {
+        log_warn("k8s: device %s: capacity[%s].%s: %s: the policy is left out", d->name, c->name,
+                 e.field, e.why);
+        return o;
+    }
+    json_t *p = policy_json(c->policy);
+    if (!p || json_object_set_new(o, "requestPolicy", p) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 /* The same for its capacities. */
 static int add_caps(const kdp__slice_dev *d, json_t *caps, size_t *fields)
 {
     for (size_t i = 0; i < d->n_caps; i++) {
-        const char *name = d->cap_names[i];
-        const char *value = d->cap_values[i];
+        const char *name = d->caps[i].name;
+        const char *value = d->caps[i].value;
         const char *w = NULL;
         if (kdp__k8snames_qualified_name(name, &w) == 0 && json_object_get(caps, name)) {
             w = "is there twice";
@@ -108,7 +164,7 @@ static int add_caps(const kdp__slice_dev *d, json_t *caps, size_t *fields)
             log_warn("k8s: device %s: capacity \"%s\" %s: left out", d->name, name ? name : "", w);
             continue;
         }
-        if (json_object_set_new(caps, name, json_pack("{s:s}", "value", value)) < 0) {
+        if (json_object_set_new(caps, name, cap_json(d, &d->caps[i])) < 0) {
             return -ENOMEM;
         }
         (*fields)++;
@@ -165,6 +221,19 @@ json_t *kdp__slicebuild_device(const kdp__slice_dev *d, char *why, size_t why_le
         snprintf(why, why_len, "device name \"%s\" %s", d->name ? d->name : "", w);
         return NULL;
     }
+    /* a bad consumption leaves the device out: published without it, it
+     * would be handed out beside the partitions it overlaps */
+    json_t *consumes = NULL;
+    if (d->n_consumes) {
+        char w2[300];
+        consumes = kdp__slicectr_consumes(d->consumes, d->n_consumes, w2, sizeof(w2));
+        if (!consumes) {
+            if (w2[0]) {
+                snprintf(why, why_len, "device %s: %s", d->name, w2);
+            }
+            return NULL;
+        }
+    }
     json_t *attrs = json_object();
     json_t *caps = json_object();
     json_t *taints = json_array();
@@ -175,10 +244,14 @@ json_t *kdp__slicebuild_device(const kdp__slice_dev *d, char *why, size_t why_le
                json_object_set_new(dev, "name", json_string(d->name)) < 0 ||
                (json_object_size(attrs) && json_object_set(dev, "attributes", attrs) < 0) ||
                (json_object_size(caps) && json_object_set(dev, "capacity", caps) < 0) ||
-               (json_array_size(taints) && json_object_set(dev, "taints", taints) < 0);
+               (json_array_size(taints) && json_object_set(dev, "taints", taints) < 0) ||
+               (consumes && json_object_set(dev, "consumesCounters", consumes) < 0) ||
+               (d->allow_multiple &&
+                json_object_set_new(dev, "allowMultipleAllocations", json_true()) < 0);
     json_decref(attrs);
     json_decref(caps);
     json_decref(taints);
+    json_decref(consumes);
     if (bad) {
         json_decref(dev);
         return NULL;
@@ -191,15 +264,17 @@ json_t *kdp__slicebuild_shape(const char *version, json_t *dev)
     if (strcmp(version, "v1beta1") != 0) {
         return json_incref(dev);
     }
+    /* every field but the name under "basic" */
     json_t *basic = json_object();
     json_t *out = json_pack("{s:O}", "name", json_object_get(dev, "name"));
-    json_t *a = json_object_get(dev, "attributes");
-    json_t *c = json_object_get(dev, "capacity");
-    json_t *t = json_object_get(dev, "taints");
-    if (!basic || !out || (a && json_object_set(basic, "attributes", a) < 0) ||
-        (c && json_object_set(basic, "capacity", c) < 0) ||
-        (t && json_object_set(basic, "taints", t) < 0) ||
-        json_object_set(out, "basic", basic) < 0) {
+    bool bad = !basic || !out;
+    const char *key;
+    json_t *v;
+    json_object_foreach(dev, key, v)
+    {
+        bad = bad || (strcmp(key, "name") != 0 && json_object_set(basic, key, v) < 0);
+    }
+    if (bad || json_object_set(out, "basic", basic) < 0) {
         json_decref(out);
         out = NULL;
     }
@@ -208,15 +283,16 @@ json_t *kdp__slicebuild_shape(const char *version, json_t *dev)
 }
 
 json_t *kdp__slicebuild_object(const char *version, const char *driver, const char *node,
-                               const char *node_uid, uint64_t generation, size_t count,
-                               json_t *const *devs, size_t n, const char *name,
+                               const char *node_uid, uint64_t generation, size_t count, bool sets,
+                               json_t *const *items, size_t n, const char *name,
                                const char *resource_version)
 {
     char api_version[64];
     snprintf(api_version, sizeof(api_version), GROUP "/%s", version);
     json_t *list = json_array();
     for (size_t i = 0; list && i < n; i++) {
-        if (json_array_append_new(list, kdp__slicebuild_shape(version, devs[i])) < 0) {
+        json_t *it = sets ? json_incref(items[i]) : kdp__slicebuild_shape(version, items[i]);
+        if (json_array_append_new(list, it) < 0) {
             json_decref(list);
             list = NULL;
         }
@@ -236,11 +312,11 @@ json_t *kdp__slicebuild_object(const char *version, const char *driver, const ch
     } else if (meta) {
         json_object_set_new(meta, "generateName", json_string(gen_name));
     }
-    json_t *obj =
-        json_pack("{s:s,s:s,s:o,s:{s:s,s:s,s:{s:s,s:I,s:I},s:o}}", "apiVersion", api_version,
-                  "kind", "ResourceSlice", "metadata", meta, "spec", "driver", driver, "nodeName",
-                  node, "pool", "name", node, "generation", (json_int_t)generation,
-                  "resourceSliceCount", (json_int_t)count, "devices", list);
+    json_t *obj = json_pack("{s:s,s:s,s:o,s:{s:s,s:s,s:{s:s,s:I,s:I},s:o}}", "apiVersion",
+                            api_version, "kind", "ResourceSlice", "metadata", meta, "spec",
+                            "driver", driver, "nodeName", node, "pool", "name", node, "generation",
+                            (json_int_t)generation, "resourceSliceCount", (json_int_t)count,
+                            sets ? "sharedCounters" : "devices", list);
     return obj; /* json_pack's "o" steals meta and list, even on failure */
 }
 
@@ -274,7 +350,8 @@ static size_t sort_unique(json_t **devs, size_t n)
     return w;
 }
 
-int kdp__slicebuild_devices(const kdp__slice_dev *devs, size_t n, json_t ***ret)
+int kdp__slicebuild_devices(const kdp__slice_dev *devs, size_t n, json_t *const *sets,
+                            size_t n_sets, json_t ***ret)
 {
     if (n > KDP__SLICEBUILD_MAX_POOL) {
         log_error("k8s: %zu devices: more than the %u a pool of kdp holds", n,
@@ -295,6 +372,11 @@ int kdp__slicebuild_devices(const kdp__slice_dev *devs, size_t n, json_t ***ret)
             }
             free(out);
             return -ENOMEM;
+        }
+        if (d && kdp__slicectr_unresolved(d, sets, n_sets, why, sizeof(why))) {
+            log_warn("k8s: device %s: %s: left out of the ResourceSlices", devs[i].name, why);
+            json_decref(d);
+            continue;
         }
         if (!d) {
             log_warn("k8s: %s: left out of the ResourceSlices", why);

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "base/quantity.h"
+
 size_t kdp__sr_count(size_t n)
 {
     return n == 0 ? 1 : (n + KDP__SR_MAX_DEVICES - 1) / KDP__SR_MAX_DEVICES;
@@ -13,10 +15,11 @@ size_t kdp__sr_chunks(json_t *const *devs, size_t n, size_t *starts)
 {
     size_t k = 0;
     size_t in = 0;        /* devices in the chunk being filled */
-    bool tainted = false; /* one of them has taints */
+    bool tainted = false; /* one of them has taints or consumes counters */
     starts[k++] = 0;
     for (size_t i = 0; i < n; i++) {
-        bool t = json_array_size(json_object_get(devs[i], "taints")) > 0;
+        bool t = json_array_size(json_object_get(devs[i], "taints")) > 0 ||
+                 json_array_size(json_object_get(devs[i], "consumesCounters")) > 0;
         if (in == KDP__SR_MAX_DEVICES || (in >= KDP__SR_MAX_DEVICES_TAINTED && (tainted || t))) {
             starts[k++] = i;
             in = 0;
@@ -29,15 +32,66 @@ size_t kdp__sr_chunks(json_t *const *devs, size_t n, size_t *starts)
     return k;
 }
 
-void kdp__sr_want_chunk(const kdp__sr_want *w, size_t i, json_t *const **ret_devs, size_t *ret_n)
+void kdp__sr_want_chunk(const kdp__sr_want *w, size_t i, kdp__sr_chunkv *ret)
 {
+    memset(ret, 0, sizeof(*ret));
     if (i >= w->nchunks) {
-        *ret_n = 0;
-        *ret_devs = NULL;
         return;
     }
-    *ret_n = w->starts[i + 1] - w->starts[i];
-    *ret_devs = *ret_n ? w->devs + w->starts[i] : NULL;
+    if (i < w->ndchunks) {
+        ret->n = w->starts[i + 1] - w->starts[i];
+        ret->items = ret->n ? w->devs + w->starts[i] : NULL;
+        return;
+    }
+    size_t from = (i - w->ndchunks) * KDP__SR_MAX_SETS;
+    size_t left = w->nsets > from ? w->nsets - from : 0;
+    ret->sets = true;
+    ret->n = left < KDP__SR_MAX_SETS ? left : KDP__SR_MAX_SETS;
+    ret->items = ret->n ? w->sets + from : NULL;
+}
+
+/* Two strings the same, or quantities of one value. */
+static bool same_string(const char *a, const char *b)
+{
+    kdp__qty x = 0;
+    kdp__qty y = 0;
+    return strcmp(a, b) == 0 ||
+           (kdp__qty_parse(a, &x, NULL) == 0 && kdp__qty_parse(b, &y, NULL) == 0 && x == y);
+}
+
+// NOLINTNEXTLINE(misc-no-recursion): as deep as a slice's JSON (jansson parses 2048 at most)
+bool kdp__sr_json_same(json_t *a, json_t *b)
+{
+    if (json_is_string(a) && json_is_string(b)) {
+        return same_string(json_string_value(a), json_string_value(b));
+    }
+    if (json_is_object(a) && json_is_object(b)) {
+        if (json_object_size(a) != json_object_size(b)) {
+            return false;
+        }
+        const char *k;
+        json_t *v;
+        json_object_foreach(a, k, v)
+        {
+            json_t *o = json_object_get(b, k);
+            if (!o || !kdp__sr_json_same(v, o)) {
+                return false;
+            }
+        }
+        return true;
+    }
+    if (json_is_array(a) && json_is_array(b)) {
+        if (json_array_size(a) != json_array_size(b)) {
+            return false;
+        }
+        for (size_t i = 0; i < json_array_size(a); i++) {
+            if (!kdp__sr_json_same(json_array_get(a, i), json_array_get(b, i))) {
+                return false;
+            }
+        }
+        return true;
+    }
+    return json_equal(a, b);
 }
 
 static json_t *spec_get(json_t *obj, const char *key)
@@ -66,9 +120,15 @@ static bool dev_equal(const char *version, json_t *want, json_t *got)
     json_t *gc = json_object_get(g, "capacity");
     json_t *wt = json_object_get(want, "taints");
     json_t *gt = json_object_get(g, "taints");
+    json_t *wn = json_object_get(want, "consumesCounters");
+    json_t *gn = json_object_get(g, "consumesCounters");
     bool eq = json_equal(wa ? wa : empty, ga ? ga : empty) &&
-              json_equal(wc ? wc : empty, gc ? gc : empty) &&
-              json_array_size(wt) == json_array_size(gt) && (!wt || !gt || json_equal(wt, gt));
+              kdp__sr_json_same(wc ? wc : empty, gc ? gc : empty) &&
+              json_array_size(wt) == json_array_size(gt) && (!wt || !gt || json_equal(wt, gt)) &&
+              json_array_size(wn) == json_array_size(gn) &&
+              (!wn || !gn || kdp__sr_json_same(wn, gn)) &&
+              json_is_true(json_object_get(want, "allowMultipleAllocations")) ==
+                  json_is_true(json_object_get(g, "allowMultipleAllocations"));
     json_decref(empty);
     return eq;
 }
@@ -90,28 +150,37 @@ static bool owned_by_node(const kdp__sr_want *w, json_t *obj)
     return false;
 }
 
-/* Does slice k hold chunk c (devices, owner) at generation gen and count? */
-static bool matches(const kdp__sr_want *w, const kdp__sr_slice *k, size_t c, uint64_t gen,
-                    size_t count)
+bool kdp__sr_holds(const kdp__sr_want *w, json_t *obj, size_t c, uint64_t gen, size_t count)
 {
-    json_t *rc = json_object_get(spec_get(k->obj, "pool"), "resourceSliceCount");
-    if (k->gen != gen || !json_is_integer(rc) || (size_t)json_integer_value(rc) != count ||
-        !owned_by_node(w, k->obj)) {
+    json_t *pool = spec_get(obj, "pool");
+    json_t *rc = json_object_get(pool, "resourceSliceCount");
+    json_t *g = json_object_get(pool, "generation");
+    if (!json_is_integer(g) || (uint64_t)json_integer_value(g) != gen || !json_is_integer(rc) ||
+        (size_t)json_integer_value(rc) != count || !owned_by_node(w, obj)) {
         return false;
     }
-    json_t *devs = spec_get(k->obj, "devices");
-    json_t *const *want;
-    size_t n;
-    kdp__sr_want_chunk(w, c, &want, &n);
-    if (json_array_size(devs) != n) {
+    kdp__sr_chunkv want;
+    kdp__sr_want_chunk(w, c, &want);
+    json_t *have = spec_get(obj, want.sets ? "sharedCounters" : "devices");
+    if (json_array_size(have) != want.n ||
+        json_array_size(spec_get(obj, want.sets ? "devices" : "sharedCounters")) > 0) {
         return false;
     }
-    for (size_t j = 0; j < n; j++) {
-        if (!dev_equal(w->version, want[j], json_array_get(devs, j))) {
+    for (size_t j = 0; j < want.n; j++) {
+        json_t *h = json_array_get(have, j);
+        if (want.sets ? !kdp__sr_json_same(want.items[j], h)
+                      : !dev_equal(w->version, want.items[j], h)) {
             return false;
         }
     }
     return true;
+}
+
+/* Does slice k hold chunk c at generation gen and count? */
+static bool matches(const kdp__sr_want *w, const kdp__sr_slice *k, size_t c, uint64_t gen,
+                    size_t count)
+{
+    return k->gen == gen && kdp__sr_holds(w, k->obj, c, gen, count);
 }
 
 static uint64_t max_gen(const kdp__sr_slice *known, size_t n)

@@ -19,8 +19,10 @@
 #include <stdint.h>
 
 #define KDP__SR_MAX_DEVICES 128U /* per slice (the API's limit) */
-/* per slice when one of its devices has taints (or consumes counters) */
+/* per slice when one of its devices has taints or consumes counters */
 #define KDP__SR_MAX_DEVICES_TAINTED 64U
+/* counter sets per slice (a slice holds devices or counter sets) */
+#define KDP__SR_MAX_SETS 8U
 /* What the API server has: at most this many slices kept (tombstones
  * included; a pool of kdp has at most 128). */
 #define KDP__SR_MAX_KNOWN 1024U
@@ -35,12 +37,16 @@ typedef struct kdp__sr_slice {
     json_t *obj; /* as the API server has it (NULL for a tombstone) */
 } kdp__sr_slice;
 
-/* What is wanted (borrowed). */
+/* What is wanted (borrowed): the device chunks first, then the counter
+ * set chunks. */
 typedef struct kdp__sr_want {
     json_t *const *devs; /* v1 shape, sorted by name */
     size_t ndevs;
-    const size_t *starts; /* chunk i is devs[starts[i] .. starts[i + 1]) */
-    size_t nchunks;
+    const size_t *starts; /* chunk i < ndchunks is devs[starts[i] .. starts[i + 1]) */
+    size_t ndchunks;
+    json_t *const *sets; /* counter sets, sorted by name */
+    size_t nsets;
+    size_t nchunks;   /* ndchunks, then nsets / KDP__SR_MAX_SETS rounded up */
     const char *pool; /* the node's name */
     const char *node_uid;
     const char *version; /* resource.k8s.io's: how the server shows devices */
@@ -62,12 +68,24 @@ void kdp__sr_plan_make(const kdp__sr_slice *known, size_t n, const kdp__sr_want 
 /* How many slices n devices without taints take (at least 1). */
 size_t kdp__sr_count(size_t n);
 /* The chunks of devs, one per slice, in order: at most 128 devices each,
- * 64 when one of them has taints (KEP-5055's bound). starts gets n / 64 +
- * 2 entries at most, the last being n. Returns the number of chunks (at
- * least 1, an empty one for no device). */
+ * 64 when one of them has taints or consumes counters (the API's bound).
+ * starts gets n / 64 + 2 entries at most, the last being n. Returns the
+ * number of chunks (at least 1, an empty one for no device). */
 size_t kdp__sr_chunks(json_t *const *devs, size_t n, size_t *starts);
-/* The devices of chunk i: *ret_devs, *ret_n. */
-void kdp__sr_want_chunk(const kdp__sr_want *w, size_t i, json_t *const **ret_devs, size_t *ret_n);
+
+/* A chunk: what one slice holds. */
+typedef struct kdp__sr_chunkv {
+    bool sets;            /* counter sets (sharedCounters), else devices */
+    json_t *const *items; /* NULL when n is 0 */
+    size_t n;
+} kdp__sr_chunkv;
+void kdp__sr_want_chunk(const kdp__sr_want *w, size_t i, kdp__sr_chunkv *ret);
+/* Whether slice object obj holds chunk c at generation gen and count
+ * (devices or counter sets, the Node as controller owner). */
+bool kdp__sr_holds(const kdp__sr_want *w, json_t *obj, size_t c, uint64_t gen, size_t count);
+/* Quantities compared by value ("1Gi" == "1024Mi": the API server writes
+ * them back in its canonical form), everything else as it is. */
+bool kdp__sr_json_same(json_t *a, json_t *b);
 /* Whether a slice object is in pool. */
 bool kdp__sr_in_pool(json_t *obj, const char *pool);
 

@@ -36,16 +36,19 @@ static kdp__sr_want want_of(const kdp__sr *s)
     return (kdp__sr_want){.devs = s->devs,
                           .ndevs = s->ndevs,
                           .starts = s->starts,
+                          .ndchunks = s->ndchunks,
+                          .sets = s->sets,
+                          .nsets = s->nsets,
                           .nchunks = s->nchunks,
                           .pool = s->node,
                           .node_uid = s->node_uid,
                           .version = s->st.version};
 }
 
-void kdp__sr_chunk(const kdp__sr *s, size_t i, json_t *const **ret_devs, size_t *ret_n)
+void kdp__sr_chunk(const kdp__sr *s, size_t i, kdp__sr_chunkv *ret)
 {
     kdp__sr_want w = want_of(s);
-    kdp__sr_want_chunk(&w, i, ret_devs, ret_n);
+    kdp__sr_want_chunk(&w, i, ret);
 }
 
 static void make_plan(kdp__sr *s, uint64_t gen, kdp__sr_plan *p)
@@ -284,6 +287,53 @@ void kdp__sr_listed(kdp__sr *s, int err, json_t *list, const char *why, uint64_t
     }
 }
 
+/* The fields of want that got lacks, into out (as many as fit). */
+static void missing_keys(json_t *want, json_t *got, char *out, size_t len)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(want, k, v)
+    {
+        size_t at = strlen(out);
+        if (!json_object_get(got, k) && !strstr(out, k) && at + strlen(k) + 3 < len) {
+            snprintf(out + at, len - at, "%s%s", at ? ", " : "", k);
+        }
+    }
+}
+
+/* A write's answer without fields that were sent: the API server drops
+ * those of a feature gate that is off. Writing again would drop them
+ * again: a failure (backoff), said once. */
+static void check_dropped(kdp__sr *s, json_t *obj, uint64_t now)
+{
+    const kdp__sr_action *a = &s->inflight_a;
+    kdp__sr_want w = want_of(s);
+    if (s->inflight_ver != s->want_ver ||
+        kdp__sr_holds(&w, obj, a->chunk, a->generation, a->count)) {
+        return;
+    }
+    char keys[200] = "";
+    kdp__sr_chunkv c;
+    kdp__sr_want_chunk(&w, a->chunk, &c);
+    json_t *have = spec_get(obj, c.sets ? "sharedCounters" : "devices");
+    if (c.sets && json_array_size(have) == 0) {
+        snprintf(keys, sizeof(keys), "sharedCounters");
+    }
+    for (size_t i = 0; !c.sets && i < c.n && i < json_array_size(have); i++) {
+        json_t *h = json_array_get(have, i);
+        json_t *basic = json_object_get(h, "basic");
+        missing_keys(c.items[i], basic ? basic : h, keys, sizeof(keys));
+    }
+    char line[400];
+    snprintf(line, sizeof(line),
+             "the API server dropped fields it was sent (%s): a feature gate of the cluster is "
+             "off (consumesCounters, sharedCounters: DRAPartitionableDevices; "
+             "allowMultipleAllocations: DRAConsumableCapacity; compatibilityGroups: "
+             "DRADeviceCompatibilityGroups)",
+             keys[0] ? keys : "the slice differs from what was sent");
+    fail(s, "write", -EPROTO, line, now); /* logged once */
+}
+
 void kdp__sr_written(kdp__sr *s, int err, json_t *obj, const char *why, uint64_t now)
 {
     kdp__sr_kind kind = s->inflight;
@@ -321,6 +371,7 @@ void kdp__sr_written(kdp__sr *s, int err, json_t *obj, const char *why, uint64_t
     if (observe(s, obj, false, NULL) < 0) {
         s->need_list = true;
     }
+    check_dropped(s, obj, now);
 }
 
 void kdp__sr_watch_event(kdp__sr *s, const char *type, json_t *obj, uint64_t now)
@@ -386,24 +437,34 @@ static void devs_free(json_t **devs, size_t n)
     free(devs);
 }
 
-int kdp__sr_set_devices(kdp__sr *s, json_t **devs, size_t n)
+int kdp__sr_set_devices(kdp__sr *s, json_t **devs, size_t n, json_t **sets, size_t nsets)
 {
-    bool same = s->started && n == s->ndevs;
+    bool same = s->started && n == s->ndevs && nsets == s->nsets;
     for (size_t i = 0; same && i < n; i++) {
         same = json_equal(devs[i], s->devs[i]);
+    }
+    for (size_t i = 0; same && i < nsets; i++) {
+        same = json_equal(sets[i], s->sets[i]);
     }
     size_t *starts = same ? NULL : malloc((n / KDP__SR_MAX_DEVICES_TAINTED + 2) * sizeof(*starts));
     if (same || !starts) {
         devs_free(devs, n);
+        devs_free(sets, nsets);
         return same ? 0 : -ENOMEM;
     }
     devs_free(s->devs, s->ndevs);
+    devs_free(s->sets, s->nsets);
     free(s->starts);
     s->devs = devs;
     s->ndevs = n;
+    s->sets = sets;
+    s->nsets = nsets;
     s->starts = starts;
-    s->nchunks = kdp__sr_chunks(devs, n, starts);
+    /* no empty device slice beside counter sets */
+    s->ndchunks = n == 0 && nsets > 0 ? 0 : kdp__sr_chunks(devs, n, starts);
+    s->nchunks = s->ndchunks + (nsets + KDP__SR_MAX_SETS - 1) / KDP__SR_MAX_SETS;
     s->started = true;
+    s->want_ver++;
     s->round_gen = 0;
     s->st.published = false;
     return 1;
@@ -421,12 +482,17 @@ static void published(kdp__sr *s, uint64_t gen)
     s->st.generation = gen;
     s->st.slices = s->nchunks;
     s->st.devices = s->ndevs;
+    s->st.counter_sets = s->nsets;
     s->st.error[0] = '\0';
     s->st.err = 0;
     if (s->failing || !was) {
-        log_info("k8s: %zu device(s) of %s published in %zu ResourceSlice(s) of pool %s, "
+        char sets[64] = "";
+        if (s->nsets) {
+            snprintf(sets, sizeof(sets), " and %zu counter set(s)", s->nsets);
+        }
+        log_info("k8s: %zu device(s)%s of %s published in %zu ResourceSlice(s) of pool %s, "
                  "generation %llu%s",
-                 s->ndevs, s->driver, s->st.slices, s->node, (unsigned long long)gen,
+                 s->ndevs, sets, s->driver, s->st.slices, s->node, (unsigned long long)gen,
                  s->failing ? " (the API server answers again)" : "");
     }
     s->failing = false;
@@ -489,6 +555,8 @@ static uint64_t earliest(uint64_t a, uint64_t b)
 static kdp__sr_action call(kdp__sr *s, kdp__sr_action a)
 {
     s->inflight = a.kind;
+    s->inflight_a = a;
+    s->inflight_ver = s->want_ver;
     snprintf(s->inflight_name, sizeof(s->inflight_name), "%s", a.name ? a.name : "");
     if (a.name) {
         a.name = s->inflight_name; /* valid until the answer */
@@ -568,8 +636,10 @@ void kdp__sr_done(kdp__sr *s)
 {
     known_clear(s);
     devs_free(s->devs, s->ndevs);
+    devs_free(s->sets, s->nsets);
     free(s->starts);
     s->devs = NULL;
+    s->sets = NULL;
     s->starts = NULL;
-    s->ndevs = s->nchunks = 0;
+    s->ndevs = s->nsets = s->ndchunks = s->nchunks = 0;
 }

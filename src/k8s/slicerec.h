@@ -3,7 +3,8 @@
  * slicerec: the decisions of publishing a node's ResourceSlices, without
  * I/O and without a clock (the time is a parameter, as ngtcp2 takes it):
  * what should be (the devices, in chunks of at most 128 per slice, 64
- * when one of them has taints) against
+ * when one of them has taints or consumes counters; the counter sets, at
+ * most 8 per slice, in slices of their own) against
  * what the API server has (the last list, then every watch event and every
  * write's answer since), and the next call to make. slices.c drives it on
  * the loop: it tells it every event (kdp__sr_*), asks kdp__sr_next() and
@@ -24,8 +25,10 @@
  * list, then the writes of a publish round: slices of another pool or past
  * the count deleted first, then each chunk into its slice (updated) or a
  * new one (created), all at one pool generation above every generation
- * seen. A 409 lists again (backoff 20 ms .. 5 s), any other failure retries
- * with backoff (100 ms .. 30 s); a watch that ends is resumed from its last
+ * seen. A write whose answer lacks fields that were sent (the API server
+ * drops the fields of a feature gate that is off) is a failure, logged
+ * once with the fields, retried with backoff. A 409 lists again (backoff 20 ms .. 5 s), any other
+ * failure retries with backoff (100 ms .. 30 s); a watch that ends is resumed from its last
  * resourceVersion, one that fails (410 Gone included) lists again; a list
  * every resync_ms is the backstop.
  *
@@ -78,6 +81,7 @@ typedef struct kdp__sr_status {
     uint64_t generation; /* the pool's */
     size_t slices;
     size_t devices;
+    size_t counter_sets;
     char version[16]; /* the resource.k8s.io version ("" before discovery) */
     char error[256];  /* the last failure, "" once published */
     int err;          /* its -errno (0: none) */
@@ -91,12 +95,17 @@ typedef struct kdp__sr {
     uint64_t resync_us;
 
     /* what should be: devices in the v1 shape, sorted by name, and their
-     * chunks (kdp__sr_chunks) */
+     * chunks (kdp__sr_chunks); counter sets, sorted by name, in chunks of
+     * KDP__SR_MAX_SETS after them */
     json_t **devs;
     size_t ndevs;
     size_t *starts;
+    size_t ndchunks;
+    json_t **sets;
+    size_t nsets;
     size_t nchunks;
-    bool started; /* devices were set: publish */
+    bool started;      /* devices were set: publish */
+    uint64_t want_ver; /* bumped when they change */
 
     /* what the API server has */
     kdp__sr_slice *known;
@@ -112,7 +121,9 @@ typedef struct kdp__sr {
     /* the call in flight */
     kdp__sr_kind inflight;
     char inflight_name[KDP__K8S_DNS_SUBDOMAIN_MAX + 1];
-    uint64_t round_gen; /* > 0 while a round writes */
+    kdp__sr_action inflight_a; /* a CREATE's or UPDATE's chunk, count, generation */
+    uint64_t inflight_ver;     /* want_ver when it was made */
+    uint64_t round_gen;        /* > 0 while a round writes */
     uint64_t retry_at_us;
     uint64_t resync_at_us;
     kdp__backoff bo, conflict_bo, watch_bo;
@@ -136,11 +147,13 @@ kdp__sr_action kdp__sr_next(kdp__sr *s, uint64_t now_us);
 /* The call returned by next could not be started (-errno): as a failure. */
 void kdp__sr_not_started(kdp__sr *s, kdp__sr_kind kind, int err, uint64_t now_us);
 
-/* The devices to publish, v1 shape, sorted by name, unique (the array and
- * its references are taken over, freed at once if they are the last set).
- * Returns 1 if they differ from the last set (a new round then), 0 if
- * they do not, -ENOMEM (the last set stays). */
-int kdp__sr_set_devices(kdp__sr *s, json_t **devs, size_t n);
+/* The devices to publish, v1 shape, sorted by name, unique, and the
+ * pool's counter sets, sorted by name, unique (the arrays and their
+ * references are taken over, freed at once if they are the last set;
+ * sets may be NULL when nsets is 0). Returns 1 if they differ from the
+ * last set (a new round then), 0 if they do not, -ENOMEM (the last set
+ * stays). */
+int kdp__sr_set_devices(kdp__sr *s, json_t **devs, size_t n, json_t **sets, size_t nsets);
 
 /* The answers. err: 0 or the -errno of k8s/api.h; why: a line for the log
  * (NULL when err is 0). */
@@ -154,8 +167,8 @@ void kdp__sr_watch_event(kdp__sr *s, const char *type, json_t *obj, uint64_t now
 /* The watch ended: err 0 (the server closed it: resume), else a gap. */
 void kdp__sr_watch_ended(kdp__sr *s, int err, const char *why, uint64_t now_us);
 
-/* The devices of chunk i of the pool now (count slices): *ret_devs, n. */
-void kdp__sr_chunk(const kdp__sr *s, size_t i, json_t *const **ret_devs, size_t *ret_n);
+/* What chunk i of the pool holds now. */
+void kdp__sr_chunk(const kdp__sr *s, size_t i, kdp__sr_chunkv *ret);
 /* Compares resourceVersions: the decimal value, 0 if it is not one. */
 uint64_t kdp__sr_rv(const char *rv);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "k8s/slicectr.h"
 
 #define GROUP "resource.k8s.io"
 
@@ -117,13 +118,12 @@ static int write_slice(kdp__slices *s, const kdp__sr_action *a)
     if (a->kind == KDP__SR_DELETE) {
         return kdp__api_call(s->a, "DELETE", path, NULL, write_done, s, &s->req);
     }
-    json_t *const *devs;
-    size_t n;
-    kdp__sr_chunk(&s->sr, a->chunk, &devs, &n);
+    kdp__sr_chunkv c;
+    kdp__sr_chunk(&s->sr, a->chunk, &c);
     bool create = a->kind == KDP__SR_CREATE;
-    json_t *obj =
-        kdp__slicebuild_object(version, s->sr.driver, s->sr.node, s->sr.node_uid, a->generation,
-                               a->count, devs, n, create ? NULL : a->name, create ? NULL : a->rv);
+    json_t *obj = kdp__slicebuild_object(version, s->sr.driver, s->sr.node, s->sr.node_uid,
+                                         a->generation, a->count, c.sets, c.items, c.n,
+                                         create ? NULL : a->name, create ? NULL : a->rv);
     if (!obj) {
         return -ENOMEM;
     }
@@ -208,17 +208,27 @@ static void on_timer(kdp__timer *t, void *ud)
 
 /* ---- the API ---- */
 
-int kdp__slices_set(kdp__slices *s, const kdp__slice_dev *devs, size_t n)
+int kdp__slices_set(kdp__slices *s, const kdp__slice_dev *devs, size_t n,
+                    const kdp_dra_counter_set *sets, size_t nsets)
 {
-    if (!s || (n && !devs)) {
+    if (!s || (n && !devs) || (nsets && !sets)) {
         return -EINVAL;
     }
+    json_t **cs = NULL;
+    int ns = kdp__slicectr_sets(sets, nsets, &cs);
+    if (ns < 0) {
+        return ns;
+    }
     json_t **out = NULL;
-    int r = kdp__slicebuild_devices(devs, n, &out);
+    int r = kdp__slicebuild_devices(devs, n, cs, (size_t)ns, &out);
     if (r < 0) {
+        for (int i = 0; i < ns; i++) {
+            json_decref(cs[i]);
+        }
+        free(cs);
         return r;
     }
-    int changed = kdp__sr_set_devices(&s->sr, out, (size_t)r);
+    int changed = kdp__sr_set_devices(&s->sr, out, (size_t)r, cs, (size_t)ns);
     if (changed < 0) {
         return changed;
     }

@@ -42,10 +42,12 @@ typedef void (*kdp__slices_status_cb)(const kdp__slices_status *st, void *ud);
  * 0, -EINVAL (a bad driver or node name, logged), -ENOMEM. */
 int kdp__slices_new(kdp__api *a, const char *driver, const char *node, const char *node_uid,
                     unsigned resync_ms, kdp__slices_status_cb status, void *ud, kdp__slices **ret);
-/* The devices to publish (copied; see kdp__slicebuild_devices). Published
- * soon after (bursts coalesce). Returns the number of devices kept, or
- * -ENOMEM, -E2BIG. */
-int kdp__slices_set(kdp__slices *s, const kdp__slice_dev *devs, size_t n);
+/* The devices and the pool's counter sets to publish (copied; see
+ * kdp__slicebuild_devices and kdp__slicectr_sets). Published soon after
+ * (bursts coalesce). Returns the number of devices kept, or -ENOMEM,
+ * -E2BIG. */
+int kdp__slices_set(kdp__slices *s, const kdp__slice_dev *devs, size_t n,
+                    const kdp_dra_counter_set *sets, size_t nsets);
 void kdp__slices_get_status(const kdp__slices *s, kdp__slices_status *ret);
 /* Stops (the slices stay). NULL is fine. Not from its status callback. */
 void kdp__slices_free(kdp__slices *s);

@@ -127,22 +127,17 @@ static void set_devices(long n, const char *tag)
     char(*names)[32] = calloc((size_t)n + 1, sizeof(*names));
     char model[64];
     snprintf(model, sizeof(model), "m-%s", tag);
-    static const char *const cap_names[] = {"memory"};
-    static const char *const cap_values[] = {"1Gi"};
+    static const kdp__slice_cap caps[] = {{"memory", "1Gi", NULL}};
     for (long i = 0; i < n; i++) {
         snprintf(names[i], sizeof(names[i]), "dev-%03ld", i);
         attrs[2 * i] =
             (kdp_dra_attr){.name = "model", .type = KDP_DRA_ATTR_STRING, .string_value = model};
         attrs[2 * i + 1] =
             (kdp_dra_attr){.name = "index", .type = KDP_DRA_ATTR_INT, .int_value = i};
-        devs[i] = (kdp__slice_dev){.name = names[i],
-                                   .attrs = &attrs[2 * i],
-                                   .n_attrs = 2,
-                                   .cap_names = cap_names,
-                                   .cap_values = cap_values,
-                                   .n_caps = 1};
+        devs[i] = (kdp__slice_dev){
+            .name = names[i], .attrs = &attrs[2 * i], .n_attrs = 2, .caps = caps, .n_caps = 1};
     }
-    int r = kdp__slices_set(slices, devs, (size_t)n);
+    int r = kdp__slices_set(slices, devs, (size_t)n, NULL, 0);
     emit(json_pack("{s:s,s:i}", "event", "set", "r", r));
     free(devs);
     free(attrs);

@@ -68,13 +68,12 @@ static void test_device_fields(void **state)
          .type = KDP_DRA_ATTR_STRING,
          .string_value = "0123456789012345678901234567890123456789012345678901234567890123456789"},
     };
-    const char *cap_names[] = {"memory", "bad name", "power"};
-    const char *cap_values[] = {"80Gi", "1", "lots"};
+    const kdp__slice_cap caps[] = {
+        {"memory", "80Gi", NULL}, {"bad name", "1", NULL}, {"power", "lots", NULL}};
     kdp__slice_dev d = {.name = "gpu-0",
                         .attrs = attrs,
                         .n_attrs = sizeof(attrs) / sizeof(attrs[0]),
-                        .cap_names = cap_names,
-                        .cap_values = cap_values,
+                        .caps = caps,
                         .n_caps = 3};
     char why[256];
     json_t *j = kdp__slicebuild_device(&d, why, sizeof(why));
@@ -128,7 +127,7 @@ static void test_object(void **state)
     for (int k = 0; k < 3; k++) {
         const char *version = k == 0 ? "v1" : k == 1 ? "v1beta2" : "v1beta1";
         json_t *o = kdp__slicebuild_object(version, "gpu.example.com", "node-a", "uid-n", 7, 3,
-                                           devs, 1, NULL, NULL);
+                                           false, devs, 1, NULL, NULL);
         assert_non_null(o);
         char api[64];
         snprintf(api, sizeof(api), "resource.k8s.io/%s", version);
@@ -161,8 +160,8 @@ static void test_object(void **state)
         json_decref(o);
     }
     /* an update names the slice and its resourceVersion */
-    json_t *o = kdp__slicebuild_object("v1", "gpu.example.com", "node-a", "uid-n", 8, 1, devs, 1,
-                                       "node-a-gpu-example-com-x1y2z", "42");
+    json_t *o = kdp__slicebuild_object("v1", "gpu.example.com", "node-a", "uid-n", 8, 1, false,
+                                       devs, 1, "node-a-gpu-example-com-x1y2z", "42");
     json_t *meta = json_object_get(o, "metadata");
     assert_string_equal(json_string_value(json_object_get(meta, "name")),
                         "node-a-gpu-example-com-x1y2z");
@@ -170,8 +169,8 @@ static void test_object(void **state)
     assert_null(json_object_get(meta, "generateName"));
     json_decref(o);
     /* an empty pool is one slice with no device */
-    o = kdp__slicebuild_object("v1", "gpu.example.com", "node-a", "uid-n", 1, 1, NULL, 0, NULL,
-                               NULL);
+    o = kdp__slicebuild_object("v1", "gpu.example.com", "node-a", "uid-n", 1, 1, false, NULL, 0,
+                               NULL, NULL);
     assert_int_equal(json_array_size(json_object_get(json_object_get(o, "spec"), "devices")), 0);
     json_decref(o);
     json_decref(dev);
