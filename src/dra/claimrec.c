@@ -9,6 +9,7 @@
 
 #include "discovery/cdi.h"
 #include "dra/prepared.h"
+#include "k8s/sharecheck.h"
 
 /* ---- memory ---- */
 
@@ -62,6 +63,7 @@ static void rdev_clear(kdp__dra_rdev *d)
     free(d->device);
     free(d->device_id);
     free(d->share_id);
+    kdp__share_quantities_free(d->consumed, d->n_consumed);
     free(d->cfg);
     node_clear(&d->default_node);
 }
@@ -112,6 +114,18 @@ int kdp__dra_rec_add_dev(kdp__dra_rec *r, const char *request, const char *devic
     if (ret) {
         *ret = d;
     }
+    return 0;
+}
+
+int kdp__dra_rec_set_consumed(kdp__dra_rdev *d, const kdp_dra_quantity *q, size_t n)
+{
+    kdp_dra_quantity *c = n ? kdp__share_quantities_dup(q, n) : NULL;
+    if (n && !c) {
+        return -ENOMEM;
+    }
+    kdp__share_quantities_free(d->consumed, d->n_consumed);
+    d->consumed = c;
+    d->n_consumed = n;
     return 0;
 }
 
@@ -217,6 +231,9 @@ static int rdev_copy(kdp__dra_rdev *to, const kdp__dra_rdev *from, bool answer)
     if (r == 0) {
         r = kdp__dra_rec_set(&to->share_id, from->share_id);
     }
+    if (r == 0) {
+        r = kdp__dra_rec_set_consumed(to, from->consumed, from->n_consumed);
+    }
     if (r == 0 && from->default_node.path) {
         r = node_copy(&to->default_node, &from->default_node);
     }
@@ -268,8 +285,11 @@ int kdp__dra_rec_from_claim(const kdp__claim *c, kdp__dra_rec **ret)
     int err = r ? 0 : -ENOMEM;
     for (size_t i = 0; err == 0 && i < c->n_devs; i++) {
         const kdp__claim_dev *cd = &c->devs[i];
-        err =
-            kdp__dra_rec_add_dev(r, cd->request, cd->device, cd->share_id, cd->admin_access, NULL);
+        kdp__dra_rdev *d = NULL;
+        err = kdp__dra_rec_add_dev(r, cd->request, cd->device, cd->share_id, cd->admin_access, &d);
+        if (err == 0) {
+            err = kdp__dra_rec_set_consumed(d, cd->consumed, cd->n_consumed);
+        }
         for (size_t j = 0; err == 0 && j < cd->n_configs; j++) {
             err = kdp__dra_rec_add_config(r, i, cd->configs[j]);
         }
@@ -310,7 +330,10 @@ size_t kdp__dra_rec_bytes(const kdp__dra_rec *r)
         b += sizeof(*d) + str_bytes(d->request) + str_bytes(d->device) + str_bytes(d->device_id) +
              str_bytes(d->share_id) + d->n_cfg * sizeof(size_t) + node_bytes(&d->default_node) +
              strv_bytes(d->env, d->n_env) + strv_bytes(d->cdi_ids, d->n_cdi_ids) +
-             str_bytes(d->cdi_name) + str_bytes(d->status);
+             str_bytes(d->cdi_name) + str_bytes(d->status) + d->n_consumed * sizeof(*d->consumed);
+        for (size_t j = 0; j < d->n_consumed; j++) {
+            b += str_bytes(d->consumed[j].name) + str_bytes(d->consumed[j].value);
+        }
         for (size_t j = 0; j < d->n_nodes; j++) {
             b += node_bytes(&d->nodes[j]);
         }
@@ -362,6 +385,8 @@ int kdp__dra_claimview_init(kdp__dra_claimview *v, const kdp__dra_rec *r)
                              .device = d->device,
                              .device_id = d->device_id,
                              .share_id = d->share_id,
+                             .consumed = d->consumed,
+                             .n_consumed = d->n_consumed,
                              .admin_access = d->admin_access,
                              .configs = v->configs + k,
                              .n_configs = d->n_cfg};
@@ -386,15 +411,23 @@ void kdp__dra_claimview_done(kdp__dra_claimview *v)
 
 /* Unique in the claim's spec: '_' is never in a device name (a DNS
  * label). */
+static bool same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
 int kdp__dra_rec_cdi_name(const kdp__dra_rec *r, size_t i, char **ret)
 {
-    const char *dev = r->devs[i].device;
+    const kdp__dra_rdev *d = &r->devs[i];
+    const char *share = d->share_id;
     for (size_t k = 0; k < i; k++) {
-        if (strcmp(r->devs[k].device, dev) == 0) {
-            return asprintf(ret, "%s-%s_%zu", r->uid, dev, i);
+        const kdp__dra_rdev *o = &r->devs[k];
+        if (strcmp(o->device, d->device) == 0 && same_str(o->share_id, share)) {
+            return asprintf(ret, "%s-%s%s%s_%zu", r->uid, d->device, share ? "-" : "",
+                            share ? share : "", i);
         }
     }
-    return asprintf(ret, "%s-%s", r->uid, dev);
+    return asprintf(ret, "%s-%s%s%s", r->uid, d->device, share ? "-" : "", share ? share : "");
 }
 
 static int push(char ***v, size_t *n, char *s)

@@ -3,7 +3,8 @@
  * claimrec: a claim as kdp keeps it, a C record from the API server's
  * answer to the checkpoint: the claim (namespace, name, UID), the devices
  * allocated to it from this driver's pool on this node (request, device,
- * its kdp ID, share ID, admin access, the opaque configs that apply to it),
+ * its kdp ID, share ID and what the share consumed, admin access, the
+ * opaque configs that apply to it),
  * and, once prepared, what the prepare op answered for each device (nodes,
  * variables, CDI IDs) and the boot it was prepared in. Each opaque config
  * is kept once per claim (a device holds indices into the claim's list),
@@ -32,6 +33,8 @@ typedef struct kdp__dra_rdev {
     char *device;
     char *device_id; /* NULL: not in the table (an unprepare may see it) */
     char *share_id;  /* NULL: not shared */
+    kdp_dra_quantity *consumed; /* what the share consumed of each capacity */
+    size_t n_consumed;
     bool admin_access;
     size_t *cfg; /* indices into the record's configs, in order */
     size_t n_cfg;
@@ -70,6 +73,9 @@ kdp__dra_rec *kdp__dra_rec_dup(const kdp__dra_rec *r, bool answer);
  * NULL) points at it until the next append. Returns 0 or -ENOMEM. */
 int kdp__dra_rec_add_dev(kdp__dra_rec *r, const char *request, const char *device,
                          const char *share_id, bool admin_access, kdp__dra_rdev **ret);
+/* What device d's share consumed (copied, replacing). Returns 0 or
+ * -ENOMEM. */
+int kdp__dra_rec_set_consumed(kdp__dra_rdev *d, const kdp_dra_quantity *q, size_t n);
 /* Config text applies to device i (kept once in the record). Returns 0 or
  * -ENOMEM. */
 int kdp__dra_rec_add_config(kdp__dra_rec *r, size_t i, const char *text);
@@ -105,9 +111,9 @@ void kdp__dra_claimview_done(kdp__dra_claimview *v);
  * node), and r->prepared. An answer there before is replaced. Returns 0 or
  * -ENOMEM (r then holds no answer). */
 int kdp__dra_rec_merge(kdp__dra_rec *r, const kdp_dra_prepared *pr, const char *kind);
-/* The CDI device name of device i in kdp's spec: <uid>-<device>, or
- * <uid>-<device>_<i> for a device named again in the claim. Returns what
- * asprintf returns. */
+/* The CDI device name of device i in kdp's spec: <uid>-<device>,
+ * <uid>-<device>-<share ID> for a share, or ..._<i> for a device named
+ * again in the claim. Returns what asprintf returns. */
 int kdp__dra_rec_cdi_name(const kdp__dra_rec *r, size_t i, char **ret);
 /* Whether some device of r has edits in kdp's spec. */
 bool kdp__dra_rec_has_cdi(const kdp__dra_rec *r);

@@ -7,14 +7,13 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "dra/describe.h"
 #include "k8s/sharecheck.h"
 
 static void setv_free(kdp__dra_setv *s)
 {
     for (size_t i = 0; s->v && i < s->n; i++) {
         free((char *)s->v[i].name);
-        kdp__dra_quantities_free((kdp_dra_quantity *)s->v[i].counters, s->v[i].n_counters);
+        kdp__share_quantities_free((kdp_dra_quantity *)s->v[i].counters, s->v[i].n_counters);
     }
     free(s->v);
     s->v = NULL;
@@ -30,7 +29,7 @@ static int setv_copy(kdp__dra_setv *dst, const kdp_dra_counter_set *sets, size_t
     for (; c.n < n; c.n++) {
         kdp_dra_counter_set *s = &c.v[c.n];
         s->name = strdup(sets[c.n].name);
-        s->counters = kdp__dra_quantities_dup(sets[c.n].counters, sets[c.n].n_counters);
+        s->counters = kdp__share_quantities_dup(sets[c.n].counters, sets[c.n].n_counters);
         s->n_counters = sets[c.n].n_counters;
         if (!s->name || !s->counters) {
             c.n++;

@@ -41,8 +41,5 @@ void kdp__dra_device_done(kdp_dra_device *d);
 int kdp__dra_default_name(const char *id, char out[64]);
 /* Frees what describe_share.c copied into d (consumptions, policies). */
 void kdp__dra_device_share_done(kdp_dra_device *d);
-/* Deep copies (NULL on -ENOMEM) and their frees (NULL is fine). */
-kdp_dra_quantity *kdp__dra_quantities_dup(const kdp_dra_quantity *q, size_t n);
-void kdp__dra_quantities_free(kdp_dra_quantity *q, size_t n);
 
 #endif

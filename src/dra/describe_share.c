@@ -19,30 +19,6 @@ static char *dup_or_null(const char *s, bool *oom)
     return c;
 }
 
-void kdp__dra_quantities_free(kdp_dra_quantity *q, size_t n)
-{
-    for (size_t i = 0; q && i < n; i++) {
-        free((char *)q[i].name);
-        free((char *)q[i].value);
-    }
-    free(q);
-}
-
-kdp_dra_quantity *kdp__dra_quantities_dup(const kdp_dra_quantity *q, size_t n)
-{
-    kdp_dra_quantity *c = calloc(n ? n : 1, sizeof(*c));
-    bool oom = !c;
-    for (size_t i = 0; !oom && i < n; i++) {
-        c[i].name = dup_or_null(q[i].name, &oom);
-        c[i].value = dup_or_null(q[i].value, &oom);
-    }
-    if (oom) {
-        kdp__dra_quantities_free(c, n);
-        return NULL;
-    }
-    return c;
-}
-
 static void strv_free(const char *const *v, size_t n)
 {
     for (size_t i = 0; v && i < n; i++) {
@@ -66,7 +42,7 @@ static const char **strv_dup(const char *const *v, size_t n, bool *oom)
 
 static void consumption_free(kdp_dra_consumption *c)
 {
-    kdp__dra_quantities_free((kdp_dra_quantity *)c->counters, c->n_counters);
+    kdp__share_quantities_free((kdp_dra_quantity *)c->counters, c->n_counters);
     strv_free(c->compatibility_groups, c->n_compatibility_groups);
     free((char *)c->counter_set);
 }
@@ -130,7 +106,7 @@ KDP_EXPORT int kdp_dra_device_add_consumption(kdp_dra_device *d, const kdp_dra_c
     bool oom = false;
     kdp_dra_consumption copy = {
         .counter_set = dup_or_null(c->counter_set, &oom),
-        .counters = kdp__dra_quantities_dup(c->counters, c->n_counters),
+        .counters = kdp__share_quantities_dup(c->counters, c->n_counters),
         .n_counters = c->n_counters,
         .compatibility_groups = strv_dup(c->compatibility_groups, c->n_compatibility_groups, &oom),
         .n_compatibility_groups = c->n_compatibility_groups,

@@ -60,6 +60,17 @@ static json_t *dev_json(const kdp__dra_rdev *d)
               (d->default_node.path &&
                json_object_set_new(o, "default_node", node_json(&d->default_node)) < 0);
     }
+    if (!bad && d->n_consumed) {
+        json_t *c = json_object();
+        for (size_t i = 0; c && i < d->n_consumed; i++) {
+            if (json_object_set_new(c, d->consumed[i].name, json_string(d->consumed[i].value)) <
+                0) {
+                json_decref(c);
+                c = NULL;
+            }
+        }
+        bad = json_object_set_new(o, "consumed", c) < 0;
+    }
     json_decref(cfg);
     json_decref(nodes);
     if (bad) {
@@ -205,6 +216,36 @@ static void read_configs(reader *rd, kdp__dra_rec *r, size_t i, const json_t *a,
     }
 }
 
+/* "consumed": {name: quantity} (a share's; absent otherwise). */
+static void read_consumed(reader *rd, kdp__dra_rdev *d, const json_t *c)
+{
+    if (!c || rd->err) {
+        return;
+    }
+    size_t n = json_object_size(c);
+    if (!json_is_object(c) || n > 64) {
+        bad(rd, "devices[].consumed");
+        return;
+    }
+    kdp_dra_quantity *q = calloc(n ? n : 1, sizeof(*q));
+    oom(rd, q ? 0 : -ENOMEM);
+    size_t k = 0;
+    const char *name;
+    json_t *v;
+    json_object_foreach((json_t *)c, name, v)
+    {
+        if (!q || !json_is_string(v)) {
+            bad(rd, "devices[].consumed");
+            break;
+        }
+        q[k++] = (kdp_dra_quantity){name, json_string_value(v)};
+    }
+    if (rd->err == 0) {
+        oom(rd, kdp__dra_rec_set_consumed(d, q, k));
+    }
+    free(q);
+}
+
 static void read_dev(reader *rd, kdp__dra_rec *r, const json_t *o, int version)
 {
     kdp__dra_rdev *d = NULL;
@@ -221,6 +262,7 @@ static void read_dev(reader *rd, kdp__dra_rec *r, const json_t *o, int version)
     oom(rd, kdp__dra_rec_set(&d->device_id, str(rd, o, "device_id", false)));
     oom(rd, kdp__dra_rec_set(&d->cdi_name, str(rd, o, "cdi_name", false)));
     oom(rd, kdp__dra_rec_set(&d->status, str(rd, o, "status", false)));
+    read_consumed(rd, d, json_object_get(o, "consumed"));
     const json_t *def = json_object_get(o, "default_node");
     if (json_is_object(def)) {
         read_node(rd, def, &d->default_node);

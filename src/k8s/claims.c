@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/k8snames.h"
+#include "k8s/sharecheck.h"
 
 static int say(char *why, size_t n, int err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -30,6 +31,7 @@ static void dev_clear(kdp__claim_dev *d)
     free(d->pool);
     free(d->device);
     free(d->share_id);
+    kdp__share_quantities_free(d->consumed, d->n_consumed);
     for (size_t i = 0; i < d->n_configs; i++) {
         free(d->configs[i]);
     }
@@ -85,6 +87,11 @@ kdp__claim *kdp__claim_dup(const kdp__claim *c)
         t->device = dup_or_null(s->device, &oom);
         t->share_id = dup_or_null(s->share_id, &oom);
         t->admin_access = s->admin_access;
+        if (s->n_consumed) {
+            t->consumed = kdp__share_quantities_dup(s->consumed, s->n_consumed);
+            t->n_consumed = t->consumed ? s->n_consumed : 0;
+            oom |= !t->consumed;
+        }
         t->configs = s->n_configs ? calloc(s->n_configs, sizeof(char *)) : NULL;
         oom |= s->n_configs && !t->configs;
         for (size_t j = 0; !oom && j < s->n_configs; j++) {
@@ -197,6 +204,61 @@ static int check_configs(json_t *configs, const char *driver, json_t **ordered, 
     return 0;
 }
 
+/* A share ID as the API writes it: a lower-case UUID (it names CDI
+ * devices and files). */
+static bool share_id_ok(const char *s)
+{
+    if (strlen(s) != 36) {
+        return false;
+    }
+    for (size_t i = 0; i < 36; i++) {
+        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        bool hex = (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f');
+        if (dash ? s[i] != '-' : !hex) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* consumedCapacity {name: quantity} into d, checked. */
+static int add_consumed(kdp__claim_dev *d, json_t *cc, size_t idx, char *why, size_t why_len)
+{
+    if (!cc || json_is_null(cc)) {
+        return 0;
+    }
+    if (!json_is_object(cc) || json_object_size(cc) > KDP__CLAIM_MAX_CONSUMED) {
+        return say(why, why_len, -EINVAL,
+                   "status.allocation.devices.results[%zu].consumedCapacity must be an object "
+                   "of at most %d quantities",
+                   idx, KDP__CLAIM_MAX_CONSUMED);
+    }
+    d->consumed = calloc(json_object_size(cc) + 1, sizeof(*d->consumed));
+    if (!d->consumed) {
+        return say(why, why_len, -ENOMEM, "out of memory reading the claim");
+    }
+    const char *name;
+    json_t *v;
+    json_object_foreach(cc, name, v)
+    {
+        const char *q = json_string_value(v);
+        if (kdp__k8snames_qualified_name(name, NULL) < 0 || !q ||
+            kdp__k8snames_quantity(q, NULL) < 0) {
+            return say(why, why_len, -EINVAL,
+                       "status.allocation.devices.results[%zu].consumedCapacity[%.80s] is not a "
+                       "capacity name and a quantity",
+                       idx, name);
+        }
+        kdp_dra_quantity *e = &d->consumed[d->n_consumed++];
+        e->name = strdup(name);
+        e->value = strdup(q);
+        if (!e->name || !e->value) {
+            return say(why, why_len, -ENOMEM, "out of memory reading the claim");
+        }
+    }
+    return 0;
+}
+
 static int add_dev(kdp__claim *cl, json_t *r, size_t idx, json_t **configs, size_t n_configs,
                    char *why, size_t why_len)
 {
@@ -215,6 +277,12 @@ static int add_dev(kdp__claim *cl, json_t *r, size_t idx, json_t **configs, size
                    "must be strings, adminAccess a boolean",
                    idx);
     }
+    if (share && !share_id_ok(share)) {
+        return say(why, why_len, -EINVAL,
+                   "status.allocation.devices.results[%zu].shareID \"%.40s\" is not a "
+                   "lower-case UUID",
+                   idx, share);
+    }
     if (!cl->devs) {
         return -EINVAL; /* sized for every result: not reached */
     }
@@ -225,6 +293,10 @@ static int add_dev(kdp__claim *cl, json_t *r, size_t idx, json_t **configs, size
     d->device = dup_or_null(device, &oom);
     d->share_id = dup_or_null(share, &oom);
     d->admin_access = json_is_true(admin);
+    int rc = add_consumed(d, json_object_get(r, "consumedCapacity"), idx, why, why_len);
+    if (rc < 0) {
+        return rc; /* d is freed with the claim */
+    }
     d->configs = n_configs ? calloc(n_configs, sizeof(char *)) : NULL;
     oom |= n_configs && !d->configs;
     for (size_t i = 0; !oom && i < n_configs; i++) {

@@ -15,18 +15,25 @@
 #include <stddef.h>
 
 #include "k8s/api.h"
+#include "kdp_dra.h"
 
 /* The most results and configs read from one claim (the API allows 32
  * requests and 32 configs per claim; kdp bounds what it copies). */
 #define KDP__CLAIM_MAX_DEVICES 256
 #define KDP__CLAIM_MAX_CONFIGS 64
+/* consumedCapacity holds a device's capacities: at most 32 (the API's
+ * bound on attributes and capacities). */
+#define KDP__CLAIM_MAX_CONSUMED 32
 
 /* One device allocated to the claim from this driver's pool. */
 typedef struct kdp__claim_dev {
     char *request;  /* "gpu", or "gpu/small" for a subrequest */
     char *pool;     /* the pool (this node's) */
     char *device;   /* the device's name in the slice */
-    char *share_id; /* NULL unless shared (v1, 1.35+) */
+    char *share_id; /* NULL unless shared (v1, 1.35+): a lower-case UUID */
+    /* consumedCapacity (a shared device's): qualified names, quantities */
+    kdp_dra_quantity *consumed;
+    size_t n_consumed;
     bool admin_access;
     /* This driver's opaque parameters (JSON text) that apply to request:
      * the DeviceClass's (source FromClass) first, then the claim's

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/k8snames.h"
@@ -51,6 +52,31 @@ static int qty(kdp__share_err *e, const char *field, const char *s, kdp__qty *v)
         return fail(e, field, "Invalid value: \"%.64s\": quantity %s", s, why);
     }
     return 0;
+}
+
+void kdp__share_quantities_free(kdp_dra_quantity *q, size_t n)
+{
+    for (size_t i = 0; q && i < n; i++) {
+        free((char *)q[i].name);
+        free((char *)q[i].value);
+    }
+    free(q);
+}
+
+kdp_dra_quantity *kdp__share_quantities_dup(const kdp_dra_quantity *q, size_t n)
+{
+    kdp_dra_quantity *c = calloc(n ? n : 1, sizeof(*c));
+    bool oom = !c;
+    for (size_t i = 0; !oom && i < n; i++) {
+        c[i].name = q[i].name ? strdup(q[i].name) : NULL;
+        c[i].value = q[i].value ? strdup(q[i].value) : NULL;
+        oom = (q[i].name && !c[i].name) || (q[i].value && !c[i].value);
+    }
+    if (oom) {
+        kdp__share_quantities_free(c, n);
+        return NULL;
+    }
+    return c;
 }
 
 int kdp__share_check_counters(const kdp_dra_quantity *c, size_t n, kdp__share_err *e)

@@ -37,6 +37,11 @@ int kdp__share_check_sets(const kdp_dra_counter_set *s, size_t n, kdp__share_err
 /* A consumption: counterSet a DNS label, its counters, at most
  * KDP_DRA_MAX_COMPAT_GROUPS compatibility groups, DNS labels, unique. */
 int kdp__share_check_consumption(const kdp_dra_consumption *c, kdp__share_err *e);
+/* A deep copy of n quantities (NULL on -ENOMEM; n 0 gives an empty
+ * array), and its free (NULL is fine). */
+kdp_dra_quantity *kdp__share_quantities_dup(const kdp_dra_quantity *q, size_t n);
+void kdp__share_quantities_free(kdp_dra_quantity *q, size_t n);
+
 /* The request policy of a capacity of value `value` (a quantity). */
 int kdp__share_check_policy(const char *value, const kdp_dra_request_policy *p, kdp__share_err *e);
 

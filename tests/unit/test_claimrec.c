@@ -154,15 +154,28 @@ static void test_device_twice(void **state)
     assert_non_null(mkdtemp(dir));
     kdp__dra_rec *rec = kdp__dra_rec_new("ns", "c1", "u1");
     assert_int_equal(kdp__dra_rec_add_dev(rec, "a", "gpu-0", NULL, false, NULL), 0);
-    assert_int_equal(kdp__dra_rec_add_dev(rec, "b", "gpu-0", "s1", false, NULL), 0);
+    kdp__dra_rdev *d = NULL;
+    assert_int_equal(kdp__dra_rec_add_dev(rec, "b", "gpu-0", "s1", false, &d), 0);
+    const kdp_dra_quantity used[] = {{"memory", "8Gi"}};
+    assert_int_equal(kdp__dra_rec_set_consumed(d, used, 1), 0);
+    assert_int_equal(kdp__dra_rec_add_dev(rec, "c", "gpu-0", NULL, false, NULL), 0);
     kdp_dra_prepared pr;
-    assert_int_equal(kdp__dra_prepared_init(&pr, 2), 0);
+    assert_int_equal(kdp__dra_prepared_init(&pr, 3), 0);
     assert_int_equal(kdp_dra_prepared_add_env(&pr, 0, "A", "1"), 0);
     assert_int_equal(kdp_dra_prepared_add_env(&pr, 1, "B", "1"), 0);
+    assert_int_equal(kdp_dra_prepared_add_env(&pr, 2, "C", "1"), 0);
     assert_int_equal(kdp__dra_rec_merge(rec, &pr, KIND), 0);
     kdp__dra_prepared_done(&pr);
+    assert_string_equal(rec->devs[2].cdi_ids[0], KIND "=u1-gpu-0_2"); /* named again */
+    /* the author's view: the share and what it consumed */
+    kdp__dra_claimview v;
+    assert_int_equal(kdp__dra_claimview_init(&v, rec), 0);
+    assert_string_equal(v.claim.devices[1].share_id, "s1");
+    assert_int_equal(v.claim.devices[1].n_consumed, 1);
+    assert_string_equal(v.claim.devices[1].consumed[0].value, "8Gi");
+    kdp__dra_claimview_done(&v);
     assert_string_equal(rec->devs[0].cdi_ids[0], KIND "=u1-gpu-0");
-    assert_string_equal(rec->devs[1].cdi_ids[0], KIND "=u1-gpu-0_1");
+    assert_string_equal(rec->devs[1].cdi_ids[0], KIND "=u1-gpu-0-s1"); /* a share: its own */
     assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND), 1);
     /* through the checkpoint's JSON and back: the same spec */
     json_t *j = kdp__recfile_to_json(rec);
@@ -171,6 +184,10 @@ static void test_device_twice(void **state)
     assert_int_equal(kdp__recfile_from_json(j, 2, &back, why, sizeof(why)), 0);
     json_decref(j);
     assert_string_equal(back->devs[1].share_id, "s1");
+    assert_int_equal(back->devs[1].n_consumed, 1);
+    assert_string_equal(back->devs[1].consumed[0].name, "memory");
+    assert_string_equal(back->devs[1].consumed[0].value, "8Gi");
+    assert_int_equal(back->devs[0].n_consumed, 0);
     assert_int_equal(kdp__dra_rec_write_cdi(back, dir, FILE_NAME, KIND), 0); /* unchanged */
     kdp__dra_rec_free(back);
     /* a record that is not one */

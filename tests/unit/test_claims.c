@@ -20,6 +20,8 @@
 
 /* A v1 claim allocated on node-a: two of our devices, one of another
  * driver, one of ours from another pool; configs from class and claim. */
+#define SHARE "0b6e5f0c-7c1f-4a86-9d3a-1f2b3c4d5e6f"
+
 static const char *const CLAIM =
     "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
     "\"metadata\":{\"name\":\"c1\",\"namespace\":\"ns1\",\"uid\":\"uid-1\"},"
@@ -29,7 +31,8 @@ static const char *const CLAIM =
     "{\"request\":\"gpu\",\"driver\":\"" DRV "\",\"pool\":\"" POOL "\",\"device\":\"gpu-0\"},"
     "{\"request\":\"nic\",\"driver\":\"nic.example.com\",\"pool\":\"" POOL "\",\"device\":\"n0\"},"
     "{\"request\":\"big/small\",\"driver\":\"" DRV "\",\"pool\":\"" POOL "\",\"device\":\"gpu-1\","
-    "\"adminAccess\":true,\"shareID\":\"s-1\"},"
+    "\"adminAccess\":true,\"shareID\":\"" SHARE "\","
+    "\"consumedCapacity\":{\"memory\":\"8Gi\",\"example.com/bw\":\"10\"}},"
     "{\"request\":\"gpu\",\"driver\":\"" DRV "\",\"pool\":\"node-b\",\"device\":\"gpu-9\"}],"
     "\"config\":["
     "{\"source\":\"FromClaim\",\"requests\":[\"gpu\"],"
@@ -97,7 +100,11 @@ static void test_filters_and_configs(void **state)
     d = &c->devs[1];
     assert_string_equal(d->request, "big/small");
     assert_string_equal(d->device, "gpu-1");
-    assert_string_equal(d->share_id, "s-1");
+    assert_string_equal(d->share_id, SHARE);
+    assert_int_equal(d->n_consumed, 2);
+    assert_string_equal(d->consumed[0].name, "memory");
+    assert_string_equal(d->consumed[0].value, "8Gi");
+    assert_string_equal(d->consumed[1].name, "example.com/bw");
     assert_true(d->admin_access);
     /* "big" matches the subrequest big/small; "big/other" does not */
     assert_int_equal(d->n_configs, 2);
@@ -108,7 +115,8 @@ static void test_filters_and_configs(void **state)
     assert_non_null(dup);
     assert_int_equal(dup->n_devs, 2);
     assert_string_equal(dup->devs[1].configs[1], "{\"big\":true}");
-    assert_string_equal(dup->devs[1].share_id, "s-1");
+    assert_string_equal(dup->devs[1].share_id, SHARE);
+    assert_string_equal(dup->devs[1].consumed[1].value, "10");
     kdp__claim_free(dup);
     kdp__claim_free(c);
 
@@ -149,6 +157,20 @@ static void test_errors(void **state)
                       "\"status\":{\"allocation\":{\"devices\":{\"results\":[],"
                       "\"config\":[{\"requests\":\"x\",\"opaque\":{}}]}}}}",
                       POOL, NULL, -EINVAL, "config[0] is malformed"));
+    /* a share ID names CDI devices: a lower-case UUID only */
+#define RESULT(extra)                                                                              \
+    "{\"metadata\":{\"name\":\"c\",\"namespace\":\"n\",\"uid\":\"u\"},"                            \
+    "\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"driver\":\"" DRV                     \
+    "\",\"pool\":\"" POOL "\",\"device\":\"d\",\"request\":\"r\"," extra "}]}}}}"
+    assert_null(parse(RESULT("\"shareID\":\"../../etc\""), POOL, NULL, -EINVAL,
+                      "shareID \"../../etc\" is not a lower-case UUID"));
+    assert_null(parse(RESULT("\"shareID\":\"0B6E5F0C-7C1F-4A86-9D3A-1F2B3C4D5E6F\""), POOL, NULL,
+                      -EINVAL, "not a lower-case UUID"));
+    assert_null(parse(RESULT("\"consumedCapacity\":{\"memory\":\"lots\"}"), POOL, NULL, -EINVAL,
+                      "consumedCapacity[memory] is not a capacity name and a quantity"));
+    assert_null(parse(RESULT("\"consumedCapacity\":[]"), POOL, NULL, -EINVAL,
+                      "consumedCapacity must be an object"));
+#undef RESULT
 }
 
 static void test_other_driver_only(void **state)
