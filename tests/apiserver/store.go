@@ -140,6 +140,9 @@ func (s *store) create(rd *resourceDef, obj M) (M, *apiError) {
 			return nil, errInvalid(rd, name, errs)
 		}
 	}
+	if rd == resSlices {
+		canonicalSlice(obj) // quantities as resource.Quantity writes them
+	}
 	if s.objs[rd][key(ns, name)] != nil {
 		return nil, errAlreadyExists(rd, name)
 	}
@@ -222,6 +225,9 @@ func (s *store) update(rd *resourceDef, ns, name string, status bool,
 		if errs := rd.validate(obj, cur); len(errs) > 0 {
 			return nil, errInvalid(rd, name, errs)
 		}
+	}
+	if rd == resSlices {
+		canonicalSlice(obj)
 	}
 	if rd.hasGeneration && !jsonEqual(obj["spec"], cur["spec"]) {
 		g, _ := asInt(curMD["generation"])

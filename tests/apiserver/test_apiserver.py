@@ -513,6 +513,100 @@ class Python(ApiTest):
         b = slice_body(name="y", version="v1beta1")
         self.raises(400, api.create_cluster_custom_object, GROUP, "v1", "resourceslices", b)
 
+    def test_sharing_validation_and_canonical_quantities(self):
+        """Counter sets, consumesCounters and request policies validated as
+        the 1.35-1.37 API server does (422 naming each field); quantities
+        written back in resource.Quantity's canonical form, which
+        python3-kubernetes and kubectl then read."""
+        api = self.custom()
+
+        def invalid(body, *fields):
+            st = self.raises(422, api.create_cluster_custom_object, GROUP, "v1", "resourceslices", body)
+            got = [c["field"] for c in st["details"]["causes"]]
+            for f in fields:
+                self.assertIn(f, got, st)
+            return st
+
+        def counters_body(sets):
+            b = slice_body(name="ctr", devices=0)
+            del b["spec"]["devices"]
+            b["spec"]["sharedCounters"] = sets
+            return b
+
+        ok = {"name": "card-0", "counters": {"memory": {"value": "80Gi"}, "slices": {"value": "7"}}}
+        st = invalid(counters_body([ok, dict(ok), {"name": "Card_1", "counters": {}},
+                                    {"name": "c2", "counters": {"Bad": {"value": "1"}, "x": {"value": "lots"}}}]),
+                     "spec.sharedCounters[1].name", "spec.sharedCounters[2].name",
+                     "spec.sharedCounters[2].counters", "spec.sharedCounters[3].counters",
+                     "spec.sharedCounters[3].counters[x].value")
+        self.assertIn('spec.sharedCounters[1].name: Duplicate value: "card-0"', st["message"])
+        invalid(counters_body([dict(ok, name="s%d" % i) for i in range(9)]), "spec.sharedCounters")
+        both = counters_body([ok])
+        both["spec"]["devices"] = slice_body(devices=1)["spec"]["devices"]
+        st = invalid(both, "spec")
+        self.assertIn("only one of `sharedCounters` or `devices` is allowed", st["message"])
+
+        b = slice_body(name="x", devices=1)
+        dev = b["spec"]["devices"][0]
+        dev["consumesCounters"] = [{"counterSet": "card-0", "counters": {"memory": {"value": "10Gi"}}},
+                                   {"counterSet": "card-0", "counters": {"memory": {"value": "1"}},
+                                    "compatibilityGroups": ["mig", "mig"]}]
+        st = invalid(b, "spec.devices[0].consumesCounters[1].counterSet",
+                     "spec.devices[0].consumesCounters[1].compatibilityGroups[1]")
+        dev["consumesCounters"] = [{"counterSet": "a%d" % i, "counters": {"m": {"value": "1"}}} for i in range(3)]
+        invalid(b, "spec.devices[0].consumesCounters")
+        b = slice_body(name="x", devices=65)
+        b["spec"]["devices"][0]["consumesCounters"] = [{"counterSet": "card-0", "counters": {"m": {"value": "1"}}}]
+        st = invalid(b, "spec.devices")
+        self.assertIn("must have at most 64 items", st["message"])
+
+        # request policies: only with allowMultipleAllocations, each rule
+        b = slice_body(name="x", devices=1)
+        cap = b["spec"]["devices"][0]["capacity"]
+        cap["memory"] = {"value": "80Gi", "requestPolicy": {"default": "1Gi", "validRange": {"min": "1Gi"}}}
+        st = invalid(b, "spec.devices[0].capacity[memory].requestPolicy")
+        self.assertIn("Forbidden: allowMultipleAllocations must be true", st["message"])
+        b["spec"]["devices"][0]["allowMultipleAllocations"] = True
+        for policy, field, words in [
+                ({"validValues": ["8Gi", "4Gi"], "default": "4Gi"}, "validValues[1]", "sorted in ascending order"),
+                ({"validValues": ["8Gi", "90Gi"], "default": "8Gi"}, "validValues[1]",
+                 "option is larger than capacity value: 80Gi"),
+                ({"validValues": ["8Gi"], "default": "4Gi"}, "validValues", "default value is not valid"),
+                ({"validValues": ["8Gi"]}, "default", "required when validValues is defined"),
+                ({"validValues": ["8Gi"], "default": "8Gi", "validRange": {"min": "1"}}, "",
+                 "exactly one policy can be specified"),
+                ({"validRange": {"min": "2Gi", "step": "2Gi"}, "default": "3Gi"}, "default",
+                 "value is not a multiple of a given step (2Gi) from (2Gi)"),
+                ({"validRange": {"min": "2Gi", "max": "1Gi"}, "default": "2Gi"}, "validRange.max",
+                 "min is larger than max"),
+                ({"validRange": {"min": "1Gi", "step": "0"}, "default": "1Gi"}, "validRange.step", "must be positive"),
+                ({"validRange": {"min": "1n"}, "default": "1n"}, "default", "cannot be represented as a milli value"),
+        ]:
+            cap["memory"]["requestPolicy"] = policy
+            st = invalid(b, "spec.devices[0].capacity[memory].requestPolicy" + ("." + field if field else ""))
+            self.assertIn(words, st["message"])
+
+        # accepted, and stored canonical: 1.5Gi -> 1536Mi, 0.5 -> 500m, 2048Ki -> 2Mi, 1500 -> 1500
+        cap["memory"]["requestPolicy"] = {"default": "1.5Gi", "validRange": {"min": "0.5Gi", "step": "0.5Gi"}}
+        cap["cores"] = {"value": "0.5"}
+        b["spec"]["devices"][0]["consumesCounters"] = [
+            {"counterSet": "card-0", "counters": {"memory": {"value": "2048Ki"}, "ops": {"value": "1500"}}}]
+        got = api.create_cluster_custom_object(GROUP, "v1", "resourceslices", b)
+        d = got["spec"]["devices"][0]
+        self.assertEqual(d["capacity"]["memory"]["requestPolicy"],
+                         {"default": "1536Mi", "validRange": {"min": "512Mi", "step": "512Mi"}})
+        self.assertEqual(d["capacity"]["cores"]["value"], "500m")
+        self.assertEqual(d["consumesCounters"][0]["counters"],
+                         {"memory": {"value": "2Mi"}, "ops": {"value": "1500"}})
+        self.assertTrue(d["allowMultipleAllocations"])
+        api.create_cluster_custom_object(GROUP, "v1", "resourceslices", counters_body([ok]))
+        r = self.kubectl("get", "resourceslices", "ctr", "-o",
+                         "jsonpath={.spec.sharedCounters[0].counters.memory.value}")
+        self.assertEqual(r.stdout, "80Gi")
+        r = self.kubectl("get", "resourceslices", "x", "-o",
+                         "jsonpath={.spec.devices[0].consumesCounters[0].counterSet}")
+        self.assertEqual(r.stdout, "card-0")
+
     def test_auth_401_403_rotation(self):
         api = self.custom()
         api.list_cluster_custom_object(GROUP, "v1", "resourceslices")

@@ -412,6 +412,9 @@ func validateSlice(obj, old M) []fieldErr {
 	if spec["sharedCounters"] != nil && spec["devices"] != nil {
 		errs = append(errs, invalid("spec", "", "only one of `sharedCounters` or `devices` is allowed"))
 	}
+	if spec["sharedCounters"] != nil {
+		errs = append(errs, validateSharedCounters(spec["sharedCounters"], "spec.sharedCounters")...)
+	}
 	max := maxDevicesPerSlice
 	for _, d := range devices {
 		dm, _ := d.(map[string]interface{})
@@ -463,6 +466,7 @@ func validateDevice(d interface{}, path string, perDevice bool) []fieldErr {
 		errs = append(errs, dnsLabel(name, path+".name")...)
 	}
 	errs = append(errs, validateTaints(dm["taints"], path+".taints")...)
+	errs = append(errs, validateSharing(dm, path)...)
 	attrs, _ := dm["attributes"].(map[string]interface{})
 	caps, _ := dm["capacity"].(map[string]interface{})
 	if n := len(attrs) + len(caps); n > maxAttributesAndCapacities {
