@@ -28,9 +28,9 @@ build: deps $(BUILD)/build.ninja
 
 # Every test: lint (clang-format and clang-tidy, zero findings), the normal
 # build (valgrind memcheck of an example plugin included), a short run of
-# every fuzz target (their corpora are also replayed by ctest), the threaded
-# tests under TSan, then every test again under ASan+UBSan, whose ctest
-# summary closes the output. The fuzz tree builds and fuzzes, and the TSan
+# every fuzz target (their corpora are also replayed by ctest), then, side by
+# side, the threaded tests under TSan and every test again under
+# ASan+UBSan, whose ctest summary closes the output. The fuzz tree builds and fuzzes, and the TSan
 # and ASan trees build, in the background (at a lower priority) while lint
 # and the normal tests run:
 # scripts/test-all.sh, which says what each step took.

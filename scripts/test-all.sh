@@ -9,8 +9,8 @@
 #     at a time (one core);
 #   - the TSan and ASan trees are built.
 # Meanwhile: lint (clang-format, clang-tidy), then the normal build's tests.
-# Then the TSan tests, then the ASan+UBSan tests, whose ctest summary closes
-# the output. A step that fails ends the run (the background work with it);
+# Then the TSan tests and the ASan+UBSan tests side by side, their logs
+# printed when both are done, the ASan+UBSan summary last. A step that fails ends the run (the background work with it);
 # the background logs are printed when they are waited for.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -70,10 +70,31 @@ fi
 trap - EXIT
 took "the TSan and ASan builds, waited for" "$t"
 
+# The sanitizer runs mostly wait on the processes their tests start (the
+# CPUs are more than half idle in either alone): both at once, each in its
+# log, printed when both are done; ctest's summary of the ASan+UBSan run
+# closes the output.
 t=$(date +%s)
-"${make[@]}" test-tsan
-took "tests under TSan" "$t"
-
-# ctest's summary of the ASan+UBSan run closes the output
-echo "make test: the tests under ASan+UBSan follow, the last step"
-"${make[@]}" test-asan
+tsan_log="$build/test-tsan.log"
+asan_log="$build/test-asan.log"
+set -m
+"${make[@]}" test-tsan >"$tsan_log" 2>&1 &
+tsan=$!
+"${make[@]}" test-asan >"$asan_log" 2>&1 &
+asan=$!
+set +m
+trap 'kill -TERM -- -"$tsan" -"$asan" 2>/dev/null || true' EXIT
+tsan_rc=0
+asan_rc=0
+wait "$tsan" || tsan_rc=$?
+wait "$asan" || asan_rc=$?
+trap - EXIT
+echo "make test: the tests under TSan ($tsan_log):"
+cat "$tsan_log"
+took "tests under TSan and under ASan+UBSan, side by side" "$t"
+echo "make test: the tests under ASan+UBSan ($asan_log) follow, the last step"
+cat "$asan_log"
+if [ "$tsan_rc" -ne 0 ] || [ "$asan_rc" -ne 0 ]; then
+    echo "make test: failed under $([ "$tsan_rc" -ne 0 ] && echo TSan)$([ "$tsan_rc" -ne 0 ] && [ "$asan_rc" -ne 0 ] && echo ' and ')$([ "$asan_rc" -ne 0 ] && echo ASan+UBSan) (above)"
+    exit 1
+fi
