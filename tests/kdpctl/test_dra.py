@@ -540,6 +540,59 @@ class BadInput(Base):
         self.assertEqual(code, 200)
         self.assertTrue(api.alive())
 
+    def test_sharing(self):
+        """Counter sets, consumesCounters and request policies checked as
+        the 1.35-1.37 API server checks them: 422 with the field's path."""
+        api = self.dra_apiserver()
+        S = "/apis/resource.k8s.io/v1/resourceslices"
+
+        def body(spec):
+            return json.dumps({"metadata": {"name": "s"}, "spec": dict({
+                "driver": DRV, "nodeName": NODE, "pool": {"name": "p", "resourceSliceCount": 1}},
+                **spec)}).encode()
+        ok_set = {"name": "card-0", "counters": {"memory": {"value": "80Gi"}}}
+        for spec, field, words in (
+                ({"sharedCounters": [ok_set, ok_set]}, "spec.sharedCounters[1].name", "Duplicate value"),
+                ({"sharedCounters": [dict(ok_set, name="s%d" % i) for i in range(9)]},
+                 "spec.sharedCounters", "Too many"),
+                ({"sharedCounters": [ok_set], "devices": []}, "spec", "only one of"),
+                ({"sharedCounters": [{"name": "c", "counters": {"m": {"value": "-1"}}}]},
+                 "spec.sharedCounters[0].counters[m].value", "greater than or equal to 0"),
+                ({"devices": [{"name": "d", "consumesCounters": [
+                    {"counterSet": "card-0", "counters": {"memory": {"value": "1"}}},
+                    {"counterSet": "card-0", "counters": {"memory": {"value": "1"}}}]}]},
+                 "spec.devices[0].consumesCounters[1].counterSet", "Duplicate value"),
+                ({"devices": [{"name": "d", "consumesCounters": [
+                    {"counterSet": "Card", "counters": {"memory": {"value": "1"}}}]}]},
+                 "spec.devices[0].consumesCounters[0].counterSet", "RFC 1123 label"),
+                ({"devices": [{"name": "d", "capacity": {"memory": {
+                    "value": "80Gi", "requestPolicy": {"default": "1Gi"}}}}]},
+                 "spec.devices[0].capacity[memory].requestPolicy",
+                 "allowMultipleAllocations must be true"),
+                ({"devices": [{"name": "d", "allowMultipleAllocations": True, "capacity": {"memory": {
+                    "value": "80Gi", "requestPolicy": {"default": "3Gi",
+                                                       "validRange": {"min": "2Gi", "step": "2Gi"}}}}}]},
+                 "spec.devices[0].capacity[memory].requestPolicy.default", "not a multiple of a given step"),
+                ({"devices": [{"name": "d", "allowMultipleAllocations": True, "capacity": {"memory": {
+                    "value": "80Gi", "requestPolicy": {"default": "8Gi", "validValues": ["8Gi", "4Gi"]}}}}]},
+                 "spec.devices[0].capacity[memory].requestPolicy.validValues[1]", "ascending order")):
+            obj = self.status(api, 422, "Invalid", "POST", S, body=body(spec))
+            self.assertIn(field + ":", obj["message"])
+            self.assertIn(words, obj["message"])
+        many = [{"name": "d%d" % i} for i in range(65)]
+        many[0]["consumesCounters"] = [{"counterSet": "card-0", "counters": {"memory": {"value": "1"}}}]
+        obj = self.status(api, 422, "Invalid", "POST", S, body=body({"devices": many}))
+        self.assertIn("spec.devices: Too many", obj["message"])
+        code, made = self.req(api, "POST", S, body=body({"sharedCounters": [ok_set]}))
+        self.assertEqual(code, 201, made)
+        code, _ = self.req(api, "DELETE", S + "/s")
+        good = {"devices": [{"name": "d", "allowMultipleAllocations": True, "capacity": {"memory": {
+            "value": "80Gi", "requestPolicy": {"default": "8Gi", "validValues": ["4Gi", "8Gi"]}}},
+            "consumesCounters": [{"counterSet": "card-0", "counters": {"memory": {"value": "8Gi"}}}]}]}
+        code, made = self.req(api, "POST", S, body=body(good))
+        self.assertEqual(code, 201, made)
+        self.assertTrue(api.alive())
+
 
 class Window(Base):
     """Watches that resume: from the window of the last 1000 events, or 410."""

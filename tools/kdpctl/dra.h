@@ -51,10 +51,12 @@ typedef struct kd_opts {
     const char *kubeconfig;
     const char *driver;
     const char *node;
-    const char *devices; /* claim --device DEV[,DEV...] */
-    const char *request; /* claim --request (default "req-0") */
-    const char *config;  /* claim --config JSON */
-    bool del;            /* claim --delete */
+    const char *devices;  /* claim --device DEV[,DEV...] */
+    const char *request;  /* claim --request (default "req-0") */
+    const char *config;   /* claim --config JSON */
+    const char *share_id; /* claim --share-id UUID|new */
+    const char *consumed; /* claim --consumed NAME=QTY[,NAME=QTY...] */
+    bool del;             /* claim --delete */
     kc_strv pos;
 } kd_opts;
 

@@ -4,7 +4,9 @@
  * as the API server makes them (the parts a driver meets): a name (an RFC
  * 1123 subdomain), a ResourceSlice (spec.driver, spec.pool, exactly one
  * node selection, its devices: names, attributes and capacities, taints,
- * at most 128, or 64 when one has taints) and the fields of a slice that an update may not change.
+ * at most 128, or 64 when one has taints or consumes counters; what sharing
+ * adds: dra_check_share.c) and the fields of a slice that an update may not
+ * change.
  * Pure: no request, no store; dra_rest.c answers what they find.
  */
 #include "dra_check.h"
@@ -138,7 +140,8 @@ static const char *check_device(const json_t *d, size_t i, char *field, size_t c
             return field;
         }
     }
-    return check_taints(json_object_get(d, "taints"), i, field, cap, detail);
+    const char *f = check_taints(json_object_get(d, "taints"), i, field, cap, detail);
+    return f ? f : kd_check_device_sharing(d, i, field, cap, detail);
 }
 
 /* spec.driver and spec.pool. */
@@ -200,10 +203,13 @@ static const char *check_devices(const json_t *devs, char *field, size_t cap, co
     }
     bool tainted = false;
     for (size_t i = 0; i < json_array_size(devs); i++) {
-        tainted |= json_array_size(json_object_get(json_array_get(devs, i), "taints")) > 0;
+        const json_t *d = json_array_get(devs, i);
+        tainted |= json_array_size(json_object_get(d, "taints")) > 0 ||
+                   json_array_size(json_object_get(d, "consumesCounters")) > 0;
     }
     if (tainted && json_array_size(devs) > MAX_DEV_WITH_TAINTS) {
-        *detail = "Too many: must have at most 64 items when a device has taints";
+        *detail = "Too many: must have at most 64 items when a device has taints or consumes "
+                  "counters";
         return "spec.devices";
     }
     for (size_t i = 0; i < json_array_size(devs); i++) {
@@ -234,6 +240,9 @@ const char *kd_check_slice(const json_t *o, char *field, size_t cap, const char 
     const char *f = check_pool(spec, detail);
     if (!f) {
         f = check_nodes(spec, detail);
+    }
+    if (!f) {
+        f = kd_check_shared_counters(spec, field, cap, detail);
     }
     return f ? f : check_devices(json_object_get(spec, "devices"), field, cap, detail);
 }

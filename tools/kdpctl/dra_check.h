@@ -19,6 +19,13 @@ bool kd_dns_subdomain(const char *s);
  * (a constant, or field, cap bytes, written) with *detail set to what is
  * wrong ("Required value", "Duplicate value"...). */
 const char *kd_check_slice(const json_t *o, char *field, size_t cap, const char **detail);
+/* What sharing adds (dra_check_share.c): spec.sharedCounters of a slice,
+ * and device i's consumesCounters and request policies; the same returns
+ * (*detail valid until the next check). */
+const char *kd_check_shared_counters(const json_t *spec, char *field, size_t cap,
+                                     const char **detail);
+const char *kd_check_device_sharing(const json_t *d, size_t i, char *field, size_t cap,
+                                    const char **detail);
 /* A changed immutable field of a slice (spec.driver, spec.pool.name,
  * spec.nodeName) from old to new, or NULL. */
 const char *kd_slice_immutable(const json_t *old, const json_t *new);

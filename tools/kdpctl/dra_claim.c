@@ -5,7 +5,8 @@
  * (spec.devices.requests: one request of --count devices of the class named
  * after the driver), then the /status subresource with
  * status.allocation.devices.results (request, driver, pool = the node,
- * device) and, with --config, one opaque config for the request, and a node
+ * device; with --share-id each a share, with --consumed what it consumed)
+ * and, with --config, one opaque config for the request, and a node
  * selector for the node. Prints the claim's UID. `--delete NS/NAME` deletes
  * a claim. Works against `kdpctl dra apiserver` and any API server.
  */
@@ -13,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
+#include "base/k8snames.h"
 #include "dra_api.h"
 #include "k8s/api.h"
 #include "k8s/kconfig.h"
@@ -24,7 +27,8 @@ typedef struct kd_claim {
     kdp__loop *loop;
     kdp__api *api;
     char ns[256], name[256];
-    json_t *config; /* --config, parsed */
+    json_t *config;   /* --config, parsed */
+    json_t *consumed; /* --consumed, as {name: quantity} */
     kc_strv devices;
     int exit;
 } kd_claim;
@@ -86,14 +90,47 @@ static void on_status(int err, long code, json_t *obj, const char *why, void *ud
     kdp__loop_quit(c->loop);
 }
 
+/* A random (version 4) UUID, as the scheduler makes share IDs. */
+static void new_uuid(char out[37])
+{
+    unsigned char b[16] = {0};
+    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+        for (size_t i = 0; i < sizeof(b); i++) {
+            b[i] = (unsigned char)rand(); // NOLINT(cert-msc30-c,cert-msc50-cpp): a fallback
+        }
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
+}
+
+static json_t *result(kd_claim *c, const char *req, const char *device)
+{
+    json_t *r = json_pack("{s:s, s:s, s:s, s:s}", "request", req, "driver", c->o->driver, "pool",
+                          c->o->node, "device", device);
+    if (r && c->o->share_id) {
+        char id[37];
+        if (strcmp(c->o->share_id, "new") == 0) {
+            new_uuid(id);
+        } else {
+            snprintf(id, sizeof(id), "%s", c->o->share_id);
+        }
+        json_object_set_new(r, "shareID", json_string(id));
+    }
+    if (r && c->consumed) {
+        json_object_set(r, "consumedCapacity", c->consumed);
+    }
+    return r;
+}
+
 static json_t *allocation(kd_claim *c)
 {
     const char *req = c->o->request ? c->o->request : "req-0";
     json_t *results = json_array();
     for (size_t i = 0; results && i < c->devices.n; i++) {
-        json_array_append_new(results, json_pack("{s:s, s:s, s:s, s:s}", "request", req, "driver",
-                                                 c->o->driver, "pool", c->o->node, "device",
-                                                 c->devices.v[i]));
+        json_array_append_new(results, result(c, req, c->devices.v[i]));
     }
     json_t *devices = json_pack("{s:o}", "results", results);
     if (devices && c->config) {
@@ -173,6 +210,15 @@ static int start(kd_claim *c)
     if (!o) {
         return -ENOMEM;
     }
+    if (c->consumed) {
+        /* the request asks for what each share consumed */
+        json_t *ex = json_object_get(
+            json_array_get(
+                json_object_get(json_object_get(json_object_get(o, "spec"), "devices"), "requests"),
+                0),
+            "exactly");
+        json_object_set_new(ex, "capacity", json_pack("{s:O}", "requests", c->consumed));
+    }
     snprintf(path, sizeof(path), "/apis/" KD_GROUP "/v1/namespaces/%s/resourceclaims", c->ns);
     int r = kdp__api_call(c->api, "POST", path, o, on_created, c, NULL);
     json_decref(o);
@@ -210,6 +256,72 @@ static int parse_config(kd_claim *c)
     return 0;
 }
 
+/* --share-id: a lower-case UUID or "new". */
+static bool share_id_ok(const char *s)
+{
+    if (strcmp(s, "new") == 0) {
+        return true;
+    }
+    if (strlen(s) != 36) {
+        return false;
+    }
+    for (size_t i = 0; i < 36; i++) {
+        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? s[i] != '-' : !strchr("0123456789abcdef", s[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* --consumed NAME=QTY,...: into c->consumed. Returns 0 or an exit status. */
+static int parse_consumed(kd_claim *c)
+{
+    kc_strv parts = {0};
+    int e = kc_split_ids(c->o->consumed, &parts) < 0 || !parts.n ? KC_EXIT_USAGE : 0;
+    c->consumed = json_object();
+    for (size_t i = 0; !e && i < parts.n; i++) {
+        char *eq = strchr(parts.v[i], '=');
+        const char *why = "NAME=QUANTITY";
+        if (eq) {
+            *eq = '\0';
+            why = kdp__k8snames_qualified_name(parts.v[i], &why) < 0 ? why
+                  : kdp__k8snames_quantity(eq + 1, &why) < 0         ? why
+                                                                     : NULL;
+        }
+        if (why) {
+            fprintf(
+                stderr,
+                "kdpctl dra claim: --consumed \"%s\": %s (e.g. --consumed memory=8Gi,cores=2)\n",
+                parts.v[i], why);
+            e = KC_EXIT_USAGE;
+            break;
+        }
+        json_object_set_new(c->consumed, parts.v[i], json_string(eq + 1));
+    }
+    kc_strv_free(&parts);
+    return e;
+}
+
+/* --share-id and --consumed; returns 0 or an exit status. */
+static int check_sharing(kd_claim *c)
+{
+    const kd_opts *o = c->o;
+    if (o->share_id && !share_id_ok(o->share_id)) {
+        fprintf(stderr,
+                "kdpctl dra claim: --share-id \"%s\" is not a lower-case UUID (or new, "
+                "for a new one per device)\n",
+                o->share_id);
+        return KC_EXIT_USAGE;
+    }
+    if (o->consumed && !o->share_id) {
+        fprintf(stderr, "kdpctl dra claim: --consumed is what a share consumed: give --share-id "
+                        "too (new makes one per device)\n");
+        return KC_EXIT_USAGE;
+    }
+    return o->consumed ? parse_consumed(c) : 0;
+}
+
 /* The flags the subcommand needs; returns 0 or an exit status. */
 static int check(kd_claim *c)
 {
@@ -227,19 +339,20 @@ static int check(kd_claim *c)
                : !o->node    ? "--node N"
                : !o->devices ? "--device DEV"
                              : NULL;
-    } else if (o->driver || o->devices || o->config || o->request) {
+    } else if (o->driver || o->devices || o->config || o->request || o->share_id || o->consumed) {
         what = "nothing but NS/NAME and --kubeconfig with --delete: no --driver, --device,";
     }
     if (what) {
         fprintf(stderr, "kdpctl dra claim: %s is required%s\n(kdpctl dra help claim for help)\n",
-                what, o->del ? " --config or --request" : "");
+                what, o->del ? " --config, --request, --share-id or --consumed" : "");
         return KC_EXIT_USAGE;
     }
     if (!o->del && (kc_split_ids(o->devices, &c->devices) < 0 || !c->devices.n)) {
         fprintf(stderr, "kdpctl dra claim: --device wants DEV[,DEV...]\n");
         return KC_EXIT_USAGE;
     }
-    return o->config ? parse_config(c) : 0;
+    int e = check_sharing(c);
+    return e ? e : o->config ? parse_config(c) : 0;
 }
 
 int kd_cmd_claim(const kd_opts *o)
@@ -249,6 +362,7 @@ int kd_cmd_claim(const kd_opts *o)
     if (e) {
         kc_strv_free(&c.devices);
         json_decref(c.config);
+        json_decref(c.consumed);
         return e;
     }
     char why[600] = "";
@@ -275,5 +389,6 @@ int kd_cmd_claim(const kd_opts *o)
     kdp__kconfig_free(kc);
     kc_strv_free(&c.devices);
     json_decref(c.config);
+    json_decref(c.consumed);
     return c.exit;
 }

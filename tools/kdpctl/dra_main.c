@@ -25,6 +25,8 @@ enum {
     KD_F_HEALTH_VERSIONS = 1U << 14,
     KD_F_CONFIG = 1U << 12,
     KD_F_DELETE = 1U << 13,
+    KD_F_SHARE_ID = 1U << 15,
+    KD_F_CONSUMED = 1U << 16,
 };
 #define KD_SWITCHES (KD_F_NO_HEALTH | KD_F_JSON | KD_F_DELETE)
 
@@ -47,6 +49,8 @@ static const struct {
     {"--config", KD_F_CONFIG},
     {"--delete", KD_F_DELETE},
     {"--health-versions", KD_F_HEALTH_VERSIONS},
+    {"--share-id", KD_F_SHARE_ID},
+    {"--consumed", KD_F_CONSUMED},
 };
 
 typedef struct kd_sub {
@@ -134,10 +138,11 @@ static const kd_sub subs[] = {
      "See kdpctl dra help apiserver and kdpctl dra help kubelet for each side.\n"},
     {"claim",
      KD_F_KUBECONFIG | KD_F_DRIVER | KD_F_NODE | KD_F_DEVICE | KD_F_REQUEST | KD_F_CONFIG |
-         KD_F_DELETE | KD_F_JSON,
+         KD_F_DELETE | KD_F_JSON | KD_F_SHARE_ID | KD_F_CONSUMED,
      1, 1, kd_cmd_claim,
      "kdpctl dra claim [--kubeconfig FILE] NS/NAME --driver D --node N --device DEV[,DEV...]\n"
-     "                        [--request R] [--config JSON] [--json]\n"
+     "                        [--request R] [--config JSON] [--share-id UUID|new]\n"
+     "                        [--consumed NAME=QTY[,NAME=QTY...]] [--json]\n"
      "       kdpctl dra claim [--kubeconfig FILE] --delete NS/NAME",
      "Creates a ResourceClaim allocated as the scheduler leaves it, through kdp's own API\n"
      "client: spec.devices.requests (one request R, default req-0, of as many devices of\n"
@@ -152,6 +157,11 @@ static const kd_sub subs[] = {
      "  --device DEV,DEV     the devices allocated\n"
      "  --request R          the request's name (default req-0)\n"
      "  --config JSON        the driver's opaque parameters, a JSON object\n"
+     "  --share-id ID        each device is a share (of a device that allows multiple\n"
+     "                       allocations): shareID ID (a lower-case UUID), or new: a\n"
+     "                       new random one per device, as the scheduler makes them\n"
+     "  --consumed N=Q,...   what each share consumed of the device's capacities\n"
+     "                       (consumedCapacity; the request asks for the same amounts)\n"
      "  --delete             delete NS/NAME instead\n"},
 };
 
@@ -268,6 +278,12 @@ static int set_flag(kd_opts *o, const char *sub, unsigned bit, const char *v)
     case KD_F_REQUEST:
         o->request = v;
         return *v ? 0 : usage_error(sub, "--request wants a request name");
+    case KD_F_SHARE_ID:
+        o->share_id = v;
+        return *v ? 0 : usage_error(sub, "--share-id wants a lower-case UUID, or new");
+    case KD_F_CONSUMED:
+        o->consumed = v;
+        return *v ? 0 : usage_error(sub, "--consumed wants NAME=QUANTITY[,NAME=QUANTITY...]");
     default:
         o->config = v;
         return 0;
