@@ -272,7 +272,7 @@ func (s *server) cmdEdit(cmd *command) {
 // the current ones; --config adds an opaque config for the current driver
 // and request.
 func (s *server) cmdCreateClaim(cmd *command) {
-	usage := "create-claim NS NAME --driver D --pool P --request R [--admin-access] [--share-id ID] --device DEV[,DEV...] [--config JSON | --config-b64 BASE64] [--node N] [--class C] [--reserved]"
+	usage := "create-claim NS NAME --driver D --pool P --request R [--admin-access] [--share-id ID] [--consumed NAME=QTY[,NAME=QTY...]] --device DEV[,DEV...] [--config JSON | --config-b64 BASE64] [--node N] [--class C] [--reserved]"
 	if len(cmd.args) < 2 {
 		cmd.fail("Usage", "%s", usage)
 		return
@@ -282,6 +282,8 @@ func (s *server) cmdCreateClaim(cmd *command) {
 	reserved := false
 	adminAccess := false
 	shareID := ""
+	var consumed M
+	capRequests := map[string]M{}
 	var results, configs []interface{}
 	requests := []string{}
 	counts := map[string]int{}
@@ -315,6 +317,16 @@ func (s *server) cmdCreateClaim(cmd *command) {
 			class = v
 		case "--share-id": // the devices given after it (v1's shareID, a UID)
 			shareID = v
+		case "--consumed": // what the devices given after it consumed (shares)
+			consumed = M{}
+			for _, kv := range strings.Split(v, ",") {
+				eq := strings.IndexByte(kv, '=')
+				if eq <= 0 {
+					cmd.fail("Usage", "--consumed wants NAME=QTY[,NAME=QTY...], not %q", v)
+					return
+				}
+				consumed[kv[:eq]] = kv[eq+1:]
+			}
 		case "--device":
 			if driver == "" || pool == "" || request == "" {
 				cmd.fail("Usage", "--device needs --driver, --pool and --request first; %s", usage)
@@ -333,6 +345,10 @@ func (s *server) cmdCreateClaim(cmd *command) {
 				}
 				if shareID != "" {
 					res["shareID"] = shareID
+				}
+				if consumed != nil {
+					res["consumedCapacity"] = deepCopy(consumed)
+					capRequests[request] = consumed
 				}
 				results = append(results, res)
 				counts[request]++
@@ -373,8 +389,11 @@ func (s *server) cmdCreateClaim(cmd *command) {
 	}
 	var reqs []interface{}
 	for _, r := range requests {
-		reqs = append(reqs, M{"name": r, "exactly": M{"deviceClassName": class, "allocationMode": "ExactCount",
-			"count": jsonInt(int64(counts[r]))}})
+		ex := M{"deviceClassName": class, "allocationMode": "ExactCount", "count": jsonInt(int64(counts[r]))}
+		if c := capRequests[r]; c != nil {
+			ex["capacity"] = M{"requests": deepCopy(c)}
+		}
+		reqs = append(reqs, M{"name": r, "exactly": ex})
 	}
 	alloc := M{"devices": M{"results": results}}
 	if len(configs) > 0 {

@@ -11,6 +11,8 @@ if(KDP_INTEROP AND NOT KDP_STATIC_TOOLS)
     Registration Slices Prepare)
   add_test(NAME dra_driver_knobs
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/dra/test_dra.py Knobs Config)
-  set_tests_properties(dra_driver dra_driver_knobs PROPERTIES TIMEOUT 600 LABELS integration
-    ENVIRONMENT "KDP_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
+  # Sharing: kdp-example-accel's partitions and shares.
+  add_test(NAME dra_sharing COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/dra/test_sharing.py)
+  set_tests_properties(dra_driver dra_driver_knobs dra_sharing PROPERTIES TIMEOUT 600
+    LABELS integration ENVIRONMENT "KDP_BIN_DIR=${CMAKE_BINARY_DIR}/bin")
 endif()

@@ -110,7 +110,7 @@ Commands (stdin lines; an optional last word "#ID" is echoed as "id"):
                             reply: watches
   compact                   forget the event window (reply: resourceVersion)
   create-claim NS NAME --driver D --pool P --request R [--admin-access]
-               [--share-id ID] --device DEV[,DEV...]
+               [--share-id ID] [--consumed NAME=QTY,...] --device DEV[,DEV...]
                [--config JSON | --config-b64 BASE64] [--node N] [--class C]
                [--reserved]
                             an allocated claim (status.allocation.devices
@@ -264,11 +264,14 @@ class ApiServer(Proc):
         return self.ok("stats")
 
     def create_claim(self, ns, name, driver, pool, request, devices, config=None, node=None,
-                     admin_access=False, share_id=None):
-        """An allocated claim; returns its UID."""
-        line = "create-claim %s %s --driver %s --pool %s --request %s%s%s --device %s" % (
+                     admin_access=False, share_id=None, consumed=None):
+        """An allocated claim; returns its UID. consumed: {capacity:
+        quantity} each device (a share) consumed."""
+        line = "create-claim %s %s --driver %s --pool %s --request %s%s%s%s --device %s" % (
             ns, name, driver, pool, request, " --admin-access" if admin_access else "",
-            " --share-id %s" % share_id if share_id else "", ",".join(devices))
+            " --share-id %s" % share_id if share_id else "",
+            " --consumed %s" % ",".join("%s=%s" % kv for kv in consumed.items()) if consumed else "",
+            ",".join(devices))
         if config is not None:  # base64: JSON strings may hold spaces
             line += " --config-b64 %s" % base64.b64encode(json.dumps(config).encode()).decode()
         if node:
