@@ -113,10 +113,10 @@ static int describe(kdp_plugin *p, const kdp_device *d, kdp_dra_device *out, voi
         {.name = "card", .type = KDP_DRA_ATTR_INT, .int_value = card},
     };
     int r = kdp_dra_device_add_attr(out, &a[0]);
-    r = r < 0 ? r : kdp_dra_device_add_attr(out, &a[1]);
     if (r < 0 || !pf) {
         return r < 0 ? r : describe_shared(out);
     }
+    r = kdp_dra_device_add_attr(out, &a[1]);
     char set[16];
     char mem[16];
     char slices[8];
@@ -125,7 +125,7 @@ static int describe(kdp_plugin *p, const kdp_device *d, kdp_dra_device *out, voi
     snprintf(slices, sizeof(slices), "%d", pf->slices);
     kdp_dra_quantity used[] = {{"memory", mem}, {"slices", slices}};
     kdp_dra_consumption c = {.counter_set = set, .counters = used, .n_counters = 2};
-    r = kdp_dra_device_add_capacity(out, "memory", mem);
+    r = r < 0 ? r : kdp_dra_device_add_capacity(out, "memory", mem);
     return r < 0 ? r : kdp_dra_device_add_consumption(out, &c);
 }
 

@@ -127,6 +127,9 @@ static void device_text(kc_buf *b, const pb_device *d)
         }
         kc_buf_puts(b, "]");
     }
+    if (d->share_id && *d->share_id) {
+        kc_buf_printf(b, " share %s", d->share_id);
+    }
     kc_buf_puts(b, " -> ");
     for (size_t r = 0; r < d->n_cdi_device_ids; r++) {
         kc_buf_printf(b, "%s%s", r ? ", " : "", d->cdi_device_ids[r]);

@@ -3,9 +3,9 @@
  * dra_route: the requests of `kdpctl dra apiserver`: bearer-token
  * authentication, routing, discovery (/version, /api, /api/v1, /apis,
  * /apis/resource.k8s.io, /apis/resource.k8s.io/v1, and the aggregated
- * form kubectl asks /api and /apis for first), the request
- * log and every slice printed as it changes. No I/O of its own: the HTTP
- * side is dra_http.c (or the fuzz target's stand-in).
+ * form kubectl asks /api and /apis for first) and the request log (every
+ * slice is printed as it changes by dra_slice_out.c). No I/O of its own:
+ * the HTTP side is dra_http.c (or the fuzz target's stand-in).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,149 +18,6 @@
 static void say(const char *text, const char *extra)
 {
     kd_say_as("dra-apiserver", text, extra);
-}
-
-static void attr_text(kc_buf *b, const char *key, const json_t *v)
-{
-    json_t *x;
-    kc_buf_printf(b, "%s%s=", b->len ? " " : "", key);
-    if ((x = json_object_get(v, "string")) || (x = json_object_get(v, "version"))) {
-        kc_buf_puts(b, json_string_value(x) ? json_string_value(x) : "?");
-    } else if ((x = json_object_get(v, "int"))) {
-        kc_buf_printf(b, "%lld", (long long)json_integer_value(x));
-    } else if ((x = json_object_get(v, "bool"))) {
-        kc_buf_puts(b, json_is_true(x) ? "true" : "false");
-    } else if ((x = json_object_get(v, "value"))) { /* a capacity */
-        kc_buf_puts(b, json_is_string(x) ? json_string_value(x) : "?");
-    } else {
-        kc_buf_puts(b, "?");
-    }
-}
-
-/* A device's attributes and capacities as "k=v k=v", its taints as
- * kubectl shows a node's ("key=value:Effect key:Effect"). */
-static void device_texts(const json_t *d, kc_buf *at, kc_buf *cap, kc_buf *tn)
-{
-    const char *key;
-    json_t *v;
-    size_t i;
-    json_array_foreach(json_object_get(d, "taints"), i, v)
-    {
-        const char *val = json_string_value(json_object_get(v, "value"));
-        const char *k = json_string_value(json_object_get(v, "key"));
-        const char *e = json_string_value(json_object_get(v, "effect"));
-        kc_buf_printf(tn, "%s%s%s%s:%s", tn->len ? " " : "", k ? k : "?", val && *val ? "=" : "",
-                      val && *val ? val : "", e ? e : "?");
-    }
-    json_object_foreach(json_object_get(d, "attributes"), key, v)
-    {
-        attr_text(at, key, v);
-    }
-    json_object_foreach(json_object_get(d, "capacity"), key, v)
-    {
-        attr_text(cap, key, v);
-    }
-}
-
-/* What a slice line says. */
-typedef struct slice_view {
-    const char *type, *name, *driver, *node, *pool, *rv;
-    long long gen, count;
-    const json_t *devs;
-} slice_view;
-
-static void slice_json(const slice_view *v)
-{
-    kc_json j;
-    kd_json(&j, "slice");
-    kc_json_str(&j, "type", v->type);
-    kc_json_str(&j, "name", v->name);
-    kc_json_str(&j, "driver", v->driver);
-    kc_json_str(&j, "node", v->node);
-    kc_json_str(&j, "pool", v->pool);
-    kc_json_int(&j, "generation", v->gen);
-    kc_json_int(&j, "slice_count", v->count);
-    kc_json_str(&j, "resource_version", v->rv);
-    kc_json_arr(&j, "devices");
-    for (size_t i = 0; i < json_array_size(v->devs); i++) {
-        const json_t *d = json_array_get(v->devs, i);
-        kc_buf at = {0};
-        kc_buf cap = {0};
-        kc_buf tn = {0};
-        device_texts(d, &at, &cap, &tn);
-        kc_json_obj(&j, NULL);
-        kc_json_str(&j, "name", json_string_value(json_object_get(d, "name")));
-        kc_json_str(&j, "attributes", at.len ? at.s : "");
-        kc_json_str(&j, "capacity", cap.len ? cap.s : "");
-        kc_json_str(&j, "taints", tn.len ? tn.s : "");
-        kc_json_end(&j);
-        kc_buf_free(&at);
-        kc_buf_free(&cap);
-        kc_buf_free(&tn);
-    }
-    kc_json_emit(&j);
-}
-
-static void slice_text(const slice_view *v)
-{
-    size_t n = json_array_size(v->devs);
-    bool gone = strcmp(v->type, "DELETED") == 0;
-    kc_buf head = {0};
-    kc_buf_printf(&head,
-                  "slice %s %s: driver %s, node %s, pool %s generation %lld (%lld slice%s), "
-                  "%zu device%s",
-                  v->type, v->name ? v->name : "?", v->driver ? v->driver : "?",
-                  v->node ? v->node : "-", v->pool ? v->pool : "?", v->gen, v->count,
-                  v->count == 1 ? "" : "s", n, n == 1 ? "" : "s");
-    kc_table t;
-    kc_table_init(&t, 4);
-    const char *hdr[4] = {"DEVICE", "ATTRIBUTES", "CAPACITY", "TAINTS"};
-    kc_table_row(&t, hdr);
-    for (size_t i = 0; i < n && !gone; i++) {
-        const json_t *d = json_array_get(v->devs, i);
-        kc_buf at = {0};
-        kc_buf cap = {0};
-        kc_buf tn = {0};
-        device_texts(d, &at, &cap, &tn);
-        const char *dn = json_string_value(json_object_get(d, "name"));
-        const char *row[4] = {dn ? dn : "?", at.len ? at.s : "", cap.len ? cap.s : "",
-                              tn.len ? tn.s : ""};
-        kc_table_row(&t, row);
-        kc_buf_free(&at);
-        kc_buf_free(&cap);
-        kc_buf_free(&tn);
-    }
-    kc_buf out = {0};
-    if (n && !gone) {
-        kc_table_render(&t, &out, "    ");
-    }
-    say(head.failed ? "slice" : head.s, out.len ? out.s : NULL);
-    kc_buf_free(&out);
-    kc_buf_free(&head);
-    kc_table_free(&t);
-}
-
-void kd_print_slice(kd_api *a, const char *type, const json_t *o)
-{
-    const json_t *md = json_object_get(o, "metadata");
-    const json_t *spec = json_object_get(o, "spec");
-    const json_t *pool = json_object_get(spec, "pool");
-    slice_view v = {
-        .type = type,
-        .name = json_string_value(json_object_get(md, "name")),
-        .driver = json_string_value(json_object_get(spec, "driver")),
-        .node = json_string_value(json_object_get(spec, "nodeName")),
-        .pool = json_string_value(json_object_get(pool, "name")),
-        .rv = json_string_value(json_object_get(md, "resourceVersion")),
-        .gen = json_integer_value(json_object_get(pool, "generation")),
-        .count = json_integer_value(json_object_get(pool, "resourceSliceCount")),
-        .devs = json_object_get(spec, "devices"),
-    };
-    if (a->o->json) {
-        slice_json(&v);
-    } else {
-        slice_text(&v);
-    }
 }
 
 static void log_request(kd_api *a, kd_hreq *r)
