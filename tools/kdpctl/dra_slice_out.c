@@ -123,6 +123,27 @@ static void device_texts(const json_t *d, kc_buf *at, kc_buf *cap, kc_buf *tn)
     }
 }
 
+/* A device's row: its name, attributes, capacities, taints and sharing,
+ * the texts in b (row_free them). */
+static void device_row(const json_t *d, const char *row[5], kc_buf b[4])
+{
+    memset(b, 0, 4 * sizeof(*b));
+    device_texts(d, &b[0], &b[1], &b[2]);
+    sharing_text(d, &b[3]);
+    const char *dn = json_string_value(json_object_get(d, "name"));
+    row[0] = dn ? dn : "?";
+    for (size_t k = 0; k < 4; k++) {
+        row[k + 1] = b[k].len ? b[k].s : "";
+    }
+}
+
+static void row_free(kc_buf b[4])
+{
+    for (size_t k = 0; k < 4; k++) {
+        kc_buf_free(&b[k]);
+    }
+}
+
 /* What a slice line says. */
 typedef struct slice_view {
     const char *type, *name, *driver, *node, *pool, *rv;
@@ -146,23 +167,17 @@ static void slice_json(const slice_view *v)
     kc_json_arr(&j, "devices");
     for (size_t i = 0; i < json_array_size(v->devs); i++) {
         const json_t *d = json_array_get(v->devs, i);
-        kc_buf at = {0};
-        kc_buf cap = {0};
-        kc_buf tn = {0};
-        kc_buf sh = {0};
-        device_texts(d, &at, &cap, &tn);
-        sharing_text(d, &sh);
+        const char *row[5];
+        kc_buf b[4];
+        device_row(d, row, b);
         kc_json_obj(&j, NULL);
         kc_json_str(&j, "name", json_string_value(json_object_get(d, "name")));
-        kc_json_str(&j, "attributes", at.len ? at.s : "");
-        kc_json_str(&j, "capacity", cap.len ? cap.s : "");
-        kc_json_str(&j, "taints", tn.len ? tn.s : "");
-        kc_json_str(&j, "sharing", sh.len ? sh.s : "");
+        kc_json_str(&j, "attributes", row[1]);
+        kc_json_str(&j, "capacity", row[2]);
+        kc_json_str(&j, "taints", row[3]);
+        kc_json_str(&j, "sharing", row[4]);
         kc_json_end(&j);
-        kc_buf_free(&at);
-        kc_buf_free(&cap);
-        kc_buf_free(&tn);
-        kc_buf_free(&sh);
+        row_free(b);
     }
     kc_json_end(&j);
     kc_json_arr(&j, "counter_sets");
@@ -212,20 +227,11 @@ static void devices_table(const json_t *devs, kc_table *t)
     kc_table_row(t, hdr);
     for (size_t i = 0; i < n; i++) {
         const json_t *d = json_array_get(devs, i);
-        kc_buf at = {0};
-        kc_buf cap = {0};
-        kc_buf tn = {0};
-        kc_buf sh = {0};
-        device_texts(d, &at, &cap, &tn);
-        sharing_text(d, &sh);
-        const char *dn = json_string_value(json_object_get(d, "name"));
-        const char *row[5] = {dn ? dn : "?", at.len ? at.s : "", cap.len ? cap.s : "",
-                              tn.len ? tn.s : "", sh.len ? sh.s : ""};
+        const char *row[5];
+        kc_buf b[4];
+        device_row(d, row, b);
         kc_table_row(t, row);
-        kc_buf_free(&at);
-        kc_buf_free(&cap);
-        kc_buf_free(&tn);
-        kc_buf_free(&sh);
+        row_free(b);
     }
 }
 
