@@ -5,7 +5,8 @@
  * (jansson decodes it; non-JSON inputs stop there). Oracle, abort()s on any
  * breach: a success has every device of the driver "d.example.com" (and of
  * pool "p" on the second pass), with non-empty request and device, and
- * configs that are JSON again; a failure has a why line; a deep copy equals
+ * configs that are JSON again, a share ID a UUID and what a share
+ * consumed quantities; a failure has a why line; a deep copy equals
  * the original; -ESTALE only when the UID was given.
  */
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/k8snames.h"
 #include "k8s/claims.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -34,6 +36,11 @@ static void check_claim(const kdp__claim *c, const char *pool)
         const kdp__claim_dev *d = &c->devs[i];
         CHECK(d->request && *d->request && d->device && *d->device && d->pool);
         CHECK(!pool || strcmp(d->pool, pool) == 0);
+        CHECK(!d->share_id || strlen(d->share_id) == 36); /* a UUID: it names CDI devices */
+        for (size_t j = 0; j < d->n_consumed; j++) {
+            CHECK(d->consumed[j].name && *d->consumed[j].name && d->consumed[j].value);
+            CHECK(kdp__k8snames_quantity(d->consumed[j].value, NULL) == 0);
+        }
         for (size_t j = 0; j < d->n_configs; j++) {
             json_error_t e;
             json_t *back = json_loads(d->configs[j], JSON_DECODE_ANY, &e);
@@ -46,6 +53,7 @@ static void check_claim(const kdp__claim *c, const char *pool)
     for (size_t i = 0; i < c->n_devs; i++) {
         CHECK(dup->devs[i].n_configs == c->devs[i].n_configs);
         CHECK(strcmp(dup->devs[i].device, c->devs[i].device) == 0);
+        CHECK(dup->devs[i].n_consumed == c->devs[i].n_consumed);
     }
     kdp__claim_free(dup);
 }
