@@ -442,6 +442,12 @@ typedef struct kdp_dra_config {
     const char *state_dir;
     /* NULL = "/var/run/cdi". */
     const char *cdi_dir;
+    /* The mode of the CDI specs kdp writes for claims: 0 = 0644 (readable
+     * by every user of the node, as CDI tools expect; the runtime reads
+     * them as root), 0600 keeps what a spec holds (the env the prepare op
+     * gave, which may carry a claim's parameters) to root. Read and write
+     * bits only (at most 0666), the owner's read and write included. */
+    unsigned cdi_mode;
     /* The rolling-update instance (sockets <driver>-<instance>-reg.sock and
      * dra-<instance>.sock, so that two instances register at once); NULL =
      * $POD_UID if set, else the plugin's kdp_config.instance, else none. */

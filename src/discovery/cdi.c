@@ -266,8 +266,8 @@ static bool file_ok(const char *file)
            strcmp(file + n - 5, ".json") == 0;
 }
 
-/* True if path holds exactly buf. */
-static bool same_content(const char *path, const char *buf, size_t len)
+/* True if path holds exactly buf, with that mode. */
+static bool same_content(const char *path, const char *buf, size_t len, unsigned mode)
 {
     /* O_NONBLOCK: a FIFO planted there never holds the thread (not a
      * regular file: different, and replaced by the rename) */
@@ -276,7 +276,8 @@ static bool same_content(const char *path, const char *buf, size_t len)
         return false;
     }
     struct stat st;
-    bool same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == len;
+    bool same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == len &&
+                (st.st_mode & 07777) == mode;
     char chunk[8192];
     for (size_t off = 0; same && off < len;) {
         ssize_t n = read(fd, chunk, sizeof(chunk));
@@ -306,7 +307,7 @@ static int make_names(const char *kind, const kdp__cdi_dev *devs, size_t n, char
 }
 
 static int write_file(const char *dir, const char *file, const char *kind, const kdp__cdi_dev *devs,
-                      size_t n, char ***ret_names)
+                      size_t n, unsigned mode, char ***ret_names)
 {
     int r = check_devices(kind, devs, n);
     char **names = NULL;
@@ -327,8 +328,8 @@ static int write_file(const char *dir, const char *file, const char *kind, const
         if (r == 0) {
             r = kdp__mkdir_p(dir, 0755);
         }
-        if (r == 0 && !same_content(path, b.s, b.n)) {
-            r = kdp__replace_file(path, b.s, b.n, 0644);
+        if (r == 0 && !same_content(path, b.s, b.n, mode)) {
+            r = kdp__replace_file(path, b.s, b.n, mode);
             r = r < 0 ? r : 1;
         }
         free(b.s);
@@ -344,13 +345,13 @@ static int write_file(const char *dir, const char *file, const char *kind, const
 }
 
 int kdp__cdi_write_file(const char *dir, const char *file, const char *kind,
-                        const kdp__cdi_dev *devs, size_t n)
+                        const kdp__cdi_dev *devs, size_t n, unsigned mode)
 {
     if (!dir || dir[0] != '/' || !file_ok(file) || kdp_validate_cdi_kind(kind, NULL) < 0 ||
-        (!devs && n)) {
+        (!devs && n) || (mode & ~0666U) || (mode & 0600U) != 0600U) {
         return -EINVAL;
     }
-    return write_file(dir, file, kind, devs, n, NULL);
+    return write_file(dir, file, kind, devs, n, mode, NULL);
 }
 
 int kdp__cdi_remove_file(const char *dir, const char *file)
@@ -406,7 +407,7 @@ KDP_EXPORT int kdp_cdi_write_spec(const char *dir, const char *kind, const kdp_c
     char file[NAME_MAX + 1];
     int r = spec_file(kind, file);
     if (r == 0) {
-        r = write_file(dir, file, kind, d, n, ret_names);
+        r = write_file(dir, file, kind, d, n, 0644, ret_names);
     }
     free(d);
     return r;

@@ -23,12 +23,13 @@ typedef struct kdp__cdi_dev {
 } kdp__cdi_dev;
 
 /* Writes kind's spec with devs as <dir>/<file> (file: a name ending in
- * ".json", no '/', not hidden), atomically, left alone when unchanged; dir
- * absolute, created if missing. n == 0 removes it. Returns 1 (written), 0
- * (unchanged), -EINVAL (a bad kind, name, path, variable or file name),
- * -EEXIST (two devices with one name), -ENOMEM, -errno. */
+ * ".json", no '/', not hidden) with file mode `mode`, atomically, left
+ * alone when unchanged (content and mode); dir absolute, created if
+ * missing. n == 0 removes it. Returns 1 (written), 0 (unchanged), -EINVAL
+ * (a bad kind, name, path, variable or file name), -EEXIST (two devices
+ * with one name), -ENOMEM, -errno. */
 int kdp__cdi_write_file(const char *dir, const char *file, const char *kind,
-                        const kdp__cdi_dev *devs, size_t n);
+                        const kdp__cdi_dev *devs, size_t n, unsigned mode);
 /* Removes <dir>/<file>. Returns 1 (removed), 0 (there was none), -EINVAL,
  * -errno. */
 int kdp__cdi_remove_file(const char *dir, const char *file);

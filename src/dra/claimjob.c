@@ -28,6 +28,7 @@ kdp__cj_env *kdp__cj_env_new(kdp_plugin *p, const kdp_dra_ops *ops, void *ud, co
     e->ud = ud;
     e->driver = strdup(driver);
     e->cdi_dir = strdup(cdi_dir);
+    e->cdi_mode = 0644;
     e->cdi_kind = strdup(cdi_kind);
     snprintf(e->boot_id, sizeof(e->boot_id), "%s", boot_id);
     e->ckpt = kdp__ckpt_ref(ckpt);
@@ -121,7 +122,7 @@ static int write_cdi(kdp__cj *cj)
 {
     kdp__cj_env *e = cj->env;
     int r = kdp__dra_rec_has_cdi(cj->rec)
-                ? kdp__dra_rec_write_cdi(cj->rec, e->cdi_dir, cj->file, e->cdi_kind)
+                ? kdp__dra_rec_write_cdi(cj->rec, e->cdi_dir, cj->file, e->cdi_kind, e->cdi_mode)
                 : kdp__cdi_remove_file(e->cdi_dir, cj->file);
     if (r < 0) {
         fail(cj, "cannot write the claim's CDI spec %s: %s", cj->file, strerror(-r));

@@ -42,7 +42,8 @@ typedef struct kdp__cj_env {
     void *ud;
     char *driver;
     char *cdi_dir;
-    char *cdi_kind; /* "k8s.<driver>/claim" */
+    unsigned cdi_mode; /* the specs' (0644; the owner sets it before any job) */
+    char *cdi_kind;    /* "k8s.<driver>/claim" */
     char boot_id[KDP__DRA_BOOT_ID_LEN];
     kdp__ckpt *ckpt;
     kdp__abandoned *abandoned;

@@ -528,7 +528,7 @@ bool kdp__dra_rec_has_cdi(const kdp__dra_rec *r)
 }
 
 int kdp__dra_rec_write_cdi(const kdp__dra_rec *r, const char *dir, const char *file,
-                           const char *kind)
+                           const char *kind, unsigned mode)
 {
     kdp__cdi_dev *cd = calloc(r->n_devs ? r->n_devs : 1, sizeof(*cd));
     if (!cd) {
@@ -546,7 +546,7 @@ int kdp__dra_rec_write_cdi(const kdp__dra_rec *r, const char *dir, const char *f
                                  .env = (const char *const *)d->env,
                                  .n_env = d->n_env};
     }
-    int err = kdp__cdi_write_file(dir, file, kind, cd, m);
+    int err = kdp__cdi_write_file(dir, file, kind, cd, m, mode);
     free(cd);
     return err;
 }

@@ -31,8 +31,8 @@
 typedef struct kdp__dra_rdev {
     char *request;
     char *device;
-    char *device_id; /* NULL: not in the table (an unprepare may see it) */
-    char *share_id;  /* NULL: not shared */
+    char *device_id;            /* NULL: not in the table (an unprepare may see it) */
+    char *share_id;             /* NULL: not shared */
     kdp_dra_quantity *consumed; /* what the share consumed of each capacity */
     size_t n_consumed;
     bool admin_access;
@@ -117,9 +117,10 @@ int kdp__dra_rec_merge(kdp__dra_rec *r, const kdp_dra_prepared *pr, const char *
 int kdp__dra_rec_cdi_name(const kdp__dra_rec *r, size_t i, char **ret);
 /* Whether some device of r has edits in kdp's spec. */
 bool kdp__dra_rec_has_cdi(const kdp__dra_rec *r);
-/* Writes r's CDI spec as <dir>/<file> (removed when no device has edits).
+/* Writes r's CDI spec as <dir>/<file> with file mode `mode` (removed when
+ * no device has edits).
  * Returns what kdp__cdi_write_file returns. */
 int kdp__dra_rec_write_cdi(const kdp__dra_rec *r, const char *dir, const char *file,
-                           const char *kind);
+                           const char *kind, unsigned mode);
 
 #endif

@@ -97,6 +97,12 @@ static int check(const kdp_dra_config *cfg)
     if (cfg->cdi_dir && kdp__validate_abs_path(cfg->cdi_dir, &why) < 0) {
         return bad("kdp_dra_config.cdi_dir", cfg->cdi_dir, why);
     }
+    if (cfg->cdi_mode && ((cfg->cdi_mode & ~0666U) || (cfg->cdi_mode & 0600U) != 0600U)) {
+        log_error("kdp_plugin_enable_dra: invalid kdp_dra_config.cdi_mode 0%o: read and write "
+                  "bits only, the owner's included (0600, 0640, 0644; 0: 0644)",
+                  cfg->cdi_mode);
+        return -EINVAL;
+    }
     if (cfg->resync_interval_ms && cfg->resync_interval_ms < 1000) {
         log_error("kdp_plugin_enable_dra: invalid kdp_dra_config.resync_interval_ms %u: 0 (10 "
                   "minutes) or at least 1000",
@@ -183,6 +189,7 @@ int kdp__dra_conf_init(kdp__dra_conf *c, kdp_plugin *p, const kdp_dra_config *cf
     c->instance = inst ? strdup(inst) : NULL;
     c->kubeconfig = cfg->kubeconfig ? strdup(cfg->kubeconfig) : NULL;
     c->cdi_dir = strdup(cfg->cdi_dir ? cfg->cdi_dir : DEFAULT_CDI_DIR);
+    c->cdi_mode = cfg->cdi_mode ? cfg->cdi_mode : 0644U;
     if (!c->driver || !c->node || (inst && !c->instance) || (cfg->kubeconfig && !c->kubeconfig) ||
         !c->cdi_dir) {
         return -ENOMEM;

@@ -21,10 +21,11 @@ typedef struct kdp__dra_conf {
     char *kubeconfig; /* NULL: $KUBECONFIG, else in-cluster */
     char *state_dir;
     char *cdi_dir;
-    char *cdi_kind; /* "k8s.<driver>/claim" */
-    char *reg_path; /* <root>/plugins_registry/<driver>[-<instance>]-reg.sock */
-    char *svc_dir;  /* <root>/plugins/<driver> */
-    char *svc_path; /* <svc_dir>/dra[-<instance>].sock */
+    unsigned cdi_mode; /* 0644 unless asked */
+    char *cdi_kind;    /* "k8s.<driver>/claim" */
+    char *reg_path;    /* <root>/plugins_registry/<driver>[-<instance>]-reg.sock */
+    char *svc_dir;     /* <root>/plugins/<driver> */
+    char *svc_path;    /* <svc_dir>/dra[-<instance>].sock */
     bool device_plugin_too;
     bool no_health;
     bool no_health_v1alpha1;

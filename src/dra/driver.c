@@ -386,6 +386,7 @@ static int make(kdp__dra *d)
     if (!d->env) {
         return -ENOMEM;
     }
+    d->env->cdi_mode = d->conf.cdi_mode;
     kdp__dra_descs_cbs dcb = {.changed = on_described, .ud = d};
     r = kdp__dra_descs_init(&d->descs, d->p, kdp__plugin_jobs(d->p), d->ops.describe,
                             kdp_plugin_userdata(d->p), d->conf.driver, &dcb);

@@ -1142,6 +1142,26 @@ class Config(Base):
         self.assertEqual(d.log_text().count("no API server configuration"), 1)
         self.assertEqual(d.log_text().count("service account"), 1)
 
+    def test_cdi_mode(self):
+        """kdp_dra_config.cdi_mode: the claims' CDI specs 0600 whatever the
+        umask; a mode with more than read and write bits refused, naming
+        the field."""
+        api = self.api()
+        kl = self.kubelet()
+        self.start_proc(TestDriver(self, api, ["--cdi-mode", "600"]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["dev-0"])
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "prepared", r)
+        specs = glob.glob(self.path("cdi", "*.json"))
+        self.assertEqual(len(specs), 1)
+        self.assertEqual(os.stat(specs[0]).st_mode & 0o777, 0o600)
+        d = self.start_proc(TestDriver(self, api, ["--cdi-mode", "755",
+                                                   "--kubelet-root", self.path("root2")]))
+        self.assertNotEqual(d.wait_exit(T), 0)
+        self.assertIn("kdp_dra_config.cdi_mode 0755", d.log_text())
+
     def test_bad_driver_name(self):
         d = self.start_proc(Proc([binary("kdp-example-gopher-dra"), "--devices-dir",
                                   self.path("gophers"), "--kubelet-root", self.path("root"),

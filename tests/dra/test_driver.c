@@ -311,6 +311,8 @@ int main(int argc, char **argv)
             status_update_file = v;
         } else if (strcmp(k, "--concurrent-claims") == 0) {
             dc.concurrent_claims = (unsigned)strtoul(v, NULL, 10);
+        } else if (strcmp(k, "--cdi-mode") == 0) {
+            dc.cdi_mode = (unsigned)strtoul(v, NULL, 8);
         } else {
             fprintf(stderr, "kdp-test-dra-driver: unknown flag %s\n", k);
             return 2;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "discovery/cdi.h"
@@ -117,11 +118,24 @@ static void test_merge_and_cdi(void **state)
     assert_int_equal(rec->devs[2].n_cdi_ids, 0);
     assert_true(kdp__dra_rec_has_cdi(rec));
 
-    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND), 1);
-    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND), 0); /* unchanged */
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0644), 1);
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0644), 0); /* unchanged */
     assert_true(kdp__cdi_file_exists(dir, FILE_NAME));
     char path[160];
     snprintf(path, sizeof(path), "%s/%s", dir, FILE_NAME);
+    /* the mode asked for, whatever the umask; another mode is a change */
+    struct stat st;
+    mode_t old_umask = umask(0);
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0600), 1);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0600), 0);
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0644), 1);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0644);
+    umask(old_umask);
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0755), -EINVAL);
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0044), -EINVAL);
     json_t *spec = json_load_file(path, 0, NULL);
     assert_non_null(spec);
     assert_string_equal(json_string_value(json_object_get(spec, "kind")), KIND);
@@ -139,7 +153,7 @@ static void test_merge_and_cdi(void **state)
     assert_int_equal(kdp__cdi_remove_file(dir, FILE_NAME), 1);
     assert_int_equal(kdp__cdi_remove_file(dir, FILE_NAME), 0);
     assert_int_equal(kdp__cdi_remove_file(dir, "../x.json"), -EINVAL);
-    assert_int_equal(kdp__cdi_write_file(dir, ".hidden.json", KIND, NULL, 0), -EINVAL);
+    assert_int_equal(kdp__cdi_write_file(dir, ".hidden.json", KIND, NULL, 0, 0644), -EINVAL);
     kdp__dra_rec_free(rec);
     rmdir(dir);
 }
@@ -176,7 +190,7 @@ static void test_device_twice(void **state)
     kdp__dra_claimview_done(&v);
     assert_string_equal(rec->devs[0].cdi_ids[0], KIND "=u1-gpu-0");
     assert_string_equal(rec->devs[1].cdi_ids[0], KIND "=u1-gpu-0-s1"); /* a share: its own */
-    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND), 1);
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0644), 1);
     /* through the checkpoint's JSON and back: the same spec */
     json_t *j = kdp__recfile_to_json(rec);
     kdp__dra_rec *back = NULL;
@@ -188,7 +202,7 @@ static void test_device_twice(void **state)
     assert_string_equal(back->devs[1].consumed[0].name, "memory");
     assert_string_equal(back->devs[1].consumed[0].value, "8Gi");
     assert_int_equal(back->devs[0].n_consumed, 0);
-    assert_int_equal(kdp__dra_rec_write_cdi(back, dir, FILE_NAME, KIND), 0); /* unchanged */
+    assert_int_equal(kdp__dra_rec_write_cdi(back, dir, FILE_NAME, KIND, 0644), 0); /* unchanged */
     kdp__dra_rec_free(back);
     /* a record that is not one */
     j = json_pack("{s:s}", "uid", "u1");
@@ -232,9 +246,9 @@ static void test_cdi_env_checks(void **state)
     (void)state;
     const char *env[] = {"=x"};
     kdp__cdi_dev d = {.name = "a", .env = env, .n_env = 1};
-    assert_int_equal(kdp__cdi_write_file("/tmp", "k.json", KIND, &d, 1), -EINVAL);
+    assert_int_equal(kdp__cdi_write_file("/tmp", "k.json", KIND, &d, 1, 0644), -EINVAL);
     kdp__cdi_dev none = {.name = "a"};
-    assert_int_equal(kdp__cdi_write_file("/tmp", "k.json", KIND, &none, 1), -EINVAL);
+    assert_int_equal(kdp__cdi_write_file("/tmp", "k.json", KIND, &none, 1, 0644), -EINVAL);
 }
 
 int main(void)
