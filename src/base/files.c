@@ -100,6 +100,42 @@ int kdp__replace_file(const char *path, const void *buf, size_t len, mode_t mode
     return kdp__sync_dir(dirbuf);
 }
 
+int kdp__dir_trusted(const char *dir, const char **why)
+{
+    static __thread char text[160];
+    struct stat st;
+    if (stat(dir, &st) < 0) {
+        int r = -errno;
+        if (why) {
+            *why = r == -ENOENT ? "does not exist" : "cannot be read";
+        }
+        return r;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        if (why) {
+            *why = "is not a directory";
+        }
+        return -ENOTDIR;
+    }
+    const char *what = NULL;
+    if (st.st_uid != geteuid() && st.st_uid != 0) {
+        snprintf(text, sizeof(text), "belongs to user %u, not to this process's user (%u) or root",
+                 (unsigned)st.st_uid, (unsigned)geteuid());
+        what = text;
+    } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+        snprintf(text, sizeof(text),
+                 "is writable by %s (mode 0%o): others could plant files kdp trusts there "
+                 "(chmod go-w)",
+                 (st.st_mode & S_IWOTH) ? "every user" : "its group",
+                 (unsigned)(st.st_mode & 07777));
+        what = text;
+    }
+    if (what && why) {
+        *why = what;
+    }
+    return what ? -KDP__EUNTRUSTED : 0;
+}
+
 int kdp__own_plain_file(int fd, const char *path)
 {
     struct stat st;

@@ -38,4 +38,17 @@ int kdp__replace_file(const char *path, const void *buf, size_t len, mode_t mode
  * -EPERM. */
 int kdp__own_plain_file(int fd, const char *path);
 
+/* What kdp__dir_trusted returns for a directory someone else can write
+ * to: an errno of its own, so that callers say it apart from EACCES. */
+#define KDP__EUNTRUSTED EKEYREJECTED
+
+/* Whether the directory dir may hold what kdp writes and reads: a
+ * directory (symbolic links followed), owned by this process's user or by
+ * root, and writable by nobody else (no group or other write bit, unless
+ * sticky, as /tmp: then no one renames or removes another's files). A
+ * directory that another user can write to lets them plant or swap the
+ * files kdp trusts. Returns 0, -ENOENT, -ENOTDIR or -KDP__EUNTRUSTED, with
+ * what is wrong in *why (static; may be NULL) naming the owner or mode. */
+int kdp__dir_trusted(const char *dir, const char **why);
+
 #endif

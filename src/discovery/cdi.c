@@ -306,6 +306,30 @@ static int make_names(const char *kind, const kdp__cdi_dev *devs, size_t n, char
     return 0;
 }
 
+/* The spec into <dir>/<file> (dir made, and trusted: nobody else writes
+ * there), unless it holds it already. Returns 1, 0 or -errno. */
+static int put_file(const char *dir, const char *file, const char *kind, const kdp__cdi_dev *devs,
+                    size_t n, unsigned mode)
+{
+    char path[PATH_MAX];
+    sbuf b = {0};
+    put_spec(&b, kind, devs, n);
+    int w = snprintf(path, sizeof(path), "%s/%s", dir, file);
+    int r = b.failed ? -ENOMEM : (w < 0 || (size_t)w >= sizeof(path) ? -ENAMETOOLONG : 0);
+    if (r == 0) {
+        r = kdp__mkdir_p(dir, 0755);
+    }
+    if (r == 0) {
+        r = kdp__dir_trusted(dir, NULL) == -KDP__EUNTRUSTED ? -KDP__EUNTRUSTED : 0;
+    }
+    if (r == 0 && !same_content(path, b.s, b.n, mode)) {
+        r = kdp__replace_file(path, b.s, b.n, mode);
+        r = r < 0 ? r : 1;
+    }
+    free(b.s);
+    return r;
+}
+
 static int write_file(const char *dir, const char *file, const char *kind, const kdp__cdi_dev *devs,
                       size_t n, unsigned mode, char ***ret_names)
 {
@@ -317,23 +341,7 @@ static int write_file(const char *dir, const char *file, const char *kind, const
     if (r < 0) {
         return r;
     }
-    if (n == 0) {
-        r = kdp__cdi_remove_file(dir, file);
-    } else {
-        char path[PATH_MAX];
-        sbuf b = {0};
-        put_spec(&b, kind, devs, n);
-        int w = snprintf(path, sizeof(path), "%s/%s", dir, file);
-        r = b.failed ? -ENOMEM : (w < 0 || (size_t)w >= sizeof(path) ? -ENAMETOOLONG : 0);
-        if (r == 0) {
-            r = kdp__mkdir_p(dir, 0755);
-        }
-        if (r == 0 && !same_content(path, b.s, b.n, mode)) {
-            r = kdp__replace_file(path, b.s, b.n, mode);
-            r = r < 0 ? r : 1;
-        }
-        free(b.s);
-    }
+    r = n == 0 ? kdp__cdi_remove_file(dir, file) : put_file(dir, file, kind, devs, n, mode);
     if (r < 0) {
         kdp_strv_free(names);
         return r;

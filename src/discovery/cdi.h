@@ -27,7 +27,8 @@ typedef struct kdp__cdi_dev {
  * alone when unchanged (content and mode); dir absolute, created if
  * missing. n == 0 removes it. Returns 1 (written), 0 (unchanged), -EINVAL
  * (a bad kind, name, path, variable or file name), -EEXIST (two devices
- * with one name), -ENOMEM, -errno. */
+ * with one name), -KDP__EUNTRUSTED (dir writable by others:
+ * kdp__dir_trusted), -ENOMEM, -errno. */
 int kdp__cdi_write_file(const char *dir, const char *file, const char *kind,
                         const kdp__cdi_dev *devs, size_t n, unsigned mode);
 /* Removes <dir>/<file>. Returns 1 (removed), 0 (there was none), -EINVAL,

@@ -296,6 +296,13 @@ static int load(kdp__ckpt *c, const char *dir)
         log_error("cannot create the DRA state directory %s: %s", dir, strerror(-r));
         return r;
     }
+    const char *why_dir = NULL;
+    if (kdp__dir_trusted(dir, &why_dir) == -KDP__EUNTRUSTED) {
+        log_error("the DRA state directory %s %s: whoever can write there can forge the "
+                  "checkpoint; fix its owner and mode (kdp makes it 0700)",
+                  dir, why_dir);
+        return -EPERM;
+    }
     c->dir = strdup(dir);
     if (!c->dir || asprintf(&c->path, "%s/%s", dir, KDP__CKPT_FILE) < 0) {
         c->path = NULL;

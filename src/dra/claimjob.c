@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/files.h"
 #include "base/log.h"
 #include "discovery/cdi.h"
 #include "dra/prepared.h"
@@ -124,7 +125,11 @@ static int write_cdi(kdp__cj *cj)
     int r = kdp__dra_rec_has_cdi(cj->rec)
                 ? kdp__dra_rec_write_cdi(cj->rec, e->cdi_dir, cj->file, e->cdi_kind, e->cdi_mode)
                 : kdp__cdi_remove_file(e->cdi_dir, cj->file);
-    if (r < 0) {
+    const char *why = NULL;
+    if (r == -KDP__EUNTRUSTED && kdp__dir_trusted(e->cdi_dir, &why) == -KDP__EUNTRUSTED) {
+        fail(cj, "cannot write the claim's CDI spec %s: the CDI directory %s %s", cj->file,
+             e->cdi_dir, why);
+    } else if (r < 0) {
         fail(cj, "cannot write the claim's CDI spec %s: %s", cj->file, strerror(-r));
     }
     return r;

@@ -64,8 +64,22 @@ static int clear_path(kdp__dra_sockets *s, const char *path)
 static uint64_t retry_delay(kdp__dra_sockets *s, const char *path, int err)
 {
     uint64_t delay = kdp__backoff_next(&s->retry_backoff);
-    log_error("%s: cannot serve %s: %s; trying again in %llu ms", s->cfg.driver, path,
-              strerror(-err), (unsigned long long)(delay / 1000));
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *why = NULL;
+    if (slash && err == -KDP__EUNTRUSTED) {
+        *slash = '\0';
+        (void)kdp__dir_trusted(dir, &why);
+    }
+    if (why) {
+        log_error("%s: cannot serve %s: its directory %s %s: whoever can write there can take "
+                  "the driver's place; fix its owner and mode. Trying again in %llu ms",
+                  s->cfg.driver, path, dir, why, (unsigned long long)(delay / 1000));
+    } else {
+        log_error("%s: cannot serve %s: %s; trying again in %llu ms", s->cfg.driver, path,
+                  strerror(-err), (unsigned long long)(delay / 1000));
+    }
     return delay;
 }
 
@@ -79,6 +93,9 @@ static int listen_on(kdp__dra_sockets *s, const char *path, const kdp__method *m
         *slash = '\0';
     }
     int r = kdp__mkdir_p(dir, 0750);
+    if (r == 0) {
+        r = kdp__dir_trusted(dir, NULL) == -KDP__EUNTRUSTED ? -KDP__EUNTRUSTED : 0;
+    }
     if (r == 0) {
         r = clear_path(s, path);
     }

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,8 +72,26 @@ static int held_elsewhere(const kdp__lockfile *lf, int fd, int e)
     return -EADDRINUSE;
 }
 
+/* The lock file's directory: one nobody else can write to. */
+static int dir_trusted(const kdp__lockfile *lf)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", lf->path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) {
+        return 0; /* relative to the working directory: the author's choice */
+    }
+    slash[slash == dir] = '\0';
+    int r = kdp__dir_trusted(dir, NULL);
+    return r == -KDP__EUNTRUSTED ? r : 0;
+}
+
 static int take(kdp__lockfile *lf)
 {
+    int tr = dir_trusted(lf);
+    if (tr < 0) {
+        return tr;
+    }
     for (int attempt = 0; attempt < 3; attempt++) {
         int fd = open(lf->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
         if (fd < 0) {

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "base/log.h"
 
 void kdp__pdir_init(kdp__pdir *d, kdp__loop *l, const char *path, const char *resource,
@@ -119,6 +120,9 @@ static int problem(const kdp__pdir *d, int err)
     if (access(d->path, W_OK | X_OK) < 0) {
         return -errno;
     }
+    if (kdp__dir_trusted(d->path, NULL) == -KDP__EUNTRUSTED) {
+        return -KDP__EUNTRUSTED;
+    }
     return err == -EACCES || err == -EPERM || err == -EROFS ? err : 0;
 }
 
@@ -157,6 +161,15 @@ bool kdp__pdir_report(kdp__pdir *d, int err)
                   "read-write (a hostPath volume without readOnly). Retrying",
                   d->resource, d->path);
         break;
+    case -KDP__EUNTRUSTED: {
+        const char *what = "is writable by others";
+        (void)kdp__dir_trusted(d->path, &what);
+        log_error("%s: the device-plugin directory %s %s: whoever can write there can plant "
+                  "files the plugin trusts. The kubelet's is root's, mode 0750: fix the owner "
+                  "and mode. Retrying",
+                  d->resource, d->path, what);
+        break;
+    }
     case -EACCES:
     case -EPERM:
         log_error("%s: cannot create files in the device-plugin directory %s (%s): run the "

@@ -1162,6 +1162,34 @@ class Config(Base):
         self.assertNotEqual(d.wait_exit(T), 0)
         self.assertIn("kdp_dra_config.cdi_mode 0755", d.log_text())
 
+    def test_dirs_writable_by_others(self):
+        """The state and CDI directories are refused when others can write
+        to them (a forged checkpoint, a swapped spec): the state directory
+        at the start, naming it and the fix; the CDI directory at prepare,
+        in the error the kubelet shows; fixed, the prepare works."""
+        api = self.api()
+        os.makedirs(self.path("state"))
+        os.chmod(self.path("state"), 0o777)
+        d = self.start_proc(Driver(self, ["--kubeconfig", api.kubeconfig_token,
+                                          "--state-dir", self.path("state")]))
+        self.assertNotEqual(d.wait_exit(T), 0)
+        self.assertIn("the DRA state directory %s is writable by every user (mode 0777)"
+                      % self.path("state"), d.log_text())
+        os.chmod(self.path("state"), 0o700)
+        os.chmod(self.path("cdi"), 0o777)
+        kl = self.kubelet()
+        self.driver(api, ["--state-dir", self.path("state")])
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 2)
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["gopher-0"])
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        err = r["by_uid"][uid]["error"]
+        self.assertIn("the CDI directory %s is writable by every user" % self.path("cdi"), err)
+        self.assertEqual(self.cdi_files(), [])
+        os.chmod(self.path("cdi"), 0o755)
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "prepared", r)
+
     def test_bad_driver_name(self):
         d = self.start_proc(Proc([binary("kdp-example-gopher-dra"), "--devices-dir",
                                   self.path("gophers"), "--kubelet-root", self.path("root"),

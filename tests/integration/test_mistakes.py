@@ -382,6 +382,24 @@ class DeviceDir(Base):
                          1)
         self.assertEqual(self.status(pl)["dir_error"], -errno.EACCES)
 
+    def test_writable_by_others(self):
+        """A device-plugin directory every user can write to (where anyone
+        could plant the files kdp trusts) is refused with the fix, and used
+        once its mode is fixed."""
+        d = os.path.join(self.dir, "dp")
+        os.mkdir(d, 0o755)
+        os.chmod(d, 0o777)
+        pl = self.start_test_plugin("--devices", "a", dir=d)
+        line = pl.wait_log(r"the device-plugin directory %s is writable by every user" % d, T)
+        self.assertIn("mode 0777", line)
+        self.assertIn("fix the owner and mode", line)
+        self.assertEqual(self.status(pl)["dir_error"], -errno.EKEYREJECTED)
+        self.assertFalse(os.path.exists(os.path.join(d, socket_for(RES))))
+        os.chmod(d, 0o755)
+        kl = self.kubelet(dir=d)
+        kl.wait_event("registered", 15, resource=RES)
+        pl.wait_log(r"the device-plugin directory %s is usable now" % d, T)
+
 
 # ---------------------------------------------------------------------------
 # 7. Silent oddities, made loud.

@@ -118,6 +118,35 @@ static void test_replace_file_fails_cleanly(void **state)
     assert_int_equal(kdp__sync_dir(at("missing")), -ENOENT);
 }
 
+/* A directory others can write to is not trusted; sticky is. */
+static void test_dir_trusted(void **state)
+{
+    (void)state;
+    const char *why = NULL;
+    assert_int_equal(kdp__dir_trusted(root, &why), 0);
+    assert_int_equal(mkdir(at("open"), 0755), 0);
+    assert_int_equal(chmod(at("open"), 0777), 0);
+    assert_int_equal(kdp__dir_trusted(at("open"), &why), -KDP__EUNTRUSTED);
+    assert_non_null(strstr(why, "writable by every user (mode 0777)"));
+    assert_int_equal(chmod(at("open"), 0775), 0);
+    assert_int_equal(kdp__dir_trusted(at("open"), &why), -KDP__EUNTRUSTED);
+    assert_non_null(strstr(why, "writable by its group"));
+    assert_int_equal(chmod(at("open"), 01777), 0); /* as /tmp */
+    assert_int_equal(kdp__dir_trusted(at("open"), &why), 0);
+    assert_int_equal(kdp__dir_trusted(at("none"), &why), -ENOENT);
+    FILE *f = fopen(at("file"), "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(kdp__dir_trusted(at("file"), &why), -ENOTDIR);
+    if (geteuid() == 0) {
+        /* someone else's directory (not root's) */
+        assert_int_equal(mkdir(at("theirs"), 0755), 0);
+        assert_int_equal(chown(at("theirs"), 65534, 65534), 0);
+        assert_int_equal(kdp__dir_trusted(at("theirs"), &why), -KDP__EUNTRUSTED);
+        assert_non_null(strstr(why, "belongs to user 65534"));
+    }
+}
+
 static void test_relative_path(void **state)
 {
     (void)state;
@@ -138,6 +167,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_replace_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replace_file_fails_cleanly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_relative_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dir_trusted, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
