@@ -20,6 +20,30 @@ static nghttp2_session *session_of(const kdp__call *call)
     return kdp__conn_session(call->sc->conn);
 }
 
+/* What a call waiting on its peer holds changes: counted for its
+ * connection and its server. */
+static void charge(kdp__call *call, size_t add, size_t sub)
+{
+    kdp__sconn *sc = call->sc;
+    sc->unsent = sc->unsent + add - sub;
+    sc->srv->unsent = sc->srv->unsent + add - sub;
+}
+
+/* The response bytes the call has queued change; while it has some, its
+ * own memory counts too (a stream the peer reads holds none for long). */
+static void q_add(kdp__call *call, size_t add, size_t sub)
+{
+    call->q_bytes = call->q_bytes + add - sub;
+    charge(call, add, sub);
+    if (call->q_bytes && !call->charged) {
+        call->charged = true;
+        charge(call, KDP__CALL_COST, 0);
+    } else if (!call->q_bytes && call->charged) {
+        call->charged = false;
+        charge(call, 0, KDP__CALL_COST);
+    }
+}
+
 kdp__call *kdp__call_new(kdp__sconn *sc, int32_t stream_id, size_t max_recv)
 {
     kdp__call *call = calloc(1, sizeof(*call));
@@ -42,6 +66,7 @@ void kdp__call_free(kdp__call *call)
     kdp__timer_free(call->deadline_timer);
     kdp__deframer_done(&call->df);
     free(call->req);
+    q_add(call, 0, call->q_bytes);
     for (kdp__outmsg *m = call->q_head, *next; m; m = next) {
         next = m->next;
         free(m);
@@ -104,7 +129,7 @@ static ssize_t read_body(nghttp2_session *session, int32_t stream_id, uint8_t *b
         memcpy(buf + copied, m->data + m->off, take);
         copied += take;
         m->off += take;
-        call->q_bytes -= take;
+        q_add(call, 0, take);
         if (m->off == m->len) {
             call->q_head = m->next;
             if (!call->q_head) {
@@ -173,8 +198,86 @@ static void resume(kdp__call *call)
     kdp__conn_flush(call->sc->conn);
 }
 
+/* The peer does not take what it is sent: the stream is reset (its queue
+ * dropped); the stream's close tells the handler, from the loop. */
+static int refuse_unsent(kdp__call *call, kdp__outmsg *m, const char *which, size_t bound)
+{
+    kdp__sconn *sc = call->sc;
+    free(m);
+    if (!sc->warned) {
+        sc->warned = true;
+        log_warn("a peer does not read its responses: %zu bytes queued for it, %zu for every "
+                 "peer (%s bound %zu): stream %d reset",
+                 sc->unsent, sc->srv->unsent, which, bound, call->stream_id);
+    }
+    q_add(call, 0, call->q_bytes);
+    for (kdp__outmsg *x = call->q_head, *next; x; x = next) {
+        next = x->next;
+        free(x);
+    }
+    call->q_head = call->q_tail = NULL;
+    sc->srv->stats.unsent_resets++;
+    if (!call->rst_sent) {
+        call->rst_sent = true;
+        (void)nghttp2_submit_rst_stream(session_of(call), NGHTTP2_FLAG_NONE, call->stream_id,
+                                        NGHTTP2_ENHANCE_YOUR_CALM);
+        kdp__conn_flush(sc->conn);
+    }
+    return -ENOBUFS;
+}
+
+/* The connection holding the most unsent bytes, other than mine (NULL:
+ * mine holds the most). */
+static kdp__sconn *largest_other(kdp__sconn *mine)
+{
+    kdp__sconn *best = mine;
+    kdp__link *l;
+    kdp__list_for_each(l, &mine->srv->conns)
+    {
+        kdp__sconn *sc = KDP__CONTAINER_OF(l, kdp__sconn, link);
+        best = !sc->dropping && sc->unsent > best->unsent ? sc : best;
+    }
+    return best == mine ? NULL : best;
+}
+
+/* The bounds on what peers have not taken (kdp__server_config). */
+static int check_unsent(kdp__call *call, kdp__outmsg *m)
+{
+    kdp__sconn *sc = call->sc;
+    kdp__server *s = sc->srv;
+    size_t cost = m->len + (call->charged ? 0 : KDP__CALL_COST);
+    if (sc->unsent + cost > s->cfg.max_conn_unsent) {
+        return refuse_unsent(call, m, "connection", s->cfg.max_conn_unsent);
+    }
+    if (s->unsent + cost > s->cfg.max_unsent) {
+        kdp__sconn *victim = largest_other(sc);
+        if (!victim) {
+            return refuse_unsent(call, m, "server", s->cfg.max_unsent);
+        }
+        /* closed from the loop: its calls end there, not inside this send */
+        if (!s->unsent_warned) {
+            s->unsent_warned = true;
+            log_warn("peers do not read their responses: %zu bytes held for them (bound %zu): "
+                     "closing the connection that holds the most (%zu), and the next ones so",
+                     s->unsent, s->cfg.max_unsent, victim->unsent);
+        }
+        victim->dropping = true;
+        s->stats.unsent_closes++;
+        kdp__conn_terminate(victim->conn, NGHTTP2_ENHANCE_YOUR_CALM, 0);
+    }
+    return 0;
+}
+
 static int enqueue(kdp__call *call, kdp__outmsg *m)
 {
+    if (call->rst_sent) {
+        free(m);
+        return -ENOBUFS;
+    }
+    int u = check_unsent(call, m);
+    if (u < 0) {
+        return u;
+    }
     if (!call->responded) {
         int r = submit_headers(call);
         if (r < 0) {
@@ -188,7 +291,7 @@ static int enqueue(kdp__call *call, kdp__outmsg *m)
         call->q_head = m;
     }
     call->q_tail = m;
-    call->q_bytes += m->len;
+    q_add(call, m->len, 0);
     resume(call);
     return 0;
 }
@@ -239,7 +342,7 @@ int kdp__call_send_latest(kdp__call *call, const uint8_t *msg, size_t len)
     kdp__outmsg *keep = call->q_head && call->q_head->off > 0 ? call->q_head : NULL;
     for (kdp__outmsg *m = keep ? keep->next : call->q_head, *next; m; m = next) {
         next = m->next;
-        call->q_bytes -= m->len;
+        q_add(call, 0, m->len);
         free(m);
     }
     if (keep) {

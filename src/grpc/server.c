@@ -205,6 +205,12 @@ int kdp__server_new(kdp__loop *l, const kdp__method *methods, size_t n_methods,
     if (!s->cfg.max_buffered) {
         s->cfg.max_buffered = 4 * s->cfg.max_recv_message;
     }
+    if (!s->cfg.max_conn_unsent) {
+        s->cfg.max_conn_unsent = 2 * s->cfg.max_recv_message;
+    }
+    if (!s->cfg.max_unsent) {
+        s->cfg.max_unsent = 4 * s->cfg.max_recv_message;
+    }
     int r = -ENOMEM;
     s->methods = calloc(n_methods ? n_methods : 1, sizeof(*methods));
     if (!s->methods || kdp__server_make_callbacks(s) < 0) {

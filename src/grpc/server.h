@@ -54,6 +54,10 @@ typedef struct kdp__method {
     void (*ended)(int status, void *ud);
 } kdp__method;
 
+/* What a call waiting on its peer costs beside its response bytes: the
+ * call and the HTTP/2 stream (counted in max_conn_unsent, max_unsent). */
+#define KDP__CALL_COST 2048U
+
 typedef struct kdp__server_config {
     size_t max_recv_message;  /* 0 = 16 MiB */
     uint32_t max_streams;     /* concurrent streams per connection; 0 = 1000 */
@@ -65,6 +69,15 @@ typedef struct kdp__server_config {
      * Their bytes are dropped. 0 = 2 and 4 times max_recv_message. */
     size_t max_conn_buffered;
     size_t max_buffered;
+    /* Bytes of responses queued and not yet taken by the peer (which reads
+     * nothing, or slowly), each such call's own memory counted too
+     * (KDP__CALL_COST), for one connection, and for the whole server.
+     * A message past the first is refused (the send returns -ENOBUFS)
+     * and its stream reset (ENHANCE_YOUR_CALM); past the second, the
+     * connection holding the most is closed (or, if it is the sender's,
+     * the stream reset). 0 = 2 and 4 times max_recv_message. */
+    size_t max_conn_unsent;
+    size_t max_unsent;
 } kdp__server_config;
 
 typedef struct kdp__server_stats {
@@ -72,6 +85,8 @@ typedef struct kdp__server_stats {
     uint64_t connections;     /* open now */
     uint64_t calls_total;     /* ever begun */
     uint64_t calls_cancelled; /* ended by cancel, connection loss or shutdown */
+    uint64_t unsent_resets;   /* streams reset for max_conn_unsent / max_unsent */
+    uint64_t unsent_closes;   /* connections closed for max_unsent */
 } kdp__server_stats;
 
 typedef void (*kdp__server_done_fn)(kdp__server *s, void *ud);

@@ -56,6 +56,7 @@ struct kdp__call {
     bool deferred;   /* the data provider is waiting for more */
     bool user_owned; /* handler got the handle and has not finished it */
     bool rst_sent;
+    bool charged; /* its own memory counted in unsent (while q_bytes > 0) */
     int status;
     char *message; /* percent-encoded, or NULL */
     kdp__cancel_fn cancel_cb;
@@ -68,6 +69,9 @@ struct kdp__sconn {
     kdp__conn *conn;
     kdp__link calls; /* its open calls, newest first */
     size_t held;     /* request bytes its calls hold (max_conn_buffered) */
+    size_t unsent;   /* what its calls waiting on the peer hold (max_conn_unsent) */
+    bool warned;     /* the unsent bound was logged for it */
+    bool dropping;   /* being closed for max_unsent */
 };
 
 struct kdp__server {
@@ -86,7 +90,9 @@ struct kdp__server {
 
     kdp__link conns; /* its connections, newest first */
     kdp__server_stats stats;
-    size_t held; /* request bytes every call holds (max_buffered) */
+    size_t held;   /* request bytes every call holds (max_buffered) */
+    size_t unsent; /* what every call waiting on its peer holds (max_unsent) */
+    bool unsent_warned;
 
     bool shutting_down;
     kdp__timer *done_timer;

@@ -460,6 +460,38 @@ class BadClients(Base):
         for c in conns:
             c.close()
 
+    def test_unread_responses_bounded(self):
+        """50 connections x 999 Allocates, and not a byte of the answers
+        read (no WINDOW_UPDATE either): the responses queued for one
+        connection stop at 8 MiB and for the whole server at 16 MiB
+        (max_conn_unsent, max_unsent): past them the streams are reset, and
+        the connection holding the most is closed. Before the bound every
+        answer stayed queued."""
+        kl, pl = self.registered_plugin()
+        lmark = pl.log_mark()
+        pid = pl.proc.pid
+        rss0 = rss_kib(pid)
+        conns = []
+        req = rawh2.allocate(["a", "b", "c"])
+        for _ in range(50):
+            c = rawh2.RawH2(pl.socket)
+            conns.append(c)
+            c.read_until(lambda f: f.type == rawh2.WINDOW_UPDATE and f.stream == 0, T)
+            out = b"".join(c.request(1 + 2 * i, rawh2.ALLOCATE, req) for i in range(999))
+            try:
+                c.send(out)
+            except (rawh2.Closed, TimeoutError):
+                pass
+        time.sleep(1.0)
+        rss1 = rss_kib(pid)
+        figure("unread Allocate responses", "50 connections x 999 Allocates: RSS %+d KiB"
+               % (rss1 - rss0))
+        self.assertMemoryBounded("unread Allocate responses", rss0, rss1, 32 * 1024)
+        pl.wait_log(r"a peer does not read its responses", T, since=lmark)
+        for c in conns:
+            c.close()
+        self._after(kl, pl, lmark)
+
     def test_oversized_and_undecodable_messages(self):
         import grpc  # python3-grpcio: a real gRPC client for the statuses
         kl, pl = self.registered_plugin()
