@@ -14,6 +14,7 @@
 #include "base/secret.h"
 #include "k8s/apierr.h"
 #include "k8s/httpc.h"
+#include "k8s/jsonbudget.h"
 
 #define WHY_MAX 1024
 
@@ -49,6 +50,7 @@ struct kdp__api_req {
     void *ud;
     kdp__httpc_call *hc;
     bool watch;
+    kdp__api_bound bound;
     bool retried; /* after a 401, once */
     bool in_done; /* its done callback runs */
     int end_err;  /* CALL_ENDING: what to deliver */
@@ -226,6 +228,15 @@ static void answer(kdp__api_req *c, long code, const char *body, size_t len)
 {
     char why[WHY_MAX];
     json_error_t jerr;
+    size_t cost = body && len ? kdp__json_cost(body, len) : 0;
+    if (cost > c->bound.max_decode) {
+        say(why, sizeof(why), 0,
+            "%s %s: HTTP %ld with a body of %zu bytes that would take about %zu MiB to decode "
+            "(bound %zu MiB): refused",
+            c->method, c->path, code, len, cost >> 20, c->bound.max_decode >> 20);
+        deliver(c, -EMSGSIZE, code, NULL, why);
+        return;
+    }
     json_t *obj = body && len ? json_loadb(body, len, 0, &jerr) : NULL;
     if (obj && !json_is_object(obj)) {
         json_decref(obj);
@@ -280,6 +291,16 @@ static void hc_line(kdp__httpc_call *hc, const char *line, size_t len, void *ud)
     }
     char why[WHY_MAX];
     json_error_t jerr;
+    if (kdp__json_cost(line, len) > c->bound.max_decode) {
+        say(why, sizeof(why), 0,
+            "watch %s: an event of %zu bytes that would take over %zu MiB to decode: watching "
+            "again",
+            c->path, len, c->bound.max_decode >> 20);
+        kdp__httpc_cancel(hc);
+        c->hc = NULL;
+        defer_end(c, -EMSGSIZE, 200, why);
+        return;
+    }
     json_t *ev = json_loadb(line, len, 0, &jerr);
     const char *type = ev ? json_string_value(json_object_get(ev, "type")) : NULL;
     json_t *obj = ev ? json_object_get(ev, "object") : NULL;
@@ -334,6 +355,7 @@ static int start_call(kdp__api_req *c)
         .key_pem = kc->key_data,
         .key_pem_len = kc->key_len,
         .timeout_ms = c->watch ? 0 : KDP__API_CALL_TIMEOUT_MS,
+        .max_body = c->bound.max_body,
         .on_line = c->watch ? hc_line : NULL,
     };
     int r = kdp__httpc_start(a->http, &req, hc_done, c, &c->hc);
@@ -439,8 +461,15 @@ static int launch(kdp__api *a, kdp__api_req *c, kdp__api_req **ret)
     return 0;
 }
 
-int kdp__api_call(kdp__api *a, const char *method, const char *path, json_t *body,
-                  kdp__api_done_cb done, void *ud, kdp__api_req **ret)
+static kdp__api_bound bound_or_default(kdp__api_bound b)
+{
+    b.max_body = b.max_body ? b.max_body : KDP__HTTPC_MAX_BODY;
+    b.max_decode = b.max_decode ? b.max_decode : 8 * b.max_body;
+    return b;
+}
+
+int kdp__api_call_bounded(kdp__api *a, const char *method, const char *path, json_t *body,
+                          kdp__api_bound bound, kdp__api_done_cb done, void *ud, kdp__api_req **ret)
 {
     if (!a || !done) {
         return -EINVAL;
@@ -450,13 +479,27 @@ int kdp__api_call(kdp__api *a, const char *method, const char *path, json_t *bod
     if (r < 0) {
         return r;
     }
+    c->bound = bound_or_default(bound);
     c->done = done;
     c->ud = ud;
     return launch(a, c, ret);
 }
 
+int kdp__api_call(kdp__api *a, const char *method, const char *path, json_t *body,
+                  kdp__api_done_cb done, void *ud, kdp__api_req **ret)
+{
+    return kdp__api_call_bounded(a, method, path, body, (kdp__api_bound){0, 0}, done, ud, ret);
+}
+
 int kdp__api_watch(kdp__api *a, const char *path, kdp__api_event_cb event, kdp__api_done_cb end,
                    void *ud, kdp__api_req **ret)
+{
+    return kdp__api_watch_bounded(a, path, (kdp__api_bound){0, 0}, event, end, ud, ret);
+}
+
+int kdp__api_watch_bounded(kdp__api *a, const char *path, kdp__api_bound bound,
+                           kdp__api_event_cb event, kdp__api_done_cb end, void *ud,
+                           kdp__api_req **ret)
 {
     if (!a || !path || !event || !end) {
         return -EINVAL;
@@ -474,6 +517,7 @@ int kdp__api_watch(kdp__api *a, const char *path, kdp__api_event_cb event, kdp__
         return r;
     }
     c->watch = true;
+    c->bound = bound_or_default(bound);
     c->done = end;
     c->event = event;
     c->ud = ud;

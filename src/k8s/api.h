@@ -81,6 +81,24 @@ const char *kdp__api_source(const kdp__api *a);
  * -ENOMEM. */
 int kdp__api_call(kdp__api *a, const char *method, const char *path, json_t *body,
                   kdp__api_done_cb done, void *ud, kdp__api_req **ret);
+
+/* What a call's answer may be (or a watch's every line): max_body bytes
+ * (0: KDP__HTTPC_MAX_BODY, 16 MiB), and what decoding it may cost
+ * (k8s/jsonbudget; 0: 8 times max_body). An answer past either ends the
+ * call with -EMSGSIZE, saying which bound. */
+typedef struct kdp__api_bound {
+    size_t max_body;
+    size_t max_decode;
+} kdp__api_bound;
+/* Bounds by what a call can need: one object (a claim, a Node, a slice:
+ * etcd keeps at most 1.5 MiB), discovery, a list of a pool's slices. */
+#define KDP__API_BOUND_OBJECT   ((kdp__api_bound){3U << 20, 32U << 20})
+#define KDP__API_BOUND_DISCOVER ((kdp__api_bound){1U << 20, 8U << 20})
+#define KDP__API_BOUND_LIST     ((kdp__api_bound){16U << 20, 96U << 20})
+/* kdp__api_call with bounds on the answer. */
+int kdp__api_call_bounded(kdp__api *a, const char *method, const char *path, json_t *body,
+                          kdp__api_bound bound, kdp__api_done_cb done, void *ud,
+                          kdp__api_req **ret);
 /* A watch: GET path with watch=true added (give resourceVersion,
  * timeoutSeconds, allowWatchBookmarks, selectors in path). event runs per
  * event; end runs once when the stream ends: err 0 when the server closed
@@ -88,6 +106,10 @@ int kdp__api_call(kdp__api *a, const char *method, const char *path, json_t *bod
  * (-EIDRM: list again; -EPROTO: a bad line). Same returns. */
 int kdp__api_watch(kdp__api *a, const char *path, kdp__api_event_cb event, kdp__api_done_cb end,
                    void *ud, kdp__api_req **ret);
+/* kdp__api_watch with bounds on each line (an event: one object). */
+int kdp__api_watch_bounded(kdp__api *a, const char *path, kdp__api_bound bound,
+                           kdp__api_event_cb event, kdp__api_done_cb end, void *ud,
+                           kdp__api_req **ret);
 /* Cancels a call or watch: no callback runs for it after this. NULL is
  * fine; from its own done callback it does nothing. */
 void kdp__api_cancel(kdp__api_req *c);

@@ -95,7 +95,8 @@ int kdp__api_discover(kdp__api *a, const char *group, const char *const *wanted,
     char path[160];
     snprintf(path, sizeof(path), "/apis/%s", group);
     kdp__api_req *c = NULL;
-    int r = kdp__api_call(a, "GET", path, NULL, discover_done, d, &c);
+    int r =
+        kdp__api_call_bounded(a, "GET", path, NULL, KDP__API_BOUND_DISCOVER, discover_done, d, &c);
     if (r < 0) {
         free(d);
         return r;

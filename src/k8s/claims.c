@@ -482,7 +482,7 @@ int kdp__claim_get(kdp__api *a, const char *version, const char *driver, const c
     snprintf(path, sizeof(path), "/apis/resource.k8s.io/%s/namespaces/%s/resourceclaims/%s",
              version, ns, name);
     kdp__api_req *req = NULL;
-    int r = kdp__api_call(a, "GET", path, NULL, get_done, g, &req);
+    int r = kdp__api_call_bounded(a, "GET", path, NULL, KDP__API_BOUND_OBJECT, get_done, g, &req);
     if (r < 0) {
         free(g);
         return r;

@@ -152,7 +152,8 @@ static void on_put(int err, long code, json_t *obj, const char *why, void *ud)
     kdp__cstat_req *r = ud;
     r->call = NULL;
     if (err == -ESTALE && ++r->conflicts <= KDP__CSTAT_MAX_CONFLICTS) {
-        err = kdp__api_call(r->a, "GET", r->path, NULL, on_get, r, &r->call);
+        err = kdp__api_call_bounded(r->a, "GET", r->path, NULL, KDP__API_BOUND_OBJECT, on_get, r,
+                                    &r->call);
         if (err == 0) {
             return;
         }
@@ -199,7 +200,9 @@ static void on_get(int err, long code, json_t *obj, const char *why, void *ud)
     json_decref(devs);
     char put[sizeof(r->path) + 8];
     snprintf(put, sizeof(put), "%s/status", r->path);
-    err = r2 < 0 ? -ENOMEM : kdp__api_call(r->a, "PUT", put, body, on_put, r, &r->call);
+    err = r2 < 0 ? -ENOMEM
+                 : kdp__api_call_bounded(r->a, "PUT", put, body, KDP__API_BOUND_OBJECT, on_put, r,
+                                         &r->call);
     json_decref(body);
     if (err < 0) {
         finish(r, err, "cannot write the claim's status");
@@ -242,7 +245,9 @@ int kdp__cstat_write(kdp__api *a, const char *version, const char *ns, const cha
         oom = !r->e[i].device || (e[i].share_id && !r->e[i].share_id) ||
               (e[i].fields && !r->e[i].fields);
     }
-    int err = oom ? -ENOMEM : kdp__api_call(a, "GET", r->path, NULL, on_get, r, &r->call);
+    int err = oom ? -ENOMEM
+                  : kdp__api_call_bounded(a, "GET", r->path, NULL, KDP__API_BOUND_OBJECT, on_get, r,
+                                          &r->call);
     if (err < 0) {
         req_free(r);
         return err;

@@ -116,7 +116,8 @@ static int write_slice(kdp__slices *s, const kdp__sr_action *a)
         snprintf(path, sizeof(path), "/apis/" GROUP "/%s/resourceslices/%s", version, a->name);
     }
     if (a->kind == KDP__SR_DELETE) {
-        return kdp__api_call(s->a, "DELETE", path, NULL, write_done, s, &s->req);
+        return kdp__api_call_bounded(s->a, "DELETE", path, NULL, KDP__API_BOUND_OBJECT, write_done,
+                                     s, &s->req);
     }
     kdp__sr_chunkv c;
     kdp__sr_chunk(&s->sr, a->chunk, &c);
@@ -127,7 +128,8 @@ static int write_slice(kdp__slices *s, const kdp__sr_action *a)
     if (!obj) {
         return -ENOMEM;
     }
-    int r = kdp__api_call(s->a, create ? "POST" : "PUT", path, obj, write_done, s, &s->req);
+    int r = kdp__api_call_bounded(s->a, create ? "POST" : "PUT", path, obj, KDP__API_BOUND_OBJECT,
+                                  write_done, s, &s->req);
     json_decref(obj);
     return r;
 }
@@ -142,20 +144,23 @@ static int start(kdp__slices *s, const kdp__sr_action *a)
         return kdp__api_discover(s->a, GROUP, wanted, discovered, s, &s->req);
     case KDP__SR_GET_NODE:
         snprintf(path, sizeof(path), "/api/v1/nodes/%s", sr->node);
-        return kdp__api_call(s->a, "GET", path, NULL, node_done, s, &s->req);
+        return kdp__api_call_bounded(s->a, "GET", path, NULL, KDP__API_BOUND_OBJECT, node_done, s,
+                                     &s->req);
     case KDP__SR_LIST:
         snprintf(path, sizeof(path),
                  "/apis/" GROUP "/%s/resourceslices?fieldSelector=spec.nodeName%%3D%s%%2C"
                  "spec.driver%%3D%s",
                  sr->st.version, sr->node, sr->driver);
-        return kdp__api_call(s->a, "GET", path, NULL, list_done, s, &s->req);
+        return kdp__api_call_bounded(s->a, "GET", path, NULL, KDP__API_BOUND_LIST, list_done, s,
+                                     &s->req);
     case KDP__SR_WATCH:
         snprintf(path, sizeof(path),
                  "/apis/" GROUP "/%s/resourceslices?fieldSelector=spec.nodeName%%3D%s%%2C"
                  "spec.driver%%3D%s&resourceVersion=%s&allowWatchBookmarks=true&"
                  "timeoutSeconds=%u",
                  sr->st.version, sr->node, sr->driver, a->rv, KDP__SLICES_WATCH_TIMEOUT_S);
-        return kdp__api_watch(s->a, path, watch_event, watch_end, s, &s->watch);
+        return kdp__api_watch_bounded(s->a, path, KDP__API_BOUND_OBJECT, watch_event, watch_end, s,
+                                      &s->watch);
     case KDP__SR_CREATE:
     case KDP__SR_UPDATE:
     case KDP__SR_DELETE:

@@ -142,6 +142,8 @@ func (s *server) dispatch(cmd *command) {
 		cmd.reply(M{"ok": true, "resourceVersion": strconv.FormatUint(rv, 10)})
 	case "create-claim":
 		s.cmdCreateClaim(cmd)
+	case "pad-claim":
+		s.cmdPadClaim(cmd)
 	case "delete-claim":
 		if len(cmd.args) != 2 {
 			cmd.fail("Usage", "delete-claim NAMESPACE NAME")

@@ -30,6 +30,14 @@ DRIVER = "gpu.example.com"
 NODE = "node-a"
 
 
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS for pid %d" % pid)
+
+
 class Driver(Proc):
     """kdp-test-k8s: commands on stdin, JSON events on stdout."""
 
@@ -451,6 +459,23 @@ class K8sTest(ProcTest):
         self.assertEqual([(x["request"], x["device"]) for x in c["devices"]],
                          [("gpu", "dev-000"), ("gpu", "dev-001")])
         self.assertEqual(c["devices"][0]["configs"], ['{"mode":"fast"}'])
+        # what a hostile API server answers is bounded: a claim is one object
+        # (3 MiB; etcd keeps 1.5), and a dense one that would cost too much to
+        # decode is refused before jansson sees it
+        uid4 = api.ok("create-claim ns1 c4 --driver %s --pool %s --request gpu --device dev-000"
+                      % (DRIVER, NODE))["uid"]
+        api.ok("pad-claim ns1 c4 %d large" % (3 * 1024 * 1024 + 1))
+        ev = claim("ns1", "c4", uid4)
+        self.assertEqual(ev["err"], -errno.EMSGSIZE, ev)
+        self.assertIn("over its bound of 3145728 bytes", ev["why"])
+        uid3 = api.ok("create-claim ns1 c3 --driver %s --pool %s --request gpu --device dev-000"
+                      % (DRIVER, NODE))["uid"]
+        api.ok("pad-claim ns1 c3 %d dense" % (1024 * 1024))
+        rss0 = rss_kib(d.proc.pid)
+        ev = claim("ns1", "c3", uid3)
+        self.assertEqual(ev["err"], -errno.EMSGSIZE, ev)
+        self.assertIn("MiB to decode (bound 32 MiB): refused", ev["why"])
+        self.assertLess(rss_kib(d.proc.pid) - rss0, 8 * 1024)
         # another UID: a newer claim of that name
         ev = claim("ns1", "c1", "0000-other")
         self.assertEqual(ev["err"], -errno.ESTALE, ev)
