@@ -9,6 +9,7 @@
 
 #include "base/list.h"
 #include "base/log.h"
+#include "dra/ckptset.h"
 #include "k8s/api.h"
 #include "k8s/claims.h"
 #include "k8s/kconfig.h"
@@ -77,6 +78,16 @@ static void on_claim(int err, const kdp__claim *c, const char *why, void *ud)
     } else if (err == 0) {
         err = kdp__dra_rec_from_claim(c, &rec);
         why = err < 0 ? "out of memory" : NULL;
+    }
+    if (err == 0 && kdp__dra_rec_bytes(rec) > KDP__CKPT_MAX_CLAIM_BYTES) {
+        snprintf(msg, sizeof(msg),
+                 "claim %s/%s: what kdp would keep of it (%zu bytes: its opaque configs and "
+                 "results) is over the %u it keeps for a claim: refused",
+                 r->ns, r->name, kdp__dra_rec_bytes(rec), KDP__CKPT_MAX_CLAIM_BYTES);
+        kdp__dra_rec_free(rec);
+        rec = NULL;
+        err = -EFBIG;
+        why = msg;
     } else if (err != -ENOENT && err != -ESTALE && err != -ENODATA) {
         a->cfg.error(a->cfg.ud, why); /* the API server's failure, not the claim's */
     }

@@ -4,166 +4,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/files.h"
 #include "base/log.h"
-#include "dra/bootid.h"
-
-#define MAX_FILE (64U << 20)
-
-/* ---- the file ---- */
-
-/* The file's text into *ret (malloc'd) and its mtime. Returns 0, -ENOENT
- * (none), or another -errno: the file cannot be read (not a corruption).
- * O_NONBLOCK and the regular-file check: a FIFO planted there never holds
- * the thread. */
-static int read_text(const char *path, char **ret, int64_t *ret_mtime)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) {
-        return -errno;
-    }
-    struct stat sb;
-    int r = fstat(fd, &sb) < 0 ? -errno : 0;
-    if (r == 0 && !S_ISREG(sb.st_mode)) {
-        r = S_ISDIR(sb.st_mode) ? -EISDIR : -EINVAL;
-    }
-    if (r == 0 && (uint64_t)sb.st_size > MAX_FILE) {
-        r = -EFBIG;
-    }
-    char *buf = r == 0 ? malloc((size_t)sb.st_size + 1) : NULL;
-    if (!buf) {
-        close(fd);
-        return r < 0 ? r : -ENOMEM;
-    }
-    size_t len = 0;
-    while (r == 0 && len < (size_t)sb.st_size) {
-        ssize_t n = read(fd, buf + len, (size_t)sb.st_size - len);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            r = n < 0 ? -errno : 0;
-            break;
-        }
-        len += (size_t)n;
-    }
-    close(fd);
-    if (r < 0) {
-        free(buf);
-        return r;
-    }
-    buf[len] = '\0';
-    *ret = buf;
-    *ret_mtime = (int64_t)sb.st_mtim.tv_sec;
-    return 0;
-}
-
-/* Version 1 records carry no boot: this boot's if the file was written
- * since it began, else none (an earlier one). */
-static void stamp_v1(kdp__ckpt_set *set, const char *boot_id, int64_t mtime)
-{
-    int64_t btime = kdp__bootid_btime();
-    bool this_boot = boot_id[0] && btime > 0 && mtime >= btime;
-    for (size_t i = 0; i < set->n; i++) {
-        snprintf(set->recs[i]->boot_id, sizeof(set->recs[i]->boot_id), "%s",
-                 this_boot ? boot_id : "");
-    }
-}
-
-typedef enum { READ_OK, READ_NONE, READ_CORRUPT, READ_ERROR } read_result;
-
-/* The file's claims into set; *was_v1 when it was of version 1 (stamped). */
-static read_result read_claims(kdp__ckpt *c, kdp__ckpt_set *set, bool *was_v1, int *err, char *why,
-                               size_t len)
-{
-    char *text = NULL;
-    int64_t mtime = 0;
-    memset(set, 0, sizeof(*set));
-    *was_v1 = false;
-    int r = read_text(c->path, &text, &mtime);
-    if (r == -ENOENT) {
-        return READ_NONE;
-    }
-    if (r < 0) {
-        *err = r;
-        snprintf(why, len, "%s", strerror(-r));
-        return READ_ERROR;
-    }
-    int version = 0;
-    r = kdp__ckptset_parse(text, set, &version, why, len);
-    free(text);
-    read_result rr = r == 0 ? READ_OK : r == -EBADMSG ? READ_CORRUPT : READ_ERROR;
-    *err = r;
-    if (rr == READ_OK && version == 1) {
-        stamp_v1(set, c->boot_id, mtime);
-        *was_v1 = true;
-    }
-    return rr;
-}
-
-/* path renamed to a name of its own, <path>.corrupt-<time>[.<n>] (link:
- * never over another). Returns 0 or -errno; aside gets the name. */
-static int set_aside(const char *path, char *aside, size_t len)
-{
-    long long now = (long long)time(NULL);
-    for (unsigned i = 0; i < 100; i++) {
-        if (i == 0) {
-            snprintf(aside, len, "%s.corrupt-%lld", path, now);
-        } else {
-            snprintf(aside, len, "%s.corrupt-%lld.%u", path, now, i);
-        }
-        if (link(path, aside) == 0) {
-            return unlink(path) < 0 ? -errno : 0;
-        }
-        if (errno != EEXIST) {
-            return -errno;
-        }
-    }
-    return -EEXIST;
-}
-
-/* The file's identity (st_dev, st_ino, mtime, size), to see another
- * writer's change; false if it has none (no file). */
-static bool stamp_of(const char *path, kdp__ckpt_stamp *st)
-{
-    struct stat sb;
-    memset(st, 0, sizeof(*st));
-    if (stat(path, &sb) < 0) {
-        return false;
-    }
-    st->dev = (uint64_t)sb.st_dev;
-    st->ino = (uint64_t)sb.st_ino;
-    st->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
-    st->size = (int64_t)sb.st_size;
-    return true;
-}
-
-/* Writes set (the writer lock and the file lock held): a temporary file
- * next to the file, fsync, rename over it, fsync of the directory. */
-static int save(kdp__ckpt *c, const kdp__ckpt_set *set)
-{
-    char *text = kdp__ckptset_text(set);
-    int r = text ? 0 : -ENOMEM;
-    if (r == 0) {
-        size_t len = strlen(text);
-        r = len > MAX_FILE ? -EFBIG : kdp__replace_file(c->path, text, len, 0600);
-    }
-    free(text);
-    if (r < 0) {
-        log_error("cannot write the checkpoint %s: %s", c->path, strerror(-r));
-    }
-    return r;
-}
 
 /* The memory's copy becomes set (taken over), as of stamp. */
 static void swap_in(kdp__ckpt *c, kdp__ckpt_set *set, const kdp__ckpt_stamp *stamp)
@@ -177,37 +25,45 @@ static void swap_in(kdp__ckpt *c, kdp__ckpt_set *set, const kdp__ckpt_stamp *sta
     pthread_mutex_unlock(&c->mu);
 }
 
-/* The file as it is now, under the file lock (another instance sharing the
- * state directory may have written it): into set, a copy to change.
- * Returns 0 or -errno (logged). */
-static int fresh_claims(kdp__ckpt *c, kdp__ckpt_set *set)
+/* The claims as they are now, under the file lock (another instance
+ * sharing the state directory may have written them; an old kdp's
+ * checkpoint.json imported): into set, a copy to change. Returns 0 or
+ * -errno (logged). */
+static int fresh_claims(kdp__ckpt *c, kdp__ckpt_set *set, kdp__ckpt_stamp *stamp)
 {
-    char why[256];
-    int err = 0;
-    bool v1 = false;
-    switch (read_claims(c, set, &v1, &err, why, sizeof(why))) {
-    case READ_OK:
-    case READ_NONE:
-        return 0;
-    case READ_ERROR:
-        log_error("checkpoint %s cannot be read (%s): not changed", c->path, why);
-        return err;
-    case READ_CORRUPT:
-        break;
+    kdp__ckpt_stamp now;
+    kdp__ckptdir_stamp(&c->files, &now);
+    if (now.legacy_ns) {
+        int r = kdp__ckptdir_import(&c->files);
+        if (r < 0) {
+            return r;
+        }
+        kdp__ckptdir_stamp(&c->files, &now);
     }
-    char aside[PATH_MAX];
-    int r = set_aside(c->path, aside, sizeof(aside));
-    if (r < 0) {
-        log_error("checkpoint %s is corrupt (%s) and cannot be set aside (%s): not changed",
-                  c->path, why, strerror(-r));
-        return -EIO;
-    }
-    log_error("checkpoint %s became corrupt (%s): kept as %s; writing the claims known here",
-              c->path, why, aside);
     pthread_mutex_lock(&c->mu);
-    r = kdp__ckptset_copy(set, &c->claims);
+    bool same = memcmp(&now, &c->seen, sizeof(now)) == 0;
+    int r = same ? kdp__ckptset_copy(set, &c->claims) : 0;
     pthread_mutex_unlock(&c->mu);
-    return r;
+    *stamp = now;
+    return same ? r : kdp__ckptdir_read(&c->files, set);
+}
+
+/* The change of uid on disk: its file written, or removed once gone from
+ * set; NULL: every record written. */
+static int persist(kdp__ckpt *c, const kdp__ckpt_set *set, const char *uid)
+{
+    int r = 0;
+    for (size_t i = 0; !uid && r == 0 && i < set->n; i++) {
+        r = kdp__ckptdir_write(&c->files, set->recs[i]);
+    }
+    if (!uid) {
+        return r;
+    }
+    long i = kdp__ckptset_find(set, uid);
+    if (i >= 0 && set->recs) {
+        return kdp__ckptdir_write(&c->files, set->recs[i]);
+    }
+    return kdp__ckptdir_remove(&c->files, uid) < 0 ? -EIO : 0;
 }
 
 typedef int (*change_fn)(kdp__ckpt_set *set, const char *uid, void *arg);
@@ -238,19 +94,19 @@ static int update(kdp__ckpt *c, change_fn change, const char *uid, void *arg)
         log_error("cannot lock the checkpoint %s: %s", c->lock_path, strerror(-r));
     }
     kdp__ckpt_set set = {0};
+    kdp__ckpt_stamp stamp;
     if (r == 0) {
-        r = fresh_claims(c, &set);
+        r = fresh_claims(c, &set, &stamp);
     }
     if (r == 0) {
         r = change(&set, uid, arg);
     }
     int changed = r;
     if (r == 1) {
-        r = save(c, &set);
+        r = persist(c, &set, uid);
+        kdp__ckptdir_stamp(&c->files, &stamp);
     }
     if (r >= 0) {
-        kdp__ckpt_stamp stamp;
-        (void)stamp_of(c->path, &stamp);
         swap_in(c, &set, &stamp);
         r = changed;
     }
@@ -262,14 +118,36 @@ static int update(kdp__ckpt *c, change_fn change, const char *uid, void *arg)
     return r;
 }
 
+/* The bounds on what is kept: rec's own, and all of set's with rec in
+ * place of uid's record. Returns 0, -EFBIG or -ENOSPC (logged). */
+static int bounded(const kdp__ckpt_set *set, const char *uid, const kdp__dra_rec *rec)
+{
+    size_t mine = kdp__dra_rec_bytes(rec);
+    if (mine > KDP__CKPT_MAX_CLAIM_BYTES) {
+        log_error("claim %s/%s (%s): its record would keep %zu bytes, more than the %u kdp keeps "
+                  "for a claim: refused",
+                  rec->ns, rec->name, rec->uid, mine, KDP__CKPT_MAX_CLAIM_BYTES);
+        return -EFBIG;
+    }
+    long i = kdp__ckptset_find(set, uid);
+    size_t all = kdp__ckptset_bytes(set) - (i >= 0 ? kdp__dra_rec_bytes(set->recs[i]) : 0) + mine;
+    if (all > KDP__CKPT_MAX_BYTES) {
+        log_error("claim %s/%s (%s): the checkpoint would keep %zu bytes of claims, more than "
+                  "its %u: refused",
+                  rec->ns, rec->name, rec->uid, all, KDP__CKPT_MAX_BYTES);
+        return -ENOSPC;
+    }
+    return 0;
+}
+
 static int change_put(kdp__ckpt_set *set, const char *uid, void *arg)
 {
-    (void)uid;
-    kdp__dra_rec *copy = kdp__dra_rec_dup(arg, true);
-    if (!copy) {
-        return -ENOMEM;
+    int r = bounded(set, uid, arg);
+    kdp__dra_rec *copy = r == 0 ? kdp__dra_rec_dup(arg, true) : NULL;
+    if (r < 0 || !copy) {
+        return r < 0 ? r : -ENOMEM;
     }
-    int r = kdp__ckptset_put(set, copy);
+    r = kdp__ckptset_put(set, copy);
     return r < 0 ? r : 1;
 }
 
@@ -279,21 +157,20 @@ static int change_del(kdp__ckpt_set *set, const char *uid, void *arg)
     return kdp__ckptset_del(set, uid) ? 1 : 0;
 }
 
-static int change_rewrite(kdp__ckpt_set *set, const char *uid, void *arg)
+static int change_none(kdp__ckpt_set *set, const char *uid, void *arg)
 {
     (void)set;
     (void)uid;
     (void)arg;
-    return 1;
+    return 0;
 }
 
 /* ---- open ---- */
 
 static int load(kdp__ckpt *c, const char *dir)
 {
-    int r = kdp__mkdir_p(dir, 0700);
+    int r = kdp__ckptdir_init(&c->files, dir, c->boot_id);
     if (r < 0) {
-        log_error("cannot create the DRA state directory %s: %s", dir, strerror(-r));
         return r;
     }
     const char *why_dir = NULL;
@@ -303,60 +180,17 @@ static int load(kdp__ckpt *c, const char *dir)
                   dir, why_dir);
         return -EPERM;
     }
-    c->dir = strdup(dir);
-    if (!c->dir || asprintf(&c->path, "%s/%s", dir, KDP__CKPT_FILE) < 0) {
-        c->path = NULL;
-        return -ENOMEM;
-    }
     if (asprintf(&c->lock_path, "%s/%s", dir, KDP__CKPT_LOCK) < 0) {
         c->lock_path = NULL;
         return -ENOMEM;
     }
-    char why[256];
-    int err = 0;
-    bool v1 = false;
-    switch (read_claims(c, &c->claims, &v1, &err, why, sizeof(why))) {
-    case READ_OK:
-    case READ_NONE:
-        break;
-    case READ_ERROR:
-        if (err == -EPROTO) {
-            log_error("checkpoint %s: %s (a downgrade?): refusing to start over it; run the "
-                      "newer driver, or move the file away to forget its claims",
-                      c->path, why);
-        } else {
-            log_error("checkpoint %s cannot be read (%s): refusing to start without its "
-                      "claims; fix the file's permissions or the disk",
-                      c->path, why);
-        }
-        return err;
-    case READ_CORRUPT: {
-        char aside[PATH_MAX];
-        r = set_aside(c->path, aside, sizeof(aside));
-        if (r < 0) {
-            log_error("checkpoint %s is corrupt (%s) and cannot be set aside (%s): refusing to "
-                      "start over it; move it away",
-                      c->path, why, strerror(-r));
-            return -EIO;
-        }
-        log_error("checkpoint %s is corrupt (%s): kept as %s; starting with no prepared "
-                  "claims (the kubelet prepares again what it still needs)",
-                  c->path, why, aside);
-        break;
+    kdp__ckpt_set set = {0};
+    r = update(c, change_none, NULL, &set); /* imports an old file, under the lock */
+    if (r < 0) {
+        return r;
     }
-    }
-    (void)stamp_of(c->path, &c->seen);
-    atomic_store(&c->count, c->claims.n);
     if (c->claims.n > 0) {
-        log_info("checkpoint %s: %zu prepared claims", c->path, c->claims.n);
-    }
-    if (v1) {
-        r = update(c, change_rewrite, NULL, NULL);
-        if (r < 0) {
-            return r;
-        }
-        log_info("checkpoint %s: written again in version %d (records with their boot)", c->path,
-                 KDP__CKPT_VERSION);
+        log_info("checkpoint %s: %zu prepared claims", c->files.claims, c->claims.n);
     }
     return 0;
 }
@@ -393,8 +227,7 @@ void kdp__ckpt_unref(kdp__ckpt *c)
         return;
     }
     kdp__ckptset_clear(&c->claims);
-    free(c->dir);
-    free(c->path);
+    kdp__ckptdir_done(&c->files);
     free(c->lock_path);
     pthread_mutex_destroy(&c->mu);
     pthread_mutex_destroy(&c->wmu);
@@ -403,22 +236,33 @@ void kdp__ckpt_unref(kdp__ckpt *c)
 
 /* ---- use ---- */
 
-/* The memory's copy again if another writer changed the file (mu held). */
+/* The memory's copy again if another writer changed the files (mu held;
+ * the next write imports an old kdp's file). */
 static void refresh(kdp__ckpt *c)
 {
     kdp__ckpt_stamp now;
-    bool there = stamp_of(c->path, &now);
+    kdp__ckptdir_stamp(&c->files, &now);
     if (memcmp(&now, &c->seen, sizeof(now)) == 0) {
         return;
     }
     kdp__ckpt_set set = {0};
-    char why[256];
-    int err = 0;
-    bool v1 = false;
-    read_result rr = there ? read_claims(c, &set, &v1, &err, why, sizeof(why)) : READ_NONE;
-    if (rr != READ_OK && rr != READ_NONE) {
+    kdp__ckpt_set old = {0};
+    if (kdp__ckptdir_read(&c->files, &set) < 0 ||
+        (now.legacy_ns && kdp__ckptdir_read_legacy(&c->files, &old) < 0)) {
+        kdp__ckptset_clear(&set);
         return; /* the next write sees to it; the memory's copy meanwhile */
     }
+    /* an old kdp's claims, until the next write imports them */
+    for (size_t i = 0; i < old.n; i++) {
+        if (kdp__ckptset_find(&set, old.recs[i]->uid) < 0) {
+            (void)kdp__ckptset_put(&set, old.recs[i]); /* taken over, or freed */
+            old.recs[i] = NULL;
+        }
+    }
+    for (size_t i = 0; i < old.n; i++) {
+        kdp__dra_rec_free(old.recs[i]);
+    }
+    free(old.recs);
     kdp__ckptset_clear(&c->claims);
     c->claims = set;
     c->seen = now;
@@ -479,6 +323,9 @@ static int change_modify(kdp__ckpt_set *set, const char *uid, void *arg)
         return -ENOENT;
     }
     int r = modifying->fn(set->recs[i], modifying->ud);
+    if (r == 1) {
+        r = bounded(set, uid, set->recs[i]) < 0 ? -EFBIG : 1;
+    }
     if (r == 1) {
         modifying->copy = kdp__dra_rec_dup(set->recs[i], true);
         r = modifying->copy ? 1 : -ENOMEM;

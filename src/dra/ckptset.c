@@ -181,3 +181,77 @@ char *kdp__ckptset_text(const kdp__ckpt_set *set)
     json_decref(claims);
     return text;
 }
+
+char *kdp__ckptset_record_text(const kdp__dra_rec *r)
+{
+    json_t *claim = kdp__recfile_to_json(r);
+    char *dump = claim ? json_dumps(claim, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_t *root = NULL;
+    if (dump) {
+        char sum[32];
+        kdp__ckpt_checksum(dump, sum);
+        root = json_pack("{s:i, s:s, s:O}", "version", KDP__CKPT_RECORD_VERSION, "checksum", sum,
+                         "claim", claim);
+    }
+    char *text = root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
+    free(dump);
+    json_decref(root);
+    json_decref(claim);
+    return text;
+}
+
+int kdp__ckptset_record_parse(const char *text, const char *uid, kdp__dra_rec **ret, char *why,
+                              size_t len)
+{
+    json_error_t jerr;
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        snprintf(why, len, "not JSON (line %d: %s)", jerr.line, jerr.text);
+        return -EBADMSG;
+    }
+    json_t *ver = json_object_get(root, "version");
+    json_t *sum = json_object_get(root, "checksum");
+    json_t *claim = json_object_get(root, "claim");
+    json_int_t version = json_is_integer(ver) ? json_integer_value(ver) : 0;
+    char *dump = NULL;
+    char want[32];
+    int r = -EBADMSG;
+    if (version > KDP__CKPT_RECORD_VERSION) {
+        snprintf(why, len, "version %lld, newer than this driver's %d", (long long)version,
+                 KDP__CKPT_RECORD_VERSION);
+        r = -EPROTO;
+    } else if (version != KDP__CKPT_RECORD_VERSION) {
+        snprintf(why, len, "not version %d", KDP__CKPT_RECORD_VERSION);
+    } else if (!json_is_object(claim) || !json_is_string(sum)) {
+        snprintf(why, len, "no \"claim\" object or \"checksum\"");
+    } else if (!(dump = json_dumps(claim, JSON_COMPACT | JSON_SORT_KEYS))) {
+        snprintf(why, len, "out of memory");
+        r = -ENOMEM;
+    } else {
+        kdp__ckpt_checksum(dump, want);
+        if (strcmp(want, json_string_value(sum)) != 0) {
+            snprintf(why, len, "checksum %.40s, the content's is %s", json_string_value(sum), want);
+        } else {
+            r = kdp__recfile_from_json(claim, 2, ret, why, len); /* a version-2 record */
+            if (r == 0 && strcmp((*ret)->uid, uid) != 0) {
+                snprintf(why, len, "the file of %.80s holds the record of %.80s", uid, (*ret)->uid);
+                kdp__dra_rec_free(*ret);
+                *ret = NULL;
+                r = -EINVAL;
+            }
+            r = r == -EINVAL ? -EBADMSG : r;
+        }
+    }
+    free(dump);
+    json_decref(root);
+    return r;
+}
+
+size_t kdp__ckptset_bytes(const kdp__ckpt_set *s)
+{
+    size_t b = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        b += kdp__dra_rec_bytes(s->recs[i]);
+    }
+    return b;
+}

@@ -157,7 +157,11 @@ static int prepare(kdp__pjob *j, kdp__cj *cj)
     kdp__dra_prepared_done(&pr);
     if (r == 0 && (r = write_cdi(cj)) >= 0) {
         r = kdp__ckpt_put(e->ckpt, cj->rec);
-        if (r < 0) {
+        if (r == -EFBIG || r == -ENOSPC) {
+            fail(cj, "cannot record the claim in the checkpoint: %s",
+                 r == -EFBIG ? "its record is over the 1 MiB kdp keeps for a claim"
+                             : "the checkpoint holds its 32 MiB of claims");
+        } else if (r < 0) {
             fail(cj, "cannot record the claim in the checkpoint: %s", strerror(-r));
         }
     }

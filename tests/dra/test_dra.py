@@ -6,6 +6,7 @@ example's DRA mode) between the kubelet emulator's DRA side
 usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_dra.py [-v] [Test.name ...]
 """
 
+import base64
 import calendar
 import glob
 import json
@@ -29,6 +30,15 @@ V1BETA1 = "v1beta1.DRAPlugin"
 HEALTH = "v1alpha1.DRAResourceHealth"
 HEALTH_V1 = "v1.DRAResourceHealth"
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def peak_kib(pid):
+    """The process's peak RSS (VmHWM)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmHWM for pid %d" % pid)
 
 
 class Driver(Proc):
@@ -91,9 +101,17 @@ class Base(ProcTest):
         self.wait_slices(api, 2)
         return api, kl, drv, ev
 
-    def checkpoint(self):
-        with open(self.path("root", "plugins", DRV, "checkpoint.json")) as f:
-            return json.load(f)
+    def checkpoint(self, state=None):
+        """The records kept: {"claims": {UID: record}}, from the files of
+        <state dir>/claims (each {"version": 3, "checksum", "claim"})."""
+        claims = {}
+        state = state or self.path("root", "plugins", DRV)
+        for p in glob.glob(os.path.join(state, "claims", "*.json")):
+            with open(p) as f:
+                doc = json.load(f)
+            self.assertEqual(doc["version"], 3)
+            claims[doc["claim"]["uid"]] = doc["claim"]
+        return {"claims": claims}
 
     def cdi_files(self):
         return sorted(os.path.basename(p) for p in glob.glob(self.path("cdi", "*.json")))
@@ -292,8 +310,8 @@ class Prepare(Base):
         self.assertEqual(spec["devices"][0]["containerEdits"]["env"], ["GOPHER_0=gopher-0"])
         ck = self.checkpoint()
         self.assertEqual(sorted(ck["claims"]), sorted([u1, u2]))
-        # each config once per claim, as JSON; a device names it by index
-        self.assertEqual(ck["version"], 2)
+        # a file per claim (version 3: checkpoint() checks it); each config
+        # once per claim, as JSON; a device names it by index
         self.assertEqual(ck["claims"][u1]["configs"], [{"mode": "fast"}])
         self.assertEqual(ck["claims"][u1]["devices"][0]["configs"], [0])
         with open("/proc/sys/kernel/random/boot_id") as f:
@@ -510,13 +528,18 @@ class Prepare(Base):
         drv.wait_log("written again", T)
 
     def test_corrupt_checkpoint_kept_aside(self):
+        """An old kdp's checkpoint.json that does not parse, and a claim's
+        own file that does not: each kept aside under a name of its own."""
         state = self.path("root", "plugins", DRV)
-        os.makedirs(state)
+        os.makedirs(os.path.join(state, "claims"))
         with open(os.path.join(state, "checkpoint.json"), "w") as f:
             f.write('{"version": 1, "checksum": "fnv1a64:0", "claims": {}}')
+        with open(os.path.join(state, "claims", "u1.json"), "w") as f:
+            f.write('{"version": 3, "checksum": "fnv1a64:0", "claim": {}}')
         api, kl, drv, ev = self.up()
         drv.wait_log("is corrupt", T)
         self.assertEqual(len(glob.glob(os.path.join(state, "checkpoint.json.corrupt-*"))), 1)
+        self.assertEqual(len(glob.glob(os.path.join(state, "claims", "u1.json.corrupt-*"))), 1)
 
 
 class TestDriver(Proc):
@@ -640,7 +663,7 @@ class Knobs(Base):
         self.assertIn("CDI spec", r["by_uid"][uid]["error"])
         drv.wait_log("test-dra-driver: unprepare " + uid, T)
         drv.wait_log("prepare rolled back", T)
-        self.assertFalse(os.path.exists(self.path("root", "plugins", DRV, "checkpoint.json")))
+        self.assertEqual(self.checkpoint()["claims"], {})
 
     def test_slow_prepares_side_by_side(self):
         """Six claims in one call, a prepare of 2 s each, one at a time, the
@@ -983,8 +1006,7 @@ class Knobs(Base):
             time.sleep(0.05)
         self.assertEqual((reason()["status"], reason()["reason"]), ("False", "Overheated"))
         self.assertEqual(drv.stop(), 0)
-        with open(self.path("root", "plugins", DRV, "checkpoint.json")) as f:
-            ck = json.load(f)
+        ck = self.checkpoint()
         self.assertIn("Overheated", ck["claims"][uid3]["devices"][0]["status"])
         # refused at the call, naming the field; the claim is prepared anyway
         drv = self.start_proc(TestDriver(self, api, ["--status", "bad"]))
@@ -996,6 +1018,47 @@ class Knobs(Base):
         drv.wait_log("kdp_dra_prepared_set_status: device 0: conditions\\[0\\].reason must be "
                      "CamelCase", T)
         self.assertEqual(self.claim_devices(api, "c2", 0), [])
+
+    def test_large_claims_bounded(self):
+        """Claims as large as the API allows a user to make them (32 opaque
+        configs of 10 KiB, 8 results: 332 KB) cost what they hold: each
+        config kept once, each claim a file of its own of about its size,
+        the driver's peak memory bounded while preparing 7 of them and
+        while loading them after a restart (before: 5.25 MB a record, 143 MB
+        and 141 MB, over the DaemonSet's 128 MiB)."""
+        api = self.api()
+        kl = self.kubelet()
+        drv = self.start_proc(TestDriver(self, api, ["--devices", "56"]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 56)
+        cfgs = " ".join("--config-b64 %s" % base64.b64encode(json.dumps(
+            {"blob%d" % i: "x" * (10 * 1024 - 16)}).encode()).decode() for i in range(32))
+        uids = []
+        for k in range(7):
+            devs = ",".join("dev-%d" % (8 * k + i) for i in range(8))
+            r = api.ok("create-claim default big%d --driver %s --pool %s --request gpu %s "
+                       "--device %s" % (k, DRV, NODE, cfgs, devs))
+            uids.append(r["uid"])
+        r = kl.dra_prepare(DRV, ["default/big%d/%s" % (k, u) for k, u in enumerate(uids)])
+        self.assertEqual([r["by_uid"][u]["result"] for u in uids], ["prepared"] * 7, r)
+        files = glob.glob(self.path("root", "plugins", DRV, "claims", "*.json"))
+        sizes = sorted(os.path.getsize(p) for p in files)
+        self.assertEqual(len(sizes), 7)
+        peak = peak_kib(drv.proc.pid)
+        sys.stderr.write("figure: a 32 x 10 KiB claim's file: %d bytes; driver peak %d KiB "
+                         "after preparing 7\n" % (sizes[-1], peak))
+        self.assertLess(sizes[-1], 400 * 1024)  # about the claim's size: configs once
+        self.assertEqual(drv.stop(), 0)
+        drv = self.start_proc(TestDriver(self, api, ["--devices", "56"]))
+        kl.wait_dra_registered(DRV, T)
+        drv.wait_log("7 prepared claims", T)
+        peak2 = peak_kib(drv.proc.pid)
+        sys.stderr.write("figure: driver peak %d KiB after loading them\n" % peak2)
+        if os.environ.get("KDP_SANITIZED") != "1":
+            self.assertLess(peak, 48 * 1024)
+            self.assertLess(peak2, 32 * 1024)
+        r = kl.dra_unprepare(DRV, ["default/big%d/%s" % (k, u) for k, u in enumerate(uids)])
+        self.assertEqual([r["by_uid"][u]["result"] for u in uids], ["unprepared"] * 7, r)
 
     def test_rbac_covers_calls(self):
         """Every call the driver makes (slices published, a claim read,

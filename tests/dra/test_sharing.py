@@ -189,11 +189,10 @@ class Sharing(ProcTest):
         self.assertEqual(r["by_uid"][a]["result"], "unprepared", r)
         drv.wait_out("accel: unprepare default/small: shared0 share " + SHARE_A, T)
         self.assertEqual(self.cdi_env(a), {})
-        with open(self.path("root", "plugins", DRV, "checkpoint.json")) as f:
-            ck = json.load(f)
-        recs = ck["claims"]  # by UID
-        self.assertEqual(list(recs), [b])
-        dev = recs[b]["devices"][0]
+        files = glob.glob(self.path("root", "plugins", DRV, "claims", "*.json"))
+        self.assertEqual([os.path.basename(p) for p in files], [b + ".json"])
+        with open(files[0]) as f:
+            dev = json.load(f)["claim"]["devices"][0]
         self.assertEqual((dev["share_id"], dev["consumed"]), (SHARE_B, {"memory": "48Gi", "compute": "50"}))
         self.assertEqual(drv.stop(), 0)
         drv = self.start_proc(Accel(self, api, ["--cards", "0", "--shared", "1"]))

@@ -118,19 +118,22 @@ static void test_round_trip(void **state)
     kdp__ckpt_unref(c);
     kdp__ckpt_unref(NULL);
 
-    /* the file: version, checksum, configs as JSON once; no temporary */
+    /* a file per claim: version, checksum, configs as JSON once; u2's gone;
+     * no temporary */
     char path[160];
-    snprintf(path, sizeof(path), "%s/%s", sub, KDP__CKPT_FILE);
+    snprintf(path, sizeof(path), "%s/" KDP__CKPT_CLAIMS "/u1.json", sub);
     json_t *root = json_load_file(path, 0, NULL);
     assert_non_null(root);
-    assert_int_equal(json_integer_value(json_object_get(root, "version")), KDP__CKPT_VERSION);
+    assert_int_equal(json_integer_value(json_object_get(root, "version")),
+                     KDP__CKPT_RECORD_VERSION);
     assert_true(strncmp(json_string_value(json_object_get(root, "checksum")), "fnv1a64:", 8) == 0);
-    json_t *cfgs =
-        json_object_get(json_object_get(json_object_get(root, "claims"), "u1"), "configs");
+    json_t *cfgs = json_object_get(json_object_get(root, "claim"), "configs");
     assert_int_equal(json_array_size(cfgs), 2);
     assert_int_equal(json_integer_value(json_object_get(json_array_get(cfgs, 0), "a")), 1);
     json_decref(root);
-    assert_int_equal(count("a/b/*.tmp-*") + count("a/b/.*.tmp-*"), 0);
+    assert_int_equal(count("a/b/" KDP__CKPT_CLAIMS "/*.json"), 1);
+    assert_int_equal(count("a/b/" KDP__CKPT_FILE), 0);
+    assert_int_equal(count("a/b/" KDP__CKPT_CLAIMS "/.*.tmp-*"), 0);
 }
 
 /* A version 1 file (every device with its own copy of its configs as JSON
@@ -173,11 +176,14 @@ static void test_version_1_upgraded(void **state)
     assert_string_equal(r->devs[0].env[0], "A=1");
     kdp__dra_rec_free(r);
     kdp__ckpt_unref(c);
+    /* moved to a file of its own, the old file gone */
     char path[160];
     snprintf(path, sizeof(path), "%s/%s", dir, KDP__CKPT_FILE);
-    json_t *root = json_load_file(path, 0, NULL);
-    assert_int_equal(json_integer_value(json_object_get(root, "version")), 2);
-    json_decref(root);
+    assert_int_equal(count(KDP__CKPT_FILE), 0);
+    assert_int_equal(count(KDP__CKPT_CLAIMS "/u9.json"), 1);
+    char rm[200];
+    snprintf(rm, sizeof(rm), "%s/" KDP__CKPT_CLAIMS "/u9.json", dir);
+    assert_int_equal(unlink(rm), 0);
 
     /* a version 1 file of before the boot: its claims are of an earlier one */
     write_v1();
@@ -271,6 +277,102 @@ static void test_two_instances(void **state)
     kdp__ckpt_unref(c);
 }
 
+/* A claim's file that does not parse is set aside, that claim forgotten,
+ * the others kept; one of a newer kdp refuses the open, untouched. */
+static void test_claim_file_corrupt_or_newer(void **state)
+{
+    (void)state;
+    kdp__ckpt *c = NULL;
+    assert_int_equal(kdp__ckpt_open(dir, BOOT, &c), 0);
+    put(c, "u1");
+    put(c, "u2");
+    kdp__ckpt_unref(c);
+    write_file(KDP__CKPT_CLAIMS "/u2.json", "{\"version\": 3, \"checksum\": \"fnv1a64:0\"}");
+    assert_int_equal(kdp__ckpt_open(dir, BOOT, &c), 0);
+    assert_true(has(c, "u1"));
+    assert_false(has(c, "u2"));
+    assert_int_equal(count(KDP__CKPT_CLAIMS "/u2.json.corrupt-*"), 1);
+    kdp__ckpt_unref(c);
+    /* the file of u3 holding u1's record: not u3's */
+    char from[160];
+    char to[160];
+    snprintf(from, sizeof(from), "%s/" KDP__CKPT_CLAIMS "/u1.json", dir);
+    snprintf(to, sizeof(to), "%s/" KDP__CKPT_CLAIMS "/u3.json", dir);
+    assert_int_equal(link(from, to), 0);
+    assert_int_equal(kdp__ckpt_open(dir, BOOT, &c), 0);
+    assert_false(has(c, "u3"));
+    assert_int_equal(count(KDP__CKPT_CLAIMS "/u3.json.corrupt-*"), 1);
+    kdp__ckpt_unref(c);
+    write_file(KDP__CKPT_CLAIMS "/u4.json", "{\"version\": 9, \"checksum\": \"x\", \"claim\": {}}");
+    assert_int_equal(kdp__ckpt_open(dir, BOOT, &c), -EPROTO);
+    assert_int_equal(count(KDP__CKPT_CLAIMS "/u4.json"), 1);
+}
+
+/* What a claim keeps, and all of them, is bounded: a record past either
+ * is refused, the others untouched. */
+static void test_bounds(void **state)
+{
+    (void)state;
+    kdp__ckpt *c = NULL;
+    assert_int_equal(kdp__ckpt_open(dir, BOOT, &c), 0);
+    size_t big = 200U << 10;
+    char *cfg = malloc(big + 16);
+    assert_non_null(cfg);
+    kdp__dra_rec *r = kdp__dra_rec_new("ns", "big", "b0");
+    assert_int_equal(kdp__dra_rec_add_dev(r, "gpu", "gpu-0", NULL, false, NULL), 0);
+    for (int i = 0; i < 6; i++) { /* 6 x 200 KiB: over 1 MiB */
+        int n = snprintf(cfg, 16, "{\"%d\":\"", i);
+        memset(cfg + n, 'x', big);
+        strcpy(cfg + n + big, "\"}");
+        assert_int_equal(kdp__dra_rec_add_config(r, 0, cfg), 0);
+    }
+    assert_int_equal(kdp__ckpt_put(c, r), -EFBIG);
+    assert_false(has(c, "b0"));
+    kdp__dra_rec_free(r);
+    /* 4 configs of 200 KiB each (800 KiB) a claim: the 41st claim is past
+     * 32 MiB in all */
+    int refused = 0;
+    for (int k = 0; k < 41 && !refused; k++) {
+        char uid[16];
+        snprintf(uid, sizeof(uid), "k%d", k);
+        r = kdp__dra_rec_new("ns", "c", uid);
+        assert_int_equal(kdp__dra_rec_add_dev(r, "gpu", "gpu-0", NULL, false, NULL), 0);
+        for (int i = 0; i < 4; i++) {
+            int n = snprintf(cfg, 16, "{\"%d\":\"", i);
+            memset(cfg + n, 'a' + (char)(k % 26), big);
+            strcpy(cfg + n + big, "\"}");
+            assert_int_equal(kdp__dra_rec_add_config(r, 0, cfg), 0);
+        }
+        int e = kdp__ckpt_put(c, r);
+        refused = e == -ENOSPC ? k : 0;
+        assert_true(e == 0 || e == -ENOSPC);
+        kdp__dra_rec_free(r);
+    }
+    free(cfg);
+    assert_int_equal(refused, 40);
+    assert_int_equal(kdp__ckpt_count(c), 40);
+    kdp__ckpt_unref(c);
+}
+
+/* An old kdp's instance in a rolling update writes checkpoint.json while
+ * this one runs: its claims are seen at once, imported at the next write. */
+static void test_old_instance_beside(void **state)
+{
+    (void)state;
+    kdp__ckpt *c = NULL;
+    assert_int_equal(kdp__ckpt_open(dir, BOOT, &c), 0);
+    put(c, "u1");
+    write_v1(); /* u9, by the old instance */
+    assert_true(has(c, "u9"));
+    assert_int_equal(count(KDP__CKPT_FILE), 1);
+    put(c, "u2"); /* a write: the import */
+    assert_int_equal(count(KDP__CKPT_FILE), 0);
+    assert_int_equal(count(KDP__CKPT_CLAIMS "/u9.json"), 1);
+    assert_true(has(c, "u9") && has(c, "u1") && has(c, "u2"));
+    assert_int_equal(kdp__ckpt_count(c), 3);
+    kdp__ckpt_unref(c);
+}
+
 static void test_checksum(void **state)
 {
     (void)state;
@@ -301,6 +403,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refused_not_set_aside, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_instances, setup, teardown),
         cmocka_unit_test(test_checksum),
+        cmocka_unit_test_setup_teardown(test_claim_file_corrupt_or_newer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_old_instance_beside, setup, teardown),
         cmocka_unit_test(test_unwritable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
