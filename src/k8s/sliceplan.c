@@ -2,6 +2,7 @@
 /* sliceplan: what a publish round writes (see sliceplan.h). */
 #include "k8s/sliceplan.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "base/quantity.h"
@@ -244,4 +245,61 @@ void kdp__sr_plan_make(const kdp__sr_slice *known, size_t n, const kdp__sr_want 
             p->spare = k;
         }
     }
+}
+
+uint64_t kdp__sr_rv(const char *rv)
+{
+    if (!rv || !*rv || strlen(rv) > 19) {
+        return 0;
+    }
+    uint64_t v = 0;
+    for (const char *p = rv; *p; p++) {
+        if (*p < '0' || *p > '9') {
+            return 0;
+        }
+        v = v * 10U + (uint64_t)(*p - '0');
+    }
+    return v;
+}
+
+/* The fields of want that got lacks, into out (as many as fit). */
+static void missing_keys(json_t *want, json_t *got, char *out, size_t len)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(want, k, v)
+    {
+        size_t at = strlen(out);
+        if (!json_object_get(got, k) && !strstr(out, k) && at + strlen(k) + 3 < len) {
+            snprintf(out + at, len - at, "%s%s", at ? ", " : "", k);
+        }
+    }
+}
+
+bool kdp__sr_dropped(const kdp__sr_want *w, json_t *obj, size_t c, uint64_t gen, size_t count,
+                     char *why, size_t why_len)
+{
+    if (kdp__sr_holds(w, obj, c, gen, count)) {
+        return false;
+    }
+    char keys[200] = "";
+    size_t len = sizeof(keys);
+    kdp__sr_chunkv v;
+    kdp__sr_want_chunk(w, c, &v);
+    json_t *have = spec_get(obj, v.sets ? "sharedCounters" : "devices");
+    if (v.sets && json_array_size(have) == 0) {
+        snprintf(keys, len, "sharedCounters");
+    }
+    for (size_t i = 0; !v.sets && i < v.n && i < json_array_size(have); i++) {
+        json_t *h = json_array_get(have, i);
+        json_t *basic = json_object_get(h, "basic");
+        missing_keys(v.items[i], basic ? basic : h, keys, len);
+    }
+    snprintf(why, why_len,
+             "the API server dropped fields it was sent (%s): a feature gate of the cluster is "
+             "off (consumesCounters, sharedCounters: DRAPartitionableDevices; "
+             "allowMultipleAllocations: DRAConsumableCapacity; compatibilityGroups: "
+             "DRADeviceCompatibilityGroups)",
+             keys[0] ? keys : "the slice differs from what was sent");
+    return true;
 }

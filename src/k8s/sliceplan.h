@@ -83,6 +83,13 @@ void kdp__sr_want_chunk(const kdp__sr_want *w, size_t i, kdp__sr_chunkv *ret);
 /* Whether slice object obj holds chunk c at generation gen and count
  * (devices or counter sets, the Node as controller owner). */
 bool kdp__sr_holds(const kdp__sr_want *w, json_t *obj, size_t c, uint64_t gen, size_t count);
+/* Whether the answer obj to a write of chunk c (at gen, count) lacks what
+ * was sent (the API server drops the fields of a feature gate that is off):
+ * then true, and a line into why naming the fields and the gates. */
+bool kdp__sr_dropped(const kdp__sr_want *w, json_t *obj, size_t c, uint64_t gen, size_t count,
+                     char *why, size_t why_len);
+/* Compares resourceVersions: the decimal value, 0 if it is not one. */
+uint64_t kdp__sr_rv(const char *rv);
 /* Quantities compared by value ("1Gi" == "1024Mi": the API server writes
  * them back in its canonical form), everything else as it is. */
 bool kdp__sr_json_same(json_t *a, json_t *b);

@@ -16,21 +16,6 @@
 
 /* ---- small pieces ---- */
 
-uint64_t kdp__sr_rv(const char *rv)
-{
-    if (!rv || !*rv || strlen(rv) > 19) {
-        return 0;
-    }
-    uint64_t v = 0;
-    for (const char *p = rv; *p; p++) {
-        if (*p < '0' || *p > '9') {
-            return 0;
-        }
-        v = v * 10U + (uint64_t)(*p - '0');
-    }
-    return v;
-}
-
 static kdp__sr_want want_of(const kdp__sr *s)
 {
     return (kdp__sr_want){.devs = s->devs,
@@ -287,20 +272,6 @@ void kdp__sr_listed(kdp__sr *s, int err, json_t *list, const char *why, uint64_t
     }
 }
 
-/* The fields of want that got lacks, into out (as many as fit). */
-static void missing_keys(json_t *want, json_t *got, char *out, size_t len)
-{
-    const char *k;
-    json_t *v;
-    json_object_foreach(want, k, v)
-    {
-        size_t at = strlen(out);
-        if (!json_object_get(got, k) && !strstr(out, k) && at + strlen(k) + 3 < len) {
-            snprintf(out + at, len - at, "%s%s", at ? ", " : "", k);
-        }
-    }
-}
-
 /* A write's answer without fields that were sent: the API server drops
  * those of a feature gate that is off. Writing again would drop them
  * again: a failure (backoff), said once. */
@@ -308,30 +279,11 @@ static void check_dropped(kdp__sr *s, json_t *obj, uint64_t now)
 {
     const kdp__sr_action *a = &s->inflight_a;
     kdp__sr_want w = want_of(s);
-    if (s->inflight_ver != s->want_ver ||
-        kdp__sr_holds(&w, obj, a->chunk, a->generation, a->count)) {
-        return;
+    char why[512];
+    if (s->inflight_ver == s->want_ver &&
+        kdp__sr_dropped(&w, obj, a->chunk, a->generation, a->count, why, sizeof(why))) {
+        fail(s, "write", -EPROTO, why, now); /* logged once */
     }
-    char keys[200] = "";
-    kdp__sr_chunkv c;
-    kdp__sr_want_chunk(&w, a->chunk, &c);
-    json_t *have = spec_get(obj, c.sets ? "sharedCounters" : "devices");
-    if (c.sets && json_array_size(have) == 0) {
-        snprintf(keys, sizeof(keys), "sharedCounters");
-    }
-    for (size_t i = 0; !c.sets && i < c.n && i < json_array_size(have); i++) {
-        json_t *h = json_array_get(have, i);
-        json_t *basic = json_object_get(h, "basic");
-        missing_keys(c.items[i], basic ? basic : h, keys, sizeof(keys));
-    }
-    char line[400];
-    snprintf(line, sizeof(line),
-             "the API server dropped fields it was sent (%s): a feature gate of the cluster is "
-             "off (consumesCounters, sharedCounters: DRAPartitionableDevices; "
-             "allowMultipleAllocations: DRAConsumableCapacity; compatibilityGroups: "
-             "DRADeviceCompatibilityGroups)",
-             keys[0] ? keys : "the slice differs from what was sent");
-    fail(s, "write", -EPROTO, line, now); /* logged once */
 }
 
 void kdp__sr_written(kdp__sr *s, int err, json_t *obj, const char *why, uint64_t now)

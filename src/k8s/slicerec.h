@@ -169,7 +169,6 @@ void kdp__sr_watch_ended(kdp__sr *s, int err, const char *why, uint64_t now_us);
 
 /* What chunk i of the pool holds now. */
 void kdp__sr_chunk(const kdp__sr *s, size_t i, kdp__sr_chunkv *ret);
-/* Compares resourceVersions: the decimal value, 0 if it is not one. */
-uint64_t kdp__sr_rv(const char *rv);
+/* (kdp__sr_rv, which compares resourceVersions, is in sliceplan.h.) */
 
 #endif

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * authorcalls: what an author tells a running DRA driver, from any thread:
+ * its own taints, the pool's counter sets, a device to describe again, a
+ * prepared device's status. Each hands over to the part that owns it
+ * (dra/taints, counters, descs, the checkpoint and statusw).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/log.h"
+#include "dra/devstatus.h"
+#include "dra/driver_int.h"
+#include "kdp_dra.h"
+
+/* The plugin's driver, or NULL with a line naming call and why (*err:
+ * -EINVAL for no plugin, -ENOENT for DRA not on). */
+static kdp__dra *dra_of(kdp_plugin *p, const char *call, int *err)
+{
+    kdp__dra *d = p ? kdp__plugin_ext_ud(p) : NULL;
+    if (!d) {
+        log_error("%s: %s", call,
+                  p ? "DRA is not on (kdp_plugin_enable_dra)" : "the plugin (p) is NULL");
+        *err = p ? -ENOENT : -EINVAL;
+    }
+    return d;
+}
+
+KDP_EXPORT int kdp_plugin_set_dra_taints(kdp_plugin *p, const char *id, const kdp_dra_taint *taints,
+                                         size_t n)
+{
+    int err = 0;
+    kdp__dra *d = dra_of(p, "kdp_plugin_set_dra_taints", &err);
+    return d ? kdp__dra_taints_set(&d->taints, id, taints, n) : err;
+}
+
+KDP_EXPORT int kdp_plugin_set_dra_counter_sets(kdp_plugin *p, const kdp_dra_counter_set *sets,
+                                               size_t n)
+{
+    int err = 0;
+    kdp__dra *d = dra_of(p, "kdp_plugin_set_dra_counter_sets", &err);
+    return d ? kdp__dra_counters_set(&d->counters, sets, n) : err;
+}
+
+KDP_EXPORT int kdp_plugin_redescribe_dra(kdp_plugin *p, const char *id)
+{
+    kdp__dra *d = p ? kdp__plugin_ext_ud(p) : NULL;
+    kdp_health h;
+    if (!d || (id && kdp_plugin_get_health(p, id, &h) < 0)) {
+        log_error("kdp_plugin_redescribe_dra: %s%s%s",
+                  !p   ? "the plugin (p) is NULL"
+                  : !d ? "DRA is not on (kdp_plugin_enable_dra)"
+                       : "no device ",
+                  d && id ? id : "", d && id ? " in the plugin's table" : "");
+        return p ? -ENOENT : -EINVAL;
+    }
+    return kdp__dra_descs_redescribe(&d->descs, id);
+}
+
+typedef struct status_set {
+    const char *device, *share_id;
+    char *json;
+} status_set;
+
+/* The record's device gets the status (1: changed; 0: the same). */
+static int set_dev_status(kdp__dra_rec *rec, void *ud)
+{
+    status_set *ss = ud;
+    for (size_t i = 0; i < rec->n_devs; i++) {
+        kdp__dra_rdev *dv = &rec->devs[i];
+        bool share =
+            dv->share_id ? ss->share_id && strcmp(dv->share_id, ss->share_id) == 0 : !ss->share_id;
+        if (strcmp(dv->device, ss->device) != 0 || !share) {
+            continue;
+        }
+        if (dv->status && strcmp(dv->status, ss->json) == 0) {
+            return 0;
+        }
+        free(dv->status);
+        dv->status = ss->json;
+        ss->json = NULL;
+        return 1;
+    }
+    return -ENODEV;
+}
+
+/* The status of device/share in claim_uid's record, recorded; a copy of
+ * the record into *rec when it changed. Logs what it refuses. */
+static int record_status(kdp__dra *d, const char *claim_uid, const char *device,
+                         const char *share_id, const kdp_dra_device_status *st, kdp__dra_rec **rec)
+{
+    char why[300];
+    status_set ss = {device, share_id, NULL};
+    int r = kdp__dra_devstatus_json(st, (int64_t)time(NULL), &ss.json, why, sizeof(why));
+    if (r == -EINVAL) {
+        log_error("kdp_plugin_set_dra_device_status: claim %s, device %s: %s", claim_uid, device,
+                  why);
+    }
+    if (r == 0) {
+        r = kdp__ckpt_modify(d->ckpt, claim_uid, set_dev_status, &ss, rec);
+    }
+    free(ss.json);
+    if (r == -ENOENT) {
+        log_error("kdp_plugin_set_dra_device_status: no prepared claim %s", claim_uid);
+    } else if (r == -ENODEV) {
+        log_error("kdp_plugin_set_dra_device_status: no device %s in claim %s", device, claim_uid);
+        r = -ENOENT;
+    }
+    return r;
+}
+
+KDP_EXPORT int kdp_plugin_set_dra_device_status(kdp_plugin *p, const char *claim_uid,
+                                                const char *device, const char *share_id,
+                                                const kdp_dra_device_status *st)
+{
+    kdp__dra *d = p ? kdp__plugin_ext_ud(p) : NULL;
+    if (!d || !claim_uid || !device) {
+        log_error("kdp_plugin_set_dra_device_status: %s",
+                  !p   ? "the plugin (p) is NULL"
+                  : !d ? "DRA is not on (kdp_plugin_enable_dra)"
+                       : "the claim UID or the device is NULL");
+        return !p || d ? -EINVAL : -ENOENT;
+    }
+    kdp__dra_rec *rec = NULL;
+    int r = record_status(d, claim_uid, device, share_id, st, &rec);
+    return r < 0 || !rec ? r : kdp__statusw_post(&d->statusw, rec);
+}
