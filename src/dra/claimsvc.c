@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "k8s/claims.h"
 #include "dra_v1.pb-c.h"
 #include "grpc/wire.h"
 
@@ -59,7 +60,7 @@ const char *kdp__dra_uid_problem(const char *uid)
     if (n == 0) {
         return "the claim has no UID";
     }
-    if (n > 128 || uid[0] == '.') {
+    if (n > KDP__CLAIM_UID_MAX || uid[0] == '.') {
         return "the claim's UID is not a Kubernetes UID";
     }
     for (size_t i = 0; i < n; i++) {

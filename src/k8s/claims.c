@@ -426,7 +426,7 @@ struct get {
     void *ud;
     char driver[KDP__K8S_DRIVER_NAME_MAX + 1];
     char pool[KDP__K8S_DNS_SUBDOMAIN_MAX + 1];
-    char uid[128];
+    char uid[KDP__CLAIM_UID_MAX + 1];
     char ns[KDP__K8S_DNS_LABEL_MAX + 1];
     char name[KDP__K8S_DNS_SUBDOMAIN_MAX + 1];
     bool has_pool, has_uid;
@@ -462,7 +462,8 @@ int kdp__claim_get(kdp__api *a, const char *version, const char *driver, const c
         return -EINVAL;
     }
     if (strlen(driver) > KDP__K8S_DRIVER_NAME_MAX ||
-        (pool && strlen(pool) > KDP__K8S_DNS_SUBDOMAIN_MAX) || (uid && strlen(uid) >= 128)) {
+        (pool && strlen(pool) > KDP__K8S_DNS_SUBDOMAIN_MAX) ||
+        (uid && strlen(uid) > KDP__CLAIM_UID_MAX)) {
         return -EINVAL;
     }
     struct get *g = calloc(1, sizeof(*g));

@@ -21,6 +21,9 @@
  * requests and 32 configs per claim; kdp bounds what it copies). */
 #define KDP__CLAIM_MAX_DEVICES 256
 #define KDP__CLAIM_MAX_CONFIGS 64
+/* The longest claim UID taken (the DRA side takes the same: its UIDs name
+ * files). */
+#define KDP__CLAIM_UID_MAX 128
 /* consumedCapacity holds a device's capacities: at most 32 (the API's
  * bound on attributes and capacities). */
 #define KDP__CLAIM_MAX_CONSUMED 32

@@ -476,9 +476,16 @@ class K8sTest(ProcTest):
         self.assertEqual(ev["err"], -errno.EMSGSIZE, ev)
         self.assertIn("MiB to decode (bound 32 MiB): refused", ev["why"])
         self.assertLess(rss_kib(d.proc.pid) - rss0, 8 * 1024)
-        # another UID: a newer claim of that name
+        # another UID: a newer claim of that name (128 characters, the
+        # longest the DRA side takes: read, not refused at the call)
         ev = claim("ns1", "c1", "0000-other")
         self.assertEqual(ev["err"], -errno.ESTALE, ev)
+        ev = claim("ns1", "c1", "u" * 128)
+        self.assertEqual(ev["err"], -errno.ESTALE, ev)
+        m = d.mark()
+        d.send("claim v1 %s %s ns1 c1 %s" % (DRIVER, NODE, "u" * 129))
+        ev = d.wait_event("refused", since=m)
+        self.assertEqual(ev["err"], -errno.EINVAL, ev)
         # not allocated
         code, _ = api.http("POST", "/apis/resource.k8s.io/v1/namespaces/ns1/resourceclaims",
                            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
