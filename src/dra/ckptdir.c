@@ -103,6 +103,31 @@ static int set_aside(const char *path, char *aside, size_t len)
     return -EEXIST;
 }
 
+/* A file that did not give its records (err, why): one that cannot be
+ * read, or of a newer kdp, fails (the file left alone); a corrupt one is
+ * set aside and what it held (what) forgotten. Returns 0 or -errno. */
+static int not_read(const char *path, int err, const char *why, const char *what)
+{
+    if (err != -EBADMSG && err != -EFBIG) {
+        log_error("checkpoint %s %s (%s): refusing to go on without %s; %s", path,
+                  err == -EPROTO ? "is of a newer kdp" : "cannot be read", why, what,
+                  err == -EPROTO ? "run the newer driver, or move the file away to forget it"
+                                 : "fix the file's permissions or the disk");
+        return err;
+    }
+    char aside[PATH_MAX];
+    int a = set_aside(path, aside, sizeof(aside));
+    if (a < 0) {
+        log_error("checkpoint %s is corrupt (%s) and cannot be set aside (%s): move it away", path,
+                  why, strerror(-a));
+        return -EIO;
+    }
+    log_error("checkpoint %s is corrupt (%s): kept as %s; %s forgotten (the kubelet prepares "
+              "again what it still needs)",
+              path, err == -EFBIG ? "too large" : why, aside, what);
+    return 0;
+}
+
 /* A file name of claims/: "<uid>.json", not hidden; the UID into uid. */
 static bool record_name(const char *name, char *uid, size_t len)
 {
@@ -137,25 +162,9 @@ static int read_one(const kdp__ckptdir *d, const char *name, const char *uid, kd
     if (r == 0) {
         return kdp__ckptset_put(set, rec);
     }
-    if (r != -EBADMSG && r != -EFBIG) {
-        log_error("checkpoint %s %s (%s): refusing to go on without it; %s", path,
-                  r == -EPROTO ? "is of a newer kdp" : "cannot be read", why,
-                  r == -EPROTO ? "run the newer driver, or move the file away to forget the "
-                                 "claim"
-                               : "fix the file's permissions or the disk");
-        return r;
-    }
-    char aside[PATH_MAX];
-    int a = set_aside(path, aside, sizeof(aside));
-    if (a < 0) {
-        log_error("checkpoint %s is corrupt (%s) and cannot be set aside (%s): move it away", path,
-                  why, strerror(-a));
-        return -EIO;
-    }
-    log_error("checkpoint %s is corrupt (%s): kept as %s; claim %s forgotten (the kubelet "
-              "prepares again what it still needs)",
-              path, r == -EFBIG ? "too large" : why, aside, uid);
-    return 0;
+    char what[300];
+    snprintf(what, sizeof(what), "claim %s", uid);
+    return not_read(path, r, why, what);
 }
 
 int kdp__ckptdir_read(const kdp__ckptdir *d, kdp__ckpt_set *set)
@@ -258,27 +267,7 @@ static int read_legacy(const kdp__ckptdir *d, kdp__ckpt_set *set, int *version, 
         kdp__ckptset_clear(set);
         return r; /* the next write sees to it */
     }
-    if (r == 0 || (r != -EBADMSG && r != -EFBIG)) {
-        if (r < 0) {
-            log_error("checkpoint %s %s (%s): refusing to go on without its claims; %s", d->legacy,
-                      r == -EPROTO ? "is of a newer kdp" : "cannot be read", why,
-                      r == -EPROTO ? "run the newer driver, or move the file away to forget "
-                                     "its claims"
-                                   : "fix the file's permissions or the disk, or move it away");
-        }
-        return r;
-    }
-    char aside[PATH_MAX];
-    int a = set_aside(d->legacy, aside, sizeof(aside));
-    if (a < 0) {
-        log_error("checkpoint %s is corrupt (%s) and cannot be set aside (%s): move it away",
-                  d->legacy, why, strerror(-a));
-        return -EIO;
-    }
-    log_error("checkpoint %s is corrupt (%s): kept as %s; its claims forgotten (the kubelet "
-              "prepares again what it still needs)",
-              d->legacy, r == -EFBIG ? "too large" : why, aside);
-    return 0;
+    return r == 0 ? 0 : not_read(d->legacy, r, why, "its claims");
 }
 
 int kdp__ckptdir_read_legacy(const kdp__ckptdir *d, kdp__ckpt_set *set)

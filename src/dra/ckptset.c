@@ -115,32 +115,36 @@ static int parse_claims(const json_t *claims, int version, kdp__ckpt_set *set, c
     return 0;
 }
 
-int kdp__ckptset_parse(const char *text, kdp__ckpt_set *set, int *ret_version, char *why,
-                       size_t len)
+/* A file's envelope: {"version": min..max, "checksum": of member key,
+ * key: an object}. Returns 0 with *root (json_decref it), *member
+ * (borrowed) and *version, or -EBADMSG / -EPROTO (newer) / -ENOMEM with
+ * why. */
+static int envelope(const char *text, const char *key, int min, int max, json_t **root,
+                    json_t **member, int *version, char *why, size_t len)
 {
-    memset(set, 0, sizeof(*set));
     json_error_t jerr;
-    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
+    json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    if (!o) {
         snprintf(why, len, "not JSON (line %d: %s)", jerr.line, jerr.text);
         return -EBADMSG;
     }
-    json_t *ver = json_object_get(root, "version");
-    json_t *sum = json_object_get(root, "checksum");
-    json_t *claims = json_object_get(root, "claims");
-    json_int_t version = json_is_integer(ver) ? json_integer_value(ver) : 0;
+    json_t *ver = json_object_get(o, "version");
+    json_t *sum = json_object_get(o, "checksum");
+    json_t *m = json_object_get(o, key);
+    json_int_t v = json_is_integer(ver) ? json_integer_value(ver) : 0;
     char *dump = NULL;
     char want[32];
     int r = -EBADMSG;
-    if (version > KDP__CKPT_VERSION) {
-        snprintf(why, len, "version %lld, newer than this driver's %d", (long long)version,
-                 KDP__CKPT_VERSION);
+    if (v > max) {
+        snprintf(why, len, "version %lld, newer than this driver's %d", (long long)v, max);
         r = -EPROTO;
-    } else if (version < 1) {
-        snprintf(why, len, "no version 1 to %d", KDP__CKPT_VERSION);
-    } else if (!json_is_object(claims) || !json_is_string(sum)) {
-        snprintf(why, len, "no \"claims\" object or \"checksum\"");
-    } else if (!(dump = json_dumps(claims, JSON_COMPACT | JSON_SORT_KEYS))) {
+    } else if (v < min && min == max) {
+        snprintf(why, len, "not version %d", min);
+    } else if (v < min) {
+        snprintf(why, len, "no version %d to %d", min, max);
+    } else if (!json_is_object(m) || !json_is_string(sum)) {
+        snprintf(why, len, "no \"%s\" object or \"checksum\"", key);
+    } else if (!(dump = json_dumps(m, JSON_COMPACT | JSON_SORT_KEYS))) {
         snprintf(why, len, "out of memory");
         r = -ENOMEM;
     } else {
@@ -148,12 +152,31 @@ int kdp__ckptset_parse(const char *text, kdp__ckpt_set *set, int *ret_version, c
         if (strcmp(want, json_string_value(sum)) != 0) {
             snprintf(why, len, "checksum %.40s, the content's is %s", json_string_value(sum), want);
         } else {
-            *ret_version = (int)version;
-            r = parse_claims(claims, (int)version, set, why, len);
+            r = 0;
         }
     }
     free(dump);
-    json_decref(root);
+    if (r < 0) {
+        json_decref(o);
+        return r;
+    }
+    *root = o;
+    *member = m;
+    *version = (int)v;
+    return 0;
+}
+
+int kdp__ckptset_parse(const char *text, kdp__ckpt_set *set, int *ret_version, char *why,
+                       size_t len)
+{
+    memset(set, 0, sizeof(*set));
+    json_t *root = NULL;
+    json_t *claims = NULL;
+    int r = envelope(text, "claims", 1, KDP__CKPT_VERSION, &root, &claims, ret_version, why, len);
+    if (r == 0) {
+        r = parse_claims(claims, *ret_version, set, why, len);
+        json_decref(root);
+    }
     return r;
 }
 
@@ -203,48 +226,23 @@ char *kdp__ckptset_record_text(const kdp__dra_rec *r)
 int kdp__ckptset_record_parse(const char *text, const char *uid, kdp__dra_rec **ret, char *why,
                               size_t len)
 {
-    json_error_t jerr;
-    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        snprintf(why, len, "not JSON (line %d: %s)", jerr.line, jerr.text);
-        return -EBADMSG;
+    json_t *root = NULL;
+    json_t *claim = NULL;
+    int version = 0;
+    int r = envelope(text, "claim", KDP__CKPT_RECORD_VERSION, KDP__CKPT_RECORD_VERSION, &root,
+                     &claim, &version, why, len);
+    if (r < 0) {
+        return r;
     }
-    json_t *ver = json_object_get(root, "version");
-    json_t *sum = json_object_get(root, "checksum");
-    json_t *claim = json_object_get(root, "claim");
-    json_int_t version = json_is_integer(ver) ? json_integer_value(ver) : 0;
-    char *dump = NULL;
-    char want[32];
-    int r = -EBADMSG;
-    if (version > KDP__CKPT_RECORD_VERSION) {
-        snprintf(why, len, "version %lld, newer than this driver's %d", (long long)version,
-                 KDP__CKPT_RECORD_VERSION);
-        r = -EPROTO;
-    } else if (version != KDP__CKPT_RECORD_VERSION) {
-        snprintf(why, len, "not version %d", KDP__CKPT_RECORD_VERSION);
-    } else if (!json_is_object(claim) || !json_is_string(sum)) {
-        snprintf(why, len, "no \"claim\" object or \"checksum\"");
-    } else if (!(dump = json_dumps(claim, JSON_COMPACT | JSON_SORT_KEYS))) {
-        snprintf(why, len, "out of memory");
-        r = -ENOMEM;
-    } else {
-        kdp__ckpt_checksum(dump, want);
-        if (strcmp(want, json_string_value(sum)) != 0) {
-            snprintf(why, len, "checksum %.40s, the content's is %s", json_string_value(sum), want);
-        } else {
-            r = kdp__recfile_from_json(claim, 2, ret, why, len); /* a version-2 record */
-            if (r == 0 && strcmp((*ret)->uid, uid) != 0) {
-                snprintf(why, len, "the file of %.80s holds the record of %.80s", uid, (*ret)->uid);
-                kdp__dra_rec_free(*ret);
-                *ret = NULL;
-                r = -EINVAL;
-            }
-            r = r == -EINVAL ? -EBADMSG : r;
-        }
+    r = kdp__recfile_from_json(claim, 2, ret, why, len); /* a version-2 record */
+    if (r == 0 && strcmp((*ret)->uid, uid) != 0) {
+        snprintf(why, len, "the file of %.80s holds the record of %.80s", uid, (*ret)->uid);
+        kdp__dra_rec_free(*ret);
+        *ret = NULL;
+        r = -EINVAL;
     }
-    free(dump);
     json_decref(root);
-    return r;
+    return r == -EINVAL ? -EBADMSG : r;
 }
 
 size_t kdp__ckptset_bytes(const kdp__ckpt_set *s)

@@ -19,7 +19,7 @@ import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from kdptest import T, Proc, ProcTest, binary  # noqa: E402
+from kdptest import T, Proc, ProcTest, binary, peak_kib  # noqa: E402
 from kdptest.apiserver import ApiServer  # noqa: E402
 from kdptest.kubelet import Kubelet  # noqa: E402
 
@@ -30,15 +30,6 @@ V1BETA1 = "v1beta1.DRAPlugin"
 HEALTH = "v1alpha1.DRAResourceHealth"
 HEALTH_V1 = "v1.DRAResourceHealth"
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def peak_kib(pid):
-    """The process's peak RSS (VmHWM)."""
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmHWM for pid %d" % pid)
 
 
 class Driver(Proc):

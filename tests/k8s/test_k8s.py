@@ -22,20 +22,12 @@ import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from kdptest import log  # noqa: E402
+from kdptest import log, rss_kib  # noqa: E402
 from kdptest.apiserver import ApiServer  # noqa: E402
 from kdptest.proc import Proc, ProcTest, binary  # noqa: E402
 
 DRIVER = "gpu.example.com"
 NODE = "node-a"
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS for pid %d" % pid)
 
 
 class Driver(Proc):

@@ -33,21 +33,13 @@ import unittest
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 import kdptest  # noqa: E402
-from kdptest import T, binary, figure, rawh2, wait_for  # noqa: E402
+from kdptest import T, binary, figure, rawh2, rss_kib, wait_for  # noqa: E402
 from kdptest.plugin import PluginProc, PluginTest, socket_for  # noqa: E402
 
 RES = "kdp.test/dev"
 SANITIZED = os.environ.get("KDP_SANITIZED") == "1"
 ALLOCATES = int(os.environ.get("KDP_ALLOCATES") or (100000 if SANITIZED else 1000000))
 MIB = 1024 * 1024
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS for pid %d" % pid)
 
 
 def fd_count(pid):

@@ -68,6 +68,24 @@ def sanitizer_report(text):
     return any(m in text for m in SANITIZER_MARKS)
 
 
+def _status_kib(pid, field):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError("no %s for pid %d" % (field, pid))
+
+
+def rss_kib(pid):
+    """A process's resident memory now (VmRSS), in KiB."""
+    return _status_kib(pid, "VmRSS")
+
+
+def peak_kib(pid):
+    """A process's peak resident memory (VmHWM), in KiB."""
+    return _status_kib(pid, "VmHWM")
+
+
 def wait_for(pred, timeout, what, interval=0.02):
     """Polls pred() until it returns a true value, which it returns;
     AssertionError naming `what` if that takes longer than timeout."""
