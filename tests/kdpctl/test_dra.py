@@ -93,9 +93,11 @@ class Base(ProcTest):
         with open(self.path("gophers", name), "w") as f:
             f.write(content)
 
-    def gopher_dra(self, kubeconfig):
+    def gopher_dra(self, kubeconfig, env=None):
+        extra = env or {}
         env = {k: v for k, v in os.environ.items()
                if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "NODE_NAME", "POD_UID")}
+        env.update(extra)
         p = Proc([binary("kdp-example-gopher-dra"), "--devices-dir", self.path("gophers"),
                   "--kubelet-root", self.root, "--dra", DRV, "--node", NODE,
                   "--cdi-dir", self.path("cdi"), "--state-dir", self.path("state"),
@@ -183,6 +185,26 @@ class KubeletSide(Base):
         kl.send("state")
         st = kl.wait_event("state", since=m)
         self.assertEqual(st["drivers"][0]["health_stream"], "not asked again (UNIMPLEMENTED)")
+
+    def test_health_resend_not_a_change(self):
+        """The driver sends its list again while nothing changes (every
+        10 s; here 100 ms, $KDP_DRA_HEALTH_RESEND_MS): kdpctl says
+        "resent" (--json; nothing in the human form), "changed" only when
+        something did."""
+        api = self.dra_apiserver()
+        kl = self.dra_kubelet()
+        self.gopher_file("gopher-0")
+        d = self.gopher_dra(api.kubeconfig, env={"KDP_DRA_HEALTH_RESEND_MS": "100"})
+        first = kl.wait_event("health", driver=DRV)
+        self.assertEqual(first["why"], "stream opened")
+        m = kl.mark()
+        kl.wait_event("health", driver=DRV, why="resent", since=m)
+        kl.wait_event("health", driver=DRV, why="resent", since=kl.mark())
+        self.assertEqual(kl.events_since(m, "health", why="changed"), [])
+        self.gopher_file("gopher-0", "unhealthy")
+        ev = kl.wait_event("health", driver=DRV, why="changed", since=m)
+        self.assertEqual(ev["devices"][0]["health"], "Unhealthy")
+        self.assertTrue(d.alive())
 
     def test_health_legacy(self):
         """--health-versions legacy: as 1.34-1.36, v1alpha1 opened whether

@@ -3,6 +3,7 @@
 #include "dra_health_stream.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "dra_health.pb-c.h"
 #include "grpc/wire.h"
@@ -15,6 +16,19 @@ static const char *health_name(int h)
                                                      : "Unknown";
 }
 
+static bool strv_equal(const kc_strv *a, const kc_strv *b)
+{
+    if (a->n != b->n) {
+        return false;
+    }
+    for (size_t i = 0; i < a->n; i++) {
+        if (strcmp(a->v[i], b->v[i]) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static void on_health_msg(const uint8_t *msg, size_t len, void *ud)
 {
     kd_plugin *p = ud;
@@ -25,9 +39,12 @@ static void on_health_msg(const uint8_t *msg, size_t len, void *ud)
                       "does not decode as NodeWatchResourcesResponse");
         return;
     }
-    kc_strv_free(&p->health_ids);
-    kc_strv_free(&p->health_states);
-    kc_strv_free(&p->health_msgs_text);
+    kc_strv old_ids = p->health_ids;
+    kc_strv old_states = p->health_states;
+    kc_strv old_msgs = p->health_msgs_text;
+    p->health_ids = (kc_strv){0};
+    p->health_states = (kc_strv){0};
+    p->health_msgs_text = (kc_strv){0};
     for (size_t i = 0; i < m->n_devices && i < KD_MAX_HEALTH; i++) {
         const V1alpha1__DeviceHealth *d = m->devices[i];
         char id[600];
@@ -46,7 +63,18 @@ static void on_health_msg(const uint8_t *msg, size_t len, void *ud)
     p->health_ids.n = p->health_states.n = p->health_msgs_text.n = n;
     p->health_msgs++;
     v1alpha1__node_watch_resources_response__free_unpacked(m, NULL);
-    kd_print_health(p, p->health_msgs == 1 ? "stream opened" : "changed");
+    /* the driver sends the list again while nothing changes (the kubelet
+     * marks a device Unknown after 30 s without news): not a change */
+    bool same = p->health_msgs > 1 && strv_equal(&old_ids, &p->health_ids) &&
+                strv_equal(&old_states, &p->health_states) &&
+                strv_equal(&old_msgs, &p->health_msgs_text);
+    kc_strv_free(&old_ids);
+    kc_strv_free(&old_states);
+    kc_strv_free(&old_msgs);
+    if (same && !p->k->o->json) {
+        return; /* --json says it: scripts may want to see the stream alive */
+    }
+    kd_print_health(p, p->health_msgs == 1 ? "stream opened" : same ? "resent" : "changed");
 }
 
 static void on_health_done(int status, const char *message, const uint8_t *resp, size_t len,
