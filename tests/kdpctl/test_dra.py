@@ -249,7 +249,11 @@ class KubeletSide(Base):
                            (["dra", "claim", "x"], "NAMESPACE/NAME"),
                            (["dra", "claim", "default/c", "--driver", DRV], "--node N is required"),
                            (["dra", "claim", "default/c", "--driver", DRV, "--node", "n",
-                             "--device", "d", "--config", "[1"], "--config wants a JSON object")):
+                             "--device", "d", "--config", "[1"], "--config wants a JSON object"),
+                           (["dra", "claim", "default/c", "--driver", "Not_A_Driver", "--node",
+                             "n", "--device", "d"], "is not a driver name"),
+                           (["dra", "claim", "default/c", "--driver", DRV, "--node", "N_1",
+                             "--device", "d"], "is not a node name")):
             r = self.kdpctl(*args)
             self.assertEqual(r.returncode, 2, r)
             self.assertIn(text, r.stderr + r.stdout)
@@ -281,6 +285,16 @@ class ApiServerSide(Base):
         u1 = self.claim(api.kubeconfig, "c1", ["gopher0", "gopher1"], "--config",
                         '{"mode": "shared"}')
         u2 = self.claim(api.kubeconfig, "c2", ["gopher2"])
+        # checked against the slices, as the scheduler allocates only what they offer
+        for devs, extra, text in ((["gopher9"], (), "device gopher9 is in no ResourceSlice of "
+                                   "driver %s on node %s" % (DRV, NODE)),
+                                  (["gopher0"], ("--share-id", "new"), "does not allow multiple "
+                                   "allocations")):
+            r = self.kdpctl("dra", "claim", "--kubeconfig", api.kubeconfig, "default/bad",
+                            "--driver", DRV, "--node", NODE, "--device", ",".join(devs), *extra)
+            self.assertEqual(r.returncode, 1, r)
+            self.assertIn(text, r.stderr)
+            self.assertIn("--no-check", r.stderr)
         m = kl.mark()
         kl.send("prepare %s default/c1/%s default/c2/%s" % (DRV, u1, u2))
         p1 = kl.wait_event("prepared", since=m, uid=u1)
@@ -415,15 +429,16 @@ class ApiServerSide(Base):
 
     def test_claim_against_go_apiserver(self):
         api = self.start_proc(ApiServer(self.path("goapi"), nodes=[NODE]))
+        # no driver there: nothing published, so --no-check
         uid = self.claim(api.kubeconfig_token, "c1", ["gopher0", "gopher1"], "--request", "gpu",
-                         "--config", '{"a": 1}')
+                         "--config", '{"a": 1}', "--no-check")
         cl = [c for c in api.claims() if c["metadata"]["name"] == "c1"][0]
         self.assertEqual(cl["metadata"]["uid"], uid)
         alloc = cl["status"]["allocation"]["devices"]
         self.assertEqual([x["device"] for x in alloc["results"]], ["gopher0", "gopher1"])
         self.assertEqual(alloc["config"][0]["opaque"]["parameters"], {"a": 1})
         r = self.kdpctl("dra", "claim", "--kubeconfig", api.kubeconfig_token, "default/c1",
-                        "--driver", DRV, "--node", NODE, "--device", "gopher0")
+                        "--driver", DRV, "--node", NODE, "--device", "gopher0", "--no-check")
         self.assertEqual(r.returncode, 1, r)
         self.assertIn("already exists", r.stderr)
         self.assertIn("--delete", r.stderr)

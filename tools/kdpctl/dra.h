@@ -56,6 +56,7 @@ typedef struct kd_opts {
     const char *config;   /* claim --config JSON */
     const char *share_id; /* claim --share-id UUID|new */
     const char *consumed; /* claim --consumed NAME=QTY[,NAME=QTY...] */
+    bool no_check;        /* claim --no-check */
     bool del;             /* claim --delete */
     kc_strv pos;
 } kd_opts;

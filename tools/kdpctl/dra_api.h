@@ -173,4 +173,11 @@ int kd_cmd_run(const kd_opts *o);
 /* dra_claim.c */
 int kd_cmd_claim(const kd_opts *o);
 
+/* dra_claim_check.c: what is wrong with allocating devices of driver on
+ * node (shared: with share IDs; consumed: {capacity: quantity} or NULL),
+ * given the API server's list of ResourceSlices: NULL, or a line in why. */
+const char *kd_claim_problem(const json_t *list, const char *driver, const char *node,
+                             const kc_strv *devices, bool shared, const json_t *consumed, char *why,
+                             size_t len);
+
 #endif

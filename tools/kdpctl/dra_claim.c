@@ -20,6 +20,7 @@
 #include "dra_api.h"
 #include "k8s/api.h"
 #include "k8s/kconfig.h"
+#include "kdp_dra.h"
 #include "rpc.h"
 
 typedef struct kd_claim {
@@ -193,14 +194,9 @@ static void on_deleted(int err, long code, json_t *obj, const char *why, void *u
     kdp__loop_quit(c->loop);
 }
 
-static int start(kd_claim *c)
+static int create(kd_claim *c)
 {
     char path[800];
-    if (c->o->del) {
-        snprintf(path, sizeof(path), "/apis/" KD_GROUP "/v1/namespaces/%s/resourceclaims/%s", c->ns,
-                 c->name);
-        return kdp__api_call(c->api, "DELETE", path, NULL, on_deleted, c, NULL);
-    }
     const char *req = c->o->request ? c->o->request : "req-0";
     json_t *o =
         json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:{s:[{s:s, s:{s:s, s:s, s:I}}]}}}", "apiVersion",
@@ -223,6 +219,46 @@ static int start(kd_claim *c)
     int r = kdp__api_call(c->api, "POST", path, o, on_created, c, NULL);
     json_decref(o);
     return r;
+}
+
+/* The node's slices of the driver: each device checked before the claim is
+ * made. */
+static void on_listed(int err, long code, json_t *obj, const char *why, void *ud)
+{
+    (void)code;
+    kd_claim *c = ud;
+    char line[600];
+    if (err) {
+        fail(c, why, hint_for(err));
+        return;
+    }
+    if (kd_claim_problem(obj, c->o->driver, c->o->node, &c->devices, c->o->share_id != NULL,
+                         c->consumed, line, sizeof(line))) {
+        fail(c, line,
+             "kubectl get resourceslices (or kdpctl dra apiserver's output) shows what the "
+             "driver publishes; --no-check allocates it anyway (to try the driver's refusal)");
+        return;
+    }
+    int r = create(c);
+    if (r < 0) {
+        fail(c, "cannot create the claim", strerror(-r));
+    }
+}
+
+static int start(kd_claim *c)
+{
+    char path[800];
+    if (c->o->del) {
+        snprintf(path, sizeof(path), "/apis/" KD_GROUP "/v1/namespaces/%s/resourceclaims/%s", c->ns,
+                 c->name);
+        return kdp__api_call(c->api, "DELETE", path, NULL, on_deleted, c, NULL);
+    }
+    if (c->o->no_check) {
+        return create(c);
+    }
+    snprintf(path, sizeof(path),
+             "/apis/" KD_GROUP "/v1/resourceslices?fieldSelector=spec.driver%%3D%s", c->o->driver);
+    return kdp__api_call(c->api, "GET", path, NULL, on_listed, c, NULL);
 }
 
 /* NS/NAME, both DNS names. */
@@ -322,6 +358,24 @@ static int check_sharing(kd_claim *c)
     return o->consumed ? parse_consumed(c) : 0;
 }
 
+/* --driver and --node: names the API takes. Returns 0 or an exit status. */
+static int check_names(const kd_opts *o)
+{
+    const char *bad = NULL;
+    if (kdp_dra_validate_driver_name(o->driver, &bad) < 0) {
+        fprintf(stderr,
+                "kdpctl dra claim: --driver \"%s\" is not a driver name: %s (e.g. "
+                "gpu.example.com)\n",
+                o->driver, bad);
+        return KC_EXIT_USAGE;
+    }
+    if (kdp__k8snames_dns_subdomain(o->node, &bad) < 0) {
+        fprintf(stderr, "kdpctl dra claim: --node \"%s\" is not a node name: %s\n", o->node, bad);
+        return KC_EXIT_USAGE;
+    }
+    return 0;
+}
+
 /* The flags the subcommand needs; returns 0 or an exit status. */
 static int check(kd_claim *c)
 {
@@ -339,19 +393,24 @@ static int check(kd_claim *c)
                : !o->node    ? "--node N"
                : !o->devices ? "--device DEV"
                              : NULL;
-    } else if (o->driver || o->devices || o->config || o->request || o->share_id || o->consumed) {
+    } else if (o->driver || o->devices || o->config || o->request || o->share_id || o->consumed ||
+               o->no_check) {
         what = "nothing but NS/NAME and --kubeconfig with --delete: no --driver, --device,";
     }
     if (what) {
         fprintf(stderr, "kdpctl dra claim: %s is required%s\n(kdpctl dra help claim for help)\n",
-                what, o->del ? " --config, --request, --share-id or --consumed" : "");
+                what, o->del ? " --config, --request, --share-id, --consumed or --no-check" : "");
         return KC_EXIT_USAGE;
+    }
+    int e = o->del ? 0 : check_names(o);
+    if (e) {
+        return e;
     }
     if (!o->del && (kc_split_ids(o->devices, &c->devices) < 0 || !c->devices.n)) {
         fprintf(stderr, "kdpctl dra claim: --device wants DEV[,DEV...]\n");
         return KC_EXIT_USAGE;
     }
-    int e = check_sharing(c);
+    e = check_sharing(c);
     return e ? e : o->config ? parse_config(c) : 0;
 }
 

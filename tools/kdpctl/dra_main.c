@@ -27,8 +27,9 @@ enum {
     KD_F_DELETE = 1U << 13,
     KD_F_SHARE_ID = 1U << 15,
     KD_F_CONSUMED = 1U << 16,
+    KD_F_NO_CHECK = 1U << 17,
 };
-#define KD_SWITCHES (KD_F_NO_HEALTH | KD_F_JSON | KD_F_DELETE)
+#define KD_SWITCHES (KD_F_NO_HEALTH | KD_F_JSON | KD_F_DELETE | KD_F_NO_CHECK)
 
 static const struct {
     const char *name;
@@ -51,6 +52,7 @@ static const struct {
     {"--health-versions", KD_F_HEALTH_VERSIONS},
     {"--share-id", KD_F_SHARE_ID},
     {"--consumed", KD_F_CONSUMED},
+    {"--no-check", KD_F_NO_CHECK},
 };
 
 typedef struct kd_sub {
@@ -138,11 +140,11 @@ static const kd_sub subs[] = {
      "See kdpctl dra help apiserver and kdpctl dra help kubelet for each side.\n"},
     {"claim",
      KD_F_KUBECONFIG | KD_F_DRIVER | KD_F_NODE | KD_F_DEVICE | KD_F_REQUEST | KD_F_CONFIG |
-         KD_F_DELETE | KD_F_JSON | KD_F_SHARE_ID | KD_F_CONSUMED,
+         KD_F_DELETE | KD_F_JSON | KD_F_SHARE_ID | KD_F_CONSUMED | KD_F_NO_CHECK,
      1, 1, kd_cmd_claim,
      "kdpctl dra claim [--kubeconfig FILE] NS/NAME --driver D --node N --device DEV[,DEV...]\n"
      "                        [--request R] [--config JSON] [--share-id UUID|new]\n"
-     "                        [--consumed NAME=QTY[,NAME=QTY...]] [--json]\n"
+     "                        [--consumed NAME=QTY[,NAME=QTY...]] [--no-check] [--json]\n"
      "       kdpctl dra claim [--kubeconfig FILE] --delete NS/NAME",
      "Creates a ResourceClaim allocated as the scheduler leaves it, through kdp's own API\n"
      "client: spec.devices.requests (one request R, default req-0, of as many devices of\n"
@@ -162,6 +164,10 @@ static const kd_sub subs[] = {
      "                       new random one per device, as the scheduler makes them\n"
      "  --consumed N=Q,...   what each share consumed of the device's capacities\n"
      "                       (consumedCapacity; the request asks for the same amounts)\n"
+     "  --no-check           allocate DEV even if no slice of D on N offers it (or not\n"
+     "                       as asked): to try the driver's refusal. Without it, each\n"
+     "                       device must be in a slice of D on N (shared only if it\n"
+     "                       allows multiple allocations, consumed only its capacities)\n"
      "  --delete             delete NS/NAME instead\n"},
 };
 
@@ -248,6 +254,9 @@ static int set_flag(kd_opts *o, const char *sub, unsigned bit, const char *v)
         return 0;
     case KD_F_DELETE:
         o->del = true;
+        return 0;
+    case KD_F_NO_CHECK:
+        o->no_check = true;
         return 0;
     case KD_F_TIMEOUT:
         return kc_parse_duration(v, &o->timeout_us) == 0
