@@ -3,6 +3,7 @@
 #include "k8s/sliceplan.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/quantity.h"
@@ -302,4 +303,29 @@ bool kdp__sr_dropped(const kdp__sr_want *w, json_t *obj, size_t c, uint64_t gen,
              "DRADeviceCompatibilityGroups)",
              keys[0] ? keys : "the slice differs from what was sent");
     return true;
+}
+
+static void slice_clear(kdp__sr_slice *k)
+{
+    free(k->name);
+    free(k->rv_text);
+    json_decref(k->obj);
+    memset(k, 0, sizeof(*k));
+}
+
+void kdp__sr_forget(kdp__sr_slice *known, size_t *n, size_t i)
+{
+    slice_clear(&known[i]);
+    memmove(&known[i], &known[i + 1], (*n - i - 1) * sizeof(*known));
+    (*n)--;
+}
+
+void kdp__sr_forget_all(kdp__sr_slice **known, size_t *n)
+{
+    for (size_t i = 0; i < *n; i++) {
+        slice_clear(&(*known)[i]);
+    }
+    free(*known);
+    *known = NULL;
+    *n = 0;
 }

@@ -37,6 +37,11 @@ typedef struct kdp__sr_slice {
     json_t *obj; /* as the API server has it (NULL for a tombstone) */
 } kdp__sr_slice;
 
+/* Forgets known[i]: frees it, closes the gap. */
+void kdp__sr_forget(kdp__sr_slice *known, size_t *n, size_t i);
+/* Forgets every one and frees the array. */
+void kdp__sr_forget_all(kdp__sr_slice **known, size_t *n);
+
 /* What is wanted (borrowed): the device chunks first, then the counter
  * set chunks. */
 typedef struct kdp__sr_want {

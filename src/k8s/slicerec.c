@@ -61,14 +61,6 @@ static bool ours(const kdp__sr *s, json_t *obj)
 
 /* ---- what the API server has ---- */
 
-static void slice_clear(kdp__sr_slice *k)
-{
-    free(k->name);
-    free(k->rv_text);
-    json_decref(k->obj);
-    memset(k, 0, sizeof(*k));
-}
-
 static kdp__sr_slice *find(kdp__sr *s, const char *name)
 {
     for (size_t i = 0; name && i < s->nknown; i++) {
@@ -77,24 +69,6 @@ static kdp__sr_slice *find(kdp__sr *s, const char *name)
         }
     }
     return NULL;
-}
-
-static void forget(kdp__sr *s, kdp__sr_slice *k)
-{
-    slice_clear(k);
-    size_t i = (size_t)(k - s->known);
-    memmove(k, k + 1, (s->nknown - i - 1) * sizeof(*k));
-    s->nknown--;
-}
-
-static void known_clear(kdp__sr *s)
-{
-    for (size_t i = 0; i < s->nknown; i++) {
-        slice_clear(&s->known[i]);
-    }
-    free(s->known);
-    s->known = NULL;
-    s->nknown = 0;
 }
 
 /* What obj (or its deletion) says of its slice, unless something newer was
@@ -215,13 +189,22 @@ void kdp__sr_node(kdp__sr *s, int err, json_t *node, const char *why, uint64_t n
     snprintf(s->node_uid, sizeof(s->node_uid), "%s", uid);
 }
 
-/* The list replaces what was known, except what came after it. */
+/* The list replaces what was known, except what came after it; all of it
+ * when the resourceVersion went back (a new or restored API server): our
+ * writes and lists, each answered before this list was asked, are below. */
 static int take_list(kdp__sr *s, json_t *items, uint64_t list_rv)
 {
+    bool reset = list_rv && list_rv < s->floor_rv;
+    if (reset) {
+        log_warn("k8s: slices of %s on %s: the API server's resourceVersion went back from %llu "
+                 "to %llu (a new or restored API server): publishing anew",
+                 s->driver, s->node, (unsigned long long)s->floor_rv, (unsigned long long)list_rv);
+    }
+    s->floor_rv = list_rv;
     for (size_t i = 0; i < s->nknown;) {
         kdp__sr_slice *k = &s->known[i];
-        if (!list_rv || !k->rv || k->rv <= list_rv) {
-            forget(s, k);
+        if (reset || !list_rv || !k->rv || k->rv <= list_rv) {
+            kdp__sr_forget(s->known, &s->nknown, (size_t)(k - s->known));
         } else {
             i++;
         }
@@ -320,9 +303,9 @@ void kdp__sr_written(kdp__sr *s, int err, json_t *obj, const char *why, uint64_t
         fail(s, "write", -EPROTO, "the API server's answer to a write is not the slice", now);
         return;
     }
-    if (observe(s, obj, false, NULL) < 0) {
-        s->need_list = true;
-    }
+    uint64_t rv = kdp__sr_rv(meta_str(obj, "resourceVersion"));
+    s->floor_rv = rv > s->floor_rv ? rv : s->floor_rv;
+    s->need_list |= observe(s, obj, false, NULL) < 0;
     check_dropped(s, obj, now);
 }
 
@@ -586,7 +569,7 @@ int kdp__sr_init(kdp__sr *s, const char *driver, const char *node, const char *n
 
 void kdp__sr_done(kdp__sr *s)
 {
-    known_clear(s);
+    kdp__sr_forget_all(&s->known, &s->nknown);
     devs_free(s->devs, s->ndevs);
     devs_free(s->sets, s->nsets);
     free(s->starts);

@@ -110,7 +110,8 @@ typedef struct kdp__sr {
     /* what the API server has */
     kdp__sr_slice *known;
     size_t nknown;
-    uint64_t list_rv; /* the last list's (0: none, or not decimal) */
+    uint64_t list_rv;  /* the last list's (0: none, or not decimal) */
+    uint64_t floor_rv; /* the last list's or a write answered since: none below */
     bool need_list;
     bool watching;
     bool watch_wanted; /* a watch should run (after the first list) */

@@ -453,6 +453,40 @@ static void test_server_gone_mid_update(void **state)
     kdp__sr_done(&f.sr);
 }
 
+/* A new API server (or one restored from a backup) has none of the slices
+ * and resourceVersions below those it answered before: published anew,
+ * not taken for a list older than the slices known. */
+static void test_server_reset(void **state)
+{
+    (void)state;
+    fake f;
+    setup_fake(&f, "10");
+    set_devices(&f, 200, "x");
+    converge(&f);
+    assert_true(f.sr.nknown > 0);
+    kdp__sr_watch_ended(&f.sr, -ECONNRESET, "connection reset", f.now);
+    kdp__sr_action a = next(&f);
+    while (a.kind == KDP__SR_NONE) {
+        f.now = a.at_us;
+        a = next(&f);
+    }
+    assert_int_equal(a.kind, KDP__SR_LIST);
+    json_t *list = json_pack("{s:{s:s}, s:[]}", "metadata", "resourceVersion", "3", "items");
+    kdp__sr_listed(&f.sr, 0, list, NULL, f.now);
+    json_decref(list);
+    assert_int_equal(f.sr.nknown, 0);
+    f.rv = 3;
+    a = next(&f);
+    if (a.kind == KDP__SR_WATCH) {
+        a = next(&f);
+    }
+    assert_int_equal(a.kind, KDP__SR_CREATE);
+    answer(&f, &a);
+    converge(&f);
+    assert_int_equal(live(&f), f.sr.nchunks);
+    kdp__sr_done(&f.sr);
+}
+
 /* Someone else edits a slice (a higher generation, other devices) or
  * deletes one of several: published again above their generation. */
 static void test_edited_behind_our_back(void **state)
@@ -678,6 +712,7 @@ int main(void)
         cmocka_unit_test(test_conflict_storm),
         cmocka_unit_test(test_410_during_a_list),
         cmocka_unit_test(test_server_gone_mid_update),
+        cmocka_unit_test(test_server_reset),
         cmocka_unit_test(test_edited_behind_our_back),
         cmocka_unit_test(test_shrink_and_foreign),
         cmocka_unit_test(test_update_of_a_deleted_slice),
