@@ -329,6 +329,32 @@ class ApiServerSide(Base):
         r = self.kdpctl("dra", "claim", "--kubeconfig", api.kubeconfig, "--delete", "default/c1")
         self.assertEqual(r.returncode, 0, r)
 
+    def test_restart_same_dir(self):
+        """Started again with the same --dir: the same CA, token and address, so a driver
+        that kept running is served again and publishes its slice anew."""
+        api, kl, drv = self.up(2)
+        self.assertFalse(api.ready["reused"])
+        with open(self.path("api", "token")) as f:
+            token = f.read()
+        url = api.ready["url"]
+        api.stop()
+        api2 = self.dra_apiserver()
+        self.assertTrue(api2.ready["reused"])
+        self.assertEqual(api2.ready["url"], url)
+        with open(self.path("api", "token")) as f:
+            self.assertEqual(f.read(), token)
+        sl = api2.wait_event("slice", type="ADDED", since=0, timeout=60)
+        self.assertEqual(sorted(d["name"] for d in sl["devices"]), ["gopher0", "gopher1"])
+        self.assertTrue(drv.alive())
+        # credentials that no longer hold together are made anew
+        api2.stop()
+        with open(self.path("api", "server.key"), "w") as f:
+            f.write("not a key\n")
+        api3 = self.dra_apiserver()
+        self.assertFalse(api3.ready["reused"])
+        with open(self.path("api", "token")) as f:
+            self.assertNotEqual(f.read(), token)
+
     def test_kubectl(self):
         kubectl = shutil.which("kubectl")
         if not kubectl:

@@ -37,6 +37,9 @@ typedef struct kd_creds {
 
 /* dra_tls.c */
 int kd_tls_make(kd_creds *ret);
+/* Those an earlier start left in dir, if they hold together. Returns 0 or
+ * -ENOENT (none, or not usable: make new ones). */
+int kd_tls_load(const char *dir, kd_creds *ret);
 void kd_creds_free(kd_creds *c);
 
 typedef enum kd_kind { KD_NODE, KD_SLICE, KD_CLAIM, KD_NKINDS } kd_kind;
@@ -102,6 +105,7 @@ struct kd_api {
     unsigned long requests, errors;
     int exit;
     bool owns_loop; /* not `dra run`'s */
+    bool reused;    /* credentials found in --dir and served again */
 };
 
 /* The kinds' names. */

@@ -41,6 +41,12 @@ static int write_files(kd_api *a, const char *dir)
     if (r == 0) {
         r = write_file(dir, "token", a->creds.token, 0600);
     }
+    if (r == 0) {
+        r = write_file(dir, "server.crt", a->creds.cert_pem, 0644);
+    }
+    if (r == 0) {
+        r = write_file(dir, "server.key", a->creds.key_pem, 0600);
+    }
     char abs[4096];
     if (r == 0 && !realpath(dir, abs)) {
         r = -errno;
@@ -71,6 +77,28 @@ static int write_files(kd_api *a, const char *dir)
     }
     kc_buf_free(&kc);
     return r;
+}
+
+/* "HOST:PORT" of the server line of DIR/kubeconfig (ours), into buf; else
+ * "127.0.0.1:0". */
+static const char *last_address(const char *dir, char *buf, size_t len)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/kubeconfig", dir);
+    FILE *f = fopen(path, "re");
+    char line[512];
+    while (f && fgets(line, sizeof(line), f)) {
+        const char *s = strstr(line, "server: https://");
+        if (s) {
+            s += strlen("server: https://");
+            snprintf(buf, len, "%.*s", (int)strcspn(s, "/\r\n"), s);
+            break;
+        }
+    }
+    if (f) {
+        fclose(f);
+    }
+    return buf[0] && strrchr(buf, ':') ? buf : "127.0.0.1:0";
 }
 
 /* ---- the process ---- */
@@ -186,9 +214,13 @@ static int start(kd_api *a, const char **stage)
     }
     if (r == 0) {
         *stage = "make the credentials";
-        r = kd_tls_make(&a->creds);
+        a->reused = kd_tls_load(o->dir, &a->creds) == 0;
+        r = a->reused ? 0 : kd_tls_make(&a->creds);
     }
-    const char *listen = o->listen ? o->listen : "127.0.0.1:0";
+    /* the address of the start before (its kubeconfig), for a driver that
+     * kept running: else a free port */
+    char before[128] = "";
+    const char *listen = o->listen ? o->listen : last_address(o->dir, before, sizeof(before));
     const char *colon = strrchr(listen, ':');
     char host[100];
     snprintf(host, sizeof(host), "%.*s", (int)(colon - listen), listen);
@@ -200,6 +232,11 @@ static int start(kd_api *a, const char **stage)
         *stage = "listen on";
         r = kd_http_new(a->loop, host, colon + 1, a->creds.cert_pem, a->creds.key_pem,
                         kd_api_request, a, &a->http);
+        if (r < 0 && !o->listen && before[0]) { /* taken meanwhile: any free port */
+            snprintf(host, sizeof(host), "127.0.0.1");
+            r = kd_http_new(a->loop, host, "0", a->creds.cert_pem, a->creds.key_pem, kd_api_request,
+                            a, &a->http);
+        }
     }
     if (r == 0) {
         bool v6 = strchr(host, ':') != NULL;
@@ -223,6 +260,7 @@ static void say_ready(kd_api *a)
         kc_json_str(&j, "url", a->server);
         kc_json_str(&j, "kubeconfig", kcpath);
         kc_json_str(&j, "dir", o->dir);
+        kc_json_bool(&j, "reused", a->reused);
         kc_json_arr(&j, "nodes");
         for (kd_obj *n = a->objs[KD_NODE]; n; n = n->next) {
             kc_json_str(&j, NULL, n->name);
@@ -237,8 +275,8 @@ static void say_ready(kd_api *a)
     for (kd_obj *n = a->objs[KD_NODE]; n; n = n->next) {
         kc_buf_printf(&b, " %s", n->name);
     }
-    kc_buf_printf(&b, "); kubeconfig %s (kubectl --kubeconfig %s get resourceslices)", kcpath,
-                  kcpath);
+    kc_buf_printf(&b, "); kubeconfig %s (kubectl --kubeconfig %s get resourceslices)%s", kcpath,
+                  kcpath, a->reused ? "; the CA, certificate and token of the start before" : "");
     say(b.failed ? "serving" : b.s, NULL);
     kc_buf_free(&b);
 }

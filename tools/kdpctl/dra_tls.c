@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dra_tls: the credentials of `kdpctl dra apiserver`, made with OpenSSL's
- * libcrypto at every start: a CA (EC P-256, self-signed, X.509 v3, CA:TRUE,
- * keyCertSign) and a server certificate it signs (EC P-256, serverAuth,
- * subjectAltName 127.0.0.1, ::1, localhost), valid from an hour ago for a
- * year, and a bearer token (32 random bytes, hex).
+ * libcrypto: a CA (EC P-256, self-signed, X.509 v3, CA:TRUE, keyCertSign)
+ * and a server certificate it signs (EC P-256, serverAuth, subjectAltName
+ * 127.0.0.1, ::1, localhost), valid from an hour ago for a year, and a
+ * bearer token (32 random bytes, hex); or those a start before left in the
+ * directory (ca.crt, server.crt, server.key, token), when they still hold
+ * together (the key the certificate's, the certificate the CA's and valid
+ * for another day), so that a driver kept running across a restart of the
+ * API server is served again.
  */
 #include <errno.h>
 #include <openssl/bio.h>
@@ -16,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dra_api.h"
 
@@ -132,6 +137,72 @@ int kd_tls_make(kd_creds *ret)
         kd_creds_free(ret);
     }
     return r;
+}
+
+/* DIR/name's text (malloc'd), at most 64 KiB, or NULL. */
+static char *read_small(const char *dir, const char *name)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        return NULL;
+    }
+    char *buf = malloc(65536);
+    size_t n = buf ? fread(buf, 1, 65535, f) : 0;
+    fclose(f);
+    if (!buf || n == 0 || n == 65535) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+static X509 *x509_of(const char *pem)
+{
+    BIO *b = BIO_new_mem_buf(pem, -1);
+    X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+    BIO_free(b);
+    return x;
+}
+
+/* The server certificate signed by the CA, its key, valid for a day more. */
+static bool hold_together(const kd_creds *c)
+{
+    X509 *ca = x509_of(c->ca_pem);
+    X509 *srv = x509_of(c->cert_pem);
+    BIO *b = BIO_new_mem_buf(c->key_pem, -1);
+    EVP_PKEY *key = b ? PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) : NULL;
+    EVP_PKEY *ca_pub = ca ? X509_get0_pubkey(ca) : NULL;
+    time_t day = time(NULL) + (time_t)24 * 3600;
+    bool ok = ca && srv && key && ca_pub && X509_verify(srv, ca_pub) == 1 &&
+              X509_check_private_key(srv, key) == 1 &&
+              X509_cmp_time(X509_get0_notAfter(srv), &day) > 0;
+    EVP_PKEY_free(key);
+    BIO_free(b);
+    X509_free(ca);
+    X509_free(srv);
+    return ok;
+}
+
+int kd_tls_load(const char *dir, kd_creds *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    ret->ca_pem = read_small(dir, "ca.crt");
+    ret->cert_pem = read_small(dir, "server.crt");
+    ret->key_pem = read_small(dir, "server.key");
+    ret->token = read_small(dir, "token");
+    bool ok = ret->ca_pem && ret->cert_pem && ret->key_pem && ret->token;
+    if (ok) {
+        ret->token[strcspn(ret->token, "\r\n")] = '\0';
+        ok = strlen(ret->token) >= 32 && hold_together(ret);
+    }
+    if (!ok) {
+        kd_creds_free(ret);
+        return -ENOENT;
+    }
+    return 0;
 }
 
 void kd_creds_free(kd_creds *c)
