@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "k8s/claims.h"
 #include "dra_v1.pb-c.h"
 #include "grpc/wire.h"
+#include "k8s/claims.h"
 
 /* The kubelet's own bound on a call (it sends a grpc-timeout anyway). */
 #define DEFAULT_CALL_US (45ULL * 1000000ULL)
