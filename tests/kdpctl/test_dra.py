@@ -15,6 +15,7 @@ import http.client
 import json
 import os
 import shutil
+import signal
 import ssl
 import sys
 import time
@@ -119,6 +120,21 @@ class KubeletSide(Base):
         self.assertEqual(st["version"], "v1")
         self.assertEqual(sorted(d["device"] for d in st["devices"]),
                          ["%s/dev0" % NODE, "%s/dev1" % NODE])
+
+    def test_sighup_is_a_restart(self):
+        kl = self.dra_kubelet()
+        self.go_driver("-versions", "v1.DRAPlugin,v1.DRAResourceHealth")
+        kl.wait_event("registered", driver=TDRV)
+        kl.wait_event("health", driver=TDRV)
+        for _ in range(2):
+            m = kl.mark()
+            kl.signal(signal.SIGHUP)
+            kl.wait_event("restart", since=m)
+            kl.wait_event("found", since=m)
+            reg = kl.wait_event("registered", since=m, driver=TDRV)
+            self.assertEqual(reg["version"], "v1")
+            kl.wait_event("health", since=m, driver=TDRV)
+        self.assertTrue(kl.alive())
 
     def test_no_common_version_refused_and_retried(self):
         kl = self.dra_kubelet("--versions", "v1")
@@ -492,6 +508,23 @@ class Run(Base):
         p.send("prepare %s default/r1/%s" % (DRV, uid))
         ev = p.wait_event("prepared", since=m, uid=uid)
         self.assertEqual([d["device"] for d in ev["devices"]], ["gopher1"])
+        # SIGHUP: a kubelet restart; the driver registers again and its health stream is
+        # reopened, the API server's objects and the prepared claim are kept
+        m = p.mark()
+        p.signal(signal.SIGHUP)
+        p.wait_event("restart", since=m)
+        p.wait_event("registered", since=m, driver=DRV)
+        p.wait_event("health", since=m, driver=DRV)
+        self.assertTrue(p.alive())
+        p.send("state")
+        st = p.wait_event("state", since=m)
+        self.assertIn(uid, json.dumps(st))
+        m = p.mark()
+        p.send("unprepare %s default/r1/%s" % (DRV, uid))
+        ev = p.wait_event("unprepared", since=m, uid=uid)
+        self.assertNotIn("error", ev)
+        r = self.kdpctl("dra", "claim", "--kubeconfig", kubeconfig, "--delete", "default/r1")
+        self.assertEqual(r.returncode, 0, r)  # the API server kept it
 
 
 class BadInput(Base):

@@ -99,7 +99,7 @@ struct kd {
     kc_regdir *regdir;
     kd_plugin *plugins;
     size_t n_plugins;
-    kdp__signal *sig[2];
+    kdp__signal *sig[3];
     kdp__timer *deadline;
     kdp__io *in; /* stdin */
     kc_buf line; /* stdin's partial line */
@@ -122,6 +122,10 @@ int kd_cmd_kubelet(const kd_opts *o);
  * status with the failure printed; kd_kubelet_close() either way. */
 int kd_kubelet_open(kd *k, const kd_opts *o, kdp__loop *shared);
 void kd_kubelet_close(kd *k);
+/* A kubelet restart (SIGHUP): every plugin's connection and call dropped,
+ * the directory walked again, each socket registered anew; the claims
+ * prepared are kept. */
+void kd_kubelet_restart(kd *k);
 /* The registered plugin of driver (the newest registration), or NULL. */
 kd_plugin *kd_find_driver(kd *k, const char *driver);
 /* dra_out.c */

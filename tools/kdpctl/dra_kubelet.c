@@ -6,7 +6,8 @@
  * GetInfo, the version, NotifyRegistrationStatus; then the health stream,
  * dra_health_stream.c), found again is registered anew, removed
  * deregisters its plugin. And the process: its loop, or `dra run`'s,
- * SIGINT/SIGTERM, --timeout, the commands on stdin (dra_calls.c).
+ * SIGINT/SIGTERM, SIGHUP (a kubelet restart), --timeout, the commands on
+ * stdin (dra_calls.c).
  */
 #include <errno.h>
 #include <signal.h>
@@ -163,9 +164,42 @@ static void stop(kd *k, const char *reason)
     kdp__loop_quit(k->loop);
 }
 
+void kd_kubelet_restart(kd *k)
+{
+    if (k->o->json) {
+        kc_json j;
+        kd_json(&j, "restart");
+        kc_json_emit(&j);
+    } else {
+        kd_say("SIGHUP: simulating a kubelet restart (connections and calls in flight closed, "
+               "plugins_registry walked again, every driver registered anew; the prepared "
+               "claims kept, as the kubelet's checkpoint keeps them)");
+    }
+    /* like a dying kubelet: every connection goes at once */
+    kd_calls_cancel(k, NULL);
+    while (k->plugins) {
+        kd_plugin *p = k->plugins;
+        k->plugins = p->next;
+        k->n_plugins--;
+        plugin_destroy(p);
+    }
+    kc_regdir_free(k->regdir);
+    k->regdir = NULL;
+    int r = watch_start(k);
+    if (r < 0) {
+        char text[4400];
+        snprintf(text, sizeof(text), "cannot watch %s again: %s", k->registry, strerror(-r));
+        kd_say(text);
+    }
+}
+
 static void on_signal(kdp__signal *s, int signo, void *ud)
 {
     (void)s;
+    if (signo == SIGHUP) {
+        kd_kubelet_restart(ud);
+        return;
+    }
     stop(ud, signo == SIGINT ? "SIGINT" : "SIGTERM");
 }
 
@@ -187,7 +221,7 @@ void kd_kubelet_close(kd *k)
     }
     kc_regdir_free(k->regdir);
     kdp__timer_free(k->deadline);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         kdp__signal_free(k->sig[i]);
     }
     if (k->owns_loop) {
@@ -204,10 +238,10 @@ void kd_kubelet_close(kd *k)
 /* The loop, signals and --timeout of a kubelet of its own. */
 static int own_loop(kd *k)
 {
-    static const int signals[2] = {SIGINT, SIGTERM};
+    static const int signals[3] = {SIGINT, SIGTERM, SIGHUP};
     int r = kdp__loop_new(&k->loop);
     k->owns_loop = r == 0;
-    for (int i = 0; r == 0 && i < 2; i++) {
+    for (int i = 0; r == 0 && i < 3; i++) {
         r = kdp__signal_add(k->loop, signals[i], on_signal, k, &k->sig[i]);
     }
     if (r == 0) {

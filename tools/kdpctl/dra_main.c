@@ -93,6 +93,8 @@ static const kd_sub subs[] = {
      "  unprepare DRIVER NS/NAME/UID [NS/NAME/UID...]  one NodeUnprepareResources call\n"
      "  state          the drivers registered and the claims prepared\n"
      "  health DRIVER  the driver's last health list\n"
+     "SIGHUP is a kubelet restart: every connection and call dropped, the directory\n"
+     "walked again and each socket registered anew, the claims prepared kept.\n"
      "Runs until SIGINT or SIGTERM (exit 0) or for --timeout D (exit 0).\n"
      "  --kubelet-root DIR   the kubelet's root (the driver's must be the same)\n"
      "  --versions LIST      the DRAPlugin versions this kubelet supports, e.g. v1beta1\n"
@@ -140,6 +142,7 @@ static const kd_sub subs[] = {
      "`kdpctl dra apiserver` and `kdpctl dra kubelet` in one process, on one loop: the API\n"
      "server's files in DIR (the driver's --kubeconfig DIR/kubeconfig), the kubelet side\n"
      "on ROOT/plugins_registry, its commands (prepare, unprepare, state, health) on stdin.\n"
+     "SIGHUP restarts the kubelet side only: the API server keeps its objects.\n"
      "See kdpctl dra help apiserver and kdpctl dra help kubelet for each side.\n"},
     {"claim",
      KD_F_KUBECONFIG | KD_F_DRIVER | KD_F_NODE | KD_F_DEVICE | KD_F_REQUEST | KD_F_CONFIG |

@@ -16,8 +16,9 @@
 typedef struct kd_run {
     const kd_opts *o;
     kdp__loop *loop;
-    kdp__signal *sig[2];
+    kdp__signal *sig[3];
     kdp__timer *deadline;
+    kd *kubelet; /* SIGHUP restarts it; the API server keeps its objects */
 } kd_run;
 
 static void stop(kd_run *r, const char *reason)
@@ -38,7 +39,12 @@ static void stop(kd_run *r, const char *reason)
 static void on_signal(kdp__signal *s, int signo, void *ud)
 {
     (void)s;
-    stop(ud, signo == SIGINT ? "SIGINT" : "SIGTERM");
+    kd_run *r = ud;
+    if (signo == SIGHUP) {
+        kd_kubelet_restart(r->kubelet);
+        return;
+    }
+    stop(r, signo == SIGINT ? "SIGINT" : "SIGTERM");
 }
 
 static void on_deadline(kdp__timer *t, void *ud)
@@ -49,9 +55,9 @@ static void on_deadline(kdp__timer *t, void *ud)
 
 static int open_loop(kd_run *r)
 {
-    static const int signals[2] = {SIGINT, SIGTERM};
+    static const int signals[3] = {SIGINT, SIGTERM, SIGHUP};
     int e = kdp__loop_new(&r->loop);
-    for (int i = 0; e == 0 && i < 2; i++) {
+    for (int i = 0; e == 0 && i < 3; i++) {
         e = kdp__signal_add(r->loop, signals[i], on_signal, r, &r->sig[i]);
     }
     if (e == 0) {
@@ -68,6 +74,7 @@ int kd_cmd_run(const kd_opts *o)
     kd_run run = {.o = o};
     kd_api *a = calloc(1, sizeof(*a));
     kd *k = calloc(1, sizeof(*k));
+    run.kubelet = k;
     setvbuf(stdout, NULL, _IOLBF, 0);
     int e = a && k ? open_loop(&run) : -ENOMEM;
     if (e < 0) {
@@ -85,7 +92,7 @@ int kd_cmd_run(const kd_opts *o)
         kd_apiserver_close(a);
     }
     kdp__timer_free(run.deadline);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         kdp__signal_free(run.sig[i]);
     }
     if (run.loop) {
