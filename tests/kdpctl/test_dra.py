@@ -62,7 +62,7 @@ class Base(ProcTest):
 
     def dra_apiserver(self, *args):
         p = Proc([binary("kdpctl"), "dra", "apiserver", "--dir", self.path("api"), "--node", NODE,
-                  "--json"] + list(args), "dra-apiserver", stdin=False)
+                  "--json"] + list(args), "dra-apiserver", stdin=True)
         p.stop_last = True
         self.start_proc(p)
         p.ready = p.wait_event("ready", since=0)
@@ -371,6 +371,80 @@ class ApiServerSide(Base):
         with open(self.path("api", "token")) as f:
             self.assertNotEqual(f.read(), token)
 
+    def test_faults(self):
+        """The faults a driver must survive, played from stdin; the driver publishes
+        through each (kdp-example-gopher-dra reading DIR/kubeconfig-tokenfile)."""
+        for i in range(2):
+            self.gopher_file("gopher%d" % i)
+        api = self.dra_apiserver()
+        kl = self.dra_kubelet()
+        self.gopher_dra(self.path("api", "kubeconfig-tokenfile"))
+        kl.wait_event("registered", driver=DRV)
+        name = api.wait_event("slice", type="ADDED", since=0)["name"]
+
+        def devices_become(n, since):
+            return api.wait_event(lambda e: e.get("event") == "slice" and e["name"] == name
+                                  and len(e["devices"]) == n, since=since, timeout=30)
+
+        def fault(line):
+            m = api.mark()
+            api.send(line)
+            return api.wait_event("fault", since=m)
+
+        # 409s on the slice's writes: listed again and written again
+        self.assertIn("conflict: 2 more", fault("conflict 2")["detail"])
+        m = api.mark()
+        self.gopher_file("gopher2")
+        devices_become(3, m)
+        self.assertEqual(len(api.events_since(m, "request", code=409)), 2)
+        # 503s with Retry-After
+        self.assertIn("fail: 3 more (code 503)", fault("fail 503 3")["detail"])
+        m = api.mark()
+        self.gopher_file("gopher3")
+        devices_become(4, m)
+        self.assertEqual(len(api.events_since(m, "request", code=503)), 3)
+        # edited and deleted behind the driver's back: put back
+        m = api.mark()
+        self.assertEqual(fault("edit-slice " + name)["detail"], "device gopher3 removed")
+        devices_become(3, m)
+        sl = devices_become(4, m)
+        self.assertGreater(sl["generation"], 1)
+        m = api.mark()
+        self.assertEqual(fault("delete-slice " + name)["detail"], name)
+        api.wait_event("slice", type="DELETED", since=m)
+        sl = api.wait_event("slice", type="ADDED", since=m, timeout=30)
+        self.assertEqual(len(sl["devices"]), 4)
+        name = sl["name"]
+        # an outage: a device added meanwhile is published once it is back
+        m = api.mark()
+        self.assertIn("closed for 2 s", fault("down 2")["detail"])
+        self.gopher_file("gopher4")
+        self.assertEqual(api.wait_event("fault", since=m, command="up")["detail"],
+                         api.ready["url"])
+        devices_become(5, m)
+        # a new token: the old one refused, the driver reads its token file again after a 401
+        with open(self.path("api", "token")) as f:
+            old = f.read()
+        m = api.mark()
+        self.assertIn("old one refused", fault("rotate-token")["detail"])
+        with open(self.path("api", "token")) as f:
+            self.assertNotEqual(f.read(), old)
+        c = self.conn(api)
+        c.request("GET", "/apis/resource.k8s.io/v1/resourceslices",
+                  headers={"Authorization": "Bearer " + old})
+        self.assertEqual(c.getresponse().status, 401)
+        c.close()
+        self.gopher_file("gopher5")
+        devices_become(6, m)
+        self.assertTrue(api.events_since(m, "request", code=401))
+        # misuse: said, nothing armed
+        for line, text in (("fail 200", "wrong arguments"), ("down 0", "wrong arguments"),
+                           ("edit-slice nosuch", 'no ResourceSlice "nosuch"'),
+                           ("bogus", "down SECONDS, fail CODE")):
+            self.assertIn(text, fault(line)["error"])
+        self.assertEqual(fault("faults")["detail"],
+                         "up; fail: 0 more (code 503); conflict: 0 more")
+
     def test_kubectl(self):
         kubectl = shutil.which("kubectl")
         if not kubectl:
@@ -525,6 +599,12 @@ class Run(Base):
         self.assertNotIn("error", ev)
         r = self.kdpctl("dra", "claim", "--kubeconfig", kubeconfig, "--delete", "default/r1")
         self.assertEqual(r.returncode, 0, r)  # the API server kept it
+        # the API server's commands on the same stdin
+        m = p.mark()
+        p.send("conflict 3")
+        self.assertIn("conflict: 3 more", p.wait_event("fault", since=m)["detail"])
+        p.send("nonsense")
+        self.assertIn("rotate-token", p.wait_event("command_error", since=m)["hint"])
 
 
 class BadInput(Base):

@@ -89,6 +89,31 @@ struct kd_plugin {
     kc_strv health_msgs_text;
 };
 
+/* Commands from stdin, one a line (dra_lines.c). fn gets each line (NULL:
+ * one over KD_MAX_LINE, dropped). */
+typedef void (*kd_line_fn)(char *line, void *ud);
+typedef struct kd_lines {
+    kdp__io *in;
+    kc_buf line; /* the partial line */
+    bool dropped;
+    kd_line_fn fn;
+    void *ud;
+} kd_lines;
+/* Reads stdin on loop (not a pipe or terminal: no commands, 0). 0 or -errno. */
+int kd_lines_start(kd_lines *l, kdp__loop *loop, kd_line_fn fn, void *ud);
+void kd_lines_stop(kd_lines *l);
+/* Splits line into words (at most cap): how many, or cap + 1 when over. */
+size_t kd_words(char *line, char **argv, size_t cap);
+
+/* The API server's commands (dra_faults.c). */
+#define KD_FAULT_USAGE                                                                             \
+    "down SECONDS, fail CODE [COUNT], conflict [COUNT], edit-slice NAME, delete-slice NAME, "      \
+    "rotate-token, faults"
+
+/* Commands the kubelet side does not know, for `dra run`'s API server:
+ * true when taken. */
+typedef bool (*kd_more_fn)(char **argv, size_t argc, void *ud);
+
 /* A prepare or unprepare in flight (dra_calls.c). */
 typedef struct kd_call kd_call;
 
@@ -101,9 +126,9 @@ struct kd {
     size_t n_plugins;
     kdp__signal *sig[3];
     kdp__timer *deadline;
-    kdp__io *in; /* stdin */
-    kc_buf line; /* stdin's partial line */
-    bool line_dropped;
+    kd_lines input;  /* stdin */
+    kd_more_fn more; /* `dra run`: the API server's commands */
+    void *more_ud;
     kd_call *calls;
     kc_strv prepared;         /* "DRIVER NS/NAME/UID" of the claims prepared */
     kc_strv prepared_devices; /* their devices, one string each */

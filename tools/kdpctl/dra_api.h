@@ -40,6 +40,8 @@ int kd_tls_make(kd_creds *ret);
 /* Those an earlier start left in dir, if they hold together. Returns 0 or
  * -ENOENT (none, or not usable: make new ones). */
 int kd_tls_load(const char *dir, kd_creds *ret);
+/* A new bearer token: 32 random bytes, hex (malloc'd). 0, -EIO, -ENOMEM. */
+int kd_token_make(char **ret);
 void kd_creds_free(kd_creds *c);
 
 typedef enum kd_kind { KD_NODE, KD_SLICE, KD_CLAIM, KD_NKINDS } kd_kind;
@@ -84,6 +86,18 @@ typedef struct kd_watch {
     kdp__timer *timeout;
 } kd_watch;
 
+/* What `kdpctl dra apiserver` plays (dra_faults.c). */
+typedef struct kd_faults {
+    unsigned code; /* answered to the next `left` requests */
+    unsigned long left;
+    unsigned long conflicts; /* slice writes answered 409 */
+    bool down;
+    bool relisten_said;
+    kdp__timer *up; /* the outage's end */
+    char host[100], port[8];
+    kd_lines input; /* stdin, when not `dra run`'s */
+} kd_faults;
+
 struct kd_api {
     const kd_opts *o;
     kdp__loop *loop;
@@ -106,6 +120,10 @@ struct kd_api {
     int exit;
     bool owns_loop; /* not `dra run`'s */
     bool reused;    /* credentials found in --dir and served again */
+    kd_faults faults;
+    /* Answers a request before it is served when it returns true (the
+     * faults'; NULL: none). */
+    bool (*intercept)(kd_api *a, kd_hreq *r);
 };
 
 /* The kinds' names. */
@@ -145,6 +163,9 @@ void kd_now(char buf[32]);
 void kd_rest(kd_api *a, kd_hreq *r, kd_kind k, const char *ns, const char *name, const char *sub);
 /* Answers a Status error. */
 void kd_status(kd_hreq *r, unsigned code, const char *reason, const char *message);
+/* The same with a header "Name: value" (NULL: none). */
+void kd_status_with(kd_hreq *r, unsigned code, const char *reason, const char *message,
+                    const char *header);
 /* Answers a JSON object. */
 void kd_reply_json(kd_hreq *r, unsigned code, const json_t *o);
 
@@ -170,6 +191,21 @@ int kd_cmd_apiserver(const kd_opts *o);
  * status with the failure printed; kd_apiserver_close() either way. */
 int kd_apiserver_open(kd_api *a, const kd_opts *o, kdp__loop *shared);
 void kd_apiserver_close(kd_api *a);
+
+/* Writes DIR's files: ca.crt, server.crt, server.key, token, kubeconfig
+ * (the token in it) and kubeconfig-tokenfile (tokenFile: DIR/token, read
+ * again by a client after a 401). 0 or -errno. */
+int kd_api_write_files(kd_api *a);
+
+/* dra_faults.c */
+/* Starts the faults (and reads stdin for their commands when read_stdin). */
+int kd_faults_start(kd_api *a, bool read_stdin);
+void kd_faults_stop(kd_api *a);
+/* A fault command (argv[0] its name): true when it is one (done, or its
+ * error said). */
+bool kd_fault_command(kd_api *a, char **argv, size_t argc);
+/* Answers r when a fault is armed for it: true then. */
+bool kd_fault_answer(kd_api *a, kd_hreq *r);
 
 /* dra_run.c */
 int kd_cmd_run(const kd_opts *o);

@@ -32,8 +32,9 @@ static int write_file(const char *dir, const char *name, const char *data, mode_
     return kdp__replace_file(path, data, strlen(data), mode);
 }
 
-static int write_files(kd_api *a, const char *dir)
+int kd_api_write_files(kd_api *a)
 {
+    const char *dir = a->o->dir;
     int r = kl_mkdir_p(dir);
     if (r == 0) {
         r = write_file(dir, "ca.crt", a->creds.ca_pem, 0644);
@@ -51,31 +52,32 @@ static int write_files(kd_api *a, const char *dir)
     if (r == 0 && !realpath(dir, abs)) {
         r = -errno;
     }
-    kc_buf kc = {0};
-    kc_buf_printf(&kc,
-                  "apiVersion: v1\n"
-                  "kind: Config\n"
-                  "clusters:\n"
-                  "- name: kdpctl\n"
-                  "  cluster:\n"
-                  "    server: %s\n"
-                  "    certificate-authority: %s/ca.crt\n"
-                  "users:\n"
-                  "- name: kdpctl\n"
-                  "  user:\n"
-                  "    token: %s\n"
-                  "contexts:\n"
-                  "- name: kdpctl\n"
-                  "  context:\n"
-                  "    cluster: kdpctl\n"
-                  "    user: kdpctl\n"
-                  "    namespace: default\n"
-                  "current-context: kdpctl\n",
-                  a->server, abs, a->creds.token);
-    if (r == 0) {
-        r = kc.failed ? -ENOMEM : write_file(dir, "kubeconfig", kc.s, 0600);
+    static const char form[] = "apiVersion: v1\n"
+                               "kind: Config\n"
+                               "clusters:\n"
+                               "- name: kdpctl\n"
+                               "  cluster:\n"
+                               "    server: %s\n"
+                               "    certificate-authority: %s/ca.crt\n"
+                               "users:\n"
+                               "- name: kdpctl\n"
+                               "  user:\n"
+                               "    %s: %s%s\n"
+                               "contexts:\n"
+                               "- name: kdpctl\n"
+                               "  context:\n"
+                               "    cluster: kdpctl\n"
+                               "    user: kdpctl\n"
+                               "    namespace: default\n"
+                               "current-context: kdpctl\n";
+    for (int file = 0; file < 2 && r == 0; file++) {
+        kc_buf kc = {0};
+        kc_buf_printf(&kc, form, a->server, abs, file ? "tokenFile" : "token", file ? abs : "",
+                      file ? "/token" : a->creds.token);
+        r = kc.failed ? -ENOMEM
+                      : write_file(dir, file ? "kubeconfig-tokenfile" : "kubeconfig", kc.s, 0600);
+        kc_buf_free(&kc);
     }
-    kc_buf_free(&kc);
     return r;
 }
 
@@ -159,7 +161,9 @@ static void on_deadline(kdp__timer *t, void *ud)
 static void on_reap(kdp__timer *t, void *ud)
 {
     kd_api *a = ud;
-    (void)kd_http_reap(a->http);
+    if (a->http) { /* not down */
+        (void)kd_http_reap(a->http);
+    }
     if (a->watches) {
         kdp__timer_start(t, KD_REAP_US);
     }
@@ -244,7 +248,11 @@ static int start(kd_api *a, const char **stage)
                  strcmp(host, "0.0.0.0") == 0 || !*host ? "127.0.0.1" : host, v6 ? "]" : "",
                  kd_http_port(a->http));
         *stage = "write the files in";
-        r = write_files(a, o->dir);
+        r = kd_api_write_files(a);
+    }
+    if (r == 0) {
+        *stage = "read stdin for";
+        r = kd_faults_start(a, a->owns_loop);
     }
     return r == 0 ? add_nodes(a) : r;
 }
@@ -304,6 +312,7 @@ static void say_failure(kd_api *a, const char *stage, int r)
 
 void kd_apiserver_close(kd_api *a)
 {
+    kd_faults_stop(a);
     kd_http_free(a->http); /* ends the watches: their close callbacks free them */
     a->http = NULL;
     kd_watches_free(a);

@@ -453,14 +453,11 @@ static void start_call(kd *k, bool prepare, char **argv, size_t argc)
 static void run_line(kd *k, char *line)
 {
     char *argv[KD_MAX_CLAIMS + 3];
-    size_t argc = 0;
-    for (char *save = NULL, *tok = strtok_r(line, " \t\r", &save); tok;
-         tok = strtok_r(NULL, " \t\r", &save)) {
-        if (argc == sizeof(argv) / sizeof(argv[0])) {
-            say_error(k, "too many words in one command", NULL);
-            return;
-        }
-        argv[argc++] = tok;
+    size_t cap = sizeof(argv) / sizeof(argv[0]);
+    size_t argc = kd_words(line, argv, cap);
+    if (argc > cap) {
+        say_error(k, "too many words in one command", NULL);
+        return;
     }
     if (argc == 0 || argv[0][0] == '#') {
         return;
@@ -476,59 +473,32 @@ static void run_line(kd *k, char *line)
         } else {
             say_error(k, "health: no such driver registered", "`state` lists the drivers");
         }
-    } else {
+    } else if (!k->more || !k->more(argv, argc, k->more_ud)) {
         char text[300];
         snprintf(text, sizeof(text), "unknown command \"%.200s\" (or wrong arguments)", argv[0]);
         say_error(k, text,
-                  "commands: prepare DRIVER NS/NAME/UID..., unprepare DRIVER NS/NAME/UID..., "
-                  "state, health DRIVER");
+                  k->more ? "commands: prepare DRIVER NS/NAME/UID..., unprepare DRIVER "
+                            "NS/NAME/UID..., state, health DRIVER; " KD_FAULT_USAGE
+                          : "commands: prepare DRIVER NS/NAME/UID..., unprepare DRIVER "
+                            "NS/NAME/UID..., state, health DRIVER");
     }
 }
 
-static void on_input(kdp__io *io, uint32_t events, void *ud)
+static void on_line(char *line, void *ud)
 {
-    (void)events;
-    kd *k = ud;
-    char buf[4096];
-    ssize_t n = read(kdp__io_fd(io), buf, sizeof(buf));
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        return;
-    }
-    if (n <= 0) {
-        kd_input_stop(k); /* EOF: keep running until a signal or --timeout */
-        return;
-    }
-    for (ssize_t i = 0; i < n; i++) {
-        if (buf[i] != '\n') {
-            if (k->line.len < KD_MAX_LINE) {
-                kc_buf_add(&k->line, &buf[i], 1);
-            } else {
-                k->line_dropped = true;
-            }
-            continue;
-        }
-        if (k->line_dropped) {
-            say_error(k, "a command longer than 64 KiB: ignored", NULL);
-        } else if (k->line.len && !k->line.failed) {
-            run_line(k, k->line.s);
-        }
-        k->line_dropped = false;
-        kc_buf_reset(&k->line);
+    if (line) {
+        run_line(ud, line);
+    } else {
+        say_error(ud, "a command longer than 64 KiB: ignored", NULL);
     }
 }
 
 int kd_input_start(kd *k)
 {
-    int r = kdp__io_add(k->loop, STDIN_FILENO, 0x001 /* EPOLLIN */, on_input, k, &k->in);
-    if (r == -EPERM) {
-        return 0; /* a regular file or /dev/null: no commands */
-    }
-    return r;
+    return kd_lines_start(&k->input, k->loop, on_line, k);
 }
 
 void kd_input_stop(kd *k)
 {
-    kdp__io_del(k->in);
-    k->in = NULL;
-    kc_buf_free(&k->line);
+    kd_lines_stop(&k->input);
 }

@@ -124,13 +124,26 @@ static const kd_sub subs[] = {
      "changes: pool, generation, devices with their attributes and capacities.\n"
      "Bounds: 10000 objects, 4 MiB bodies, 64 watches, 128 connections, the last 1000\n"
      "events for watches that resume (older: 410 Expired).\n"
+     "\n"
+     "Faults for a driver to survive, commands on stdin, one a line:\n"
+     "  down SECONDS       an outage: the port closed, connections and watches ended,\n"
+     "                     back on the same port SECONDS later (1-3600)\n"
+     "  fail CODE [COUNT]  the next COUNT requests (default 1) answered CODE (400-599) as\n"
+     "                     a Status; 429 and 503 with Retry-After: 1\n"
+     "  conflict [COUNT]   the next COUNT updates of slices answered 409 Conflict\n"
+     "  edit-slice NAME    the slice edited by someone else: its last device (or counter\n"
+     "                     set) removed, a new generation\n"
+     "  delete-slice NAME  the slice deleted\n"
+     "  rotate-token       a new token in DIR/token and the kubeconfigs, the old one\n"
+     "                     refused (a client of DIR/kubeconfig-tokenfile reads it again)\n"
+     "  faults             what is armed\n"
      "Runs until SIGINT or SIGTERM (exit 0) or for --timeout D (exit 0).\n"
-     "  --dir DIR            where ca.crt, server.crt, server.key, token and kubeconfig\n"
-     "                       are written (created), and found again\n"
+     "  --dir DIR            where ca.crt, server.crt, server.key, token, kubeconfig and\n"
+     "                       kubeconfig-tokenfile are written (created), and found again\n"
      "  --listen HOST:PORT   the address (default: DIR/kubeconfig's, else 127.0.0.1:0)\n"
      "  --node NAME          a Node object (repeatable)\n"
      "  --json               one JSON object per line on stdout (event: ready, request,\n"
-     "                       slice, exit)\n"
+     "                       slice, fault, exit)\n"
      "  --timeout D          run for D, then exit 0\n"},
     {"run",
      KD_F_ROOT | KD_F_VERSIONS | KD_F_NO_HEALTH | KD_F_HEALTH_VERSIONS | KD_F_DIR | KD_F_LISTEN |
@@ -141,7 +154,9 @@ static const kd_sub subs[] = {
      "                      [--health-versions v1,v1alpha1|legacy] [--json] [--timeout D]",
      "`kdpctl dra apiserver` and `kdpctl dra kubelet` in one process, on one loop: the API\n"
      "server's files in DIR (the driver's --kubeconfig DIR/kubeconfig), the kubelet side\n"
-     "on ROOT/plugins_registry, its commands (prepare, unprepare, state, health) on stdin.\n"
+     "on ROOT/plugins_registry, its commands (prepare, unprepare, state, health) and the\n"
+     "API server's (down, fail, conflict, edit-slice, delete-slice, rotate-token, faults)\n"
+     "on stdin.\n"
      "SIGHUP restarts the kubelet side only: the API server keeps its objects.\n"
      "See kdpctl dra help apiserver and kdpctl dra help kubelet for each side.\n"},
     {"claim",

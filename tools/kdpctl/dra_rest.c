@@ -19,28 +19,39 @@
 
 /* ---- answers ---- */
 
-void kd_reply_json(kd_hreq *r, unsigned code, const json_t *o)
+static void reply_json_with(kd_hreq *r, unsigned code, const json_t *o, const char *header)
 {
     char *s = json_dumps(o, JSON_COMPACT);
     if (!s) {
         kd_http_reply(r, 500, "text/plain", "out of memory\n", 14, NULL);
         return;
     }
-    kd_http_reply(r, code, "application/json", s, strlen(s), NULL);
+    kd_http_reply(r, code, "application/json", s, strlen(s), header);
     free(s);
 }
 
-void kd_status(kd_hreq *r, unsigned code, const char *reason, const char *message)
+void kd_reply_json(kd_hreq *r, unsigned code, const json_t *o)
+{
+    reply_json_with(r, code, o, NULL);
+}
+
+void kd_status_with(kd_hreq *r, unsigned code, const char *reason, const char *message,
+                    const char *header)
 {
     json_t *st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion",
                            "v1", "metadata", "status", "Failure", "message", message, "reason",
                            reason, "code", (int)code);
     if (!st) {
-        kd_http_reply(r, code, "text/plain", message, strlen(message), NULL);
+        kd_http_reply(r, code, "text/plain", message, strlen(message), header);
         return;
     }
-    kd_reply_json(r, code, st);
+    reply_json_with(r, code, st, header);
     json_decref(st);
+}
+
+void kd_status(kd_hreq *r, unsigned code, const char *reason, const char *message)
+{
+    kd_status_with(r, code, reason, message, NULL);
 }
 
 static void not_found(kd_hreq *r, kd_kind k, const char *name)

@@ -278,7 +278,9 @@ void kd_api_request(kd_hreq *r, void *ud)
         }
         seg[n++] = s;
     }
-    if (too_many || n == 0) {
+    if (a->intercept && a->intercept(a, r)) {
+        /* answered as a fault armed */
+    } else if (too_many || n == 0) {
         unknown(r);
     } else {
         route(a, r, seg, n);

@@ -53,6 +53,12 @@ static void on_deadline(kdp__timer *t, void *ud)
     stop(ud, "timeout");
 }
 
+/* The API server's commands (faults) on the kubelet's stdin. */
+static bool more(char **argv, size_t argc, void *ud)
+{
+    return kd_fault_command(ud, argv, argc);
+}
+
 static int open_loop(kd_run *r)
 {
     static const int signals[3] = {SIGINT, SIGTERM, SIGHUP};
@@ -81,6 +87,8 @@ int kd_cmd_run(const kd_opts *o)
         e = kc_fail_errno(&(kc_opts){.cmd = "dra run", .json = o->json}, "start", e);
     } else if ((e = kd_apiserver_open(a, o, run.loop)) == 0 &&
                (e = kd_kubelet_open(k, o, run.loop)) == 0) {
+        k->more = more;
+        k->more_ud = a;
         int r = kdp__loop_run(run.loop);
         e = r < 0 ? kc_fail_errno(&(kc_opts){.cmd = "dra run", .json = o->json}, "event loop", r)
                   : KC_EXIT_OK;

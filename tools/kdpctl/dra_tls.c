@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <openssl/bio.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
@@ -107,6 +108,25 @@ static char *key_pem(EVP_PKEY *k)
     return s;
 }
 
+int kd_token_make(char **ret)
+{
+    unsigned char tok[32];
+    *ret = NULL;
+    if (RAND_bytes(tok, sizeof(tok)) != 1) {
+        return -EIO;
+    }
+    char *t = malloc(sizeof(tok) * 2 + 1);
+    if (!t) {
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < sizeof(tok); i++) {
+        snprintf(t + 2 * i, 3, "%02x", tok[i]);
+    }
+    OPENSSL_cleanse(tok, sizeof(tok));
+    *ret = t;
+    return 0;
+}
+
 int kd_tls_make(kd_creds *ret)
 {
     memset(ret, 0, sizeof(*ret));
@@ -115,19 +135,12 @@ int kd_tls_make(kd_creds *ret)
     X509 *ca = ca_key ? make_cert(ca_key, "kdpctl-dra-ca", NULL, NULL, true) : NULL;
     X509 *srv =
         ca && srv_key ? make_cert(srv_key, "kdpctl-dra-apiserver", ca, ca_key, false) : NULL;
-    unsigned char tok[32];
-    int r = srv && RAND_bytes(tok, sizeof(tok)) == 1 ? 0 : -EIO;
+    int r = srv ? kd_token_make(&ret->token) : -EIO;
     if (r == 0) {
         ret->ca_pem = cert_pem(ca);
         ret->cert_pem = cert_pem(srv);
         ret->key_pem = key_pem(srv_key);
-        ret->token = malloc(sizeof(tok) * 2 + 1);
-        r = ret->ca_pem && ret->cert_pem && ret->key_pem && ret->token ? 0 : -ENOMEM;
-    }
-    if (r == 0) {
-        for (size_t i = 0; i < sizeof(tok); i++) {
-            snprintf(ret->token + 2 * i, 3, "%02x", tok[i]);
-        }
+        r = ret->ca_pem && ret->cert_pem && ret->key_pem ? 0 : -ENOMEM;
     }
     X509_free(ca);
     X509_free(srv);
