@@ -164,6 +164,20 @@ static void stop(kd *k, const char *reason)
     kdp__loop_quit(k->loop);
 }
 
+/* Every plugin, call and the directory's watch dropped. */
+static void forget_all(kd *k)
+{
+    kd_calls_cancel(k, NULL);
+    while (k->plugins) {
+        kd_plugin *p = k->plugins;
+        k->plugins = p->next;
+        k->n_plugins--;
+        plugin_destroy(p);
+    }
+    kc_regdir_free(k->regdir);
+    k->regdir = NULL;
+}
+
 void kd_kubelet_restart(kd *k)
 {
     if (k->o->json) {
@@ -175,15 +189,7 @@ void kd_kubelet_restart(kd *k)
                "plugins_registry walked again, every driver registered anew; the prepared "
                "claims kept, as the kubelet's checkpoint keeps them)");
     }
-    /* like a dying kubelet: every connection goes at once */
-    kd_calls_cancel(k, NULL);
-    while (k->plugins) {
-        kd_plugin *p = k->plugins;
-        k->plugins = p->next;
-        k->n_plugins--;
-        plugin_destroy(p);
-    }
-    kc_regdir_free(k->regdir);
+    forget_all(k); /* like a dying kubelet: every connection goes at once */
     k->regdir = NULL;
     int r = watch_start(k);
     if (r < 0) {
@@ -212,14 +218,7 @@ static void on_deadline(kdp__timer *t, void *ud)
 void kd_kubelet_close(kd *k)
 {
     kd_input_stop(k);
-    kd_calls_cancel(k, NULL);
-    while (k->plugins) {
-        kd_plugin *p = k->plugins;
-        k->plugins = p->next;
-        k->n_plugins--;
-        plugin_destroy(p);
-    }
-    kc_regdir_free(k->regdir);
+    forget_all(k);
     kdp__timer_free(k->deadline);
     for (int i = 0; i < 3; i++) {
         kdp__signal_free(k->sig[i]);
