@@ -190,7 +190,6 @@ void kd_kubelet_restart(kd *k)
                "claims kept, as the kubelet's checkpoint keeps them)");
     }
     forget_all(k); /* like a dying kubelet: every connection goes at once */
-    k->regdir = NULL;
     int r = watch_start(k);
     if (r < 0) {
         char text[4400];
