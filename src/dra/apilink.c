@@ -275,3 +275,17 @@ void kdp__dra_api_free(kdp__dra_api *a)
     kdp__kconfig_free(a->kc);
     free(a);
 }
+
+bool kdp__dra_api_get_stats(const kdp__dra_api *a, kdp__slices_status *slices, kdp__api_stats *api)
+{
+    if (!a) {
+        return false;
+    }
+    if (slices) {
+        kdp__slices_get_status(a->slices, slices);
+    }
+    if (api) {
+        kdp__api_get_stats(a->api, api);
+    }
+    return true;
+}

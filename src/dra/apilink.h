@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "dra/claimrec.h"
+#include "k8s/api.h"
 #include "k8s/claimstatus.h"
 #include "k8s/slices.h"
 #include "kdp_dra.h"
@@ -59,6 +60,9 @@ void kdp__dra_api_cancel(kdp__dra_api *a, void *handle);
 int kdp__dra_api_write_status(kdp__dra_api *a, const kdp_dra_claim_ref *ref,
                               const kdp__cstat_entry *e, size_t n, kdp__cstat_done_cb done,
                               void *ud, kdp__cstat_req **ret);
+/* The slices' status and the API client's figures (either may be NULL).
+ * False when there is no API server (a is NULL). */
+bool kdp__dra_api_get_stats(const kdp__dra_api *a, kdp__slices_status *slices, kdp__api_stats *api);
 /* The devices and counter sets to publish (copied). */
 void kdp__dra_api_publish(kdp__dra_api *a, const kdp__slice_dev *devs, size_t n,
                           const kdp_dra_counter_set *sets, size_t n_sets);

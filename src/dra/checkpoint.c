@@ -350,3 +350,17 @@ size_t kdp__ckpt_count(kdp__ckpt *c)
 {
     return atomic_load(&c->count);
 }
+
+size_t kdp__ckpt_count_shares(kdp__ckpt *c)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->claims.n; i++) {
+        const kdp__dra_rec *r = c->claims.recs[i];
+        for (size_t j = 0; j < r->n_devs; j++) {
+            n += r->devs[j].share_id != NULL;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}

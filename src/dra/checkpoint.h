@@ -84,5 +84,8 @@ int kdp__ckpt_modify(kdp__ckpt *c, const char *uid, int (*fn)(kdp__dra_rec *rec,
 bool kdp__ckpt_conflict(kdp__ckpt *c, const kdp__dra_rec *rec, char *who, char *dev, size_t len);
 /* The claims recorded, as last read or written (an atomic). */
 size_t kdp__ckpt_count(kdp__ckpt *c);
+/* The shares (devices with a share ID) the claims recorded hold, as last
+ * read or written. */
+size_t kdp__ckpt_count_shares(kdp__ckpt *c);
 
 #endif

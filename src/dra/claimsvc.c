@@ -52,7 +52,11 @@ struct pcall {
     size_t left;
     slot *slots;
     kdp__timer *deadline;
+    uint64_t start_us;
 };
+
+const double kdp__dra_svc_bounds[KDP__DRA_SVC_BOUNDS] = {
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 45};
 
 const char *kdp__dra_uid_problem(const char *uid)
 {
@@ -208,9 +212,32 @@ static void reply_unprepare(pcall *pc)
     free(ones);
 }
 
+/* The call and its claims' outcomes, counted. */
+static void count(const pcall *pc)
+{
+    kdp__dra_svc_stats *st = &pc->s->stats;
+    int op = pc->unprepare;
+    double s = (double)(kdp__now_us() - pc->start_us) / 1e6;
+    size_t b = 0;
+    while (b < KDP__DRA_SVC_BOUNDS && s > kdp__dra_svc_bounds[b]) {
+        b++;
+    }
+    st->calls[op]++;
+    st->buckets[op][b]++;
+    st->seconds[op] += s;
+    for (size_t i = 0; i < pc->n; i++) {
+        if (pc->slots[i].ok) {
+            st->claims_ok[op]++;
+        } else {
+            st->claims_failed[op]++;
+        }
+    }
+}
+
 static void pcall_reply(pcall *pc)
 {
     if (pc->call) {
+        count(pc);
         if (pc->unprepare) {
             reply_unprepare(pc);
         } else {
@@ -285,6 +312,7 @@ static pcall *pcall_new(kdp__dra_claimsvc *s, kdp__call *call, size_t n, bool un
     pc->s = s;
     pc->call = call;
     pc->unprepare = unprepare;
+    pc->start_us = kdp__now_us();
     pc->v1beta1 = strstr(kdp__call_path(call), ".v1beta1.") != NULL;
     pc->slots = calloc(n ? n : 1, sizeof(*pc->slots));
     if (!pc->slots || kdp__timer_new(s->loop, on_deadline, pc, &pc->deadline) < 0) {

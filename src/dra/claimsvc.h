@@ -17,12 +17,27 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/list.h"
 #include "dra/claimops.h"
 #include "grpc/server.h"
 
 #define KDP__DRA_MAX_CLAIMS_PER_CALL 1024U
+
+/* The calls answered, for /metrics: [0] NodePrepareResources, [1]
+ * NodeUnprepareResources; their claims by outcome and the time each call
+ * took to be answered, in buckets of kdp__dra_svc_bounds (seconds; the
+ * last one counts those above). */
+#define KDP__DRA_SVC_BOUNDS 14
+typedef struct kdp__dra_svc_stats {
+    unsigned long calls[2];
+    unsigned long claims_ok[2];
+    unsigned long claims_failed[2];
+    uint64_t buckets[2][KDP__DRA_SVC_BOUNDS + 1];
+    double seconds[2];
+} kdp__dra_svc_stats;
+extern const double kdp__dra_svc_bounds[KDP__DRA_SVC_BOUNDS];
 
 typedef struct kdp__dra_claimsvc {
     kdp__loop *loop;
@@ -33,6 +48,7 @@ typedef struct kdp__dra_claimsvc {
     void (*called)(void *ud, const char *version);
     void *ud;
     kdp__link calls; /* answered yet */
+    kdp__dra_svc_stats stats;
 } kdp__dra_claimsvc;
 
 void kdp__dra_claimsvc_init(kdp__dra_claimsvc *s, kdp__loop *l, kdp__dra_claims *claims,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * driver_int: the DRA driver's struct, for driver.c (the owner: life,
- * hooks, the public calls) and fanout.c (what it tells its parts: the
- * health stream's list, the slices' devices and taints) only.
+ * hooks, the public calls), fanout.c (what it tells its parts: the
+ * health stream's list, the slices' devices and taints) and drametrics.c (its
+ * figures on /metrics) only.
  */
 #ifndef KDP_DRA_DRIVER_INT_H
 #define KDP_DRA_DRIVER_INT_H

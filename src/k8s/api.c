@@ -265,6 +265,7 @@ static void hc_done(kdp__httpc_call *hc, int status, long code, const char *body
     kdp__api_req *c = ud;
     kdp__api *a = c->a;
     c->hc = NULL;
+    kdp__api_counts_add(&a->stats.requests, c->watch ? "WATCH" : c->method, status < 0 ? 0 : code);
     if (status < 0) {
         transport_error(c, status, error);
         return;

@@ -34,6 +34,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "k8s/apicount.h"
 #include "k8s/kconfig.h"
 #include "runtime/loop.h"
 
@@ -137,6 +138,7 @@ typedef struct kdp__api_stats {
     unsigned long retries_401;
     unsigned long token_reads;
     size_t in_flight;
+    kdp__api_counts requests; /* each HTTP request (a 401's retry too) */
 } kdp__api_stats;
 void kdp__api_get_stats(const kdp__api *a, kdp__api_stats *ret);
 

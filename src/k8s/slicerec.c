@@ -16,6 +16,18 @@
 
 /* ---- small pieces ---- */
 
+const char *const kdp__sr_fail_names[KDP__SR_NFAIL] = {"discovery", "node",  "list", "write",
+                                                       "conflict",  "watch", "start"};
+
+static void count_failure(kdp__sr *s, const char *key)
+{
+    size_t i = 0;
+    while (i + 1 < KDP__SR_NFAIL && strcmp(kdp__sr_fail_names[i], key) != 0) {
+        i++;
+    }
+    s->st.failures[i]++;
+}
+
 static kdp__sr_want want_of(const kdp__sr *s)
 {
     return (kdp__sr_want){.devs = s->devs,
@@ -138,6 +150,7 @@ static void fail_with(kdp__sr *s, const char *key, int err, const char *why, kdp
     }
     s->failing = true;
     s->st.err = err;
+    count_failure(s, key);
     snprintf(s->st.error, sizeof(s->st.error), "%s: %s", key, w);
     s->st.published = false;
     s->retry_at_us = now + kdp__backoff_next(bo);
@@ -342,7 +355,7 @@ void kdp__sr_watch_ended(kdp__sr *s, int err, const char *why, uint64_t now)
         return;
     }
     log_info("k8s: the slices' watch ended: %s: listing again", why ? why : strerror(-err));
-    /* a gap: list again (the watch resumes from the list) */
+    count_failure(s, "watch"); /* a gap: list again (the watch resumes from the list) */
     s->need_list = true;
     s->watch_rv[0] = '\0';
     if (err != -EIDRM) {

@@ -76,6 +76,8 @@ typedef struct kdp__sr_action {
 } kdp__sr_action;
 
 /* What the pool is, as published. */
+#define KDP__SR_NFAIL 7
+
 typedef struct kdp__sr_status {
     bool published;      /* the API server has the devices last set */
     uint64_t generation; /* the pool's */
@@ -86,7 +88,12 @@ typedef struct kdp__sr_status {
     char error[256];  /* the last failure, "" once published */
     int err;          /* its -errno (0: none) */
     unsigned long writes, lists, conflicts;
+    unsigned long failures[KDP__SR_NFAIL]; /* by kind: kdp__sr_fail_names */
 } kdp__sr_status;
+
+/* The kinds of failure counted: "discovery", "node", "list", "write",
+ * "conflict", "watch" (one that ended with an error), "start". */
+extern const char *const kdp__sr_fail_names[KDP__SR_NFAIL];
 
 typedef struct kdp__sr {
     char driver[KDP__K8S_DRIVER_NAME_MAX + 1];

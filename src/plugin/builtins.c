@@ -6,6 +6,7 @@
 
 #include "grpc/wire.h"
 #include "kdp.h"
+#include "plugin/plugin.h"
 #include "plugin/probe.h"
 
 static const double bounds[KDP__HIST_N] = KDP__HIST_BOUNDS;
@@ -333,6 +334,28 @@ static void probes(kdp__expfmt *w, const kdp__pview *v, size_t n)
                  "1 while the health subsystem is down (the last probe said so).", get_probe_down);
 }
 
+/* The extensions' families: each table once, the samples of every plugin
+ * that has it under its header. */
+static void ext_families(kdp__expfmt *w, const kdp__pview *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const kdp__plugin_ext *e = v[i].ext_hooks;
+        bool first = e != NULL;
+        for (size_t j = 0; first && j < i; j++) {
+            first = !v[j].ext_hooks || v[j].ext_hooks->families != e->families;
+        }
+        for (size_t f = 0; first && f < e->n_families; f++) {
+            kdp__expfmt_family(w, e->families[f].name, e->families[f].type, e->families[f].help);
+            for (size_t j = i; j < n; j++) {
+                const kdp__plugin_ext *o = v[j].ext_hooks;
+                if (o && o->families == e->families) {
+                    o->metrics(o->ud, f, v[j].resource, w);
+                }
+            }
+        }
+    }
+}
+
 void kdp__builtins_render(const kdp__pview *v, size_t n, kdp__expfmt *w)
 {
     kdp__expfmt_family(w, "kdp_build_info", "gauge", "kdp's version; always 1.");
@@ -366,4 +389,5 @@ void kdp__builtins_render(const kdp__pview *v, size_t n, kdp__expfmt *w)
                "The kubelet's limit on a ListAndWatch message (4 MiB).", get_limit);
     health(w, v, n);
     probes(w, v, n);
+    ext_families(w, v, n);
 }

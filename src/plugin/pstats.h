@@ -80,6 +80,9 @@ typedef struct kdp__pview {
     bool device_plugin; /* the device-plugin side is served (false: the ext only) */
     const char *ext_name;
     char ext_why[256];
+    /* Its families on /metrics and their writer (valid while the page is
+     * written, on the loop thread), or NULL. */
+    const struct kdp__plugin_ext *ext_hooks;
 } kdp__pview;
 
 static inline void kdp__pstats_init(kdp__pstats *s)

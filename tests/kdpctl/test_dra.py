@@ -14,6 +14,7 @@ usage: KDP_BIN_DIR=<build>/bin /usr/bin/python3 test_dra.py [-v] [Class.test ...
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import ssl
@@ -27,9 +28,16 @@ import kdptest  # noqa: E402,F401
 from kdptest import T  # noqa: E402
 from kdptest.apiserver import ApiServer  # noqa: E402
 from kdptest.kubelet import Kubelet  # noqa: E402
-from kdptest.proc import Proc, ProcTest, binary, run, sanitizer_report  # noqa: E402
+from kdptest.proc import Proc, ProcTest, binary, bin_dir, run, sanitizer_report  # noqa: E402
 
 DRV = "gopher.example.com"
+
+
+def promparse():
+    """Prometheus's own text parser (tests/metrics/build.sh)."""
+    return os.environ.get("KDP_PROMPARSE") or os.path.join(bin_dir(), "..", "metrics-go",
+                                                            "kdp-promparse")
+
 NODE = "node-a"
 TDRV = "test.example.com"
 
@@ -94,7 +102,7 @@ class Base(ProcTest):
         with open(self.path("gophers", name), "w") as f:
             f.write(content)
 
-    def gopher_dra(self, kubeconfig, env=None):
+    def gopher_dra(self, kubeconfig, env=None, args=()):
         extra = env or {}
         env = {k: v for k, v in os.environ.items()
                if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "NODE_NAME", "POD_UID")}
@@ -102,7 +110,7 @@ class Base(ProcTest):
         p = Proc([binary("kdp-example-gopher-dra"), "--devices-dir", self.path("gophers"),
                   "--kubelet-root", self.root, "--dra", DRV, "--node", NODE,
                   "--cdi-dir", self.path("cdi"), "--state-dir", self.path("state"),
-                  "--kubeconfig", kubeconfig], "gopher-dra", env=env)
+                  "--kubeconfig", kubeconfig] + list(args), "gopher-dra", env=env)
         return self.start_proc(p)
 
 
@@ -444,6 +452,81 @@ class ApiServerSide(Base):
             self.assertIn(text, fault(line)["error"])
         self.assertEqual(fault("faults")["detail"],
                          "up; fail: 0 more (code 503); conflict: 0 more")
+
+    def test_metrics(self):
+        """The DRA families on the driver's /metrics page, read by Prometheus's own parser
+        (kdp-promparse): calls and claims by outcome, prepared claims, the slices and their
+        failures, the API server's answers by verb and code."""
+        for i in range(3):
+            self.gopher_file("gopher%d" % i)
+        api = self.dra_apiserver()
+        kl = self.dra_kubelet()
+        drv = self.gopher_dra(api.kubeconfig, args=["--metrics-address", "127.0.0.1:0"])
+        addr = re.search(r"metrics: serving /metrics and /healthz on (\S+)",
+                         drv.wait_log(r"metrics: serving")).group(1)
+        kl.wait_event("registered", driver=DRV)
+        api.wait_event("slice", type="ADDED", since=0)
+        u1 = self.claim(api.kubeconfig, "m1", ["gopher0", "gopher1"])
+        m = kl.mark()
+        missing = "00000000-0000-4000-8000-000000000000"
+        kl.send("prepare %s default/m1/%s default/nosuch/%s" % (DRV, u1, missing))
+        kl.wait_event("prepared", since=m, uid=u1)
+        m = api.mark()
+        api.send("conflict 1")
+        api.wait_event("fault", since=m)
+        self.gopher_file("gopher3")
+        api.wait_event(lambda e: e.get("event") == "slice" and len(e["devices"]) == 4, since=m)
+
+        def page():
+            c = http.client.HTTPConnection(*addr.rsplit(":", 1), timeout=T)
+            c.request("GET", "/metrics")
+            text = c.getresponse().read().decode()
+            c.close()
+            p = run([promparse()], T, input=text, echo=False)
+            self.assertEqual(p.returncode, 0, p.stderr + text)
+            return json.loads(p.stdout)
+
+        def val(fams, name, **labels):
+            hits = [x for x in fams[name]["metrics"]
+                    if all(x["labels"].get(k) == v for k, v in labels.items())]
+            self.assertEqual(len(hits), 1, (name, labels, fams.get(name)))
+            return hits[0]
+
+        deadline = time.monotonic() + T
+        while True:  # the publish after the 409 may still be on its way
+            f = page()
+            if val(f, "kdp_dra_slice_devices")["value"] == 4 or \
+                    time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        one = {"driver": DRV}
+        self.assertEqual(val(f, "kdp_dra_registered", **one)["value"], 1)
+        self.assertEqual(val(f, "kdp_dra_claims_total", op="prepare", result="ok")["value"], 1)
+        self.assertEqual(val(f, "kdp_dra_claims_total", op="prepare", result="error")["value"],
+                         1)  # the claim the API server does not have
+        self.assertEqual(val(f, "kdp_dra_prepared_claims")["value"], 1)
+        self.assertEqual(val(f, "kdp_dra_prepared_shares")["value"], 0)
+        h = val(f, "kdp_dra_call_duration_seconds", op="prepare")
+        self.assertEqual(f["kdp_dra_call_duration_seconds"]["type"], "HISTOGRAM")
+        self.assertEqual(h["count"], 1)
+        self.assertEqual(val(f, "kdp_dra_slices_published")["value"], 1)
+        self.assertEqual(val(f, "kdp_dra_slices")["value"], 1)
+        self.assertEqual(val(f, "kdp_dra_slice_devices")["value"], 4)
+        self.assertGreaterEqual(float(val(f, "kdp_dra_pool_generation")["value"]), 2)
+        self.assertEqual(val(f, "kdp_dra_slice_failures_total", reason="conflict")["value"], 1)
+        self.assertEqual(val(f, "kdp_dra_api_requests_total", verb="PUT", code="409")["value"],
+                         1)
+        self.assertGreaterEqual(
+            float(val(f, "kdp_dra_api_requests_total", verb="GET", code="200")["value"]), 3)
+        self.assertEqual(val(f, "kdp_dra_api_requests_total", verb="GET", code="404")["value"],
+                         1)  # the missing claim
+        m = kl.mark()
+        kl.send("unprepare %s default/m1/%s" % (DRV, u1))
+        kl.wait_event("unprepared", since=m, uid=u1)
+        f = page()
+        self.assertEqual(val(f, "kdp_dra_claims_total", op="unprepare", result="ok")["value"],
+                         1)
+        self.assertEqual(val(f, "kdp_dra_prepared_claims")["value"], 0)
 
     def test_kubectl(self):
         kubectl = shutil.which("kubectl")

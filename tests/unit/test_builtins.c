@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "plugin/builtins.h"
+#include "plugin/plugin.h"
 #include "plugin/probe.h"
 
 static kdp__pstats stats;
@@ -213,6 +214,42 @@ static void test_probe_families(void **state)
     free(s);
 }
 
+/* An extension's families: its header once, every plugin's samples under
+ * it, whichever plugins have it (a plugin without one in between). */
+static const kdp__ext_family fams[2] = {{"x_up", "gauge", "Up."}, {"x_total", "counter", "T."}};
+
+static void ext_metrics(void *ud, size_t f, const char *resource, kdp__expfmt *w)
+{
+    kdp__label l = {"resource", resource};
+    kdp__expfmt_sample_u64(w, fams[f].name, &l, 1, (uint64_t)(uintptr_t)ud * 10 + f);
+}
+
+static void test_ext_families(void **state)
+{
+    (void)state;
+    kdp__pstats_init(&stats);
+    kdp__plugin_ext e1 = {
+        .families = fams, .n_families = 2, .metrics = ext_metrics, .ud = (void *)1};
+    kdp__plugin_ext e2 = e1;
+    e2.ud = (void *)2;
+    kdp__pview v[3] = {view("a/one", KDP_PLUGIN_REGISTERED), view("a/none", KDP_PLUGIN_REGISTERED),
+                       view("a/two", KDP_PLUGIN_REGISTERED)};
+    v[0].ext_hooks = &e1;
+    v[2].ext_hooks = &e2;
+    kdp__expfmt w;
+    kdp__expfmt_init(&w);
+    kdp__builtins_render(v, 3, &w);
+    char *s = kdp__expfmt_take(&w, NULL);
+    const char *want = "# HELP x_up Up.\n# TYPE x_up gauge\nx_up{resource=\"a/one\"} 10\n"
+                       "x_up{resource=\"a/two\"} 20\n# HELP x_total T.\n# TYPE x_total counter\n"
+                       "x_total{resource=\"a/one\"} 11\nx_total{resource=\"a/two\"} 21\n";
+    if (!strstr(s, want)) {
+        fail_msg("not on the page:\n%s--- page ---\n%s", want, s);
+    }
+    assert_null(strstr(strstr(s, "# HELP x_up") + 1, "# HELP x_up")); /* once */
+    free(s);
+}
+
 static void test_op_of(void **state)
 {
     (void)state;
@@ -234,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_healthz_two_sides),
         cmocka_unit_test(test_page),
         cmocka_unit_test(test_probe_families),
+        cmocka_unit_test(test_ext_families),
         cmocka_unit_test(test_op_of),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
