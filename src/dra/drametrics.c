@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "dra/drametrics.h"
-
+/* drametrics: the DRA driver's families on /metrics (see driver_int.h). */
 #include <stdio.h>
 
 #include "dra/driver_int.h"

@@ -34,7 +34,6 @@
 #include "dra/counters.h"
 #include "dra/descs.h"
 #include "dra/devstatus.h"
-#include "dra/drametrics.h"
 #include "dra/driver_int.h"
 #include "dra/health.h"
 #include "dra/sockets.h"
@@ -468,9 +467,9 @@ KDP_EXPORT int kdp_plugin_enable_dra(kdp_plugin *p, const kdp_dra_config *cfg,
                            .devices_changed = on_devices_changed,
                            .probe_note = on_probe_note,
                            .health = dra_health,
-                           .families = kdp__dra_families,
-                           .n_families = kdp__dra_n_families,
-                           .metrics = kdp__dra_metrics,
+                           .metrics = {.families = kdp__dra_families,
+                                       .n_families = kdp__dra_n_families,
+                                       .write = kdp__dra_metrics},
                            .name = "DRA",
                            .ud = d};
     if (r == 0) {

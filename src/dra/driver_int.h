@@ -53,6 +53,16 @@ typedef struct kdp__dra {
     kdp_dra_status st;
 } kdp__dra;
 
+/* drametrics.c: the driver's families on the plugin's /metrics page (its
+ * registration, the kubelet's calls and their claims, the claims and shares
+ * prepared, the slices published and their failures, the API server's
+ * answers by verb and code), each series labelled with the plugin's
+ * resource and the driver; and family f's samples of the driver ud. Loop
+ * thread (the page is written there). */
+extern const kdp__ext_family kdp__dra_families[];
+extern const size_t kdp__dra_n_families;
+void kdp__dra_metrics(void *ud, size_t f, const char *resource, kdp__expfmt *w);
+
 /* The pool's devices with their health, to the health stream. */
 void kdp__dra_tell_health(kdp__dra *d);
 /* The published devices to the slices, with their taints. */

@@ -6,7 +6,6 @@
 
 #include "grpc/wire.h"
 #include "kdp.h"
-#include "plugin/plugin.h"
 #include "plugin/probe.h"
 
 static const double bounds[KDP__HIST_N] = KDP__HIST_BOUNDS;
@@ -339,17 +338,17 @@ static void probes(kdp__expfmt *w, const kdp__pview *v, size_t n)
 static void ext_families(kdp__expfmt *w, const kdp__pview *v, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        const kdp__plugin_ext *e = v[i].ext_hooks;
-        bool first = e != NULL;
+        const kdp__ext_metrics *e = &v[i].ext_metrics;
+        bool first = e->write != NULL;
         for (size_t j = 0; first && j < i; j++) {
-            first = !v[j].ext_hooks || v[j].ext_hooks->families != e->families;
+            first = !v[j].ext_metrics.write || v[j].ext_metrics.families != e->families;
         }
         for (size_t f = 0; first && f < e->n_families; f++) {
             kdp__expfmt_family(w, e->families[f].name, e->families[f].type, e->families[f].help);
             for (size_t j = i; j < n; j++) {
-                const kdp__plugin_ext *o = v[j].ext_hooks;
-                if (o && o->families == e->families) {
-                    o->metrics(o->ud, f, v[j].resource, w);
+                const kdp__ext_metrics *o = &v[j].ext_metrics;
+                if (o->write && o->families == e->families) {
+                    o->write(o->ud, f, v[j].resource, w);
                 }
             }
         }

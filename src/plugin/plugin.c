@@ -497,7 +497,8 @@ static void plugin_view(kdp_plugin *p, kdp__pview *out)
         out->ext_name = p->ext.name ? p->ext.name : "extension";
         out->ext_up =
             !p->ext.health || p->ext.health(p->ext.ud, out->ext_why, sizeof(out->ext_why));
-        out->ext_hooks = p->ext.metrics && p->ext.n_families ? &p->ext : NULL;
+        out->ext_metrics = p->ext.metrics;
+        out->ext_metrics.ud = p->ext.ud;
     }
 }
 

@@ -9,12 +9,12 @@
 
 #include <stdbool.h>
 
-#include "base/expfmt.h"
 #include "base/list.h"
 #include "kdp.h"
 #include "plugin/devices.h"
 #include "plugin/jobs.h"
 #include "plugin/probe.h"
+#include "plugin/pstats.h"
 #include "plugin/reg.h"
 #include "runtime/loop.h"
 
@@ -35,14 +35,6 @@ kdp_ctx *kdp__plugin_ctx(const kdp_plugin *p);
 /* ---- extensions: a second API served from the plugin's device table (the
  * DRA driver, src/dra), which plugs in here without src/plugin knowing it.
  * Loop thread, every hook. ---- */
-/* A family of the /metrics page an extension adds ("counter", "gauge" or
- * "histogram"). */
-typedef struct kdp__ext_family {
-    const char *name;
-    const char *type;
-    const char *help;
-} kdp__ext_family;
-
 typedef struct kdp__plugin_ext {
     /* The plugin's table runs (on: listed, its probes and rescans running)
      * or stops (off: the plugin's stop). The extension stands alone: the
@@ -58,13 +50,9 @@ typedef struct kdp__plugin_ext {
     /* What a health check (kdp_ops.probe) said of device id (NULL: every
      * device) and why ("" for OK): see plugin/prober.h. NULL: not told. */
     void (*probe_note)(void *ud, const char *id, kdp__probe_note note, const char *why);
-    /* Its families on the /metrics page (one table for every plugin of
-     * the same kind: the samples of all of them go under one header), and
-     * the writer of family f's samples for this plugin (resource: the
-     * plugin's, for the first label). NULL: none. */
-    const kdp__ext_family *families;
-    size_t n_families;
-    void (*metrics)(void *ud, size_t f, const char *resource, kdp__expfmt *w);
+    /* Its families on the /metrics page and their writer (pstats.h); its
+     * ud is this ud. Unset: none. */
+    kdp__ext_metrics metrics;
     const char *name; /* "DRA", for those lines */
     void *ud;
 } kdp__plugin_ext;

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/expfmt.h"
 #include "kdp.h"
 #include "plugin/status.h"
 
@@ -61,6 +62,25 @@ typedef struct kdp__pstats {
     atomic_uint_fast64_t health_to[2];          /* [0] to Healthy, [1] to Unhealthy */
 } kdp__pstats;
 
+/* A family of the /metrics page an extension adds ("counter", "gauge" or
+ * "histogram"). */
+typedef struct kdp__ext_family {
+    const char *name;
+    const char *type;
+    const char *help;
+} kdp__ext_family;
+
+/* An extension's families (one table for every plugin of the same kind:
+ * the samples of all of them go under one header) and the writer of
+ * family f's samples for one plugin (resource: the plugin's, for the first
+ * label), on the loop thread. */
+typedef struct kdp__ext_metrics {
+    const kdp__ext_family *families;
+    size_t n_families;
+    void (*write)(void *ud, size_t f, const char *resource, kdp__expfmt *w);
+    void *ud;
+} kdp__ext_metrics;
+
 /* What the /metrics page and /healthz show of a plugin, taken on the loop
  * thread (kdp__member_ops.view). The pointers are valid while the plugin
  * is. */
@@ -80,9 +100,8 @@ typedef struct kdp__pview {
     bool device_plugin; /* the device-plugin side is served (false: the ext only) */
     const char *ext_name;
     char ext_why[256];
-    /* Its families on /metrics and their writer (valid while the page is
-     * written, on the loop thread), or NULL. */
-    const struct kdp__plugin_ext *ext_hooks;
+    /* Its families on /metrics and their writer (write NULL: none). */
+    kdp__ext_metrics ext_metrics;
 } kdp__pview;
 
 static inline void kdp__pstats_init(kdp__pstats *s)

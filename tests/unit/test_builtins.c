@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "plugin/builtins.h"
-#include "plugin/plugin.h"
 #include "plugin/probe.h"
 
 static kdp__pstats stats;
@@ -228,14 +227,14 @@ static void test_ext_families(void **state)
 {
     (void)state;
     kdp__pstats_init(&stats);
-    kdp__plugin_ext e1 = {
-        .families = fams, .n_families = 2, .metrics = ext_metrics, .ud = (void *)1};
-    kdp__plugin_ext e2 = e1;
+    kdp__ext_metrics e1 = {
+        .families = fams, .n_families = 2, .write = ext_metrics, .ud = (void *)1};
+    kdp__ext_metrics e2 = e1;
     e2.ud = (void *)2;
     kdp__pview v[3] = {view("a/one", KDP_PLUGIN_REGISTERED), view("a/none", KDP_PLUGIN_REGISTERED),
                        view("a/two", KDP_PLUGIN_REGISTERED)};
-    v[0].ext_hooks = &e1;
-    v[2].ext_hooks = &e2;
+    v[0].ext_metrics = e1;
+    v[2].ext_metrics = e2;
     kdp__expfmt w;
     kdp__expfmt_init(&w);
     kdp__builtins_render(v, 3, &w);
