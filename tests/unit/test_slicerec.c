@@ -16,23 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s/slicebuild.h"
-#include "k8s/slicectr.h"
-#include "k8s/slicerec.h"
-
-#define DRV  "gpu.example.com"
-#define NODE "node-a"
-#define UID  "uid-n"
-#define MS   1000ULL
-
-/* ---- a tiny API server: what the reconciler writes, with resourceVersions ---- */
-
-typedef struct fake {
-    kdp__sr sr;
-    uint64_t now;
-    uint64_t rv; /* the last resourceVersion handed out */
-    unsigned names;
-} fake;
+#include "slicerec_fake.h"
 
 static json_t *devices(size_t n, const char *model)
 {
@@ -69,58 +53,6 @@ static void set_devices(fake *f, size_t n, const char *model)
     assert_true(kdp__sr_set_devices(&f->sr, v, n, NULL, 0) >= 0);
 }
 
-static char *rv_text(uint64_t rv)
-{
-    static char buf[4][24];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof(buf[k]), "%llu", (unsigned long long)rv);
-    return buf[k];
-}
-
-/* The slice the server keeps for action a (CREATE/UPDATE), at a new rv. */
-static json_t *server_object(fake *f, const kdp__sr_action *a)
-{
-    kdp__sr_chunkv c;
-    kdp__sr_chunk(&f->sr, a->chunk, &c);
-    char name[64];
-    if (a->kind == KDP__SR_CREATE) {
-        snprintf(name, sizeof(name), "node-a-gpu-example-com-%05u", ++f->names);
-    } else {
-        snprintf(name, sizeof(name), "%s", a->name);
-    }
-    json_t *o = kdp__slicebuild_object("v1", DRV, NODE, UID, a->generation, a->count, c.sets,
-                                       c.items, c.n, name, rv_text(++f->rv));
-    assert_non_null(o);
-    return o;
-}
-
-static void setup_fake(fake *f, const char *list_rv)
-{
-    memset(f, 0, sizeof(*f));
-    assert_int_equal(kdp__sr_init(&f->sr, DRV, NODE, UID, 60000, 7), 0);
-    f->now = 1000 * MS;
-    kdp__sr_action a = kdp__sr_next(&f->sr, f->now);
-    assert_int_equal(a.kind, KDP__SR_DISCOVER);
-    kdp__sr_discovered(&f->sr, 0, "v1", NULL, f->now);
-    a = kdp__sr_next(&f->sr, f->now);
-    assert_int_equal(a.kind, KDP__SR_LIST);
-    json_t *list = json_pack("{s:{s:s}, s:[]}", "metadata", "resourceVersion", list_rv, "items");
-    kdp__sr_listed(&f->sr, 0, list, NULL, f->now);
-    json_decref(list);
-    f->rv = kdp__sr_rv(list_rv);
-    a = kdp__sr_next(&f->sr, f->now);
-    assert_int_equal(a.kind, KDP__SR_WATCH);
-    assert_string_equal(a.rv, list_rv);
-    a = kdp__sr_next(&f->sr, f->now);
-    assert_int_equal(a.kind, KDP__SR_NONE); /* no devices set yet */
-}
-
-static void event(fake *f, const char *type, json_t *obj)
-{
-    kdp__sr_watch_event(&f->sr, type, obj, f->now);
-}
-
 /* A DELETED event's object: the last state at the deletion's rv. */
 static json_t *deleted(fake *f, json_t *obj)
 {
@@ -128,79 +60,6 @@ static json_t *deleted(fake *f, json_t *obj)
     json_object_set_new(json_object_get(d, "metadata"), "resourceVersion",
                         json_string(rv_text(++f->rv)));
     return d;
-}
-
-static kdp__sr_action next(fake *f)
-{
-    return kdp__sr_next(&f->sr, f->now);
-}
-
-/* The server takes the write a. */
-static void answer(fake *f, const kdp__sr_action *a)
-{
-    if (a->kind == KDP__SR_DELETE) {
-        kdp__sr_written(&f->sr, 0, NULL, NULL, f->now);
-        return;
-    }
-    json_t *o = server_object(f, a);
-    kdp__sr_written(&f->sr, 0, o, NULL, f->now);
-    json_decref(o);
-}
-
-/* Answers every write at once (the watch echoing each) until published. */
-static void converge(fake *f)
-{
-    for (int i = 0; i < 64; i++) {
-        kdp__sr_action a = next(f);
-        if (a.kind == KDP__SR_NONE && f->sr.st.published) {
-            return;
-        }
-        if (a.kind == KDP__SR_NONE) {
-            assert_true(a.at_us > f->now);
-            f->now = a.at_us;
-            continue;
-        }
-        if (a.kind == KDP__SR_LIST) {
-            /* the fake keeps nothing of its own: the reconciler's view is the list */
-            json_t *items = json_array();
-            for (size_t k = 0; k < f->sr.nknown; k++) {
-                if (!f->sr.known[k].gone) {
-                    json_array_append(items, f->sr.known[k].obj);
-                }
-            }
-            json_t *list = json_pack("{s:{s:s}, s:o}", "metadata", "resourceVersion",
-                                     rv_text(++f->rv), "items", items);
-            kdp__sr_listed(&f->sr, 0, list, NULL, f->now);
-            json_decref(list);
-            continue;
-        }
-        if (a.kind == KDP__SR_WATCH) {
-            continue;
-        }
-        answer(f, &a);
-    }
-    fail_msg("did not converge");
-}
-
-static size_t live(const fake *f)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < f->sr.nknown; i++) {
-        n += !f->sr.known[i].gone;
-    }
-    return n;
-}
-
-/* The i-th slice the server has, as the reconciler knows it. */
-static json_t *live_obj(const fake *f, size_t i)
-{
-    for (size_t k = 0; k < f->sr.nknown; k++) {
-        if (!f->sr.known[k].gone && i-- == 0) {
-            return f->sr.known[k].obj;
-        }
-    }
-    fail_msg("no slice %zu", i);
-    return NULL;
 }
 
 /* ---- the tests ---- */
@@ -578,130 +437,6 @@ static void test_update_of_a_deleted_slice(void **state)
     kdp__sr_done(&f.sr);
 }
 
-/* Devices that consume counters (64 to a slice) and counter sets (8 to a
- * slice of their own): 100 devices and 10 sets take 2 + 2 slices. */
-static void set_partitions(fake *f, size_t n, size_t nsets, const char *mem)
-{
-    kdp_dra_quantity c[] = {{"memory", mem}};
-    kdp_dra_consumption k = {.counter_set = "set-0", .counters = c, .n_counters = 1};
-    kdp__slice_dev *d = calloc(n, sizeof(*d));
-    char(*names)[16] = calloc(n, sizeof(*names));
-    kdp_dra_counter_set *sets = calloc(nsets, sizeof(*sets));
-    char(*snames)[16] = calloc(nsets, sizeof(*snames));
-    for (size_t i = 0; i < nsets; i++) {
-        snprintf(snames[i], sizeof(snames[i]), "set-%zu", i);
-        sets[i] = (kdp_dra_counter_set){snames[i], c, 1};
-    }
-    for (size_t i = 0; i < n; i++) {
-        snprintf(names[i], sizeof(names[i]), "part-%04zu", i);
-        d[i] = (kdp__slice_dev){.name = names[i], .consumes = &k, .n_consumes = 1};
-    }
-    json_t **cs = NULL;
-    assert_int_equal(kdp__slicectr_sets(sets, nsets, &cs), (int)nsets);
-    json_t **out = NULL;
-    assert_int_equal(kdp__slicebuild_devices(d, n, cs, nsets, &out), (int)n);
-    assert_true(kdp__sr_set_devices(&f->sr, out, n, cs, nsets) >= 0);
-    free(d);
-    free(names);
-    free(sets);
-    free(snames);
-}
-
-static void test_counter_sets(void **state)
-{
-    (void)state;
-    fake f;
-    setup_fake(&f, "10");
-    set_partitions(&f, 100, 10, "10Gi");
-    converge(&f);
-    assert_int_equal(f.sr.st.slices, 4);
-    assert_int_equal(f.sr.st.devices, 100);
-    assert_int_equal(f.sr.st.counter_sets, 10);
-    size_t with_devs = 0;
-    size_t with_sets = 0;
-    for (size_t i = 0; i < live(&f); i++) {
-        json_t *spec = json_object_get(live_obj(&f, i), "spec");
-        json_t *devs = json_object_get(spec, "devices");
-        json_t *sets = json_object_get(spec, "sharedCounters");
-        assert_true(!devs || !sets); /* one or the other */
-        assert_true(json_array_size(devs) <= 64 && json_array_size(sets) <= 8);
-        with_devs += json_array_size(devs);
-        with_sets += json_array_size(sets);
-    }
-    assert_int_equal(with_devs, 100);
-    assert_int_equal(with_sets, 10);
-    /* the server writes a quantity back in its canonical form: the same */
-    json_t *o = json_deep_copy(live_obj(&f, 0));
-    json_t *spec = json_object_get(o, "spec");
-    json_t *sets = json_object_get(spec, "sharedCounters");
-    json_t *devs = json_object_get(spec, "devices");
-    json_t *first = json_array_get(sets ? sets : devs, 0);
-    json_t *ctr =
-        sets ? json_object_get(first, "counters")
-             : json_object_get(json_array_get(json_object_get(first, "consumesCounters"), 0),
-                               "counters");
-    json_object_set_new(json_object_get(ctr, "memory"), "value", json_string("10240Mi"));
-    json_object_set_new(json_object_get(o, "metadata"), "resourceVersion",
-                        json_string(rv_text(++f.rv)));
-    event(&f, "MODIFIED", o);
-    json_decref(o);
-    assert_int_equal(next(&f).kind, KDP__SR_NONE);
-    assert_true(f.sr.st.published);
-    /* fewer sets: one slice of sets goes */
-    set_partitions(&f, 100, 3, "10Gi");
-    converge(&f);
-    assert_int_equal(f.sr.st.slices, 3);
-    assert_int_equal(live(&f), 3);
-    kdp__sr_done(&f.sr);
-}
-
-/* The API server drops the fields of a gate that is off: the write's
- * answer lacks them. A failure, retried with backoff, never a loop. */
-static void test_dropped_fields(void **state)
-{
-    (void)state;
-    fake f;
-    setup_fake(&f, "10");
-    set_partitions(&f, 2, 1, "10Gi");
-    for (int round = 0; round < 3; round++) {
-        kdp__sr_action a = next(&f);
-        assert_int_equal(a.kind, round == 0 ? KDP__SR_CREATE : KDP__SR_UPDATE);
-        json_t *shared = server_object(&f, &a);
-        json_t *o = json_deep_copy(shared); /* its devices are the wanted ones */
-        json_decref(shared);
-        json_t *spec = json_object_get(o, "spec");
-        size_t i;
-        json_t *d;
-        json_array_foreach(json_object_get(spec, "devices"), i, d)
-        {
-            json_object_del(d, "consumesCounters");
-        }
-        if (json_object_get(spec, "sharedCounters")) {
-            json_object_set_new(spec, "sharedCounters", json_array());
-        }
-        kdp__sr_written(&f.sr, 0, o, NULL, f.now);
-        json_decref(o);
-        assert_false(f.sr.st.published);
-        assert_non_null(strstr(f.sr.st.error, "consumesCounters"));
-        assert_non_null(strstr(f.sr.st.error, "DRAPartitionableDevices"));
-        a = next(&f);
-        assert_int_equal(a.kind, KDP__SR_NONE); /* backing off */
-        assert_true(a.at_us >= f.now + 50 * MS);
-        f.now = a.at_us;
-    }
-    kdp__sr_done(&f.sr);
-}
-
-static void test_rv(void **state)
-{
-    (void)state;
-    assert_int_equal(kdp__sr_rv("12345"), 12345);
-    assert_int_equal(kdp__sr_rv(""), 0);
-    assert_int_equal(kdp__sr_rv(NULL), 0);
-    assert_int_equal(kdp__sr_rv("12a"), 0);
-    assert_int_equal(kdp__sr_rv("99999999999999999999"), 0); /* too long */
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -716,9 +451,6 @@ int main(void)
         cmocka_unit_test(test_edited_behind_our_back),
         cmocka_unit_test(test_shrink_and_foreign),
         cmocka_unit_test(test_update_of_a_deleted_slice),
-        cmocka_unit_test(test_counter_sets),
-        cmocka_unit_test(test_dropped_fields),
-        cmocka_unit_test(test_rv),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
