@@ -45,7 +45,7 @@ static int fresh_claims(kdp__ckpt *c, kdp__ckpt_set *set, kdp__ckpt_stamp *stamp
     int r = same ? kdp__ckptset_copy(set, &c->claims) : 0;
     pthread_mutex_unlock(&c->mu);
     *stamp = now;
-    return same ? r : kdp__ckptdir_read(&c->files, set);
+    return same ? r : kdp__ckptdir_read(&c->files, set, true);
 }
 
 /* The change of uid on disk: its file written, or removed once gone from
@@ -247,7 +247,7 @@ static void refresh(kdp__ckpt *c)
     }
     kdp__ckpt_set set = {0};
     kdp__ckpt_set old = {0};
-    if (kdp__ckptdir_read(&c->files, &set) < 0 ||
+    if (kdp__ckptdir_read(&c->files, &set, false) < 0 ||
         (now.legacy_ns && kdp__ckptdir_read_legacy(&c->files, &old) < 0)) {
         kdp__ckptset_clear(&set);
         return; /* the next write sees to it; the memory's copy meanwhile */

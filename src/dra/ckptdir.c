@@ -140,8 +140,10 @@ static bool record_name(const char *name, char *uid, size_t len)
     return true;
 }
 
-/* One claim's file into set; a corrupt one set aside. Returns 0 or -errno. */
-static int read_one(const kdp__ckptdir *d, const char *name, const char *uid, kdp__ckpt_set *set)
+/* One claim's file into set; a corrupt one set aside when aside_ok (else
+ * its error). Returns 0 or -errno. */
+static int read_one(const kdp__ckptdir *d, const char *name, const char *uid, kdp__ckpt_set *set,
+                    bool aside_ok)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/%s", d->claims, name);
@@ -162,12 +164,15 @@ static int read_one(const kdp__ckptdir *d, const char *name, const char *uid, kd
     if (r == 0) {
         return kdp__ckptset_put(set, rec);
     }
+    if (!aside_ok) {
+        return r; /* the next write sees to it */
+    }
     char what[300];
     snprintf(what, sizeof(what), "claim %s", uid);
     return not_read(path, r, why, what);
 }
 
-int kdp__ckptdir_read(const kdp__ckptdir *d, kdp__ckpt_set *set)
+int kdp__ckptdir_read(const kdp__ckptdir *d, kdp__ckpt_set *set, bool aside_ok)
 {
     memset(set, 0, sizeof(*set));
     DIR *dir = opendir(d->claims);
@@ -184,7 +189,7 @@ int kdp__ckptdir_read(const kdp__ckptdir *d, kdp__ckpt_set *set)
     while (r == 0 && (e = readdir(dir))) {
         char uid[256];
         if (record_name(e->d_name, uid, sizeof(uid))) {
-            r = read_one(d, e->d_name, uid, set);
+            r = read_one(d, e->d_name, uid, set, aside_ok);
         }
     }
     closedir(dir);

@@ -49,10 +49,12 @@ typedef struct kdp__ckptdir {
  * -ENOMEM or mkdir's -errno (logged). */
 int kdp__ckptdir_init(kdp__ckptdir *d, const char *dir, const char *boot_id);
 void kdp__ckptdir_done(kdp__ckptdir *d);
-/* Every claim's record into set (empty on failure). Returns 0, or -errno
- * (logged): a file that cannot be read, -EPROTO a newer version, -EIO a
- * corrupt file that cannot be set aside. */
-int kdp__ckptdir_read(const kdp__ckptdir *d, kdp__ckpt_set *set);
+/* Every claim's record into set (empty on failure). A corrupt file is set
+ * aside when aside_ok (the lock held: nobody writes meanwhile), else its
+ * error is returned. Returns 0, or -errno (logged when aside_ok): a file
+ * that cannot be read, -EPROTO a newer version, -EBADMSG or -EFBIG a
+ * corrupt one (not aside_ok), -EIO one that cannot be set aside. */
+int kdp__ckptdir_read(const kdp__ckptdir *d, kdp__ckpt_set *set, bool aside_ok);
 /* r's file written. Returns 0 or -errno (logged). */
 int kdp__ckptdir_write(const kdp__ckptdir *d, const kdp__dra_rec *r);
 /* uid's file removed. Returns 1 (removed), 0 (none), -errno (logged). */

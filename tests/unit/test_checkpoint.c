@@ -308,6 +308,33 @@ static void test_claim_file_corrupt_or_newer(void **state)
     assert_int_equal(count(KDP__CKPT_CLAIMS "/u4.json"), 1);
 }
 
+/* A file found corrupt by a read between writes (no lock held: another
+ * instance may be replacing it) is left where it is, the memory's copy
+ * kept; the next write, under the lock, sets it aside. */
+static void test_corrupt_seen_by_a_read(void **state)
+{
+    (void)state;
+    kdp__ckpt *c = NULL;
+    assert_int_equal(kdp__ckpt_open(dir, BOOT, &c), 0);
+    put(c, "u1");
+    put(c, "u2");
+    /* replaced as a writer replaces it (the directory changes) */
+    write_file(KDP__CKPT_CLAIMS "/.new", "{\"version\": 3, \"checksum\": \"fnv1a64:0\"}");
+    char from[160];
+    char to[160];
+    snprintf(from, sizeof(from), "%s/" KDP__CKPT_CLAIMS "/.new", dir);
+    snprintf(to, sizeof(to), "%s/" KDP__CKPT_CLAIMS "/u2.json", dir);
+    assert_int_equal(rename(from, to), 0);
+    assert_true(has(c, "u2")); /* a read: the memory's copy */
+    assert_int_equal(count(KDP__CKPT_CLAIMS "/u2.json.corrupt-*"), 0);
+    assert_int_equal(count(KDP__CKPT_CLAIMS "/u2.json"), 1);
+    put(c, "u3"); /* a write */
+    assert_int_equal(count(KDP__CKPT_CLAIMS "/u2.json.corrupt-*"), 1);
+    assert_false(has(c, "u2"));
+    assert_true(has(c, "u1"));
+    kdp__ckpt_unref(c);
+}
+
 /* What a claim keeps, and all of them, is bounded: a record past either
  * is refused, the others untouched. */
 static void test_bounds(void **state)
@@ -403,6 +430,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refused_not_set_aside, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_instances, setup, teardown),
         cmocka_unit_test(test_checksum),
+        cmocka_unit_test_setup_teardown(test_corrupt_seen_by_a_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_claim_file_corrupt_or_newer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_old_instance_beside, setup, teardown),
