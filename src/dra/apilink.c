@@ -68,7 +68,10 @@ static void on_claim(int err, const kdp__claim *c, const char *why, void *ud)
     r->req = NULL;
     char msg[512];
     kdp__dra_rec *rec = NULL;
-    if (err == 0 && c->n_devs == 0) {
+    size_t bytes = 0;
+    if (err < 0 && err != -ENOENT && err != -ESTALE && err != -ENODATA) {
+        a->cfg.error(a->cfg.ud, why); /* the API server's failure, not the claim's */
+    } else if (err == 0 && c->n_devs == 0) {
         snprintf(msg, sizeof(msg),
                  "claim %s/%s has no device of driver %s in pool %s: it is allocated to another "
                  "driver or node",
@@ -78,18 +81,17 @@ static void on_claim(int err, const kdp__claim *c, const char *why, void *ud)
     } else if (err == 0) {
         err = kdp__dra_rec_from_claim(c, &rec);
         why = err < 0 ? "out of memory" : NULL;
+        bytes = err == 0 ? kdp__dra_rec_bytes(rec) : 0;
     }
-    if (err == 0 && kdp__dra_rec_bytes(rec) > KDP__CKPT_MAX_CLAIM_BYTES) {
+    if (bytes > KDP__CKPT_MAX_CLAIM_BYTES) {
         snprintf(msg, sizeof(msg),
                  "claim %s/%s: what kdp would keep of it (%zu bytes: its opaque configs and "
                  "results) is over the %u it keeps for a claim: refused",
-                 r->ns, r->name, kdp__dra_rec_bytes(rec), KDP__CKPT_MAX_CLAIM_BYTES);
+                 r->ns, r->name, bytes, KDP__CKPT_MAX_CLAIM_BYTES);
         kdp__dra_rec_free(rec);
         rec = NULL;
         err = -EFBIG;
         why = msg;
-    } else if (err != -ENOENT && err != -ESTALE && err != -ENODATA) {
-        a->cfg.error(a->cfg.ud, why); /* the API server's failure, not the claim's */
     }
     if (err == 0) {
         a->cfg.error(a->cfg.ud, "");
