@@ -163,8 +163,13 @@ static int prepare(kdp_plugin *p, const kdp_dra_claim *c, kdp_dra_prepared *out,
         } else if (r == 0) {
             int card;
             const struct profile *pf = profile_of(a->device_id, &card);
-            printf("accel: prepare %s/%s: %s: card %d, %s (%d slices, %dGi)\n", c->ref.ns,
-                   c->ref.name, a->device, card, pf->name, pf->slices, pf->memory_gi);
+            if (pf) {
+                printf("accel: prepare %s/%s: %s: card %d, %s (%d slices, %dGi)\n", c->ref.ns,
+                       c->ref.name, a->device, card, pf->name, pf->slices, pf->memory_gi);
+            } else { /* a shared card allocated without a share ID: all of it */
+                printf("accel: prepare %s/%s: %s: shared card %d, whole\n", c->ref.ns, c->ref.name,
+                       a->device, card);
+            }
         }
         if (r < 0) {
             return r;

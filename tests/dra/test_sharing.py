@@ -204,6 +204,19 @@ class Sharing(ProcTest):
         drv.wait_out("accel: unprepare default/big: shared0 share " + SHARE_B, T)
         self.assertEqual(self.cdi_env(b), {})
 
+    def test_shared_card_without_a_share_id(self):
+        """A claim of a shared card without a share ID (not what the scheduler writes, but
+        what an API server may hold): prepared as the whole card, the driver unhurt."""
+        api, kl, drv = self.up(cards=0, shared=1)
+        self.wait_pool(api, 1, 0)
+        u = api.create_claim("default", "whole", DRV, NODE, "acc", ["shared0"])
+        r = kl.dra_prepare(DRV, ["default/whole/" + u])
+        self.assertEqual(r["by_uid"][u]["result"], "prepared", r)
+        drv.wait_out("accel: prepare default/whole: shared0: shared card 0, whole", T)
+        r = kl.dra_unprepare(DRV, ["default/whole/" + u])
+        self.assertEqual(r["by_uid"][u]["result"], "unprepared", r)
+        self.assertTrue(drv.alive())
+
     def test_clients_read_the_new_fields(self):
         """kubectl and python3-kubernetes read the counter sets, the
         consumptions and the request policies back."""
