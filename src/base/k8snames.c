@@ -312,3 +312,18 @@ int kdp__k8snames_semver(const char *s, const char **why)
     }
     return 0;
 }
+
+int kdp__k8snames_uuid(const char *s, const char **why)
+{
+    if (strlen(s) != 36) {
+        return bad(why, "must be a lower-case UUID (36 characters)");
+    }
+    for (size_t i = 0; i < 36; i++) {
+        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        bool hex = (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f');
+        if (dash ? s[i] != '-' : !hex) {
+            return bad(why, "must be a lower-case UUID (8-4-4-4-12 hex digits)");
+        }
+    }
+    return 0;
+}

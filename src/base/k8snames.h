@@ -42,5 +42,8 @@ int kdp__k8snames_quantity(const char *s, const char **why);
  * optional "-pre.release" and "+build.meta"; at most 64 characters (the
  * API's bound on a version attribute). */
 int kdp__k8snames_semver(const char *s, const char **why);
+/* A lower-case UUID, 8-4-4-4-12 hex digits (a share ID: it names files and
+ * CDI devices). */
+int kdp__k8snames_uuid(const char *s, const char **why);
 
 #endif

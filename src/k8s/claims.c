@@ -204,23 +204,6 @@ static int check_configs(json_t *configs, const char *driver, json_t **ordered, 
     return 0;
 }
 
-/* A share ID as the API writes it: a lower-case UUID (it names CDI
- * devices and files). */
-static bool share_id_ok(const char *s)
-{
-    if (strlen(s) != 36) {
-        return false;
-    }
-    for (size_t i = 0; i < 36; i++) {
-        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-        bool hex = (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f');
-        if (dash ? s[i] != '-' : !hex) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /* consumedCapacity {name: quantity} into d, checked. */
 static int add_consumed(kdp__claim_dev *d, json_t *cc, size_t idx, char *why, size_t why_len)
 {
@@ -277,7 +260,7 @@ static int add_dev(kdp__claim *cl, json_t *r, size_t idx, json_t **configs, size
                    "must be strings, adminAccess a boolean",
                    idx);
     }
-    if (share && !share_id_ok(share)) {
+    if (share && kdp__k8snames_uuid(share, NULL) < 0) {
         return say(why, why_len, -EINVAL,
                    "status.allocation.devices.results[%zu].shareID \"%.40s\" is not a "
                    "lower-case UUID",

@@ -208,16 +208,25 @@ static void test_semver(void **state)
     bad(kdp__k8snames_semver, buf);
 }
 
+static void test_uuid(void **state)
+{
+    (void)state;
+    good(kdp__k8snames_uuid, "0f8a3b2c-1d4e-4f60-8a7b-9c0d1e2f3a4b");
+    bad(kdp__k8snames_uuid, "0F8A3B2C-1D4E-4F60-8A7B-9C0D1E2F3A4B"); /* upper case */
+    bad(kdp__k8snames_uuid, "0f8a3b2c1d4e4f608a7b9c0d1e2f3a4b");     /* no dashes */
+    bad(kdp__k8snames_uuid, "0f8a3b2c-1d4e-4f60-8a7b-9c0d1e2f3a4");  /* short */
+    bad(kdp__k8snames_uuid, "0f8a3b2c-1d4e-4f60-8a7b-9c0d1e2f3a4g"); /* not hex */
+    bad(kdp__k8snames_uuid, "../../etc/passwd-aaaa-aaaa-aaaaaaaaaa");
+    bad(kdp__k8snames_uuid, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dns_label),
-        cmocka_unit_test(test_dns_subdomain),
-        cmocka_unit_test(test_driver_name),
-        cmocka_unit_test(test_qualified_name),
-        cmocka_unit_test(test_quantity),
-        cmocka_unit_test(test_semver),
-        cmocka_unit_test(test_label_name_and_value),
+        cmocka_unit_test(test_dns_label),   cmocka_unit_test(test_dns_subdomain),
+        cmocka_unit_test(test_driver_name), cmocka_unit_test(test_qualified_name),
+        cmocka_unit_test(test_quantity),    cmocka_unit_test(test_semver),
+        cmocka_unit_test(test_uuid),        cmocka_unit_test(test_label_name_and_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -105,7 +105,10 @@ void kd_lines_stop(kd_lines *l);
 /* Splits line into words (at most cap): how many, or cap + 1 when over. */
 size_t kd_words(char *line, char **argv, size_t cap);
 
-/* The API server's commands (dra_faults.c). */
+/* The kubelet side's commands (dra_calls.c) and the API server's
+ * (dra_faults.c). */
+#define KD_KUBELET_USAGE                                                                           \
+    "prepare DRIVER NS/NAME/UID..., unprepare DRIVER NS/NAME/UID..., state, health DRIVER"
 #define KD_FAULT_USAGE                                                                             \
     "down SECONDS, fail CODE [COUNT], conflict [COUNT], edit-slice NAME, delete-slice NAME, "      \
     "rotate-token, faults"

@@ -91,11 +91,10 @@ typedef struct kd_faults {
     unsigned code; /* answered to the next `left` requests */
     unsigned long left;
     unsigned long conflicts; /* slice writes answered 409 */
-    bool down;
     bool relisten_said;
-    kdp__timer *up; /* the outage's end */
-    char host[100], port[8];
-    kd_lines input; /* stdin, when not `dra run`'s */
+    kdp__timer *up;          /* the outage's end */
+    char host[100], port[8]; /* where it listens (set by the start) */
+    kd_lines input;          /* stdin, when not `dra run`'s */
 } kd_faults;
 
 struct kd_api {
@@ -198,7 +197,8 @@ void kd_apiserver_close(kd_api *a);
 int kd_api_write_files(kd_api *a);
 
 /* dra_faults.c */
-/* Starts the faults (and reads stdin for their commands when read_stdin). */
+/* Starts the faults, once listening (and reads stdin for their commands
+ * when read_stdin). */
 int kd_faults_start(kd_api *a, bool read_stdin);
 void kd_faults_stop(kd_api *a);
 /* A fault command (argv[0] its name): true when it is one (done, or its

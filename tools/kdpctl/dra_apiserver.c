@@ -15,6 +15,7 @@
 
 #include "base/files.h"
 #include "dra_api.h"
+#include "k8s/kfile.h"
 #include "kubelet.h"
 #include "rpc.h"
 
@@ -86,20 +87,15 @@ int kd_api_write_files(kd_api *a)
 static const char *last_address(const char *dir, char *buf, size_t len)
 {
     char path[4200];
+    char *text = NULL;
     snprintf(path, sizeof(path), "%s/kubeconfig", dir);
-    FILE *f = fopen(path, "re");
-    char line[512];
-    while (f && fgets(line, sizeof(line), f)) {
-        const char *s = strstr(line, "server: https://");
-        if (s) {
-            s += strlen("server: https://");
-            snprintf(buf, len, "%.*s", (int)strcspn(s, "/\r\n"), s);
-            break;
-        }
+    const char *s =
+        kdp__kfile_read(path, &text, NULL) == 0 ? strstr(text, "server: https://") : NULL;
+    if (s) {
+        s += strlen("server: https://");
+        snprintf(buf, len, "%.*s", (int)strcspn(s, "/\r\n"), s);
     }
-    if (f) {
-        fclose(f);
-    }
+    free(text);
     return buf[0] && strrchr(buf, ':') ? buf : "127.0.0.1:0";
 }
 
@@ -242,7 +238,9 @@ static int start(kd_api *a, const char **stage)
                             a, &a->http);
         }
     }
-    if (r == 0) {
+    if (r == 0) { /* where an outage's end listens again */
+        snprintf(a->faults.host, sizeof(a->faults.host), "%s", host);
+        snprintf(a->faults.port, sizeof(a->faults.port), "%u", kd_http_port(a->http));
         bool v6 = strchr(host, ':') != NULL;
         snprintf(a->server, sizeof(a->server), "https://%s%s%s:%u", v6 ? "[" : "",
                  strcmp(host, "0.0.0.0") == 0 || !*host ? "127.0.0.1" : host, v6 ? "]" : "",

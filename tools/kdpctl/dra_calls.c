@@ -477,10 +477,8 @@ static void run_line(kd *k, char *line)
         char text[300];
         snprintf(text, sizeof(text), "unknown command \"%.200s\" (or wrong arguments)", argv[0]);
         say_error(k, text,
-                  k->more ? "commands: prepare DRIVER NS/NAME/UID..., unprepare DRIVER "
-                            "NS/NAME/UID..., state, health DRIVER; " KD_FAULT_USAGE
-                          : "commands: prepare DRIVER NS/NAME/UID..., unprepare DRIVER "
-                            "NS/NAME/UID..., state, health DRIVER");
+                  k->more ? "commands: " KD_KUBELET_USAGE "; " KD_FAULT_USAGE
+                          : "commands: " KD_KUBELET_USAGE);
     }
 }
 

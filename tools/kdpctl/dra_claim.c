@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "base/k8snames.h"
 #include "dra_api.h"
@@ -91,34 +90,17 @@ static void on_status(int err, long code, json_t *obj, const char *why, void *ud
     kdp__loop_quit(c->loop);
 }
 
-/* A random (version 4) UUID, as the scheduler makes share IDs. */
-static void new_uuid(char out[37])
-{
-    unsigned char b[16] = {0};
-    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
-        for (size_t i = 0; i < sizeof(b); i++) {
-            b[i] = (unsigned char)rand(); // NOLINT(cert-msc30-c,cert-msc50-cpp): a fallback
-        }
-    }
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-             b[14], b[15]);
-}
-
 static json_t *result(kd_claim *c, const char *req, const char *device)
 {
     json_t *r = json_pack("{s:s, s:s, s:s, s:s}", "request", req, "driver", c->o->driver, "pool",
                           c->o->node, "device", device);
     if (r && c->o->share_id) {
-        char id[37];
+        char id[37]; /* "new": random, as the scheduler makes share IDs */
         if (strcmp(c->o->share_id, "new") == 0) {
-            new_uuid(id);
-        } else {
-            snprintf(id, sizeof(id), "%s", c->o->share_id);
+            kd_uuid(id);
         }
-        json_object_set_new(r, "shareID", json_string(id));
+        json_object_set_new(r, "shareID",
+                            json_string(strcmp(c->o->share_id, "new") == 0 ? id : c->o->share_id));
     }
     if (r && c->consumed) {
         json_object_set(r, "consumedCapacity", c->consumed);
@@ -292,24 +274,6 @@ static int parse_config(kd_claim *c)
     return 0;
 }
 
-/* --share-id: a lower-case UUID or "new". */
-static bool share_id_ok(const char *s)
-{
-    if (strcmp(s, "new") == 0) {
-        return true;
-    }
-    if (strlen(s) != 36) {
-        return false;
-    }
-    for (size_t i = 0; i < 36; i++) {
-        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-        if (dash ? s[i] != '-' : !strchr("0123456789abcdef", s[i])) {
-            return false;
-        }
-    }
-    return true;
-}
-
 /* --consumed NAME=QTY,...: into c->consumed. Returns 0 or an exit status. */
 static int parse_consumed(kd_claim *c)
 {
@@ -343,7 +307,8 @@ static int parse_consumed(kd_claim *c)
 static int check_sharing(kd_claim *c)
 {
     const kd_opts *o = c->o;
-    if (o->share_id && !share_id_ok(o->share_id)) {
+    if (o->share_id && strcmp(o->share_id, "new") != 0 &&
+        kdp__k8snames_uuid(o->share_id, NULL) < 0) {
         fprintf(stderr,
                 "kdpctl dra claim: --share-id \"%s\" is not a lower-case UUID (or new, "
                 "for a new one per device)\n",

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/secret.h"
 #include "dra_api.h"
 
 #define MAX_COUNT   1000000UL
@@ -122,7 +123,6 @@ static void on_up(kdp__timer *t, void *ud)
         kdp__timer_start(t, RELISTEN_US);
         return;
     }
-    f->down = false;
     f->relisten_said = false;
     say(a, "up", a->server, false);
 }
@@ -130,7 +130,7 @@ static void on_up(kdp__timer *t, void *ud)
 static void go_down(kd_api *a, unsigned long seconds)
 {
     kd_faults *f = &a->faults;
-    if (f->down) {
+    if (!a->http) {
         say(a, "down", "down already", true);
         return;
     }
@@ -141,7 +141,6 @@ static void go_down(kd_api *a, unsigned long seconds)
     kd_http_free(a->http); /* ends the watches: their close callbacks free them */
     a->http = NULL;
     kd_watches_free(a);
-    f->down = true;
     kdp__timer_start(f->up, (uint64_t)seconds * 1000 * 1000);
     char text[200];
     snprintf(text, sizeof(text), "port %s closed for %lu s (connections and watches ended)",
@@ -206,10 +205,8 @@ static void rotate_token(kd_api *a)
     char *t = NULL;
     int r = kd_token_make(&t);
     if (r == 0) { /* the new one from now on, whatever the files say */
-        char *old = a->creds.token;
+        kdp__secret_free_str(a->creds.token);
         a->creds.token = t;
-        memset(old, 0, strlen(old));
-        free(old);
         r = kd_api_write_files(a);
     }
     say(a, "rotate-token",
@@ -224,7 +221,7 @@ static void armed(kd_api *a)
     const kd_faults *f = &a->faults;
     char text[300];
     snprintf(text, sizeof(text), "%s; fail: %lu more (code %u); conflict: %lu more",
-             f->down ? "down" : "up", f->left, f->code, f->conflicts);
+             a->http ? "up" : "down", f->left, f->code, f->conflicts);
     say(a, "faults", text, false);
 }
 
@@ -233,13 +230,15 @@ bool kd_fault_command(kd_api *a, char **argv, size_t argc)
     kd_faults *f = &a->faults;
     const char *c = argv[0];
     unsigned long v = 1;
+    unsigned long code = 0;
     bool one = argc == 2;
     if (strcmp(c, "down") == 0 && one && number(argv[1], 1, MAX_DOWN_S, &v)) {
         go_down(a, v);
     } else if (strcmp(c, "fail") == 0 && (argc == 2 || argc == 3) &&
-               number(argv[1], 400, 599, &v) && (argc == 2 || number(argv[2], 1, MAX_COUNT, &v))) {
-        f->code = (unsigned)strtoul(argv[1], NULL, 10);
-        f->left = argc == 3 ? v : 1;
+               number(argv[1], 400, 599, &code) &&
+               (argc == 2 || number(argv[2], 1, MAX_COUNT, &v))) {
+        f->code = (unsigned)code;
+        f->left = v;
         armed(a);
     } else if (strcmp(c, "conflict") == 0 && argc <= 2 &&
                (argc == 1 || number(argv[1], 1, MAX_COUNT, &v))) {
@@ -273,17 +272,8 @@ static void on_line(char *line, void *ud)
 
 int kd_faults_start(kd_api *a, bool read_stdin)
 {
-    kd_faults *f = &a->faults;
-    const char *s = a->server + strlen("https://");
-    const char *colon = strrchr(s, ':');
-    snprintf(f->host, sizeof(f->host), "%.*s", (int)(colon - s), s);
-    if (f->host[0] == '[') { /* [::1] */
-        memmove(f->host, f->host + 1, strlen(f->host));
-        f->host[strcspn(f->host, "]")] = '\0';
-    }
-    snprintf(f->port, sizeof(f->port), "%s", colon + 1);
     a->intercept = kd_fault_answer;
-    return read_stdin ? kd_lines_start(&f->input, a->loop, on_line, a) : 0;
+    return read_stdin ? kd_lines_start(&a->faults.input, a->loop, on_line, a) : 0;
 }
 
 void kd_faults_stop(kd_api *a)

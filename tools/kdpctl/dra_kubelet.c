@@ -261,10 +261,7 @@ static void say_ready(kd *k)
         return;
     }
     char text[8400];
-    snprintf(text, sizeof(text),
-             "watching %s; commands on stdin: prepare DRIVER NS/NAME/UID..., unprepare "
-             "DRIVER NS/NAME/UID..., state, health DRIVER",
-             k->registry);
+    snprintf(text, sizeof(text), "watching %s; commands on stdin: " KD_KUBELET_USAGE, k->registry);
     kd_say(text);
 }
 

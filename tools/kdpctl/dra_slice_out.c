@@ -250,20 +250,20 @@ static void slice_text(const slice_view *v)
     } else {
         kc_buf_printf(&head, "%zu device%s", n, n == 1 ? "" : "s");
     }
-    kc_table t;
-    if (ns) {
-        sets_table(v->sets, &t);
-    } else {
-        devices_table(v->devs, &t);
-    }
     kc_buf out = {0};
-    if ((n || ns) && !gone) {
+    if ((n || ns) && !gone) { /* a deleted slice's rows are not printed */
+        kc_table t;
+        if (ns) {
+            sets_table(v->sets, &t);
+        } else {
+            devices_table(v->devs, &t);
+        }
         kc_table_render(&t, &out, "    ");
+        kc_table_free(&t);
     }
     say(head.failed ? "slice" : head.s, out.len ? out.s : NULL);
     kc_buf_free(&out);
     kc_buf_free(&head);
-    kc_table_free(&t);
 }
 
 void kd_print_slice(kd_api *a, const char *type, const json_t *o)

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "dra_api.h"
+#include "k8s/kfile.h"
 
 static char *bio_string(BIO *b)
 {
@@ -152,24 +153,13 @@ int kd_tls_make(kd_creds *ret)
     return r;
 }
 
-/* DIR/name's text (malloc'd), at most 64 KiB, or NULL. */
+/* DIR/name's text (malloc'd, a regular file), or NULL. */
 static char *read_small(const char *dir, const char *name)
 {
     char path[4200];
+    char *text = NULL;
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        return NULL;
-    }
-    char *buf = malloc(65536);
-    size_t n = buf ? fread(buf, 1, 65535, f) : 0;
-    fclose(f);
-    if (!buf || n == 0 || n == 65535) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    return buf;
+    return kdp__kfile_read(path, &text, NULL) == 0 ? text : NULL;
 }
 
 static X509 *x509_of(const char *pem)
