@@ -352,11 +352,16 @@ static int write_file(const char *dir, const char *file, const char *kind, const
     return r;
 }
 
+bool kdp__cdi_mode_ok(unsigned mode)
+{
+    return !(mode & ~0666U) && (mode & 0600U) == 0600U;
+}
+
 int kdp__cdi_write_file(const char *dir, const char *file, const char *kind,
                         const kdp__cdi_dev *devs, size_t n, unsigned mode)
 {
     if (!dir || dir[0] != '/' || !file_ok(file) || kdp_validate_cdi_kind(kind, NULL) < 0 ||
-        (!devs && n) || (mode & ~0666U) || (mode & 0600U) != 0600U) {
+        (!devs && n) || !kdp__cdi_mode_ok(mode)) {
         return -EINVAL;
     }
     return write_file(dir, file, kind, devs, n, mode, NULL);

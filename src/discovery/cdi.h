@@ -22,6 +22,9 @@ typedef struct kdp__cdi_dev {
     size_t n_env;
 } kdp__cdi_dev;
 
+/* Whether mode is one a spec may have: read and write bits only (at most
+ * 0666), the owner's read and write included. */
+bool kdp__cdi_mode_ok(unsigned mode);
 /* Writes kind's spec with devs as <dir>/<file> (file: a name ending in
  * ".json", no '/', not hidden) with file mode `mode`, atomically, left
  * alone when unchanged (content and mode); dir absolute, created if

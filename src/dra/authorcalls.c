@@ -46,17 +46,14 @@ KDP_EXPORT int kdp_plugin_set_dra_counter_sets(kdp_plugin *p, const kdp_dra_coun
 
 KDP_EXPORT int kdp_plugin_redescribe_dra(kdp_plugin *p, const char *id)
 {
-    kdp__dra *d = p ? kdp__plugin_ext_ud(p) : NULL;
+    int err = 0;
+    kdp__dra *d = dra_of(p, "kdp_plugin_redescribe_dra", &err);
     kdp_health h;
-    if (!d || (id && kdp_plugin_get_health(p, id, &h) < 0)) {
-        log_error("kdp_plugin_redescribe_dra: %s%s%s",
-                  !p   ? "the plugin (p) is NULL"
-                  : !d ? "DRA is not on (kdp_plugin_enable_dra)"
-                       : "no device ",
-                  d && id ? id : "", d && id ? " in the plugin's table" : "");
-        return p ? -ENOENT : -EINVAL;
+    if (d && id && kdp_plugin_get_health(p, id, &h) < 0) {
+        log_error("kdp_plugin_redescribe_dra: no device %s in the plugin's table", id);
+        return -ENOENT;
     }
-    return kdp__dra_descs_redescribe(&d->descs, id);
+    return d ? kdp__dra_descs_redescribe(&d->descs, id) : err;
 }
 
 typedef struct status_set {
@@ -115,13 +112,14 @@ KDP_EXPORT int kdp_plugin_set_dra_device_status(kdp_plugin *p, const char *claim
                                                 const char *device, const char *share_id,
                                                 const kdp_dra_device_status *st)
 {
-    kdp__dra *d = p ? kdp__plugin_ext_ud(p) : NULL;
-    if (!d || !claim_uid || !device) {
-        log_error("kdp_plugin_set_dra_device_status: %s",
-                  !p   ? "the plugin (p) is NULL"
-                  : !d ? "DRA is not on (kdp_plugin_enable_dra)"
-                       : "the claim UID or the device is NULL");
-        return !p || d ? -EINVAL : -ENOENT;
+    int err = 0;
+    kdp__dra *d = dra_of(p, "kdp_plugin_set_dra_device_status", &err);
+    if (d && (!claim_uid || !device)) {
+        log_error("kdp_plugin_set_dra_device_status: the claim UID or the device is NULL");
+        return -EINVAL;
+    }
+    if (!d) {
+        return err;
     }
     kdp__dra_rec *rec = NULL;
     int r = record_status(d, claim_uid, device, share_id, st, &rec);

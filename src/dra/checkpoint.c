@@ -49,18 +49,11 @@ static int fresh_claims(kdp__ckpt *c, kdp__ckpt_set *set, kdp__ckpt_stamp *stamp
 }
 
 /* The change of uid on disk: its file written, or removed once gone from
- * set; NULL: every record written. */
+ * set. */
 static int persist(kdp__ckpt *c, const kdp__ckpt_set *set, const char *uid)
 {
-    int r = 0;
-    for (size_t i = 0; !uid && r == 0 && i < set->n; i++) {
-        r = kdp__ckptdir_write(&c->files, set->recs[i]);
-    }
-    if (!uid) {
-        return r;
-    }
     long i = kdp__ckptset_find(set, uid);
-    if (i >= 0 && set->recs) {
+    if (i >= 0) {
         return kdp__ckptdir_write(&c->files, set->recs[i]);
     }
     return kdp__ckptdir_remove(&c->files, uid) < 0 ? -EIO : 0;
@@ -184,8 +177,7 @@ static int load(kdp__ckpt *c, const char *dir)
         c->lock_path = NULL;
         return -ENOMEM;
     }
-    kdp__ckpt_set set = {0};
-    r = update(c, change_none, NULL, &set); /* imports an old file, under the lock */
+    r = update(c, change_none, NULL, NULL); /* imports an old file, under the lock */
     if (r < 0) {
         return r;
     }

@@ -180,31 +180,6 @@ int kdp__ckptset_parse(const char *text, kdp__ckpt_set *set, int *ret_version, c
     return r;
 }
 
-char *kdp__ckptset_text(const kdp__ckpt_set *set)
-{
-    json_t *claims = json_object();
-    for (size_t i = 0; claims && i < set->n; i++) {
-        if (json_object_set_new(claims, set->recs[i]->uid, kdp__recfile_to_json(set->recs[i])) <
-            0) {
-            json_decref(claims);
-            claims = NULL;
-        }
-    }
-    char *dump = claims ? json_dumps(claims, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    json_t *root = NULL;
-    if (dump) {
-        char sum[32];
-        kdp__ckpt_checksum(dump, sum);
-        root = json_pack("{s:i, s:s, s:O}", "version", KDP__CKPT_VERSION, "checksum", sum, "claims",
-                         claims);
-    }
-    char *text = root ? json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
-    free(dump);
-    json_decref(root);
-    json_decref(claims);
-    return text;
-}
-
 char *kdp__ckptset_record_text(const kdp__dra_rec *r)
 {
     json_t *claim = kdp__recfile_to_json(r);

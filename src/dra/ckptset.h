@@ -49,8 +49,6 @@ int kdp__ckptset_copy(kdp__ckpt_set *to, const kdp__ckpt_set *from);
  * -ENOMEM. */
 int kdp__ckptset_parse(const char *text, kdp__ckpt_set *set, int *ret_version, char *why,
                        size_t len);
-/* The file's text for set (malloc'd), or NULL on -ENOMEM. */
-char *kdp__ckptset_text(const kdp__ckpt_set *set);
 /* A claim's own file text (malloc'd), or NULL on -ENOMEM. */
 char *kdp__ckptset_record_text(const kdp__dra_rec *r);
 /* A claim's own file text into *ret; uid: the UID its name says. Returns

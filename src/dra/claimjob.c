@@ -158,9 +158,17 @@ static int prepare(kdp__pjob *j, kdp__cj *cj)
     if (r == 0 && (r = write_cdi(cj)) >= 0) {
         r = kdp__ckpt_put(e->ckpt, cj->rec);
         if (r == -EFBIG || r == -ENOSPC) {
-            fail(cj, "cannot record the claim in the checkpoint: %s",
-                 r == -EFBIG ? "its record is over the 1 MiB kdp keeps for a claim"
-                             : "the checkpoint holds its 32 MiB of claims");
+            if (r == -EFBIG) {
+                fail(cj,
+                     "cannot record the claim in the checkpoint: its record is over the %u "
+                     "MiB kdp keeps for a claim",
+                     KDP__CKPT_MAX_CLAIM_BYTES >> 20);
+            } else {
+                fail(cj,
+                     "cannot record the claim in the checkpoint: the checkpoint holds its %u "
+                     "MiB of claims",
+                     KDP__CKPT_MAX_BYTES >> 20);
+            }
         } else if (r < 0) {
             fail(cj, "cannot record the claim in the checkpoint: %s", strerror(-r));
         }

@@ -11,6 +11,7 @@
 #include "base/k8snames.h"
 #include "base/log.h"
 #include "base/validate.h"
+#include "discovery/cdi.h"
 #include "dra/claimops.h"
 #include "plugin/plugin.h"
 
@@ -97,7 +98,7 @@ static int check(const kdp_dra_config *cfg)
     if (cfg->cdi_dir && kdp__validate_abs_path(cfg->cdi_dir, &why) < 0) {
         return bad("kdp_dra_config.cdi_dir", cfg->cdi_dir, why);
     }
-    if (cfg->cdi_mode && ((cfg->cdi_mode & ~0666U) || (cfg->cdi_mode & 0600U) != 0600U)) {
+    if (cfg->cdi_mode && !kdp__cdi_mode_ok(cfg->cdi_mode)) {
         log_error("kdp_plugin_enable_dra: invalid kdp_dra_config.cdi_mode 0%o: read and write "
                   "bits only, the owner's included (0600, 0640, 0644; 0: 0644)",
                   cfg->cdi_mode);

@@ -14,10 +14,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "k8s/slicectr.h"
 #include "kdp_dra.h"
 #include "runtime/loop.h"
 
-#define KDP__DRA_COUNTER_SETS_MAX 1024U
+#define KDP__DRA_COUNTER_SETS_MAX KDP__SLICECTR_MAX_SETS
 
 /* A deep copy of counter sets. */
 typedef struct kdp__dra_setv {

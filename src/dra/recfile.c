@@ -223,7 +223,7 @@ static void read_consumed(reader *rd, kdp__dra_rdev *d, const json_t *c)
         return;
     }
     size_t n = json_object_size(c);
-    if (!json_is_object(c) || n > 64) {
+    if (!json_is_object(c) || n > KDP__CLAIM_MAX_CONSUMED) {
         bad(rd, "devices[].consumed");
         return;
     }

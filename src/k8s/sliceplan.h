@@ -18,11 +18,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kdp_dra.h"
+
 #define KDP__SR_MAX_DEVICES 128U /* per slice (the API's limit) */
 /* per slice when one of its devices has taints or consumes counters */
-#define KDP__SR_MAX_DEVICES_TAINTED 64U
+#define KDP__SR_MAX_DEVICES_TAINTED KDP_DRA_MAX_DEVICES_PER_SLICE_ADVANCED
 /* counter sets per slice (a slice holds devices or counter sets) */
-#define KDP__SR_MAX_SETS 8U
+#define KDP__SR_MAX_SETS KDP_DRA_MAX_SETS_PER_SLICE
 /* What the API server has: at most this many slices kept (tombstones
  * included; a pool of kdp has at most 128). */
 #define KDP__SR_MAX_KNOWN 1024U
