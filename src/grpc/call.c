@@ -20,28 +20,23 @@ static nghttp2_session *session_of(const kdp__call *call)
     return kdp__conn_session(call->sc->conn);
 }
 
-/* What a call waiting on its peer holds changes: counted for its
- * connection and its server. */
-static void charge(kdp__call *call, size_t add, size_t sub)
+/* What a call waiting on its peer holds: the response bytes it has
+ * queued and, while it has some, its own memory (a stream the peer reads
+ * holds none for long). */
+static size_t unsent_of(const kdp__call *call)
 {
-    kdp__sconn *sc = call->sc;
-    sc->unsent = sc->unsent + add - sub;
-    sc->srv->unsent = sc->srv->unsent + add - sub;
+    return call->q_bytes ? call->q_bytes + KDP__CALL_COST : 0;
 }
 
-/* The response bytes the call has queued change; while it has some, its
- * own memory counts too (a stream the peer reads holds none for long). */
+/* The bytes the call has queued change: counted for its connection and its
+ * server (as recv.c counts the requests held). */
 static void q_add(kdp__call *call, size_t add, size_t sub)
 {
+    kdp__sconn *sc = call->sc;
+    size_t was = unsent_of(call);
     call->q_bytes = call->q_bytes + add - sub;
-    charge(call, add, sub);
-    if (call->q_bytes && !call->charged) {
-        call->charged = true;
-        charge(call, KDP__CALL_COST, 0);
-    } else if (!call->q_bytes && call->charged) {
-        call->charged = false;
-        charge(call, 0, KDP__CALL_COST);
-    }
+    sc->unsent = sc->unsent - was + unsent_of(call);
+    sc->srv->unsent = sc->srv->unsent - was + unsent_of(call);
 }
 
 kdp__call *kdp__call_new(kdp__sconn *sc, int32_t stream_id, size_t max_recv)
@@ -245,7 +240,7 @@ static int check_unsent(kdp__call *call, kdp__outmsg *m)
 {
     kdp__sconn *sc = call->sc;
     kdp__server *s = sc->srv;
-    size_t cost = m->len + (call->charged ? 0 : KDP__CALL_COST);
+    size_t cost = m->len + (call->q_bytes ? 0 : KDP__CALL_COST);
     if (sc->unsent + cost > s->cfg.max_conn_unsent) {
         return refuse_unsent(call, m, "connection", s->cfg.max_conn_unsent);
     }

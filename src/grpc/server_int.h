@@ -56,7 +56,6 @@ struct kdp__call {
     bool deferred;   /* the data provider is waiting for more */
     bool user_owned; /* handler got the handle and has not finished it */
     bool rst_sent;
-    bool charged; /* its own memory counted in unsent (while q_bytes > 0) */
     int status;
     char *message; /* percent-encoded, or NULL */
     kdp__cancel_fn cancel_cb;
