@@ -119,16 +119,7 @@ func validateConditions(v interface{}, path string) []fieldErr {
 	for i, c := range list {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		cm, _ := c.(map[string]interface{})
-		typ := getString(cm, "type")
-		if typ == "" {
-			errs = append(errs, required(p+".type", ""))
-		} else {
-			errs = append(errs, qualifiedName(typ, p+".type")...)
-		}
-		if types[typ] {
-			errs = append(errs, duplicate(p+".type", typ))
-		}
-		types[typ] = true
+		errs = append(errs, uniqueName(getString(cm, "type"), p+".type", types, qualifiedName)...)
 		switch st := getString(cm, "status"); st {
 		case "True", "False", "Unknown":
 		case "":

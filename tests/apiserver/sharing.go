@@ -130,11 +130,19 @@ func (q quantity) canonical() string {
 }
 
 // canonicalize rewrites the quantity string at m[key] in canonical form.
-func canonicalize(m map[string]interface{}, key string) {
-	if s, ok := m[key].(string); ok {
+// canonicalQ: v in its canonical form if it is a quantity, else v.
+func canonicalQ(v interface{}) interface{} {
+	if s, ok := v.(string); ok {
 		if q, ok := parseQuantity(s); ok {
-			m[key] = q.canonical()
+			return q.canonical()
 		}
+	}
+	return v
+}
+
+func canonicalize(m map[string]interface{}, key string) {
+	if v, ok := m[key]; ok {
+		m[key] = canonicalQ(v)
 	}
 }
 
@@ -159,11 +167,7 @@ func canonicalSlice(obj M) {
 				canonicalize(p, "default")
 				vals, _ := p["validValues"].([]interface{})
 				for i, v := range vals {
-					if s, ok := v.(string); ok {
-						if q, ok := parseQuantity(s); ok {
-							vals[i] = q.canonical()
-						}
-					}
+					vals[i] = canonicalQ(v)
 				}
 				if r, ok := p["validRange"].(map[string]interface{}); ok {
 					canonicalize(r, "min")
@@ -210,8 +214,10 @@ func validateCounters(v interface{}, path string) []fieldErr {
 		cm, _ := m[k].(map[string]interface{})
 		if cm == nil || cm["value"] == nil {
 			errs = append(errs, required(kp+".value", ""))
-		} else if _, ok := parseQuantity(fmt.Sprint(cm["value"])); !ok {
-			errs = append(errs, invalid(kp+".value", cm["value"], "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"))
+		} else if q, ok := parseQuantity(fmt.Sprint(cm["value"])); !ok {
+			errs = append(errs, badQuantity(kp+".value", cm["value"]))
+		} else if q.v.Sign() < 0 {
+			errs = append(errs, invalid(kp+".value", cm["value"], "must be greater than or equal to 0"))
 		}
 	}
 	return errs
@@ -230,16 +236,7 @@ func validateSharedCounters(v interface{}, path string) []fieldErr {
 	for i, s := range sets {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		sm := asMap(s)
-		name := getString(sm, "name")
-		if name == "" {
-			errs = append(errs, required(p+".name", ""))
-		} else {
-			errs = append(errs, dnsLabel(name, p+".name")...)
-		}
-		if seen[name] {
-			errs = append(errs, duplicate(p+".name", name))
-		}
-		seen[name] = true
+		errs = append(errs, uniqueName(getString(sm, "name"), p+".name", seen, dnsLabel)...)
 		errs = append(errs, validateCounters(sm["counters"], p+".counters")...)
 	}
 	return errs
@@ -261,16 +258,7 @@ func validateConsumesCounters(v interface{}, path string) []fieldErr {
 	for i, c := range cs {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		cm := asMap(c)
-		set := getString(cm, "counterSet")
-		if set == "" {
-			errs = append(errs, required(p+".counterSet", ""))
-		} else {
-			errs = append(errs, dnsLabel(set, p+".counterSet")...)
-		}
-		if seen[set] {
-			errs = append(errs, duplicate(p+".counterSet", set))
-		}
-		seen[set] = true
+		errs = append(errs, uniqueName(getString(cm, "counterSet"), p+".counterSet", seen, dnsLabel)...)
 		errs = append(errs, validateCounters(cm["counters"], p+".counters")...)
 		groups, _ := cm["compatibilityGroups"].([]interface{})
 		if len(groups) > maxCompatibilityGroups {
@@ -295,7 +283,7 @@ func validateConsumesCounters(v interface{}, path string) []fieldErr {
 func policyAmount(v interface{}, path string) (*big.Rat, []fieldErr) {
 	q, ok := parseQuantity(fmt.Sprint(v))
 	if !ok {
-		return nil, []fieldErr{invalid(path, v, "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")}
+		return nil, []fieldErr{badQuantity(path, v)}
 	}
 	if q.v.Sign() < 0 {
 		return nil, []fieldErr{invalid(path, v, "must be greater than or equal to 0")}

@@ -541,6 +541,9 @@ class Python(ApiTest):
                      "spec.sharedCounters[3].counters[x].value")
         self.assertIn('spec.sharedCounters[1].name: Duplicate value: "card-0"', st["message"])
         invalid(counters_body([dict(ok, name="s%d" % i) for i in range(9)]), "spec.sharedCounters")
+        st = invalid(counters_body([{"name": "neg", "counters": {"memory": {"value": "-1Gi"}}}]),
+                     "spec.sharedCounters[0].counters[memory].value")
+        self.assertIn("must be greater than or equal to 0", st["message"])
         both = counters_body([ok])
         both["spec"]["devices"] = slice_body(devices=1)["spec"]["devices"]
         st = invalid(both, "spec")

@@ -484,7 +484,7 @@ func validateDevice(d interface{}, path string, perDevice bool) []fieldErr {
 		if cm == nil || cm["value"] == nil {
 			errs = append(errs, required(kp+".value", ""))
 		} else if !validQuantity(cm["value"]) {
-			errs = append(errs, invalid(kp+".value", cm["value"], "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"))
+			errs = append(errs, badQuantity(kp+".value", cm["value"]))
 		}
 		if cm != nil && cm["requestPolicy"] != nil {
 			if b, _ := asBool(dm["allowMultipleAllocations"]); !b {
@@ -525,14 +525,33 @@ func validateDevice(d interface{}, path string, perDevice bool) []fieldErr {
 	return errs
 }
 
-var quantityRe = regexp.MustCompile(`^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$`)
+// badQuantity: the API server's words for a value that is not a quantity.
+func badQuantity(path string, v interface{}) fieldErr {
+	return invalid(path, v, "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+}
+
+// uniqueName: a required name that check accepts, once among those seen.
+func uniqueName(name, path string, seen map[string]bool, check func(string, string) []fieldErr) []fieldErr {
+	var errs []fieldErr
+	if name == "" {
+		errs = append(errs, required(path, ""))
+	} else {
+		errs = append(errs, check(name, path)...)
+	}
+	if seen[name] {
+		errs = append(errs, duplicate(path, name))
+	}
+	seen[name] = true
+	return errs
+}
 
 func validQuantity(v interface{}) bool {
 	switch x := v.(type) {
 	case json.Number:
 		return true
 	case string:
-		return quantityRe.MatchString(x)
+		_, ok := parseQuantity(x)
+		return ok
 	}
 	return false
 }
@@ -602,16 +621,7 @@ func validateClaim(obj, old M) []fieldErr {
 	for i, r := range reqs {
 		rm, _ := r.(map[string]interface{})
 		p := fmt.Sprintf("spec.devices.requests[%d]", i)
-		name := getString(rm, "name")
-		if name == "" {
-			errs = append(errs, required(p+".name", ""))
-		} else {
-			errs = append(errs, dnsLabel(name, p+".name")...)
-		}
-		if seen[name] {
-			errs = append(errs, duplicate(p+".name", name))
-		}
-		seen[name] = true
+		errs = append(errs, uniqueName(getString(rm, "name"), p+".name", seen, dnsLabel)...)
 		ex, fa := rm["exactly"] != nil, rm["firstAvailable"] != nil
 		switch {
 		case !ex && !fa:

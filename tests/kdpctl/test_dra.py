@@ -28,15 +28,10 @@ import kdptest  # noqa: E402,F401
 from kdptest import T  # noqa: E402
 from kdptest.apiserver import ApiServer  # noqa: E402
 from kdptest.kubelet import Kubelet  # noqa: E402
-from kdptest.proc import Proc, ProcTest, binary, bin_dir, run, sanitizer_report  # noqa: E402
+from kdptest.metrics import parse, value  # noqa: E402
+from kdptest.proc import Proc, ProcTest, binary, run, sanitizer_report, wait_for  # noqa: E402
 
 DRV = "gopher.example.com"
-
-
-def promparse():
-    """Prometheus's own text parser (tests/metrics/build.sh)."""
-    return os.environ.get("KDP_PROMPARSE") or os.path.join(bin_dir(), "..", "metrics-go",
-                                                            "kdp-promparse")
 
 NODE = "node-a"
 TDRV = "test.example.com"
@@ -482,51 +477,41 @@ class ApiServerSide(Base):
             c.request("GET", "/metrics")
             text = c.getresponse().read().decode()
             c.close()
-            p = run([promparse()], T, input=text, echo=False)
-            self.assertEqual(p.returncode, 0, p.stderr + text)
-            return json.loads(p.stdout)
+            return parse(text)
 
-        def val(fams, name, **labels):
-            hits = [x for x in fams[name]["metrics"]
-                    if all(x["labels"].get(k) == v for k, v in labels.items())]
-            self.assertEqual(len(hits), 1, (name, labels, fams.get(name)))
-            return hits[0]
-
-        deadline = time.monotonic() + T
-        while True:  # the publish after the 409 may still be on its way
+        def published_again():  # the publish after the 409 may still be on its way
             f = page()
-            if val(f, "kdp_dra_slice_devices")["value"] == 4 or \
-                    time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
+            return f if value(f, "kdp_dra_slice_devices")["value"] == 4 else None
+
+        f = wait_for(published_again, T, "the 4 devices on the page")
         one = {"driver": DRV}
-        self.assertEqual(val(f, "kdp_dra_registered", **one)["value"], 1)
-        self.assertEqual(val(f, "kdp_dra_claims_total", op="prepare", result="ok")["value"], 1)
-        self.assertEqual(val(f, "kdp_dra_claims_total", op="prepare", result="error")["value"],
+        self.assertEqual(value(f, "kdp_dra_registered", **one)["value"], 1)
+        self.assertEqual(value(f, "kdp_dra_claims_total", op="prepare", result="ok")["value"], 1)
+        self.assertEqual(value(f, "kdp_dra_claims_total", op="prepare", result="error")["value"],
                          1)  # the claim the API server does not have
-        self.assertEqual(val(f, "kdp_dra_prepared_claims")["value"], 1)
-        self.assertEqual(val(f, "kdp_dra_prepared_shares")["value"], 0)
-        h = val(f, "kdp_dra_call_duration_seconds", op="prepare")
+        self.assertEqual(value(f, "kdp_dra_prepared_claims")["value"], 1)
+        self.assertEqual(value(f, "kdp_dra_prepared_shares")["value"], 0)
+        h = value(f, "kdp_dra_call_duration_seconds", op="prepare")
         self.assertEqual(f["kdp_dra_call_duration_seconds"]["type"], "HISTOGRAM")
         self.assertEqual(h["count"], 1)
-        self.assertEqual(val(f, "kdp_dra_slices_published")["value"], 1)
-        self.assertEqual(val(f, "kdp_dra_slices")["value"], 1)
-        self.assertEqual(val(f, "kdp_dra_slice_devices")["value"], 4)
-        self.assertGreaterEqual(float(val(f, "kdp_dra_pool_generation")["value"]), 2)
-        self.assertEqual(val(f, "kdp_dra_slice_failures_total", reason="conflict")["value"], 1)
-        self.assertEqual(val(f, "kdp_dra_api_requests_total", verb="PUT", code="409")["value"],
+        self.assertEqual(value(f, "kdp_dra_slices_published")["value"], 1)
+        self.assertEqual(value(f, "kdp_dra_slices")["value"], 1)
+        self.assertEqual(value(f, "kdp_dra_slice_devices")["value"], 4)
+        self.assertGreaterEqual(float(value(f, "kdp_dra_pool_generation")["value"]), 2)
+        self.assertEqual(value(f, "kdp_dra_slice_failures_total", reason="conflict")["value"], 1)
+        self.assertEqual(value(f, "kdp_dra_api_requests_total", verb="PUT", code="409")["value"],
                          1)
         self.assertGreaterEqual(
-            float(val(f, "kdp_dra_api_requests_total", verb="GET", code="200")["value"]), 3)
-        self.assertEqual(val(f, "kdp_dra_api_requests_total", verb="GET", code="404")["value"],
+            float(value(f, "kdp_dra_api_requests_total", verb="GET", code="200")["value"]), 3)
+        self.assertEqual(value(f, "kdp_dra_api_requests_total", verb="GET", code="404")["value"],
                          1)  # the missing claim
         m = kl.mark()
         kl.send("unprepare %s default/m1/%s" % (DRV, u1))
         kl.wait_event("unprepared", since=m, uid=u1)
         f = page()
-        self.assertEqual(val(f, "kdp_dra_claims_total", op="unprepare", result="ok")["value"],
+        self.assertEqual(value(f, "kdp_dra_claims_total", op="unprepare", result="ok")["value"],
                          1)
-        self.assertEqual(val(f, "kdp_dra_prepared_claims")["value"], 0)
+        self.assertEqual(value(f, "kdp_dra_prepared_claims")["value"], 0)
 
     def test_kubectl(self):
         kubectl = shutil.which("kubectl")
@@ -845,6 +830,7 @@ class BadInput(Base):
         code, made = self.req(api, "POST", S, body=body({"sharedCounters": [ok_set]}))
         self.assertEqual(code, 201, made)
         code, _ = self.req(api, "DELETE", S + "/s")
+        self.assertEqual(code, 200)
         good = {"devices": [{"name": "d", "allowMultipleAllocations": True, "capacity": {"memory": {
             "value": "80Gi", "requestPolicy": {"default": "8Gi", "validValues": ["4Gi", "8Gi"]}}},
             "consumesCounters": [{"counterSet": "card-0", "counters": {"memory": {"value": "8Gi"}}}]}]}

@@ -16,7 +16,6 @@ import os
 import re
 import select
 import socket
-import subprocess
 import sys
 import time
 import unittest
@@ -27,19 +26,13 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 import kdptest  # noqa: E402
 from kdptest import T, log  # noqa: E402
+from kdptest.metrics import parse, value  # noqa: E402
 from kdptest.plugin import PluginTest  # noqa: E402
 from kdptest.proc import Proc, wait_for  # noqa: E402
 
 RES = "kdp.test/dev"
 SERVING = r"metrics: serving /metrics and /healthz on (\S+)"
 PROMETHEUS = "/usr/bin/prometheus"
-
-
-def promparse_path():
-    p = os.environ.get("KDP_PROMPARSE")
-    if p:
-        return p
-    return os.path.join(kdptest.proc.bin_dir(), "..", "metrics-go", "kdp-promparse")
 
 
 # Connections one address may hold (src/runtime/http.c DEFAULT_PER_IP).
@@ -93,23 +86,6 @@ def raw(address, data, timeout=T):
         return out
     finally:
         s.close()
-
-
-def parse(text):
-    """The page through Prometheus's own parser: {family: {...}}."""
-    p = subprocess.run([promparse_path()], input=text, capture_output=True, text=True, timeout=T)
-    if p.returncode != 0:
-        raise AssertionError("Prometheus's parser refused the page: %s\n%s" % (p.stderr, text))
-    return json.loads(p.stdout)
-
-
-def value(fams, name, **labels):
-    """The value of the one series of name whose labels include labels."""
-    hits = [m for m in fams[name]["metrics"]
-            if all(m["labels"].get(k) == v for k, v in labels.items())]
-    if len(hits) != 1:
-        raise AssertionError("%s%s: %d series: %s" % (name, labels, len(hits), fams.get(name)))
-    return hits[0]
 
 
 def free_port():
