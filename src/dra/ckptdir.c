@@ -324,7 +324,15 @@ int kdp__ckptdir_init(kdp__ckptdir *d, const char *dir, const char *boot_id)
     if (!d->dir) {
         return -ENOMEM;
     }
-    int r = kdp__mkdir_p(d->claims, 0700);
+    int r = kdp__mkdir_p(dir, 0700);
+    const char *why = NULL;
+    if (r == 0 && kdp__dir_trusted(dir, &why) == -KDP__EUNTRUSTED) {
+        log_error("the DRA state directory %s %s: whoever can write there can forge the "
+                  "checkpoint; fix its owner and mode (kdp makes it 0700)",
+                  dir, why);
+        return -EPERM; /* nothing made in it */
+    }
+    r = r == 0 ? kdp__mkdir_p(d->claims, 0700) : r;
     if (r < 0) {
         log_error("cannot create the DRA state directory %s: %s", d->claims, strerror(-r));
     }

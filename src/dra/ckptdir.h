@@ -45,8 +45,9 @@ typedef struct kdp__ckptdir {
     char boot_id[KDP__DRA_BOOT_ID_LEN];
 } kdp__ckptdir;
 
-/* Paths for dir (made if missing, 0700); boot_id copied. Returns 0,
- * -ENOMEM or mkdir's -errno (logged). */
+/* Paths for dir (made if missing, 0700; refused if others may write there:
+ * nothing made in it then); boot_id copied. Returns 0, -EPERM (dir not
+ * trusted), -ENOMEM or mkdir's -errno (logged). */
 int kdp__ckptdir_init(kdp__ckptdir *d, const char *dir, const char *boot_id);
 void kdp__ckptdir_done(kdp__ckptdir *d);
 /* Every claim's record into set (empty on failure). A corrupt file is set

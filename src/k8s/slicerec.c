@@ -503,12 +503,12 @@ static uint64_t earliest(uint64_t a, uint64_t b)
 static kdp__sr_action call(kdp__sr *s, kdp__sr_action a)
 {
     s->inflight = a.kind;
-    s->inflight_a = a;
     s->inflight_ver = s->want_ver;
     snprintf(s->inflight_name, sizeof(s->inflight_name), "%s", a.name ? a.name : "");
     if (a.name) {
         a.name = s->inflight_name; /* valid until the answer */
     }
+    s->inflight_a = a;
     return a;
 }
 
