@@ -53,7 +53,7 @@ static int fresh_claims(kdp__ckpt *c, kdp__ckpt_set *set, kdp__ckpt_stamp *stamp
 static int persist(kdp__ckpt *c, const kdp__ckpt_set *set, const char *uid)
 {
     long i = kdp__ckptset_find(set, uid);
-    if (i >= 0) {
+    if (i >= 0 && set->recs) { /* found: recs is there (said for the analyzer) */
         return kdp__ckptdir_write(&c->files, set->recs[i]);
     }
     return kdp__ckptdir_remove(&c->files, uid) < 0 ? -EIO : 0;
