@@ -490,6 +490,28 @@ typedef struct kdp_dra_config {
 KDP_EXPORT int kdp_plugin_enable_dra(kdp_plugin *p, const kdp_dra_config *cfg,
                                      const kdp_dra_ops *ops);
 
+/* A DRA driver and nothing else: no device-plugin resource name, socket or
+ * registration. Its devices come from the same table calls as a plugin's
+ * (the list op, kdp_plugin_set_devices, probes; kdp_plugin_* calls take the
+ * returned plugin), and it runs with kdp_plugin_run() or in ctx like any
+ * plugin (ctx NULL: its own context). cfg may be NULL (all defaults): its
+ * device-plugin fields (resource_name, socket_name, device_plugin_dir,
+ * env_name, registration, replicas, replicas_one_per_container,
+ * preferred) must be unset; the rest (callback_timeout_ms,
+ * rescan_interval_ms, kubelet_root, probes, instance ...) mean what they
+ * mean for a plugin. The driver's name stands where a plugin's resource
+ * name would: its log lines, the resource label of its metrics,
+ * kdp_plugin_resource(), /healthz (which then speaks of the registration,
+ * the slices and the API server only). dcfg and dops are those of
+ * kdp_plugin_enable_dra(), without device_plugin_too (a driver serving both
+ * APIs is a kdp_plugin_new() plugin with DRA enabled). Returns 0 and *ret
+ * (free it with kdp_plugin_free), or what kdp_plugin_new() and
+ * kdp_plugin_enable_dra() return: -EINVAL (a bad or misplaced field:
+ * logged, naming it), -ENOENT (no API server configuration), -ENOMEM. */
+KDP_EXPORT int kdp_dra_driver_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops *ops,
+                                  const kdp_dra_config *dcfg, const kdp_dra_ops *dops, void *ud,
+                                  kdp_plugin **ret);
+
 /* The description of the device with kdp ID id changed (its firmware was
  * updated, an attribute the describe op reads moved): kdp calls the
  * describe op for it again, soon, on the plugin's worker, and publishes

@@ -140,7 +140,9 @@ static bool dra_health(void *ud, char *why, size_t cap)
                  st.api_error);
         return false;
     }
-    snprintf(why, cap, "registered; %zu devices published in %zu slices", st.devices, st.slices);
+    snprintf(why, cap, "registered; %zu device%s published in %zu slice%s; API server: %s%s",
+             st.devices, st.devices == 1 ? "" : "s", st.slices, st.slices == 1 ? "" : "s",
+             st.api_error[0] ? "last call failed: " : "reached", st.api_error);
     return true;
 }
 
@@ -486,6 +488,41 @@ KDP_EXPORT int kdp_plugin_enable_dra(kdp_plugin *p, const kdp_dra_config *cfg,
              kdp_plugin_resource(p), c->driver, c->node, c->instance ? ", instance " : "",
              c->instance ? c->instance : "", c->reg_path, c->svc_path, c->state_dir,
              c->device_plugin_too ? "; the device-plugin API too" : "; DRA only");
+    return 0;
+}
+
+KDP_EXPORT int kdp_dra_driver_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops *ops,
+                                  const kdp_dra_config *dcfg, const kdp_dra_ops *dops, void *ud,
+                                  kdp_plugin **ret)
+{
+    if (!ret || !dcfg) {
+        log_error("kdp_dra_driver_new: %s is NULL", !ret ? "ret" : "the DRA config (dcfg)");
+        return -EINVAL;
+    }
+    *ret = NULL;
+    const char *why = NULL;
+    if (kdp_dra_validate_driver_name(dcfg->driver_name, &why) < 0) {
+        log_error("kdp_dra_driver_new: invalid kdp_dra_config.driver_name \"%s\": %s",
+                  dcfg->driver_name ? dcfg->driver_name : "(null)", why);
+        return -EINVAL;
+    }
+    if (dcfg->device_plugin_too) {
+        log_error("%s: kdp_dra_driver_new: kdp_dra_config.device_plugin_too asks for the "
+                  "device-plugin API, which needs a resource and a socket name: make the plugin "
+                  "with kdp_plugin_new() and call kdp_plugin_enable_dra()",
+                  dcfg->driver_name);
+        return -EINVAL;
+    }
+    kdp_plugin *p = NULL;
+    int r = kdp__plugin_new_alone(ctx, cfg, ops, ud, dcfg->driver_name, &p);
+    if (r == 0) {
+        r = kdp_plugin_enable_dra(p, dcfg, dops);
+    }
+    if (r < 0) {
+        kdp_plugin_free(p);
+        return r;
+    }
+    *ret = p;
     return 0;
 }
 

@@ -52,7 +52,9 @@ static void none_start(kdp__reg *r)
 {
     kdp_plugin *p = OF_REG(r);
     p->reg_none_active = true;
-    log_info("%s: no device-plugin registration (DRA only)", p->resource);
+    if (!p->alone) { /* a plugin that could have served it: said */
+        log_info("%s: no device-plugin registration (DRA only)", p->resource);
+    }
     r->up.state(r->up.ud, KDP__REG_WAITING, "waiting for the extension's registration");
     if (p->ext_reg_state != KDP__REG_WAITING) {
         r->up.state(r->up.ud, p->ext_reg_state, "the extension's registration");
@@ -95,6 +97,9 @@ int kdp__plugin_set_ext(kdp_plugin *p, const kdp__plugin_ext *ext, bool device_p
     }
     if (p->has_ext) {
         return -EALREADY;
+    }
+    if (p->alone && device_plugin) {
+        return -EINVAL; /* made without it */
     }
     if (kdp__lifecycle_state(&p->lc) != KDP__LC_IDLE) {
         return -EBUSY;

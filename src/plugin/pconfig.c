@@ -34,17 +34,57 @@ static int check_replicas(const kdp_config *cfg)
     return 0;
 }
 
-int kdp__pconfig_check(const kdp_config *cfg, const char *dir)
+/* The fields a plugin without the device-plugin API has no use for. */
+int kdp__pconfig_check_no_dp(const kdp_config *cfg, const char *caller)
+{
+    const struct {
+        const char *name;
+        bool set;
+    } dp_only[] = {
+        {"resource_name", cfg->resource_name != NULL},
+        {"socket_name", cfg->socket_name != NULL},
+        {"device_plugin_dir", cfg->device_plugin_dir != NULL},
+        {"env_name", cfg->env_name != NULL},
+        {"registration", cfg->registration != KDP_REGISTRATION_DEFAULT},
+        {"replicas", cfg->replicas != 0},
+        {"replicas_one_per_container", cfg->replicas_one_per_container},
+        {"preferred", cfg->preferred != KDP_PREFERRED_NONE},
+    };
+    for (size_t i = 0; i < sizeof(dp_only) / sizeof(dp_only[0]); i++) {
+        if (dp_only[i].set) {
+            log_error("%s: kdp_config.%s is for the device-plugin API, which a DRA-only driver "
+                      "does not serve: leave it unset, or make a plugin with kdp_plugin_new() "
+                      "and serve both APIs with kdp_plugin_enable_dra() (device_plugin_too)",
+                      caller, dp_only[i].name);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+static int check_names(const kdp_config *cfg)
 {
     const char *why = NULL;
     if (!cfg->resource_name || kdp__validate_resource_name(cfg->resource_name, &why) < 0) {
-        log_error("invalid resource name \"%s\": %s",
-                  cfg->resource_name ? cfg->resource_name : "(null)", why ? why : "missing");
+        log_error("invalid resource name \"%s\": %s%s",
+                  cfg->resource_name ? cfg->resource_name : "(null)", why ? why : "missing",
+                  cfg->resource_name ? ""
+                                     : " (a DRA driver that serves no device-plugin resource is "
+                                       "made with kdp_dra_driver_new(), kdp_dra.h)");
         return -EINVAL;
     }
     if (!cfg->socket_name || kdp__validate_socket_name(cfg->socket_name, &why) < 0) {
         log_error("invalid socket name \"%s\": %s", cfg->socket_name ? cfg->socket_name : "(null)",
                   why ? why : "missing");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int kdp__pconfig_check(const kdp_config *cfg, const char *dir, bool names)
+{
+    const char *why = NULL;
+    if (names && check_names(cfg) < 0) {
         return -EINVAL;
     }
     if (cfg->env_name && kdp__validate_env_key(cfg->env_name, &why) < 0) {

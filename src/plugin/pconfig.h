@@ -9,13 +9,21 @@
 #ifndef KDP_PCONFIG_H
 #define KDP_PCONFIG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kdp.h"
 
-/* The config, with dir the directory of the plugin's socket. Returns 0 or
+/* The config, with dir the directory of the plugin's socket; names: the
+ * resource and socket names too (false for a plugin without the
+ * device-plugin API, whose names kdp makes). Returns 0 or -EINVAL
+ * (logged). */
+int kdp__pconfig_check(const kdp_config *cfg, const char *dir, bool names);
+/* For a plugin without the device-plugin API (a DRA-only driver): refuses
+ * the fields only that API uses (resource_name, socket_name, env_name,
+ * replicas ...), naming the first one set and caller. Returns 0 or
  * -EINVAL (logged). */
-int kdp__pconfig_check(const kdp_config *cfg, const char *dir);
+int kdp__pconfig_check_no_dp(const kdp_config *cfg, const char *caller);
 /* The instance (kdp_config.instance, else $KDP_INSTANCE; NULL: none) and
  * generation (kdp_config.generation, else $KDP_GENERATION, else 0) of a
  * plugin among several (plugin/handover.h). Returns 0 or -EINVAL

@@ -285,14 +285,13 @@ static int attach(kdp_plugin *p, kdp_ctx *ctx)
     return kdp__ctx_attach(ctx, &p->member);
 }
 
-KDP_EXPORT int kdp_plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops *ops, void *ud,
-                              kdp_plugin **ret)
+/* kdp_plugin_new, and kdp__plugin_new_alone with alone set: cfg's names
+ * are kdp's own then (not checked), and the device-plugin API is never
+ * served. */
+static int plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops *ops, void *ud, bool alone,
+                      kdp_plugin **ret)
 {
-    if (!ret || !cfg) {
-        log_error("kdp_plugin_new: %s is NULL", !ret ? "ret" : "the config (cfg)");
-        return -EINVAL;
-    }
-    int r = kdp__ctx_check_caller(ctx, "kdp_plugin_new",
+    int r = kdp__ctx_check_caller(ctx, alone ? "kdp_dra_driver_new" : "kdp_plugin_new",
                                   "create plugins before the context runs, or on its thread "
                                   "outside the callbacks");
     if (r < 0) {
@@ -305,11 +304,11 @@ KDP_EXPORT int kdp_plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops
     }
     kdp_registration mode = KDP_REGISTRATION_KUBELET;
     r = kdp_kubelet_paths_get(cfg->kubelet_root, cfg->device_plugin_dir, paths);
-    if (r == 0 && cfg->resource_name) {
+    if (r == 0 && cfg->resource_name && !alone) {
         r = kdp__regmode_resolve(cfg, paths, &mode);
     }
     if (r == 0) {
-        r = kdp__pconfig_check(cfg, kdp__regmode_dir(mode, paths));
+        r = kdp__pconfig_check(cfg, kdp__regmode_dir(mode, paths), !alone);
     }
     kdp_plugin *p = r == 0 ? calloc(1, sizeof(*p)) : NULL;
     if (!p) {
@@ -328,6 +327,7 @@ KDP_EXPORT int kdp_plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops
         p->ops = *ops;
     }
     p->regmode = mode;
+    p->alone = alone;
     r = fill_strings(p, cfg, kdp__regmode_dir(mode, paths));
     p->podres_socket = strdup(paths->pod_resources_socket);
     p->kubelet_root = strdup(paths->root);
@@ -348,6 +348,37 @@ KDP_EXPORT int kdp_plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops
     }
     *ret = p;
     return 0;
+}
+
+KDP_EXPORT int kdp_plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops *ops, void *ud,
+                              kdp_plugin **ret)
+{
+    if (!ret || !cfg) {
+        log_error("kdp_plugin_new: %s is NULL", !ret ? "ret" : "the config (cfg)");
+        return -EINVAL;
+    }
+    return plugin_new(ctx, cfg, ops, ud, false, ret);
+}
+
+int kdp__plugin_new_alone(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops *ops, void *ud,
+                          const char *name, kdp_plugin **ret)
+{
+    kdp_config c = {0};
+    if (cfg) {
+        c = *cfg;
+    }
+    int r = kdp__pconfig_check_no_dp(&c, "kdp_dra_driver_new");
+    if (r < 0) {
+        return r;
+    }
+    /* never served: a name of its own for the context's key and the logs */
+    char sock[300];
+    if ((size_t)snprintf(sock, sizeof(sock), "dra-%s.sock", name) >= sizeof(sock)) {
+        return -EINVAL;
+    }
+    c.resource_name = name;
+    c.socket_name = sock;
+    return plugin_new(ctx, &c, ops, ud, true, ret);
 }
 
 /* Plugins freed while one of their callbacks still ran past the wait (see

@@ -57,6 +57,13 @@ typedef struct kdp__plugin_ext {
     void *ud;
 } kdp__plugin_ext;
 
+/* A plugin that never serves the device-plugin API (kdp_dra_driver_new):
+ * cfg as for kdp_plugin_new (NULL: all defaults) without the fields of that
+ * API (refused, logged), name in their place (the logs, the metrics'
+ * resource label, kdp_plugin_resource). The extension it is made for must
+ * then be set with device_plugin false. Returns as kdp_plugin_new. */
+int kdp__plugin_new_alone(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops *ops, void *ud,
+                          const char *name, kdp_plugin **ret);
 /* Hooks ext (copied) to p. With device_plugin false, p runs its table,
  * list op, probes and metrics but neither registers with the device-plugin
  * API nor creates its socket or lock file there (the registration strategy

@@ -69,6 +69,7 @@ struct kdp_plugin {
     kdp__reg_state ext_reg_state; /* the extension's last report */
     int made;                     /* how far construction went (plugin.c: MADE_*) */
     bool has_ext;
+    bool alone;             /* made without the device-plugin API (kdp__plugin_new_alone) */
     bool ext_device_plugin; /* with it, the device-plugin side is served too */
     bool reg_none_active;   /* between the strategy's start and stop */
 

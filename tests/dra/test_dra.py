@@ -22,6 +22,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from kdptest import T, Proc, ProcTest, binary, peak_kib  # noqa: E402
 from kdptest.apiserver import ApiServer  # noqa: E402
 from kdptest.kubelet import Kubelet  # noqa: E402
+from kdptest.metrics import get, parse, value  # noqa: E402
+from kdptest.proc import wait_for  # noqa: E402
 
 DRV = "gopher.example.com"
 NODE = "node-a"
@@ -1243,6 +1245,36 @@ class Config(Base):
         os.chmod(self.path("cdi"), 0o755)
         r = kl.dra_prepare(DRV, ["default/c1/" + uid])
         self.assertEqual(r["by_uid"][uid]["result"], "prepared", r)
+
+    def test_dra_only_driver(self):
+        """kdp_dra_driver_new: no device-plugin name, socket or registration;
+        /healthz and the metrics speak of the driver and its DRA side."""
+        api = self.api()
+        addr = self.path("m.sock")
+        drv = self.start_proc(TestDriver(self, api, ["--metrics-address", "unix:" + addr]))
+        wait_for(lambda: os.path.exists(addr), T, "the metrics socket")
+        status, _, body = get(addr, "/healthz")
+        self.assertEqual(status, 503, body)
+        self.assertRegex(body, r"^gopher\.example\.com: DRA: not registered: waiting for the "
+                               r"kubelet's plugin watcher to ask \S+-reg\.sock \(GetInfo\)\n$")
+        kl = self.kubelet()
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        wait_for(lambda: get(addr, "/healthz")[0] == 200, T, "/healthz 200")
+        self.assertEqual(get(addr, "/healthz")[2], "ok\n")
+        fams = parse(get(addr, "/metrics")[2])
+        self.assertEqual(value(fams, "kdp_plugin_up", resource=DRV)["value"], 1)
+        # the kubelet's own socket only: no plugin socket, no lock file
+        self.assertEqual(os.listdir(self.path("root", "device-plugins")), ["kubelet.sock"])
+        self.assertNotIn("kubelet.sock", drv.log_text())
+        self.assertNotIn("device-plugin", drv.log_text())
+
+    def test_dra_only_driver_refuses_device_plugin_fields(self):
+        api = self.api()
+        d = self.start_proc(TestDriver(self, api, ["--resource", "example.com/x"]))
+        self.assertNotEqual(d.wait_exit(T), 0)
+        self.assertIn("kdp_dra_driver_new: kdp_config.resource_name is for the device-plugin API, "
+                      "which a DRA-only driver does not serve", d.log_text())
 
     def test_bad_driver_name(self):
         d = self.start_proc(Proc([binary("kdp-example-gopher-dra"), "--devices-dir",

@@ -11,7 +11,12 @@
  *       [--concurrent-claims N] [--no-health-v1alpha1] [--probe-fail-file FILE]
  *       [--unhealthy-taint noschedule|noexecute|none|informational] [--taints-file FILE]
  *       [--describe-file FILE] [--status good|bad] [--status-update-file FILE]
+ *       [--resource NAME] [--metrics-address ADDR]
  *
+ * Without --device-plugin-too the driver is DRA only, made with
+ * kdp_dra_driver_new (--resource: a device-plugin name given to it all the
+ * same, which it refuses); with it, a plugin (example.com/testdra on
+ * testdra.sock) with DRA enabled.
  * --fail-unprepare-file: while FILE exists, the unprepare op fails.
  * --slow-describe-file: while FILE exists, the describe op sleeps 1.5 s.
  * --probe-fail-file: health checks every 100 ms (Unhealthy after 2
@@ -258,6 +263,8 @@ int main(int argc, char **argv)
                       .socket_name = "testdra.sock",
                       .callback_timeout_ms = 30000};
     kdp_dra_config dc = {0};
+    const char *resource = NULL;
+    const char *metrics = NULL;
     unsigned n = 4;
     for (int i = 1; i < argc; i += 2) {
         const char *k = argv[i];
@@ -311,6 +318,10 @@ int main(int argc, char **argv)
             status_update_file = v;
         } else if (strcmp(k, "--concurrent-claims") == 0) {
             dc.concurrent_claims = (unsigned)strtoul(v, NULL, 10);
+        } else if (strcmp(k, "--resource") == 0) {
+            resource = v;
+        } else if (strcmp(k, "--metrics-address") == 0) {
+            metrics = v;
         } else if (strcmp(k, "--cdi-mode") == 0) {
             dc.cdi_mode = (unsigned)strtoul(v, NULL, 8);
         } else {
@@ -322,10 +333,20 @@ int main(int argc, char **argv)
     kdp_ops ops = {.list = list, .probe = probe_fail_file ? probe : NULL};
     kdp_dra_ops dops = {.describe = describe, .prepare = prepare, .unprepare = unprepare};
     kdp_plugin *p;
-    if (kdp_plugin_new(NULL, &cfg, &ops, &n, &p) < 0) {
+    if (!dc.device_plugin_too) {
+        /* DRA only: no device-plugin name (--resource: one anyway, refused) */
+        cfg.resource_name = resource;
+        cfg.socket_name = NULL;
+        if (kdp_dra_driver_new(NULL, &cfg, &ops, &dc, &dops, &n, &p) < 0) {
+            return 1;
+        }
+    } else if (kdp_plugin_new(NULL, &cfg, &ops, &n, &p) < 0) {
+        return 1;
+    } else if (kdp_plugin_enable_dra(p, &dc, &dops) < 0) {
+        kdp_plugin_free(p);
         return 1;
     }
-    if (kdp_plugin_enable_dra(p, &dc, &dops) < 0) {
+    if (metrics && kdp_ctx_serve_metrics(kdp_plugin_get_ctx(p), metrics) < 0) {
         kdp_plugin_free(p);
         return 1;
     }

@@ -10,7 +10,6 @@ usage: KDP_BIN_DIR=<build>/bin KDP_PROMPARSE=<build>/metrics-go/kdp-promparse \
        /usr/bin/python3 test_metrics.py [-v] [Test.name ...]
 """
 
-import http.client
 import json
 import os
 import re
@@ -26,7 +25,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 import kdptest  # noqa: E402
 from kdptest import T, log  # noqa: E402
-from kdptest.metrics import parse, value  # noqa: E402
+from kdptest.metrics import get, parse, value  # noqa: E402
 from kdptest.plugin import PluginTest  # noqa: E402
 from kdptest.proc import Proc, wait_for  # noqa: E402
 
@@ -37,34 +36,6 @@ PROMETHEUS = "/usr/bin/prometheus"
 
 # Connections one address may hold (src/runtime/http.c DEFAULT_PER_IP).
 PER_ADDRESS = 4
-
-
-class UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path, timeout=T):
-        super().__init__("localhost", timeout=timeout)
-        self.unix_path = path
-
-    def connect(self):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        s.connect(self.unix_path)
-        self.sock = s
-
-
-def get(address, path, method="GET", body=None, headers=None):
-    """(status, headers, body text) of one request to address (HOST:PORT or
-    a unix socket path)."""
-    if address.startswith("/"):
-        c = UnixHTTPConnection(address)
-    else:
-        host, port = address.rsplit(":", 1)
-        c = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=T)
-    try:
-        c.request(method, path, body=body, headers=headers or {})
-        r = c.getresponse()
-        return r.status, dict(r.getheaders()), r.read().decode()
-    finally:
-        c.close()
 
 
 def raw(address, data, timeout=T):

@@ -19,6 +19,7 @@ built against it every way a user would.
      and find_package(kdp COMPONENTS static) fails with a clear message.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -113,7 +114,23 @@ def check_tree(stage):
         body = open(t).read()
         check(stage not in body and BUILD not in body,
               "%s names neither the prefix nor the build tree" % os.path.relpath(t, stage))
+    check_documented(stage, libdir)
     return libdir
+
+
+def check_documented(stage, libdir):
+    """Every installed file is named in deploy.md's table of what the install
+    puts below the prefix (a directory named there covers what is in it)."""
+    text = open(os.path.join(SRC, "docs", "deploy.md")).read()
+    table = text.split("This installs, below the prefix:", 1)[1].split("\n\n", 2)[1]
+    named = set(re.findall(r"`([^`]+)`", table))
+    for root, _, files in os.walk(stage):
+        for f in files:
+            rel = os.path.relpath(os.path.join(root, f), stage)
+            generic = rel.replace(libdir + "/", "lib/", 1)
+            ok = (generic in named or os.path.basename(rel) in named
+                  or any(n.endswith("/") and generic.startswith(n) for n in named))
+            check(ok, "%s is named in docs/deploy.md's install table" % generic)
 
 
 def main():

@@ -1,8 +1,10 @@
 """A /metrics page read by Prometheus's own text parser (kdp-promparse:
 github.com/prometheus/common/expfmt, built by tests/metrics/build.sh)."""
 
+import http.client
 import json
 import os
+import socket
 import subprocess
 
 from kdptest import T
@@ -30,3 +32,31 @@ def value(fams, name, **labels):
     if len(hits) != 1:
         raise AssertionError("%s%s: %d series: %s" % (name, labels, len(hits), fams.get(name)))
     return hits[0]
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=T):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self.unix_path)
+        self.sock = s
+
+
+def get(address, path, method="GET", body=None, headers=None):
+    """(status, headers, body text) of one request to address (HOST:PORT or
+    a unix socket path)."""
+    if address.startswith("/"):
+        c = UnixHTTPConnection(address)
+    else:
+        host, port = address.rsplit(":", 1)
+        c = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=T)
+    try:
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        return r.status, dict(r.getheaders()), r.read().decode()
+    finally:
+        c.close()
