@@ -2,6 +2,9 @@
 #include "runtime/sock.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -23,6 +26,45 @@ static int fill_addr(struct sockaddr_un *sa, const char *path)
     return 0;
 }
 
+/* A hidden name next to path for the socket before it listens: "<dir>/.<name>.
+ * <pid>" (watchers skip names starting with '.'; it stays the socket's
+ * address, which `ss -xl` shows), or -ENAMETOOLONG. */
+static int temp_path(const char *path, char *out, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+    int dir = slash ? (int)(slash - path + 1) : 0;
+    int n = snprintf(out, cap, "%.*s.%s.%ld", dir, path, path + dir, (long)getpid());
+    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+/* Moves the socket file tmp to path unless path exists (-EADDRINUSE, as a
+ * bind there would). */
+static int move_no_replace(const char *tmp, const char *path)
+{
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0) {
+        return 0;
+    }
+    if (errno != EINVAL && errno != ENOSYS) {
+        return errno == EEXIST ? -EADDRINUSE : -errno;
+    }
+    /* a filesystem without RENAME_NOREPLACE: link() does not replace either */
+    if (link(tmp, path) < 0) {
+        return errno == EEXIST ? -EADDRINUSE : -errno;
+    }
+    unlink(tmp);
+    return 0;
+}
+
+static int bind_at(int fd, const char *path)
+{
+    struct sockaddr_un sa;
+    int r = fill_addr(&sa, path);
+    if (r == 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        r = -errno;
+    }
+    return r;
+}
+
 int kdp__sock_listen(const char *path, int backlog, int *ret_fd, ino_t *ret_ino)
 {
     struct sockaddr_un sa;
@@ -30,24 +72,38 @@ int kdp__sock_listen(const char *path, int backlog, int *ret_fd, ino_t *ret_ino)
     if (r < 0) {
         return r;
     }
+    /* The socket listens before its file has its name: a peer that sees the
+     * file appear (the kubelet's inotify watch) never finds nobody there. */
+    char tmp[sizeof(sa.sun_path)];
+    bool moved = temp_path(path, tmp, sizeof(tmp)) == 0;
+    if (moved && access(path, F_OK) == 0) {
+        return -EADDRINUSE; /* as bind() says; nothing made */
+    }
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         return -errno;
     }
+    const char *at = moved ? tmp : path;
+    if (moved) {
+        unlink(tmp); /* a leftover of a process that had this pid */
+    }
     /* Linux creates the socket file with the socket inode's mode (less the
      * umask): set it first, so the file is owner-only from the moment it
      * exists, without touching the process-wide umask. */
-    if (fchmod(fd, 0600) < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+    if (fchmod(fd, 0600) < 0) {
         r = -errno;
         goto fail;
     }
+    r = bind_at(fd, at);
+    if (r < 0) {
+        goto fail;
+    }
     struct stat st;
-    if (stat(path, &st) < 0) {
+    if (stat(at, &st) < 0 || listen(fd, backlog) < 0) {
         r = -errno;
         goto fail_unlink;
     }
-    if (listen(fd, backlog) < 0) {
-        r = -errno;
+    if (moved && (r = move_no_replace(tmp, path)) < 0) {
         goto fail_unlink;
     }
     *ret_fd = fd;
@@ -56,7 +112,7 @@ int kdp__sock_listen(const char *path, int backlog, int *ret_fd, ino_t *ret_ino)
     }
     return 0;
 fail_unlink:
-    unlink(path);
+    unlink(at);
 fail:
     close(fd);
     return r;

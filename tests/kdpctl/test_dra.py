@@ -413,11 +413,17 @@ class ApiServerSide(Base):
         sl = devices_become(4, m)
         self.assertGreater(sl["generation"], 1)
         m = api.mark()
-        self.assertEqual(fault("delete-slice " + name)["detail"], name)
+        self.assertEqual(fault("delete-slice " + name)["detail"], name + " deleted")
         api.wait_event("slice", type="DELETED", since=m)
         sl = api.wait_event("slice", type="ADDED", since=m, timeout=30)
         self.assertEqual(len(sl["devices"]), 4)
         name = sl["name"]
+        # by its generateName prefix ('*'): the pool's oldest slice
+        m = api.mark()
+        self.assertEqual(fault("delete-slice %s*" % name[:-5])["detail"], name + " deleted")
+        sl = api.wait_event("slice", type="ADDED", since=m, timeout=30)
+        name = sl["name"]
+        self.assertIn("no ResourceSlice", fault("edit-slice nothing-like-it*")["error"])
         # an outage: a device added meanwhile is published once it is back
         m = api.mark()
         self.assertIn("closed for 2 s", fault("down 2")["detail"])
@@ -641,8 +647,15 @@ class Run(Base):
         ready = [p.wait_event(lambda e, k=k: e.get("event") == "ready" and k in e, since=0)
                  for k in ("url", "registry")]
         kubeconfig = ready[0]["kubeconfig"]
-        self.gopher_dra(kubeconfig)
+        drv = self.gopher_dra(kubeconfig)
         p.wait_event("registered", since=0, driver=DRV)
+        # the registration socket appears listening: GetInfo at its first sight works, also
+        # after a driver restart (no "connection refused" and a retry 500 ms later)
+        drv.stop()
+        m = p.mark()
+        self.gopher_dra(kubeconfig)
+        p.wait_event("registered", since=m, driver=DRV)
+        self.assertEqual(p.events_since(0, lambda e: e.get("event") == "info_failed"), [])
         sl = p.wait_event("slice", since=0, type="ADDED")
         self.assertEqual(len(sl["devices"]), 2)
         uid = self.claim(kubeconfig, "r1", ["gopher1"])

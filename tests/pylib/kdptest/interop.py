@@ -74,15 +74,23 @@ def echo_pb2():
 def socket_listening(path):
     """True once a unix socket bound to path is listening (checks
     /proc/net/unix for the __SO_ACCEPTCON flag so as not to open a
-    connection); falls back to 'the socket file exists'."""
+    connection); falls back to 'the socket file exists'. kdp binds at
+    DIR/.NAME.PID and renames the file to path once it listens: such a
+    listening address with path present counts too."""
+    d, base = os.path.split(path)
+    hidden = os.path.join(d, "." + base + ".")
     try:
         with open("/proc/net/unix") as f:
             next(f)
             for line in f:
                 parts = line.split()
-                if len(parts) >= 8 and parts[7] == path:
-                    if int(parts[3], 16) & 0x10000:
-                        return True
+                if len(parts) < 8 or not int(parts[3], 16) & 0x10000:
+                    continue
+                if parts[7] == path:
+                    return True
+                if parts[7].startswith(hidden) and parts[7][len(hidden):].isdigit() \
+                        and os.path.exists(path):
+                    return True
             return False
     except OSError:
         return os.path.exists(path)
