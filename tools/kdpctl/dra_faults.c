@@ -10,6 +10,8 @@
  *   edit-slice NAME     the slice edited as someone else would: its last
  *                       device (or counter set) removed, a new generation
  *   delete-slice NAME   the slice deleted
+ *                       (NAME ending in '*': the oldest slice whose name
+ *                       starts with the rest, e.g. node-a-gpu-example-com-*)
  *   rotate-token        a new token in DIR/token and the kubeconfigs; the
  *                       old one refused (401) at once
  *   faults              what is armed
@@ -150,9 +152,21 @@ static void go_down(kd_api *a, unsigned long seconds)
 
 /* ---- behind the driver's back ---- */
 
+/* The slice NAME, or with NAME ending in '*' the first one (oldest) whose
+ * name starts with the rest (a generateName prefix, the driver's slices). */
 static kd_obj *slice_named(kd_api *a, const char *command, const char *name)
 {
-    kd_obj *o = kd_store_find(a, KD_SLICE, NULL, name);
+    size_t n = strlen(name);
+    kd_obj *o = NULL;
+    if (n > 0 && name[n - 1] == '*') {
+        for (kd_obj *it = a->objs[KD_SLICE]; it; it = it->next) {
+            if (strncmp(it->name, name, n - 1) == 0 && (!o || it->rv < o->rv)) {
+                o = it;
+            }
+        }
+    } else {
+        o = kd_store_find(a, KD_SLICE, NULL, name);
+    }
     if (!o) {
         char text[400];
         snprintf(text, sizeof(text), "no ResourceSlice \"%.200s\" (the slice events name them)",
@@ -195,8 +209,10 @@ static void delete_slice(kd_api *a, const char *name)
 {
     kd_obj *obj = slice_named(a, "delete-slice", name);
     if (obj) {
+        char text[300];
+        snprintf(text, sizeof(text), "%s deleted", obj->name);
         json_decref(kd_store_delete(a, obj));
-        say(a, "delete-slice", name, false);
+        say(a, "delete-slice", text, false);
     }
 }
 
