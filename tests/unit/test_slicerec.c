@@ -346,6 +346,49 @@ static void test_server_reset(void **state)
     kdp__sr_done(&f.sr);
 }
 
+/* An outage with nothing to write once it ends: the failure is over all
+ * the same (the error cleared, the backoff back at its start), so that the
+ * next failure is retried at once and not after the outage's long delay. */
+static void test_outage_without_change(void **state)
+{
+    (void)state;
+    fake f;
+    setup_fake(&f, "10");
+    set_devices(&f, 20, "x");
+    converge(&f);
+    kdp__sr_watch_ended(&f.sr, -ECONNREFUSED, "connection refused", f.now);
+    uint64_t delay = 0;
+    for (int i = 0; i < 8; i++) { /* down long enough for the backoff to grow */
+        kdp__sr_action a = next(&f);
+        while (a.kind != KDP__SR_LIST) {
+            assert_int_equal(a.kind, KDP__SR_NONE);
+            f.now = a.at_us;
+            a = next(&f);
+        }
+        kdp__sr_listed(&f.sr, -ECONNREFUSED, NULL, "connection refused", f.now);
+        a = next(&f);
+        delay = a.at_us - f.now;
+        f.now = a.at_us;
+    }
+    assert_true(delay >= 5000 * MS);
+    assert_int_equal(f.sr.st.err, -ECONNREFUSED);
+    converge(&f); /* back: the list has the slices as they were */
+    assert_int_equal(f.sr.st.generation, 1);
+    assert_int_equal(f.sr.st.err, 0);
+    assert_string_equal(f.sr.st.error, "");
+    kdp__sr_watch_ended(&f.sr, -ECONNREFUSED, "connection refused", f.now);
+    kdp__sr_action a = next(&f);
+    while (a.kind != KDP__SR_LIST) {
+        f.now = a.at_us;
+        a = next(&f);
+    }
+    kdp__sr_listed(&f.sr, -ECONNREFUSED, NULL, "connection refused", f.now);
+    a = next(&f);
+    assert_int_equal(a.kind, KDP__SR_NONE);
+    assert_true(a.at_us - f.now <= 2 * KDP__SR_MIN_BACKOFF_MS * MS);
+    kdp__sr_done(&f.sr);
+}
+
 /* Someone else edits a slice (a higher generation, other devices) or
  * deletes one of several: published again above their generation. */
 static void test_edited_behind_our_back(void **state)
@@ -448,6 +491,7 @@ int main(void)
         cmocka_unit_test(test_410_during_a_list),
         cmocka_unit_test(test_server_gone_mid_update),
         cmocka_unit_test(test_server_reset),
+        cmocka_unit_test(test_outage_without_change),
         cmocka_unit_test(test_edited_behind_our_back),
         cmocka_unit_test(test_shrink_and_foreign),
         cmocka_unit_test(test_update_of_a_deleted_slice),
