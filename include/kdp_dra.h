@@ -24,9 +24,11 @@
  * checkpoint); a prepare repeated after a reboot wiped the CDI directory
  * writes the spec again.
  *
- * A device-plugin and a DRA driver on one node must not hand out the same
- * devices: by default a plugin with DRA on no longer registers with the
- * device-plugin API (kdp_dra_config.device_plugin_too). KEP-5004
+ * A driver that is only a DRA driver is made with kdp_dra_driver_new (no
+ * device-plugin name or socket); kdp_plugin_enable_dra makes a plugin a DRA
+ * driver too. A device-plugin and a DRA driver on one node must not hand
+ * out the same devices: by default a plugin with DRA on no longer registers
+ * with the device-plugin API (kdp_dra_config.device_plugin_too). KEP-5004
  * (DeviceClass.spec.extendedResourceName) lets pods that ask for
  * `example.com/gpu: 1` be served by the driver. See docs/dra.md.
  *
@@ -53,6 +55,9 @@ extern "C" {
 
 /* $NODE_NAME: the node (from the downward API, spec.nodeName). */
 #define KDP_DRA_NODE_NAME_ENV "NODE_NAME"
+/* $KDP_CDI_DIR: the CDI directory when kdp_dra_config.cdi_dir is NULL (a
+ * driver tried on a laptop, where /var/run/cdi is root's). */
+#define KDP_DRA_CDI_DIR_ENV "KDP_CDI_DIR"
 /* $POD_UID: the instance of a rolling update (downward API,
  * metadata.uid). */
 #define KDP_DRA_POD_UID_ENV "POD_UID"
@@ -440,7 +445,7 @@ typedef struct kdp_dra_config {
     /* Where prepared claims are recorded; NULL = <kubelet root>/plugins/
      * <driver>/ (the kubelet root of kdp_config). Created if missing. */
     const char *state_dir;
-    /* NULL = "/var/run/cdi". */
+    /* NULL = $KDP_CDI_DIR if set, else "/var/run/cdi". */
     const char *cdi_dir;
     /* The mode of the CDI specs kdp writes for claims: 0 = 0644 (readable
      * by every user of the node, as CDI tools expect; the runtime reads

@@ -98,6 +98,10 @@ static int check(const kdp_dra_config *cfg)
     if (cfg->cdi_dir && kdp__validate_abs_path(cfg->cdi_dir, &why) < 0) {
         return bad("kdp_dra_config.cdi_dir", cfg->cdi_dir, why);
     }
+    const char *env_cdi = getenv(KDP_DRA_CDI_DIR_ENV);
+    if (!cfg->cdi_dir && env_cdi && kdp__validate_abs_path(env_cdi, &why) < 0) {
+        return bad("$" KDP_DRA_CDI_DIR_ENV, env_cdi, why);
+    }
     if (cfg->cdi_mode && !kdp__cdi_mode_ok(cfg->cdi_mode)) {
         log_error("kdp_plugin_enable_dra: invalid kdp_dra_config.cdi_mode 0%o: read and write "
                   "bits only, the owner's included (0600, 0640, 0644; 0: 0644)",
@@ -189,7 +193,8 @@ int kdp__dra_conf_init(kdp__dra_conf *c, kdp_plugin *p, const kdp_dra_config *cf
     c->node = strdup(node);
     c->instance = inst ? strdup(inst) : NULL;
     c->kubeconfig = cfg->kubeconfig ? strdup(cfg->kubeconfig) : NULL;
-    c->cdi_dir = strdup(cfg->cdi_dir ? cfg->cdi_dir : DEFAULT_CDI_DIR);
+    const char *cdi = cfg->cdi_dir ? cfg->cdi_dir : getenv(KDP_DRA_CDI_DIR_ENV);
+    c->cdi_dir = strdup(cdi ? cdi : DEFAULT_CDI_DIR);
     c->cdi_mode = cfg->cdi_mode ? cfg->cdi_mode : 0644U;
     if (!c->driver || !c->node || (inst && !c->instance) || (cfg->kubeconfig && !c->kubeconfig) ||
         !c->cdi_dir) {

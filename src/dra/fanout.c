@@ -8,11 +8,12 @@
 #include "base/log.h"
 #include "dra/driver_int.h"
 
-/* What the health stream says of a device (docs/dra.md, "Health"): the
- * author's Unhealthy as it is; the health check's verdict with its reason,
- * or Unknown when the check could not tell (no answer in time, the health
- * subsystem down); Unknown too while a Healthy device's health subsystem is
- * down (whatever kdp_config.probe_down keeps for the device-plugin side). */
+/* What the health stream says of a device (docs/dra.md, "Health, taints
+ * and the claim's status"): the author's Unhealthy as it is; the health
+ * check's verdict with its reason, or Unknown when the check could not tell
+ * (no answer in time, the health subsystem down); Unknown too while a
+ * Healthy device's health subsystem is down (whatever kdp_config.probe_down
+ * keeps for the device-plugin side). */
 static void health_of(const kdp__dev *dev, const kdp__dra_desc *x, kdp__dra_hdev *out)
 {
     bool unsure = x->note == KDP__NOTE_NO_ANSWER || x->note == KDP__NOTE_DOWN;

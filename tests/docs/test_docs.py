@@ -32,7 +32,8 @@ Every block needs a language; each language has one meaning:
            (up to the next `$ ` line) must be exactly what CMD printed on
            stdout and stderr (each stream in order); a last line `exit N`
            is the exit status CMD must have (else 0)
-  c        compiled against the installed kdp (pkg-config) with
+  c        compiled against the installed kdp (pkg-config kdp, or kdp-dra
+           for a block that includes <kdp_dra.h>) with
            -Wall -Wextra -Werror (unused functions and parameters allowed:
            snippets); linked too when it has a main()
   yaml     a kdp-generic configuration: `kdp-generic --check` must accept it
@@ -733,7 +734,8 @@ class Doc:
         self.compile(b.where(), path)
 
     def compile(self, where, path):
-        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "kdp"], env=self.pkg_env(),
+        pkg = "kdp-dra" if "<kdp_dra.h>" in read(path) else "kdp"
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", pkg], env=self.pkg_env(),
                                stdout=subprocess.PIPE, universal_newlines=True,
                                timeout=30).stdout.split()
         has_main = re.search(r"^int main\(", read(path), re.M) is not None

@@ -9,6 +9,9 @@ set(KDP_DOCS README.md docs/tutorial.md)
 if(KDP_INTEROP) # kdpctl.md's examples include kdp-go-testplugin, a grpc-go plugin
   list(APPEND KDP_DOCS docs/kdpctl.md)
 endif()
+if(KDP_HAVE_MHD AND NOT KDP_STATIC_TOOLS) # dra.md runs kdpctl dra (libmicrohttpd)
+  list(APPEND KDP_DOCS docs/dra.md)
+endif()
 if(TARGET kdp-generic) # built only with libyaml
   list(APPEND KDP_DOCS docs/generic.md)
 endif()

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Figures of the DRA driver (docs/dra.md, "The driver"): the gopher
+"""Figures of the DRA driver (docs/dra.md, "How it works"): the gopher
 example's DRA mode (kdp-example-gopher-dra) between the kubelet emulator and
 the API-server emulator.
 
