@@ -1042,6 +1042,17 @@ typedef struct kdp_pod_device {
      * ContainerDevices' topology), n_numa_nodes of them (NULL if none). */
     const int64_t *numa_nodes;
     size_t n_numa_nodes;
+    /* A device of a DRA claim the container references (the kubelet's
+     * DynamicResources: Kubernetes 1.34+, KubeletPodResourcesDynamicResources
+     * on): the claim's namespace and name, resource_name the DRA driver's
+     * name, device_id and physical_id the device's name in pool_name,
+     * share_id its share (consumable capacity; "" if none). A query for a
+     * resource keeps the claims' devices of the driver of that name (a
+     * kdp_dra_driver_new driver's: its own). All "" for a device-plugin
+     * device. */
+    const char *claim_namespace, *claim_name;
+    const char *pool_name;
+    const char *share_id;
 } kdp_pod_device;
 
 /* A snapshot: the devices in the kubelet's order (pods, their containers,

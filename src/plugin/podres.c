@@ -127,6 +127,59 @@ static int add_group(builder *b, const owner *o, const V1__ContainerDevices *cd,
                 .physical_id = pid,
                 .numa_nodes = numa,
                 .n_numa_nodes = n_numa,
+                .claim_namespace = "",
+                .claim_name = "",
+                .pool_name = "",
+                .share_id = "",
+            };
+        }
+        b->n++;
+    }
+    return 0;
+}
+
+/* A DRA claim the container references: an entry per device. */
+static int add_claim(builder *b, const owner *o, const V1__DynamicResource *dr, const char *where,
+                     size_t ci)
+{
+    if (!dr || empty(dr->claim_name) || empty(dr->claim_namespace)) {
+        return fail(b, "%sdynamic_resources[%zu]: empty claim_%s", where, ci,
+                    dr && !empty(dr->claim_name) ? "namespace" : "name");
+    }
+    const char *cns = NULL;
+    const char *cname = NULL;
+    for (size_t i = 0; i < dr->n_claim_resources; i++) {
+        const V1__ClaimResource *cr = dr->claim_resources[i];
+        if (!cr || empty(cr->driver_name) || empty(cr->device_name)) {
+            return fail(b, "%sdynamic_resources[%zu].claim_resources[%zu]: empty %s", where, ci, i,
+                        cr && !empty(cr->driver_name) ? "device_name" : "driver_name");
+        }
+        if (b->resource && strcmp(b->resource, cr->driver_name) != 0) {
+            continue;
+        }
+        if (b->n >= KDP_PODS_MAX_DEVICES) {
+            return -E2BIG;
+        }
+        if (!cname) { /* the claim's names once, for its devices */
+            cns = put_str(b, dr->claim_namespace);
+            cname = put_str(b, dr->claim_name);
+        }
+        const char *drv = put_str(b, cr->driver_name);
+        const char *dev = put_str(b, cr->device_name);
+        const char *pool = put_str(b, cr->pool_name);
+        const char *share = put_str(b, cr->share_id);
+        if (b->fill) {
+            b->devs[b->n] = (kdp_pod_device){
+                .pod_namespace = o->ns,
+                .pod_name = o->pod,
+                .container_name = o->ctr,
+                .resource_name = drv,
+                .device_id = dev,
+                .physical_id = dev,
+                .claim_namespace = cns,
+                .claim_name = cname,
+                .pool_name = pool,
+                .share_id = share,
             };
         }
         b->n++;
@@ -155,6 +208,12 @@ static int add_pod(builder *b, const V1__PodResources *pr, const char *where)
         snprintf(w + wl, sizeof(w) - wl, ".");
         for (size_t g = 0; g < cr->n_devices; g++) {
             int r = add_group(b, &o, cr->devices[g], w, g);
+            if (r < 0) {
+                return r;
+            }
+        }
+        for (size_t k = 0; k < cr->n_dynamic_resources; k++) {
+            int r = add_claim(b, &o, cr->dynamic_resources[k], w, k);
             if (r < 0) {
                 return r;
             }

@@ -605,15 +605,28 @@ class ApiServerSide(Base):
             self.gopher_file("gopher%d" % i)
         api = self.dra_apiserver()
         os.makedirs(self.path("root", "device-plugins"), exist_ok=True)
-        kl = self.start_proc(Kubelet(self.path("root", "device-plugins"), registry=self.reg))
+        kl = self.start_proc(Kubelet(self.path("root", "device-plugins"), registry=self.reg,
+                                     kubelet_root=self.root))
         self.gopher_dra(api.kubeconfig)
         kl.wait_dra_registered(DRV)
         api.wait_event("slice", type="ADDED", since=0)
-        uid = self.claim(api.kubeconfig, "g1", ["gopher1"])
-        r = kl.dra_prepare(DRV, [("default", "g1", uid)])
+        uid = self.claim(api.kubeconfig, "g1", ["gopher0", "gopher1"])
+        r = kl.dra_prepare(DRV, [("default", "g1", uid)], pod="ml/train", containers=["main"])
         self.assertTrue(r["ok"], r)
         self.assertEqual(r["by_uid"][uid]["result"], "prepared")
-        self.assertEqual([d["device"] for d in r["by_uid"][uid]["devices"]], ["gopher1"])
+        self.assertEqual([d["device"] for d in r["by_uid"][uid]["devices"]],
+                         ["gopher0", "gopher1"])
+        # kdpctl pods: the claim as the kubelet's PodResources carries it
+        out = self.kdpctl("pods", "--kubelet-root", self.root)
+        self.assertEqual(out.returncode, 0, out)
+        self.assertEqual(out.stdout.split("\n")[0].split(),
+                         ["NAMESPACE", "POD", "CONTAINER", "RESOURCE", "CLAIM", "DEVICES"])
+        self.assertEqual(out.stdout.split("\n")[1].split(),
+                         ["ml", "train", "main", DRV, "default/g1", "gopher0,gopher1"])
+        out = self.kdpctl("--json", "pods", "--kubelet-root", self.root, "--device", "gopher1")
+        row = json.loads(out.stdout)
+        self.assertEqual((row["claim"], row["resource"], row["pool"], row["devices"]),
+                         ("default/g1", DRV, NODE, ["gopher1"]))
         r = kl.dra_unprepare(DRV, [("default", "g1", uid)])
         self.assertTrue(r["ok"], r)
 

@@ -96,14 +96,14 @@ const (
 
 // Flags (main.go registers them).
 var (
-	fDRA            bool
-	fDRAVersions    string
-	fDRACallTimeout time.Duration
-	fDRAHealth      string
-	fDRAHealthRetry time.Duration
+	fDRA               bool
+	fDRAVersions       string
+	fDRACallTimeout    time.Duration
+	fDRAHealth         string
+	fDRAHealthRetry    time.Duration
 	fDRAHealthVersions string
-	fDRAHealthTTL   time.Duration
-	fDRAWipeDelay   time.Duration
+	fDRAHealthTTL      time.Duration
+	fDRAWipeDelay      time.Duration
 )
 
 // draSupported is the kubelet's servicesSupportedByKubelet (-dra-versions).
@@ -129,13 +129,13 @@ type draInstance struct {
 	seq       uint64
 	conn      *grpc.ClientConn
 
-	connected    bool
-	removed      bool
-	healthCancel context.CancelFunc
+	connected     bool
+	removed       bool
+	healthCancel  context.CancelFunc
 	healthVersion string // the health service version used ("" none)
-	healthState  string // "", "streaming", "unimplemented", "error", "ended"
-	healthMsgs   int
-	lastEnd      string // the last stream end reported (deduplication)
+	healthState   string // "", "streaming", "unimplemented", "error", "ended"
+	healthMsgs    int
+	lastEnd       string // the last stream end reported (deduplication)
 }
 
 // draHealthList is the last device health list of a driver.

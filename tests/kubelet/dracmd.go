@@ -1,6 +1,6 @@
 // The DRA commands of kdp-test-kubelet (see dra.go for the model):
 //
-//	dra-prepare DRIVER NS/NAME/UID [NS/NAME/UID ...]
+//	dra-prepare DRIVER NS/NAME/UID [NS/NAME/UID ...] [pod=NS/NAME [container=C1,C2]]
 //	dra-unprepare DRIVER NS/NAME/UID [NS/NAME/UID ...]
 //	dra-state
 //	dra-health DRIVER
@@ -9,7 +9,9 @@
 // NodeUnprepareResources call with all the claims, to the instance the
 // kubelet would use, on the chosen service's gRPC path
 // (/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/... or v1beta1), with the
-// per-call timeout (-dra-call-timeout, the kubelet's 45 s).
+// per-call timeout (-dra-call-timeout, the kubelet's 45 s). With pod=, the
+// prepared claims are the pod's (its containers, default "c0", reference
+// them): PodResources then lists them in DynamicResources.
 package main
 
 import (
@@ -23,6 +25,7 @@ import (
 
 	drav1beta1 "kdptest/drav1beta1pb"
 	drav1 "kdptest/drav1pb"
+	prpb "kdptest/podrespb"
 )
 
 type draClaim struct{ ns, name, uid string }
@@ -147,10 +150,20 @@ func (k *kubelet) draReply(cmd *command, in *draInstance, method string, claims 
 }
 
 func (k *kubelet) doDRAPrepare(cmd *command) {
+	rest, ns, pod, ctrs, perr := parsePodArgs(cmd.args)
+	if perr != nil || (pod != "" && k.pr == nil) {
+		cmd.fail("Usage", "dra-prepare: pod=NS/NAME [container=C,...] (needs -kubelet-root or -pod-resources)")
+		return
+	}
+	cmd.args = rest
+	if len(ctrs) == 0 {
+		ctrs = []string{"c0"}
+	}
 	in, claims := k.draTarget(cmd)
 	if in == nil {
 		return
 	}
+
 	ctx, cancel := draCallCtx()
 	defer cancel()
 	results := map[string]draResult{}
@@ -188,7 +201,33 @@ func (k *kubelet) doDRAPrepare(cmd *command) {
 		cmd.fail("Internal", "internal error: unsupported chosen service: %q", in.service)
 		return
 	}
+	if pod != "" && err == nil {
+		k.draClaimsToPod(in.driver, claims, results, ns, pod, ctrs)
+	}
 	k.draReply(cmd, in, "NodePrepareResources", claims, results, err, "prepared")
+}
+
+// draClaimsToPod: the claims a prepare prepared, as the kubelet lists
+// them for a pod's containers (DynamicResource: the claim, each device with
+// its driver, pool, name, CDI IDs and share ID).
+func (k *kubelet) draClaimsToPod(driver string, claims []draClaim, results map[string]draResult,
+	ns, pod string, ctrs []string) {
+	for _, c := range claims {
+		r, ok := results[c.uid]
+		if !ok || r.err != "" {
+			continue
+		}
+		dr := &prpb.DynamicResource{ClaimName: c.name, ClaimNamespace: c.ns}
+		for _, d := range r.devices {
+			cr := &prpb.ClaimResource{DriverName: driver, PoolName: d["pool"].(string),
+				DeviceName: d["device"].(string), ShareId: d["share_id"].(string)}
+			for _, id := range d["cdi_device_ids"].([]string) {
+				cr.CdiDevices = append(cr.CdiDevices, &prpb.CDIDevice{Name: id})
+			}
+			dr.ClaimResources = append(dr.ClaimResources, cr)
+		}
+		k.pr.addClaim(ns, pod, ctrs, dr)
+	}
 }
 
 func (k *kubelet) doDRAUnprepare(cmd *command) {

@@ -3,8 +3,9 @@
 // emulator's real state, served on <kubelet-root>/pod-resources/kubelet.sock
 // (-kubelet-root ROOT, or -pod-resources for ROOT = DIR/..). The devices are
 // the ones each registered plugin streams; the allocations are the ones the
-// "allocate" command made with pod=NS/NAME (see main.go), until
-// "release-pod NS/NAME".
+// "allocate" command made with pod=NS/NAME (see main.go), and the claims
+// "dra-prepare" prepared with pod=NS/NAME container=C (their devices as the
+// driver answered, in DynamicResources), until "release-pod NS/NAME".
 //
 //	-podres-get on|off|absent  on: Get answers (kubelet >= 1.34, or the gate
 //	                           on); off: the kubelet's gate-off error (code
@@ -40,10 +41,12 @@ var (
 	fPodresDelay  time.Duration
 )
 
-// allocation: the devices of one resource given to one container.
+// allocation: the devices of one resource given to one container, or (claim
+// set) the devices of one DRA claim the container references.
 type allocation struct {
 	ns, pod, container, resource string
 	ids                          []string
+	claim                        *prpb.DynamicResource
 }
 
 type podres struct {
@@ -95,6 +98,16 @@ func (s *podres) add(ns, pod string, containers []string, resource string, group
 	for i, ids := range groups {
 		s.allocs = append(s.allocs, allocation{ns: ns, pod: pod, container: containers[i],
 			resource: resource, ids: append([]string(nil), ids...)})
+	}
+}
+
+// addClaim records a prepared DRA claim as referenced by these containers
+// of a pod (the kubelet's DynamicResources, 1.34+).
+func (s *podres) addClaim(ns, pod string, containers []string, dr *prpb.DynamicResource) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range containers {
+		s.allocs = append(s.allocs, allocation{ns: ns, pod: pod, container: c, claim: dr})
 	}
 }
 
@@ -175,6 +188,10 @@ func (s *podres) pods(ns, pod string) []*prpb.PodResources {
 			cr = &prpb.ContainerResources{Name: a.container}
 			byCtr[ck] = cr
 			pr.Containers = append(pr.Containers, cr)
+		}
+		if a.claim != nil {
+			cr.DynamicResources = append(cr.DynamicResources, a.claim)
+			continue
 		}
 		cr.Devices = append(cr.Devices, &prpb.ContainerDevices{ResourceName: a.resource,
 			DeviceIds: a.ids, Topology: s.numaOf(a.resource, a.ids)})

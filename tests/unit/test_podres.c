@@ -277,6 +277,122 @@ static void test_missing_fields(void **state)
     expect_bad(no_id, 1, "containers[0].devices[0].device_ids[1]: empty");
 }
 
+/* A container with a device-plugin group and two DRA claims (the kubelet's
+ * DynamicResources): an entry per claim device, the claim's fields set, a
+ * device-plugin entry's "". */
+static uint8_t *pack_claims(const char *claim_name, const char *driver, size_t *ret_len)
+{
+    V1__CDIDevice cdi = V1__CDIDEVICE__INIT;
+    cdi.name = (char *)"k8s.gpu.example.com/claim=u-gpu-0";
+    V1__CDIDevice *cdis[] = {&cdi};
+    V1__ClaimResource c0 = V1__CLAIM_RESOURCE__INIT, c1 = V1__CLAIM_RESOURCE__INIT,
+                      c2 = V1__CLAIM_RESOURCE__INIT;
+    c0.driver_name = (char *)driver;
+    c0.pool_name = (char *)"node-a";
+    c0.device_name = (char *)"gpu-0";
+    c0.cdi_devices = cdis;
+    c0.n_cdi_devices = 1;
+    c1.driver_name = (char *)"gpu.example.com";
+    c1.pool_name = (char *)"node-a";
+    c1.device_name = (char *)"gpu-1";
+    c1.share_id = (char *)"0b7d6f1e-3c52-4a8e-9d35-1f2e3d4c5b6a";
+    c2.driver_name = (char *)"nic.example.com";
+    c2.pool_name = (char *)"node-a";
+    c2.device_name = (char *)"eth1";
+    V1__ClaimResource *gpu_res[] = {&c0, &c1};
+    V1__ClaimResource *nic_res[] = {&c2};
+    V1__DynamicResource gpu = V1__DYNAMIC_RESOURCE__INIT, nic = V1__DYNAMIC_RESOURCE__INIT;
+    gpu.claim_namespace = (char *)"ml";
+    gpu.claim_name = (char *)claim_name;
+    gpu.claim_resources = gpu_res;
+    gpu.n_claim_resources = 2;
+    nic.claim_namespace = (char *)"ml";
+    nic.claim_name = (char *)"net";
+    nic.claim_resources = nic_res;
+    nic.n_claim_resources = 1;
+    V1__DynamicResource *drs[] = {&gpu, &nic};
+    char *ids[] = {(char *)"widget0"};
+    V1__ContainerDevices cd = V1__CONTAINER_DEVICES__INIT;
+    cd.resource_name = (char *)"example.com/widget";
+    cd.device_ids = ids;
+    cd.n_device_ids = 1;
+    V1__ContainerDevices *cds[] = {&cd};
+    V1__ContainerResources cr = V1__CONTAINER_RESOURCES__INIT;
+    cr.name = (char *)"main";
+    cr.devices = cds;
+    cr.n_devices = 1;
+    cr.dynamic_resources = drs;
+    cr.n_dynamic_resources = 2;
+    V1__ContainerResources *crs[] = {&cr};
+    V1__PodResources pr = V1__POD_RESOURCES__INIT;
+    pr.namespace_ = (char *)"ml";
+    pr.name = (char *)"train";
+    pr.containers = crs;
+    pr.n_containers = 1;
+    V1__PodResources *prs[] = {&pr};
+    V1__ListPodResourcesResponse resp = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
+    resp.pod_resources = prs;
+    resp.n_pod_resources = 1;
+    size_t len = protobuf_c_message_get_packed_size(&resp.base);
+    uint8_t *buf = malloc(len);
+    assert_non_null(buf);
+    assert_int_equal(protobuf_c_message_pack(&resp.base, buf), len);
+    *ret_len = len;
+    return buf;
+}
+
+static void test_dra_claims(void **state)
+{
+    (void)state;
+    size_t len;
+    uint8_t *buf = pack_claims("gpus", "gpu.example.com", &len);
+    kdp_pods *all = NULL;
+    char why[160] = "";
+    assert_int_equal(kdp__pods_build(KDP__PODRES_LIST, buf, len, NULL, 0, &all, why, sizeof(why)),
+                     0);
+    assert_int_equal(kdp_pods_count(all), 4);
+    const kdp_pod_device *w = kdp_pods_at(all, 0);
+    assert_string_equal(w->resource_name, "example.com/widget");
+    assert_string_equal(w->claim_name, "");
+    assert_string_equal(w->pool_name, "");
+    const kdp_pod_device *g0 = kdp_pods_at(all, 1);
+    assert_string_equal(g0->container_name, "main");
+    assert_string_equal(g0->resource_name, "gpu.example.com");
+    assert_string_equal(g0->claim_namespace, "ml");
+    assert_string_equal(g0->claim_name, "gpus");
+    assert_string_equal(g0->pool_name, "node-a");
+    assert_string_equal(g0->device_id, "gpu-0");
+    assert_string_equal(g0->physical_id, "gpu-0");
+    assert_string_equal(g0->share_id, "");
+    assert_int_equal(g0->n_numa_nodes, 0);
+    assert_string_equal(kdp_pods_at(all, 2)->share_id, "0b7d6f1e-3c52-4a8e-9d35-1f2e3d4c5b6a");
+    assert_string_equal(kdp_pods_at(all, 3)->claim_name, "net");
+    assert_ptr_equal(kdp_pods_find_device(all, "gpu.example.com", "gpu-1"), kdp_pods_at(all, 2));
+    kdp_pods_free(all);
+    /* a DRA driver's query (its name as the resource): its claims' devices only */
+    kdp_pods *mine = NULL;
+    assert_int_equal(
+        kdp__pods_build(KDP__PODRES_LIST, buf, len, "gpu.example.com", 0, &mine, why, sizeof(why)),
+        0);
+    assert_int_equal(kdp_pods_count(mine), 2);
+    assert_string_equal(kdp_pods_at(mine, 1)->device_id, "gpu-1");
+    kdp_pods_free(mine);
+    free(buf);
+    /* the API's bad answers, named */
+    kdp_pods *out = NULL;
+    buf = pack_claims("", "gpu.example.com", &len);
+    assert_int_equal(kdp__pods_build(KDP__PODRES_LIST, buf, len, NULL, 0, &out, why, sizeof(why)),
+                     -EPROTO);
+    assert_non_null(strstr(why, "containers[0].dynamic_resources[0]: empty claim_name"));
+    free(buf);
+    buf = pack_claims("gpus", "", &len);
+    assert_int_equal(kdp__pods_build(KDP__PODRES_LIST, buf, len, NULL, 0, &out, why, sizeof(why)),
+                     -EPROTO);
+    assert_non_null(strstr(why, "dynamic_resources[0].claim_resources[0]: empty driver_name"));
+    assert_null(out);
+    free(buf);
+}
+
 static void test_garbage(void **state)
 {
     (void)state;
@@ -559,6 +675,7 @@ int main(void)
         cmocka_unit_test(test_resource_and_replicas),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_missing_fields),
+        cmocka_unit_test(test_dra_claims),
         cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_get_and_allocatable),
         cmocka_unit_test(test_size_bound),

@@ -67,7 +67,45 @@ static bool same_group(const kdp_pod_device *a, const kdp_pod_device *b)
     return strcmp(a->pod_namespace, b->pod_namespace) == 0 &&
            strcmp(a->pod_name, b->pod_name) == 0 &&
            strcmp(a->container_name, b->container_name) == 0 &&
-           strcmp(a->resource_name, b->resource_name) == 0;
+           strcmp(a->resource_name, b->resource_name) == 0 &&
+           strcmp(a->claim_namespace, b->claim_namespace) == 0 &&
+           strcmp(a->claim_name, b->claim_name) == 0;
+}
+
+/* A DRA claim's: "NS/NAME", into b. */
+static void claim_text(const kdp_pod_device *d, kc_buf *b)
+{
+    if (*d->claim_name) {
+        kc_buf_printf(b, "%s/%s", d->claim_namespace, d->claim_name);
+    } else {
+        kc_buf_puts(b, "-");
+    }
+}
+
+/* A DRA claim's: the claim, the pool, the share ID of each device shown
+ * (when one has one). */
+static void json_claim(const kc_opts *o, kc_json *j, const kdp_pods *pods, size_t i, size_t end)
+{
+    const kdp_pod_device *first = kdp_pods_at(pods, i);
+    kc_buf c = {0};
+    claim_text(first, &c);
+    kc_json_str(j, "claim", c.s ? c.s : "");
+    kc_buf_free(&c);
+    kc_json_str(j, "pool", first->pool_name);
+    bool shares = false;
+    for (size_t k = i; k < end; k++) {
+        shares |= *kdp_pods_at(pods, k)->share_id != '\0';
+    }
+    if (!shares) {
+        return;
+    }
+    kc_json_arr(j, "share_ids");
+    for (size_t k = i; k < end; k++) {
+        if (wanted(o, kdp_pods_at(pods, k))) {
+            kc_json_str(j, NULL, kdp_pods_at(pods, k)->share_id);
+        }
+    }
+    kc_json_end(j);
 }
 
 static void json_numa(kc_json *j, const kdp_pod_device *d)
@@ -79,11 +117,12 @@ static void json_numa(kc_json *j, const kdp_pod_device *d)
     kc_json_end(j);
 }
 
-/* One container's devices of one resource, from entry i on: a table row or
- * a JSON line (nothing if the filters leave none). Returns the index past
- * the group; counts a printed one in *rows. */
+/* One container's devices of one resource (or of one DRA claim), from entry
+ * i on: a table row (with a CLAIM column when claims) or a JSON line
+ * (nothing if the filters leave none). Returns the index past the group;
+ * counts a printed one in *rows. */
 static size_t print_group(const kc_opts *o, const kdp_pods *pods, size_t i, kc_table *t,
-                          size_t *rows)
+                          bool claims, size_t *rows)
 {
     size_t n = kdp_pods_count(pods);
     const kdp_pod_device *first = kdp_pods_at(pods, i);
@@ -106,15 +145,22 @@ static size_t print_group(const kc_opts *o, const kdp_pods *pods, size_t i, kc_t
     }
     kc_json_end(&j);
     json_numa(&j, first);
+    if (*first->claim_name) {
+        json_claim(o, &j, pods, i, end);
+    }
     if (shown && o->json) {
         kc_json_emit(&j);
     } else {
         kc_buf_free(&j.b);
     }
     if (shown && !o->json) {
-        const char *row[] = {first->pod_namespace, first->pod_name, first->container_name,
-                             first->resource_name, ids.s};
+        kc_buf c = {0};
+        claim_text(first, &c);
+        const char *row[] = {first->pod_namespace,        first->pod_name,
+                             first->container_name,       first->resource_name,
+                             claims && c.s ? c.s : ids.s, ids.s};
         kc_table_row(t, row);
+        kc_buf_free(&c);
     }
     kc_buf_free(&ids);
     *rows += shown ? 1 : 0;
@@ -138,13 +184,18 @@ static size_t end_table(const kc_opts *o, kc_table *t, size_t rows)
 /* The devices of each container and resource as one row / line, in order. */
 static size_t print_pods(const kc_opts *o, const kdp_pods *pods)
 {
+    bool claims = false;
+    for (size_t i = 0; i < kdp_pods_count(pods) && !claims; i++) {
+        claims = *kdp_pods_at(pods, i)->claim_name != '\0';
+    }
     kc_table t;
-    kc_table_init(&t, 5);
-    const char *head[] = {"NAMESPACE", "POD", "CONTAINER", "RESOURCE", "DEVICES"};
-    kc_table_row(&t, head);
+    kc_table_init(&t, claims ? 6 : 5);
+    const char *head[] = {"NAMESPACE", "POD", "CONTAINER", "RESOURCE", "CLAIM", "DEVICES"};
+    const char *head5[] = {"NAMESPACE", "POD", "CONTAINER", "RESOURCE", "DEVICES"};
+    kc_table_row(&t, claims ? head : head5);
     size_t rows = 0;
     for (size_t i = 0; i < kdp_pods_count(pods);) {
-        i = print_group(o, pods, i, &t, &rows);
+        i = print_group(o, pods, i, &t, claims, &rows);
     }
     return end_table(o, &t, rows);
 }

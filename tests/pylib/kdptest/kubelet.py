@@ -327,17 +327,22 @@ class Kubelet(Proc):
             words.append(w)
         return " ".join(words)
 
-    def _dra_call(self, verb, driver, claims, timeout):
-        r = self.command("%s %s %s" % (verb, driver, self._claims(claims)), timeout)
+    def _dra_call(self, verb, driver, claims, timeout, extra=""):
+        r = self.command("%s %s %s%s" % (verb, driver, self._claims(claims), extra), timeout)
         if r.get("ok"):
             r["by_uid"] = {c["uid"]: c for c in r["claims"]}
         return r
 
-    def dra_prepare(self, driver, claims, timeout=60):
+    def dra_prepare(self, driver, claims, timeout=60, pod=None, containers=()):
         """ONE NodePrepareResources call to the driver's instance with all
         the claims; returns the reply (check r["ok"]: the call itself;
-        r["by_uid"][uid]["result"] is "prepared", "error" or "missing")."""
-        return self._dra_call("dra-prepare", driver, claims, timeout)
+        r["by_uid"][uid]["result"] is "prepared", "error" or "missing").
+        pod "NS/NAME": the prepared claims are that pod's (containers, else
+        "c0", reference them), in PodResources' DynamicResources."""
+        extra = ""
+        if pod:
+            extra = " pod=" + pod + (" container=" + ",".join(containers) if containers else "")
+        return self._dra_call("dra-prepare", driver, claims, timeout, extra)
 
     def dra_unprepare(self, driver, claims, timeout=60):
         """ONE NodeUnprepareResources call; like dra_prepare ("unprepared")."""
