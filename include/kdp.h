@@ -463,6 +463,22 @@ KDP_EXPORT void kdp_ctx_free(kdp_ctx *ctx);
  * has already run and stopped: a stopped plugin does not start again
  * (create a new one). */
 KDP_EXPORT int kdp_ctx_run(kdp_ctx *ctx);
+/* The most calls waiting in one context's queue (kdp_ctx_post). */
+#define KDP_MAX_POSTS 4096U
+typedef void (*kdp_post_fn)(kdp_ctx *ctx, void *arg);
+/* Runs fn(ctx, arg) on the thread that runs ctx, between two turns of its
+ * loop and outside every callback: there fn may make the calls that are not
+ * thread-safe (kdp_plugin_new on ctx, kdp_plugin_free, kdp_plugin_watch_path,
+ * kdp_path_watch_free ...), as that thread may. For an author's own thread
+ * (a device monitor, an RPC server) and for callbacks, which may not make
+ * them. The calls run in the order they were posted; one posted before the
+ * context runs runs at its first turn (kdp_ctx_run, kdp_ctx_dispatch); one
+ * still waiting when the context is freed runs from kdp_ctx_free, on its
+ * thread, so that no arg is lost. fn must not block: the loop waits for it.
+ * Thread-safe. Returns 0, -EINVAL (ctx or fn NULL), -EAGAIN (KDP_MAX_POSTS
+ * calls waiting: the context's thread is not keeping up; try later),
+ * -ESHUTDOWN (the context is being freed), -ENOMEM. */
+KDP_EXPORT int kdp_ctx_post(kdp_ctx *ctx, kdp_post_fn fn, void *arg);
 /* Embedding in another event loop: poll this fd for readability and call
  * kdp_ctx_dispatch() when it is readable (it never blocks). Signals are not
  * handled in this mode: call kdp_ctx_stop() from your own handler. */

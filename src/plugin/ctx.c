@@ -46,6 +46,10 @@ KDP_EXPORT int kdp_ctx_new(kdp_ctx **ret)
     if (r == 0) {
         r = kdp__wakeup_new(ctx->loop, on_stop_wake, ctx, &ctx->stop_wake);
     }
+    if (r == 0) {
+        r = kdp__posts_init(&ctx->posts, ctx->loop, ctx);
+        ctx->posts_made = r == 0;
+    }
     if (r < 0) {
         kdp_ctx_free(ctx);
         return r;
@@ -83,6 +87,9 @@ KDP_EXPORT void kdp_ctx_free(kdp_ctx *ctx)
                                       "call kdp_ctx_stop() (thread-safe), then free the context "
                                       "once kdp_ctx_run() has returned") < 0) {
         return;
+    }
+    if (ctx->posts_made) { /* before the plugins go: a waiting call may free one */
+        kdp__posts_done(&ctx->posts);
     }
     kdp__link *l;
     while ((l = kdp__list_first(&ctx->members))) {
@@ -184,7 +191,19 @@ static int turn(kdp_ctx *ctx, int timeout_ms)
     ctx->dispatching = true;
     int r = kdp__loop_dispatch(ctx->loop, timeout_ms);
     ctx->dispatching = false;
+    if (r >= 0 && kdp__posts_run(&ctx->posts) > 0) {
+        start_all(ctx); /* a call may have added a plugin */
+    }
     return r;
+}
+
+KDP_EXPORT int kdp_ctx_post(kdp_ctx *ctx, kdp_post_fn fn, void *arg)
+{
+    if (!ctx || !fn) {
+        log_error("kdp_ctx_post: %s is NULL", !ctx ? "the context" : "the function");
+        return -EINVAL;
+    }
+    return kdp__posts_add(&ctx->posts, fn, arg);
 }
 
 KDP_EXPORT int kdp_ctx_dispatch(kdp_ctx *ctx)

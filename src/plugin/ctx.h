@@ -13,6 +13,7 @@
 
 #include "base/list.h"
 #include "kdp.h"
+#include "plugin/posts.h"
 #include "plugin/pstats.h"
 #include "runtime/loop.h"
 
@@ -57,6 +58,8 @@ struct kdp_ctx {
     const kdp__ctx_addon *addon;
     void *_Atomic addon_data; /* the add-on's (read by any thread) */
     bool addon_started;       /* its start succeeded */
+    kdp__posts posts;         /* kdp_ctx_post's calls */
+    bool posts_made;
 };
 
 /* Attaches m (-EADDRINUSE if a member has its key already). */

@@ -674,6 +674,89 @@ static void test_coalesced(void **state)
     kdp_ctx_free(ctx);
 }
 
+/* kdp_ctx_post from a callback (a worker thread) and from an author's own
+ * thread: each runs on the context's thread, in order, where a loop-only
+ * call (kdp_plugin_watch_path, kdp_plugin_new on the running context) is
+ * taken; one still waiting at kdp_ctx_free runs then. */
+typedef struct post_state {
+    kdp_ctx *ctx;
+    kdp_plugin *p;
+    pid_t loop_tid;
+    atomic_int order[4];
+    atomic_int n;
+    int watch_rc;
+    int new_rc;
+    kdp_plugin *added;
+} post_state;
+
+static post_state posted;
+
+static void on_posted(kdp_ctx *ctx, void *arg)
+{
+    assert_ptr_equal(ctx, posted.ctx);
+    int k = atomic_fetch_add(&posted.n, 1);
+    if (k < 4) {
+        atomic_store(&posted.order[k], (int)(intptr_t)arg);
+    }
+    assert_int_equal(gettid(), posted.loop_tid);
+    if ((intptr_t)arg == 1) {
+        posted.watch_rc = kdp_plugin_watch_path(posted.p, dir, 0, NULL);
+        kdp_config cfg = {.resource_name = "kdp.test/added",
+                          .socket_name = "added.sock",
+                          .device_plugin_dir = dir};
+        posted.new_rc = kdp_plugin_new(ctx, &cfg, NULL, NULL, &posted.added);
+    }
+}
+
+static int posting_list(kdp_plugin *p, kdp_device_list *out, void *ud)
+{
+    (void)out;
+    (void)ud;
+    assert_int_equal(kdp_ctx_post(kdp_plugin_get_ctx(p), on_posted, (void *)(intptr_t)1), 0);
+    return 0;
+}
+
+static void *author_thread(void *arg)
+{
+    (void)arg;
+    assert_int_equal(kdp_ctx_post(posted.ctx, on_posted, (void *)(intptr_t)2), 0);
+    return NULL;
+}
+
+static void test_post(void **state)
+{
+    (void)state;
+    memset(&posted, 0, sizeof(posted));
+    assert_int_equal(kdp_ctx_new(&posted.ctx), 0);
+    posted.loop_tid = gettid();
+    kdp_ops ops = {.list = posting_list};
+    posted.p = new_plugin(posted.ctx, "kdp.test/post", "post.sock", &ops);
+    assert_int_equal(kdp_ctx_post(NULL, on_posted, NULL), -EINVAL);
+    assert_int_equal(kdp_ctx_post(posted.ctx, NULL, NULL), -EINVAL);
+    for (int i = 0; i < 400 && atomic_load(&posted.n) < 1; i++) {
+        assert_true(kdp_ctx_dispatch(posted.ctx) >= 0);
+        sleep_ms(5);
+    }
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, author_thread, NULL), 0);
+    pthread_join(t, NULL);
+    for (int i = 0; i < 400 && atomic_load(&posted.n) < 2; i++) {
+        assert_true(kdp_ctx_dispatch(posted.ctx) >= 0);
+        sleep_ms(5);
+    }
+    assert_int_equal(atomic_load(&posted.n), 2);
+    assert_int_equal(atomic_load(&posted.order[0]), 1);
+    assert_int_equal(atomic_load(&posted.order[1]), 2);
+    assert_int_equal(posted.watch_rc, 0);
+    assert_int_equal(posted.new_rc, 0);
+    assert_non_null(posted.added);
+    /* waiting at the free: run then, on the freeing thread */
+    assert_int_equal(kdp_ctx_post(posted.ctx, on_posted, (void *)(intptr_t)3), 0);
+    kdp_ctx_free(posted.ctx);
+    assert_int_equal(atomic_load(&posted.n), 3);
+    assert_int_equal(atomic_load(&posted.order[2]), 3);
+}
+
 int main(void)
 {
     kdp_log_set(KDP_LOG_ERROR, NULL, NULL);
@@ -696,6 +779,7 @@ int main(void)
         cmocka_unit_test(test_single_change_over_limit),
         cmocka_unit_test(test_changes_during_list),
         cmocka_unit_test(test_coalesced),
+        cmocka_unit_test(test_post),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];
