@@ -282,22 +282,38 @@ typedef struct kdp_dra_claim {
 } kdp_dra_claim;
 
 /* The answer to a prepare (the prepare op's out): what each device of the
- * claim gives the container. kdp writes the nodes and variables added here
- * as one CDI spec for the claim (kind "k8s.<driver>/claim", device
+ * claim gives the container. kdp writes the nodes, variables and mounts
+ * added here as one CDI spec for the claim (kind "k8s.<driver>/claim", device
  * "<claim UID>-<device>", "..._<result index>" for a device the claim
  * names again) in kdp_dra_config.cdi_dir and hands the kubelet
  * their CDI IDs; IDs added with kdp_dra_prepared_add_cdi_id (a spec of
- * yours) are handed over as they are. A device with neither gets its host
+ * yours) are handed over as they are. A device given none of these gets its host
  * device node (kdp_device.host_path, at its container_path) if it has one.
- * `device` is the index into kdp_dra_claim.devices. Each returns 0, -EINVAL
- * (bad index or value, logged), -E2BIG (more than 64 of a kind per device)
- * or -ENOMEM. */
+ * `device` is the index into kdp_dra_claim.devices (or KDP_DRA_CLAIM,
+ * below). Each returns 0, -EINVAL (bad index or value, logged), -E2BIG (more
+ * than 64 of a kind per device) or -ENOMEM. */
 typedef struct kdp_dra_prepared kdp_dra_prepared;
 KDP_EXPORT int kdp_dra_prepared_add_node(kdp_dra_prepared *r, size_t device,
                                          const kdp_cdi_node *node);
 KDP_EXPORT int kdp_dra_prepared_add_env(kdp_dra_prepared *r, size_t device, const char *key,
                                         const char *value);
+/* A bind mount of host_path at container_path (both absolute), read-only
+ * or not (CDI options "nosuid", "nodev", "bind", with "ro"). */
+KDP_EXPORT int kdp_dra_prepared_add_mount(kdp_dra_prepared *r, size_t device,
+                                          const char *container_path, const char *host_path,
+                                          bool read_only);
 KDP_EXPORT int kdp_dra_prepared_add_cdi_id(kdp_dra_prepared *r, size_t device, const char *cdi_id);
+
+/* As the device of kdp_dra_prepared_add_node, _add_env and _add_mount: an
+ * edit for the whole claim, which every container that gets any of the
+ * claim's devices gets once (a claim-wide variable, a shared directory, a
+ * control node). kdp writes them as a device of its own in the claim's CDI
+ * spec, named after the claim's UID ("k8s.<driver>/claim=<UID>"), and hands
+ * its CDI ID over with each device of the claim (a container given several
+ * of them gets the same edits again: CDI applies them once). Kept in the
+ * checkpoint as the devices' are. Not for _add_cdi_id or _set_status, which
+ * are per device (-EINVAL). */
+#define KDP_DRA_CLAIM ((size_t)-1)
 
 /* One condition of a prepared device, as the pod's owner reads it in the
  * claim (metav1.Condition; kdp sets lastTransitionTime). */

@@ -134,13 +134,22 @@ static int check_env(const char *kv)
     return kdp__validate_env_key(key, NULL) < 0 ? -EINVAL : 0;
 }
 
-/* One device: a valid name, at least one valid node or variable. */
+static int check_mount(const kdp__cdi_mount *m)
+{
+    return kdp__validate_abs_path(m->host_path, NULL) < 0 ||
+                   kdp__validate_abs_path(m->container_path, NULL) < 0
+               ? -EINVAL
+               : 0;
+}
+
+/* One device: a valid name, at least one edit, each valid. */
 static int check_device(const char *kind, const kdp__cdi_dev *d)
 {
     char full[MAX_KIND_LEN + 300];
     int w = d->name ? snprintf(full, sizeof(full), "%s=%s", kind, d->name) : -1;
     if (w < 0 || (size_t)w >= sizeof(full) || kdp__validate_cdi_name(full, NULL) < 0 ||
-        (d->n_nodes == 0 && d->n_env == 0) || (d->n_nodes && !d->nodes) || (d->n_env && !d->env)) {
+        (d->n_nodes == 0 && d->n_env == 0 && d->n_mounts == 0) || (d->n_nodes && !d->nodes) ||
+        (d->n_env && !d->env) || (d->n_mounts && !d->mounts)) {
         return -EINVAL;
     }
     int r = 0;
@@ -149,6 +158,9 @@ static int check_device(const char *kind, const kdp__cdi_dev *d)
     }
     for (size_t j = 0; r == 0 && j < d->n_env; j++) {
         r = check_env(d->env[j]);
+    }
+    for (size_t j = 0; r == 0 && j < d->n_mounts; j++) {
+        r = check_mount(&d->mounts[j]);
     }
     return r;
 }
@@ -213,6 +225,17 @@ static void put_node(sbuf *b, const kdp_cdi_node *nd, bool last)
     sb_puts(b, last ? "}\n" : "},\n");
 }
 
+static void put_mount(sbuf *b, const kdp__cdi_mount *m, bool last)
+{
+    sb_puts(b, "          {\"hostPath\": ");
+    sb_json(b, m->host_path);
+    sb_puts(b, ", \"containerPath\": ");
+    sb_json(b, m->container_path);
+    sb_puts(b, m->read_only ? ", \"options\": [\"ro\", \"nosuid\", \"nodev\", \"bind\"]"
+                            : ", \"options\": [\"nosuid\", \"nodev\", \"bind\"]");
+    sb_puts(b, last ? "}\n" : "},\n");
+}
+
 static void put_edits(sbuf *b, const kdp__cdi_dev *d)
 {
     if (d->n_env) {
@@ -221,12 +244,19 @@ static void put_edits(sbuf *b, const kdp__cdi_dev *d)
             sb_json(b, d->env[j]);
             sb_puts(b, j + 1 == d->n_env ? "]" : ", ");
         }
-        sb_puts(b, d->n_nodes ? ",\n" : "\n");
+        sb_puts(b, d->n_nodes || d->n_mounts ? ",\n" : "\n");
     }
     if (d->n_nodes) {
         sb_puts(b, "        \"deviceNodes\": [\n");
         for (size_t j = 0; j < d->n_nodes; j++) {
             put_node(b, &d->nodes[j], j + 1 == d->n_nodes);
+        }
+        sb_puts(b, d->n_mounts ? "        ],\n" : "        ]\n");
+    }
+    if (d->n_mounts) {
+        sb_puts(b, "        \"mounts\": [\n");
+        for (size_t j = 0; j < d->n_mounts; j++) {
+            put_mount(b, &d->mounts[j], j + 1 == d->n_mounts);
         }
         sb_puts(b, "        ]\n");
     }

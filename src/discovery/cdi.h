@@ -2,7 +2,7 @@
 /*
  * cdi: CDI spec files (the public kdp_cdi_write_spec and, here, what the
  * DRA driver needs besides: a file name of the caller's choosing, one per
- * claim, and environment variables among a device's edits).
+ * claim, and environment variables and mounts among a device's edits).
  */
 #ifndef KDP_CDI_H
 #define KDP_CDI_H
@@ -12,14 +12,24 @@
 
 #include "kdp.h"
 
-/* A device of a spec: its container edits, device nodes and "KEY=VALUE"
- * variables (at least one of the two; all borrowed). */
+/* A bind mount of a host path into the container (CDI's mounts: options
+ * "nosuid", "nodev", "bind", and "ro" when read_only). */
+typedef struct kdp__cdi_mount {
+    const char *host_path;
+    const char *container_path;
+    bool read_only;
+} kdp__cdi_mount;
+
+/* A device of a spec: its container edits, device nodes, "KEY=VALUE"
+ * variables and mounts (at least one edit; all borrowed). */
 typedef struct kdp__cdi_dev {
     const char *name;
     const kdp_cdi_node *nodes;
     size_t n_nodes;
     const char *const *env;
     size_t n_env;
+    const kdp__cdi_mount *mounts;
+    size_t n_mounts;
 } kdp__cdi_dev;
 
 /* Whether mode is one a spec may have: read and write bits only (at most

@@ -32,28 +32,22 @@ static void strv_free(char **v, size_t n)
     free(v);
 }
 
-static void node_clear(kdp_cdi_node *n)
-{
-    free((char *)n->path);
-    free((char *)n->host_path);
-    free((char *)n->permissions);
-    memset(n, 0, sizeof(*n));
-}
-
 static void answer_clear(kdp__dra_rdev *d)
 {
-    for (size_t j = 0; j < d->n_nodes; j++) {
-        node_clear(&d->nodes[j]);
-    }
-    free(d->nodes);
-    strv_free(d->env, d->n_env);
+    kdp__dra_edits_clear(&d->edits);
     strv_free(d->cdi_ids, d->n_cdi_ids);
     free(d->cdi_name);
     free(d->status);
-    d->nodes = NULL;
-    d->env = d->cdi_ids = NULL;
+    d->cdi_ids = NULL;
     d->cdi_name = d->status = NULL;
-    d->n_nodes = d->n_env = d->n_cdi_ids = 0;
+    d->n_cdi_ids = 0;
+}
+
+static void claim_answer_clear(kdp__dra_rec *r)
+{
+    kdp__dra_edits_clear(&r->claim_edits);
+    free(r->claim_cdi_name);
+    r->claim_cdi_name = NULL;
 }
 
 static void rdev_clear(kdp__dra_rdev *d)
@@ -65,7 +59,7 @@ static void rdev_clear(kdp__dra_rdev *d)
     free(d->share_id);
     kdp__share_quantities_free(d->consumed, d->n_consumed);
     free(d->cfg);
-    node_clear(&d->default_node);
+    kdp__dra_node_clear(&d->default_node);
 }
 
 void kdp__dra_rec_free(kdp__dra_rec *r)
@@ -77,6 +71,7 @@ void kdp__dra_rec_free(kdp__dra_rec *r)
         rdev_clear(&r->devs[i]);
     }
     free(r->devs);
+    claim_answer_clear(r);
     strv_free(r->configs, r->n_configs);
     free(r->ns);
     free(r->name);
@@ -175,27 +170,9 @@ static int strv_dup(char *const *v, size_t n, char ***ret)
     return 0;
 }
 
-static int node_copy(kdp_cdi_node *to, const kdp_cdi_node *from)
-{
-    memset(to, 0, sizeof(*to));
-    char *p = NULL;
-    char *h = NULL;
-    char *m = NULL;
-    int r = kdp__dra_rec_set(&p, from->path);
-    if (r == 0) {
-        r = kdp__dra_rec_set(&h, from->host_path);
-    }
-    if (r == 0) {
-        r = kdp__dra_rec_set(&m, from->permissions);
-    }
-    *to = (kdp_cdi_node){p, h, m};
-    return r;
-}
-
 static int answer_copy(kdp__dra_rdev *to, const kdp__dra_rdev *from)
 {
-    int r = strv_dup(from->env, from->n_env, &to->env);
-    to->n_env = to->env ? from->n_env : 0;
+    int r = kdp__dra_edits_copy(&to->edits, &from->edits);
     if (r == 0) {
         r = strv_dup(from->cdi_ids, from->n_cdi_ids, &to->cdi_ids);
         to->n_cdi_ids = to->cdi_ids ? from->n_cdi_ids : 0;
@@ -205,14 +182,6 @@ static int answer_copy(kdp__dra_rdev *to, const kdp__dra_rdev *from)
     }
     if (r == 0) {
         r = kdp__dra_rec_set(&to->status, from->status);
-    }
-    if (r == 0 && from->n_nodes) {
-        to->nodes = calloc(from->n_nodes, sizeof(*to->nodes));
-        r = to->nodes ? 0 : -ENOMEM;
-        for (size_t j = 0; r == 0 && j < from->n_nodes; j++) {
-            to->n_nodes++;
-            r = node_copy(&to->nodes[j], &from->nodes[j]);
-        }
     }
     return r;
 }
@@ -235,7 +204,7 @@ static int rdev_copy(kdp__dra_rdev *to, const kdp__dra_rdev *from, bool answer)
         r = kdp__dra_rec_set_consumed(to, from->consumed, from->n_consumed);
     }
     if (r == 0 && from->default_node.path) {
-        r = node_copy(&to->default_node, &from->default_node);
+        r = kdp__dra_node_copy(&to->default_node, &from->default_node);
     }
     if (r == 0 && from->n_cfg) {
         to->cfg = malloc(from->n_cfg * sizeof(*to->cfg));
@@ -268,6 +237,12 @@ kdp__dra_rec *kdp__dra_rec_dup(const kdp__dra_rec *r, bool answer)
     for (size_t i = 0; err == 0 && i < r->n_devs; i++) {
         c->n_devs++;
         err = rdev_copy(&c->devs[i], &r->devs[i], answer);
+    }
+    if (err == 0 && answer) {
+        err = kdp__dra_edits_copy(&c->claim_edits, &r->claim_edits);
+    }
+    if (err == 0 && answer) {
+        err = kdp__dra_rec_set(&c->claim_cdi_name, r->claim_cdi_name);
     }
     if (err < 0) {
         kdp__dra_rec_free(c);
@@ -316,26 +291,21 @@ static size_t strv_bytes(char *const *v, size_t n)
     return b;
 }
 
-static size_t node_bytes(const kdp_cdi_node *n)
-{
-    return sizeof(*n) + str_bytes(n->path) + str_bytes(n->host_path) + str_bytes(n->permissions);
-}
-
 size_t kdp__dra_rec_bytes(const kdp__dra_rec *r)
 {
     size_t b = sizeof(*r) + str_bytes(r->ns) + str_bytes(r->name) + str_bytes(r->uid) +
-               strv_bytes(r->configs, r->n_configs);
+               strv_bytes(r->configs, r->n_configs) + kdp__dra_edits_bytes(&r->claim_edits) +
+               str_bytes(r->claim_cdi_name);
     for (size_t i = 0; i < r->n_devs; i++) {
         const kdp__dra_rdev *d = &r->devs[i];
+        const kdp_cdi_node *dn = &d->default_node;
         b += sizeof(*d) + str_bytes(d->request) + str_bytes(d->device) + str_bytes(d->device_id) +
-             str_bytes(d->share_id) + d->n_cfg * sizeof(size_t) + node_bytes(&d->default_node) +
-             strv_bytes(d->env, d->n_env) + strv_bytes(d->cdi_ids, d->n_cdi_ids) +
+             str_bytes(d->share_id) + d->n_cfg * sizeof(size_t) + str_bytes(dn->path) +
+             str_bytes(dn->host_path) + str_bytes(dn->permissions) +
+             kdp__dra_edits_bytes(&d->edits) + strv_bytes(d->cdi_ids, d->n_cdi_ids) +
              str_bytes(d->cdi_name) + str_bytes(d->status) + d->n_consumed * sizeof(*d->consumed);
         for (size_t j = 0; j < d->n_consumed; j++) {
             b += str_bytes(d->consumed[j].name) + str_bytes(d->consumed[j].value);
-        }
-        for (size_t j = 0; j < d->n_nodes; j++) {
-            b += node_bytes(&d->nodes[j]);
         }
     }
     return b;
@@ -445,20 +415,6 @@ static int push(char ***v, size_t *n, char *s)
     return 0;
 }
 
-static int copy_nodes(kdp__dra_rdev *d, const kdp_cdi_node *nodes, size_t n)
-{
-    if (n == 0) {
-        return 0;
-    }
-    d->nodes = calloc(n, sizeof(*d->nodes));
-    int err = d->nodes ? 0 : -ENOMEM;
-    for (size_t j = 0; err == 0 && j < n; j++) {
-        d->n_nodes++;
-        err = node_copy(&d->nodes[j], &nodes[j]);
-    }
-    return err;
-}
-
 /* Device i's own device in kdp's spec and its CDI ID. */
 static int add_spec_device(kdp__dra_rec *r, size_t i, const char *kind)
 {
@@ -478,16 +434,13 @@ static int add_spec_device(kdp__dra_rec *r, size_t i, const char *kind)
 static int merge_dev(kdp__dra_rec *r, size_t i, const kdp__dra_pdev *pd, const char *kind)
 {
     kdp__dra_rdev *d = &r->devs[i];
-    size_t n_env = pd ? pd->n_env : 0;
     size_t n_ids = pd ? pd->n_cdi_ids : 0;
     bool use_default =
-        (!pd || (pd->n_nodes == 0 && n_env == 0 && n_ids == 0)) && d->default_node.path;
-    int err = use_default ? copy_nodes(d, &d->default_node, 1)
-                          : copy_nodes(d, pd ? pd->nodes : NULL, pd ? pd->n_nodes : 0);
-    for (size_t j = 0; err == 0 && j < n_env; j++) {
-        err = push(&d->env, &d->n_env, strdup(pd->env[j]));
-    }
-    if (err == 0 && (d->n_nodes || d->n_env)) {
+        (!pd || (kdp__dra_edits_empty(&pd->edits) && n_ids == 0)) && d->default_node.path;
+    int err = use_default ? kdp__dra_edits_add_node(&d->edits, &d->default_node)
+              : pd        ? kdp__dra_edits_copy(&d->edits, &pd->edits)
+                          : 0;
+    if (err == 0 && !kdp__dra_edits_empty(&d->edits)) {
         err = add_spec_device(r, i, kind);
     }
     for (size_t j = 0; err == 0 && j < n_ids; j++) {
@@ -499,19 +452,47 @@ static int merge_dev(kdp__dra_rec *r, size_t i, const kdp__dra_pdev *pd, const c
     return err;
 }
 
+/* The whole claim's edits: a device of kdp's spec named after the claim's
+ * UID, its CDI ID handed over with every device. */
+static int merge_claim(kdp__dra_rec *r, const kdp__dra_edits *e, const char *kind)
+{
+    if (!e || kdp__dra_edits_empty(e)) {
+        return 0;
+    }
+    char *id = NULL;
+    int err = kdp__dra_edits_copy(&r->claim_edits, e);
+    if (err == 0) {
+        err = kdp__dra_rec_set(&r->claim_cdi_name, r->uid);
+    }
+    if (err == 0 && asprintf(&id, "%s=%s", kind, r->uid) < 0) {
+        err = -ENOMEM;
+    }
+    for (size_t i = 0; err == 0 && i < r->n_devs; i++) {
+        kdp__dra_rdev *d = &r->devs[i];
+        err = push(&d->cdi_ids, &d->n_cdi_ids, strdup(id));
+    }
+    free(id);
+    return err;
+}
+
 int kdp__dra_rec_merge(kdp__dra_rec *r, const kdp_dra_prepared *pr, const char *kind)
 {
     int err = 0;
     for (size_t i = 0; i < r->n_devs; i++) {
         answer_clear(&r->devs[i]);
     }
+    claim_answer_clear(r);
     for (size_t i = 0; err == 0 && i < r->n_devs; i++) {
         err = merge_dev(r, i, pr && i < pr->n ? &pr->devs[i] : NULL, kind);
+    }
+    if (err == 0) {
+        err = merge_claim(r, pr ? &pr->claim : NULL, kind);
     }
     if (err < 0) {
         for (size_t i = 0; i < r->n_devs; i++) {
             answer_clear(&r->devs[i]);
         }
+        claim_answer_clear(r);
     }
     r->prepared = err == 0;
     return err;
@@ -524,27 +505,25 @@ bool kdp__dra_rec_has_cdi(const kdp__dra_rec *r)
             return true;
         }
     }
-    return false;
+    return r->claim_cdi_name != NULL;
 }
 
 int kdp__dra_rec_write_cdi(const kdp__dra_rec *r, const char *dir, const char *file,
                            const char *kind, unsigned mode)
 {
-    kdp__cdi_dev *cd = calloc(r->n_devs ? r->n_devs : 1, sizeof(*cd));
+    kdp__cdi_dev *cd = calloc(r->n_devs + 1, sizeof(*cd));
     if (!cd) {
         return -ENOMEM;
     }
     size_t m = 0;
     for (size_t i = 0; i < r->n_devs; i++) {
         const kdp__dra_rdev *d = &r->devs[i];
-        if (!d->cdi_name) {
-            continue;
+        if (d->cdi_name) {
+            cd[m++] = kdp__dra_edits_cdi(&d->edits, d->cdi_name);
         }
-        cd[m++] = (kdp__cdi_dev){.name = d->cdi_name,
-                                 .nodes = d->nodes,
-                                 .n_nodes = d->n_nodes,
-                                 .env = (const char *const *)d->env,
-                                 .n_env = d->n_env};
+    }
+    if (r->claim_cdi_name) {
+        cd[m++] = kdp__dra_edits_cdi(&r->claim_edits, r->claim_cdi_name);
     }
     int err = kdp__cdi_write_file(dir, file, kind, cd, m, mode);
     free(cd);

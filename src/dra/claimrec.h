@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "dra/edits.h"
 #include "k8s/claims.h"
 #include "kdp_dra.h"
 
@@ -40,10 +41,7 @@ typedef struct kdp__dra_rdev {
     size_t n_cfg;
     kdp_cdi_node default_node; /* the device's host node (path NULL: none) */
     /* the prepare's answer */
-    kdp_cdi_node *nodes;
-    size_t n_nodes;
-    char **env; /* "KEY=VALUE" */
-    size_t n_env;
+    kdp__dra_edits edits; /* its device in kdp's CDI spec (with the default node) */
     char **cdi_ids;
     size_t n_cdi_ids;
     char *cdi_name; /* its device in kdp's CDI spec for the claim (NULL: none) */
@@ -60,6 +58,10 @@ typedef struct kdp__dra_rec {
     size_t n_configs;
     kdp__dra_rdev *devs;
     size_t n_devs;
+    /* the prepare's answer for the whole claim (KDP_DRA_CLAIM): its device
+     * in kdp's CDI spec, named claim_cdi_name (NULL: none) */
+    kdp__dra_edits claim_edits;
+    char *claim_cdi_name;
 } kdp__dra_rec;
 
 /* An empty record of a claim. NULL on -ENOMEM. */

@@ -26,39 +26,23 @@ static json_t *strv_json(char *const *v, size_t n)
     return a;
 }
 
-static json_t *node_json(const kdp_cdi_node *n)
-{
-    json_t *o = json_pack("{s:s}", "path", n->path);
-    if (o && (set_str(o, "host_path", n->host_path) < 0 ||
-              set_str(o, "permissions", n->permissions) < 0)) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
-}
-
 static json_t *dev_json(const kdp__dra_rdev *d)
 {
     json_t *cfg = json_array();
-    json_t *nodes = json_array();
     json_t *o = json_pack("{s:s, s:s, s:b}", "request", d->request, "device", d->device,
                           "admin_access", d->admin_access);
-    int bad = !cfg || !nodes || !o;
+    int bad = !cfg || !o;
     for (size_t i = 0; !bad && i < d->n_cfg; i++) {
         bad = json_array_append_new(cfg, json_integer((json_int_t)d->cfg[i])) < 0;
-    }
-    for (size_t i = 0; !bad && i < d->n_nodes; i++) {
-        bad = json_array_append_new(nodes, node_json(&d->nodes[i])) < 0;
     }
     if (!bad) {
         bad = set_str(o, "device_id", d->device_id) < 0 ||
               set_str(o, "share_id", d->share_id) < 0 || set_str(o, "cdi_name", d->cdi_name) < 0 ||
               set_str(o, "status", d->status) < 0 || json_object_set(o, "configs", cfg) < 0 ||
-              json_object_set(o, "nodes", nodes) < 0 ||
-              json_object_set_new(o, "env", strv_json(d->env, d->n_env)) < 0 ||
+              kdp__dra_edits_to_json(&d->edits, o) < 0 ||
               json_object_set_new(o, "cdi_ids", strv_json(d->cdi_ids, d->n_cdi_ids)) < 0 ||
               (d->default_node.path &&
-               json_object_set_new(o, "default_node", node_json(&d->default_node)) < 0);
+               json_object_set_new(o, "default_node", kdp__dra_node_json(&d->default_node)) < 0);
     }
     if (!bad && d->n_consumed) {
         json_t *c = json_object();
@@ -72,12 +56,27 @@ static json_t *dev_json(const kdp__dra_rdev *d)
         bad = json_object_set_new(o, "consumed", c) < 0;
     }
     json_decref(cfg);
-    json_decref(nodes);
     if (bad) {
         json_decref(o);
         return NULL;
     }
     return o;
+}
+
+/* The whole claim's edits, when it has some: {"cdi_name", "nodes", "env",
+ * "mounts"}. */
+static int claim_json(const kdp__dra_rec *r, json_t *o)
+{
+    if (!r->claim_cdi_name) {
+        return 0;
+    }
+    json_t *c = json_pack("{s:s}", "cdi_name", r->claim_cdi_name);
+    int bad = !c || kdp__dra_edits_to_json(&r->claim_edits, c) < 0;
+    if (!bad) {
+        return json_object_set_new(o, "claim", c) < 0 ? -ENOMEM : 0;
+    }
+    json_decref(c);
+    return -ENOMEM;
 }
 
 /* A config as JSON: its text parsed (the API's parameters are JSON), or
@@ -102,7 +101,8 @@ json_t *kdp__recfile_to_json(const kdp__dra_rec *r)
         bad = json_array_append_new(devs, dev_json(&r->devs[i])) < 0;
     }
     if (!bad) {
-        bad = json_object_set(o, "configs", cfgs) < 0 || json_object_set(o, "devices", devs) < 0;
+        bad = json_object_set(o, "configs", cfgs) < 0 || json_object_set(o, "devices", devs) < 0 ||
+              claim_json(r, o) < 0;
     }
     json_decref(cfgs);
     json_decref(devs);
@@ -151,15 +151,24 @@ static void oom(reader *rd, int r)
     }
 }
 
-static void read_node(reader *rd, const json_t *o, kdp_cdi_node *n)
+static void read_node(reader *rd, const json_t *o, const char *key, kdp_cdi_node *n)
 {
-    char *p = NULL;
-    char *h = NULL;
-    char *m = NULL;
-    oom(rd, kdp__dra_rec_set(&p, str(rd, o, "path", true)));
-    oom(rd, kdp__dra_rec_set(&h, str(rd, o, "host_path", false)));
-    oom(rd, kdp__dra_rec_set(&m, str(rd, o, "permissions", false)));
-    *n = (kdp_cdi_node){p, h, m};
+    int r = kdp__dra_node_from_json(o, n);
+    if (r == -EINVAL) {
+        bad(rd, key);
+    }
+    oom(rd, r == -EINVAL ? 0 : r);
+}
+
+/* nodes, env and mounts of o into e. */
+static void read_edits(reader *rd, const json_t *o, kdp__dra_edits *e)
+{
+    const char *field = NULL;
+    int r = kdp__dra_edits_from_json(o, e, &field);
+    if (r == -EINVAL) {
+        bad(rd, field);
+    }
+    oom(rd, r == -EINVAL ? 0 : r);
 }
 
 static void read_strv(reader *rd, const json_t *a, const char *key, char ***v, size_t *n)
@@ -264,24 +273,16 @@ static void read_dev(reader *rd, kdp__dra_rec *r, const json_t *o, int version)
     oom(rd, kdp__dra_rec_set(&d->status, str(rd, o, "status", false)));
     read_consumed(rd, d, json_object_get(o, "consumed"));
     const json_t *def = json_object_get(o, "default_node");
-    if (json_is_object(def)) {
-        read_node(rd, def, &d->default_node);
+    if (json_is_object(def) && rd->err == 0) {
+        read_node(rd, def, "default_node", &d->default_node);
     }
     read_configs(rd, r, r->n_devs - 1, json_object_get(o, "configs"), version);
-    read_strv(rd, json_object_get(o, "env"), "env", &d->env, &d->n_env);
+    if (rd->err == 0) {
+        read_edits(rd, o, &d->edits);
+    }
     read_strv(rd, json_object_get(o, "cdi_ids"), "cdi_ids", &d->cdi_ids, &d->n_cdi_ids);
-    const json_t *nodes = json_object_get(o, "nodes");
-    size_t n = json_array_size(nodes);
-    if (n && rd->err == 0) {
-        d->nodes = calloc(n, sizeof(*d->nodes));
-        oom(rd, d->nodes ? 0 : -ENOMEM);
-    }
-    for (size_t k = 0; d->nodes && rd->err == 0 && k < n; k++) {
-        d->n_nodes++;
-        read_node(rd, json_array_get(nodes, k), &d->nodes[k]);
-    }
     /* version 1 kept no name for a spec device of before it was kept */
-    if (rd->err == 0 && !d->cdi_name && (d->n_nodes || d->n_env)) {
+    if (rd->err == 0 && !d->cdi_name && !kdp__dra_edits_empty(&d->edits)) {
         oom(rd, kdp__dra_rec_cdi_name(r, r->n_devs - 1, &d->cdi_name) < 0 ? -ENOMEM : 0);
     }
 }
@@ -342,6 +343,16 @@ int kdp__recfile_from_json(const json_t *o, int version, kdp__dra_rec **ret, cha
     {
         if (rd.err == 0) {
             read_dev(&rd, r, d, version);
+        }
+    }
+    const json_t *claim = json_object_get(o, "claim");
+    if (claim && rd.err == 0) {
+        const char *cn = json_is_object(claim) ? str(&rd, claim, "cdi_name", true) : NULL;
+        if (!cn) {
+            bad(&rd, "claim");
+        } else {
+            oom(&rd, kdp__dra_rec_set(&r->claim_cdi_name, cn));
+            read_edits(&rd, claim, &r->claim_edits);
         }
     }
     if (rd.err) {

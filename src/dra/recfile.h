@@ -7,8 +7,10 @@
  *    "devices": [{"request", "device", "device_id"?, "share_id"?,
  *                 "admin_access", "configs": [<indices>],
  *                 "default_node"?: {"path", "host_path"?, "permissions"?},
- *                 "nodes": [...], "env": ["K=V"], "cdi_ids": [...],
- *                 "cdi_name"?}]}
+ *                 "nodes": [...], "env": ["K=V"],
+ *                 "mounts"?: [{"host_path", "container_path", "read_only"}],
+ *                 "cdi_ids": [...], "cdi_name"?}],
+ *    "claim"?: {"cdi_name", "nodes", "env", "mounts"?}}
  * Version 1 records (every device with its own copy of each config as JSON
  * text, no boot ID) are read too: dra/checkpoint.h upgrades them.
  *

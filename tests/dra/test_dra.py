@@ -1218,6 +1218,64 @@ class Config(Base):
         self.assertNotEqual(d.wait_exit(T), 0)
         self.assertIn("kdp_dra_config.cdi_mode 0755", d.log_text())
 
+    def test_claim_wide_edits(self):
+        """KDP_DRA_CLAIM: the whole claim's variable and mount as a device of
+        the claim's CDI spec named after its UID, whose CDI ID comes with each
+        device; per-device mounts; written again from the checkpoint after a
+        CDI wipe and after a driver restart; removed at unprepare."""
+        api = self.api()
+        kl = self.kubelet()
+        shared = self.path("shared")
+        os.makedirs(shared)
+        args = ["--claim-edits", shared]
+        drv = self.start_proc(TestDriver(self, api, args))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        uid = api.create_claim("default", "c1", DRV, NODE, "gpu", ["dev-0", "dev-1"])
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "prepared", r)
+        claim_id = "k8s.%s/claim=%s" % (DRV, uid)
+        for d in r["by_uid"][uid]["devices"]:
+            self.assertEqual(d["cdi_device_ids"],
+                             ["k8s.%s/claim=%s-%s" % (DRV, uid, d["device"]), claim_id], d)
+
+        def spec():
+            files = self.cdi_files()
+            self.assertEqual(len(files), 1, files)
+            with open(self.path("cdi", files[0])) as f:
+                return {d["name"]: d["containerEdits"] for d in json.load(f)["devices"]}
+        want = {
+            uid: {"env": ["CLAIM_UID=" + uid],
+                  "mounts": [{"hostPath": shared, "containerPath": "/run/claim",
+                              "options": ["nosuid", "nodev", "bind"]}]},
+            uid + "-dev-0": {"mounts": [{"hostPath": shared + "/dev-0",
+                                         "containerPath": "/opt/dev-0",
+                                         "options": ["ro", "nosuid", "nodev", "bind"]}]},
+            uid + "-dev-1": {"mounts": [{"hostPath": shared + "/dev-1",
+                                         "containerPath": "/opt/dev-1",
+                                         "options": ["ro", "nosuid", "nodev", "bind"]}]},
+        }
+        self.assertEqual(spec(), want)
+        # the CDI directory wiped (a reboot's tmpfs): the spec again, from the checkpoint
+        for f in self.cdi_files():
+            os.unlink(self.path("cdi", f))
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "prepared", r)
+        self.assertEqual(spec(), want)
+        # a driver restart: the record read back keeps the whole claim's part
+        self.assertEqual(drv.stop(), 0)
+        for f in self.cdi_files():
+            os.unlink(self.path("cdi", f))
+        mark = kl.mark()
+        self.start_proc(TestDriver(self, api, args))
+        kl.wait_event("dra_registered", T, since=mark, driver=DRV)
+        r = kl.dra_prepare(DRV, ["default/c1/" + uid])
+        self.assertIn(claim_id, r["by_uid"][uid]["devices"][0]["cdi_device_ids"])
+        self.assertEqual(spec(), want)
+        r = kl.dra_unprepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "unprepared", r)
+        self.assertEqual(self.cdi_files(), [])
+
     def test_dirs_writable_by_others(self):
         """The state and CDI directories are refused when others can write
         to them (a forged checkpoint, a swapped spec): the state directory

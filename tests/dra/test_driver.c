@@ -11,7 +11,7 @@
  *       [--concurrent-claims N] [--no-health-v1alpha1] [--probe-fail-file FILE]
  *       [--unhealthy-taint noschedule|noexecute|none|informational] [--taints-file FILE]
  *       [--describe-file FILE] [--status good|bad] [--status-update-file FILE]
- *       [--resource NAME] [--metrics-address ADDR]
+ *       [--resource NAME] [--metrics-address ADDR] [--claim-edits DIR]
  *
  * Without --device-plugin-too the driver is DRA only, made with
  * kdp_dra_driver_new (--resource: a device-plugin name given to it all the
@@ -60,6 +60,7 @@ static const char *probe_fail_file;
 static const char *taints_file;
 static const char *describe_file;
 static const char *status_mode;
+static const char *claim_edits;
 static const char *status_update_file;
 
 static void sleep_ms(unsigned ms)
@@ -232,6 +233,25 @@ static void set_status(const kdp_dra_claim *c, kdp_dra_prepared *out)
     }
 }
 
+/* --claim-edits DIR: the whole claim gets CLAIM_UID=<uid> and DIR mounted at
+ * /run/claim; each device its own variable and DIR/<device> read-only at
+ * /opt/<device>. */
+static int add_claim_edits(const kdp_dra_claim *c, kdp_dra_prepared *out)
+{
+    char host[512];
+    int r = kdp_dra_prepared_add_env(out, KDP_DRA_CLAIM, "CLAIM_UID", c->ref.uid);
+    if (r == 0) {
+        r = kdp_dra_prepared_add_mount(out, KDP_DRA_CLAIM, "/run/claim", claim_edits, false);
+    }
+    for (size_t i = 0; r == 0 && i < c->n_devices; i++) {
+        char ctr[300];
+        snprintf(host, sizeof(host), "%s/%s", claim_edits, c->devices[i].device);
+        snprintf(ctr, sizeof(ctr), "/opt/%s", c->devices[i].device);
+        r = kdp_dra_prepared_add_mount(out, i, ctr, host, true);
+    }
+    return r;
+}
+
 static int prepare(kdp_plugin *p, const kdp_dra_claim *c, kdp_dra_prepared *out, void *ud)
 {
     (void)p;
@@ -242,8 +262,9 @@ static int prepare(kdp_plugin *p, const kdp_dra_claim *c, kdp_dra_prepared *out,
     if (status_mode) {
         set_status(c, out);
     }
+    int r = claim_edits ? add_claim_edits(c, out) : 0;
     atomic_fetch_sub(&running, 1);
-    return 0;
+    return r;
 }
 
 static int unprepare(kdp_plugin *p, const kdp_dra_claim *c, void *ud)
@@ -318,6 +339,8 @@ int main(int argc, char **argv)
             status_update_file = v;
         } else if (strcmp(k, "--concurrent-claims") == 0) {
             dc.concurrent_claims = (unsigned)strtoul(v, NULL, 10);
+        } else if (strcmp(k, "--claim-edits") == 0) {
+            claim_edits = v;
         } else if (strcmp(k, "--resource") == 0) {
             resource = v;
         } else if (strcmp(k, "--metrics-address") == 0) {

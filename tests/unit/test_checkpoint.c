@@ -172,8 +172,8 @@ static void test_version_1_upgraded(void **state)
     assert_string_equal(r->configs[0], "{\"x\":1}");
     assert_string_equal(r->devs[0].device_id, "GPU-0");
     assert_string_equal(r->devs[0].cdi_name, "u9-gpu-0"); /* not kept by version 1 */
-    assert_int_equal(r->devs[0].n_nodes, 1);
-    assert_string_equal(r->devs[0].env[0], "A=1");
+    assert_int_equal(r->devs[0].edits.n_nodes, 1);
+    assert_string_equal(r->devs[0].edits.env[0], "A=1");
     kdp__dra_rec_free(r);
     kdp__ckpt_unref(c);
     /* moved to a file of its own, the old file gone */

@@ -64,9 +64,9 @@ static void test_prepared_builder(void **state)
     }
     assert_int_equal(kdp_dra_prepared_add_env(&pr, 0, "K", "v"), 0);
     assert_int_equal(kdp_dra_prepared_add_env(&pr, 0, "K", "v"), -E2BIG);
-    assert_int_equal(pr.devs[0].n_nodes, 1);
-    assert_string_equal(pr.devs[0].nodes[0].host_path, "/dev/y");
-    assert_string_equal(pr.devs[1].env[0], "GPU=0");
+    assert_int_equal(pr.devs[0].edits.n_nodes, 1);
+    assert_string_equal(pr.devs[0].edits.nodes[0].host_path, "/dev/y");
+    assert_string_equal(pr.devs[1].edits.env[0], "GPU=0");
     assert_int_equal(kdp_dra_prepared_add_node(NULL, 0, &nd), -EINVAL);
     kdp__dra_prepared_done(&pr);
 }
@@ -241,6 +241,97 @@ static void test_conflict(void **state)
     kdp__dra_rec_free(b);
 }
 
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char buf[8192];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* KDP_DRA_CLAIM: the whole claim's edits as a device of kdp's spec named
+ * after the claim's UID, its CDI ID with every device (one without edits of
+ * its own too); mounts in the spec; the checkpoint keeps all of it. */
+static void test_claim_wide(void **state)
+{
+    (void)state;
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/tmp/kdp-claimrec-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    kdp__dra_rec *rec = record();
+    kdp_dra_prepared pr;
+    assert_int_equal(kdp__dra_prepared_init(&pr, 3), 0);
+    assert_int_equal(kdp_dra_prepared_add_env(&pr, KDP_DRA_CLAIM, "CLAIM", "u1"), 0);
+    assert_int_equal(
+        kdp_dra_prepared_add_mount(&pr, KDP_DRA_CLAIM, "/run/shared", "/srv/u1", false), 0);
+    kdp_cdi_node ctl = {.path = "/dev/gpuctl"};
+    assert_int_equal(kdp_dra_prepared_add_node(&pr, KDP_DRA_CLAIM, &ctl), 0);
+    assert_int_equal(kdp_dra_prepared_add_mount(&pr, 0, "/opt/fw", "/lib/firmware/gpu", true), 0);
+    /* what is per device only, and bad paths */
+    assert_int_equal(kdp_dra_prepared_add_cdi_id(&pr, KDP_DRA_CLAIM, "vendor.com/gpu=all"),
+                     -EINVAL);
+    kdp_dra_device_status st = {0};
+    assert_int_equal(kdp_dra_prepared_set_status(&pr, KDP_DRA_CLAIM, &st), -EINVAL);
+    assert_int_equal(kdp_dra_prepared_add_mount(&pr, 0, "relative", "/x", false), -EINVAL);
+    assert_int_equal(kdp_dra_prepared_add_mount(&pr, 0, "/x", NULL, false), -EINVAL);
+    assert_int_equal(kdp_dra_prepared_add_mount(&pr, 3, "/x", "/y", false), -EINVAL);
+    assert_int_equal(kdp__dra_rec_merge(rec, &pr, KIND), 0);
+    kdp__dra_prepared_done(&pr);
+    assert_string_equal(rec->claim_cdi_name, "u1");
+    assert_int_equal(rec->claim_edits.n_env, 1);
+    for (size_t i = 0; i < 3; i++) {
+        const kdp__dra_rdev *d = &rec->devs[i];
+        assert_true(d->n_cdi_ids >= 1);
+        assert_string_equal(d->cdi_ids[d->n_cdi_ids - 1], KIND "=u1");
+    }
+    assert_int_equal(rec->devs[2].n_cdi_ids, 1); /* nothing of its own: the claim's only */
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0644), 1);
+    char path[160];
+    snprintf(path, sizeof(path), "%s/%s", dir, FILE_NAME);
+    const char *spec = slurp(path);
+    assert_non_null(strstr(spec, "\"name\": \"u1\""));
+    assert_non_null(strstr(spec, "\"env\": [\"CLAIM=u1\"]"));
+    assert_non_null(strstr(spec, "{\"hostPath\": \"/srv/u1\", \"containerPath\": \"/run/shared\", "
+                                 "\"options\": [\"nosuid\", \"nodev\", \"bind\"]}"));
+    assert_non_null(strstr(spec, "{\"hostPath\": \"/lib/firmware/gpu\", \"containerPath\": "
+                                 "\"/opt/fw\", \"options\": [\"ro\", \"nosuid\", \"nodev\", "
+                                 "\"bind\"]}"));
+    assert_non_null(strstr(spec, "{\"path\": \"/dev/gpuctl\"}"));
+    /* the checkpoint's JSON and back: the same spec */
+    json_t *j = kdp__recfile_to_json(rec);
+    assert_non_null(j);
+    kdp__dra_rec *back = NULL;
+    char why[128];
+    assert_int_equal(kdp__recfile_from_json(j, 3, &back, why, sizeof(why)), 0);
+    json_decref(j);
+    assert_string_equal(back->claim_cdi_name, "u1");
+    assert_int_equal(back->devs[0].edits.n_mounts, 1);
+    assert_true(back->devs[0].edits.mounts[0].read_only);
+    assert_int_equal(kdp__dra_rec_write_cdi(back, dir, FILE_NAME, KIND, 0644), 0); /* unchanged */
+    kdp__dra_rec *dup = kdp__dra_rec_dup(back, true);
+    assert_string_equal(dup->claim_edits.mounts[0].host_path, "/srv/u1");
+    assert_true(kdp__dra_rec_bytes(dup) > kdp__dra_rec_bytes(rec) / 2);
+    kdp__dra_rec_free(dup);
+    kdp__dra_rec_free(back);
+    /* a record whose claim part is not one: named */
+    json_t *badj = json_pack("{s:s, s:s, s:s, s:[], s:{s:i}}", "namespace", "ns", "name", "n",
+                             "uid", "u", "devices", "claim", "cdi_name", 3);
+    assert_int_equal(kdp__recfile_from_json(badj, 3, &back, why, sizeof(why)), -EINVAL);
+    assert_non_null(strstr(why, "claim"));
+    json_decref(badj);
+    badj = json_pack("{s:s, s:s, s:s, s:[], s:{s:s, s:[{s:s}]}}", "namespace", "ns", "name", "n",
+                     "uid", "u", "devices", "claim", "cdi_name", "u", "mounts", "host_path", "/x");
+    assert_int_equal(kdp__recfile_from_json(badj, 3, &back, why, sizeof(why)), -EINVAL);
+    assert_non_null(strstr(why, "mounts"));
+    json_decref(badj);
+    kdp__dra_rec_free(rec);
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_cdi_env_checks(void **state)
 {
     (void)state;
@@ -257,6 +348,7 @@ int main(void)
         cmocka_unit_test(test_prepared_builder), cmocka_unit_test(test_view),
         cmocka_unit_test(test_merge_and_cdi),    cmocka_unit_test(test_device_twice),
         cmocka_unit_test(test_cdi_env_checks),   cmocka_unit_test(test_conflict),
+        cmocka_unit_test(test_claim_wide),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
