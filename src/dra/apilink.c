@@ -25,7 +25,7 @@ struct kdp__dra_api {
     char version[16]; /* resource.k8s.io's, "" until discovered */
     kdp__link reqs;   /* claim reads in flight */
     bool published_logged;
-    char last_error[256];
+    unsigned long said; /* the slices' failures said (kdp__sr_status.said) */
 };
 
 typedef struct creq {
@@ -186,11 +186,11 @@ static void on_slices_status(const kdp__slices_status *ss, void *ud)
                  a->cfg.driver, ss->devices, ss->slices, a->cfg.node,
                  (unsigned long long)ss->generation, ss->version);
     }
-    if (ss->error[0] && strcmp(ss->error, a->last_error) != 0) {
+    if (ss->error[0] && ss->said != a->said) { /* a new kind of failure, not a new wording */
         log_error("%s: cannot publish the slices: %s", a->cfg.driver, ss->error);
     }
     a->published_logged = ss->published;
-    snprintf(a->last_error, sizeof(a->last_error), "%s", ss->error);
+    a->said = ss->said;
     if (!a->version[0] && ss->version[0]) {
         snprintf(a->version, sizeof(a->version), "%s", ss->version); /* discovery's answer */
     }

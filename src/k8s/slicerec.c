@@ -147,6 +147,7 @@ static void fail_with(kdp__sr *s, const char *key, int err, const char *why, kdp
     if (!s->failing || s->st.err != err || strncmp(s->st.error, key, strlen(key)) != 0) {
         log_warn("k8s: slices of %s on %s: %s: %s (retrying with backoff up to %u s)", s->driver,
                  s->node, key, w, KDP__SR_MAX_BACKOFF_MS / 1000);
+        s->st.said++;
     }
     s->failing = true;
     s->st.err = err;

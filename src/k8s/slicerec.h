@@ -87,6 +87,9 @@ typedef struct kdp__sr_status {
     char version[16]; /* the resource.k8s.io version ("" before discovery) */
     char error[256];  /* the last failure, "" once published */
     int err;          /* its -errno (0: none) */
+    /* Failures said: one more each time a failure of a new kind (step and
+     * errno, whatever its wording) is logged, for the owner's own line. */
+    unsigned long said;
     unsigned long writes, lists, conflicts;
     unsigned long failures[KDP__SR_NFAIL]; /* by kind: kdp__sr_fail_names */
 } kdp__sr_status;

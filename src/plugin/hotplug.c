@@ -254,7 +254,8 @@ KDP_EXPORT int kdp_plugin_watch_path(kdp_plugin *p, const char *dir, unsigned de
         return -EINVAL;
     }
     int r = kdp__ctx_check_caller(kdp__plugin_ctx(p), "kdp_plugin_watch_path",
-                                  "set watches up before the context runs, or on its thread");
+                                  "set watches up before the context runs, or on its thread "
+                                  "(kdp_ctx_post() runs a function there)");
     if (r < 0) {
         return r;
     }
@@ -288,7 +289,8 @@ KDP_EXPORT int kdp_plugin_watch_path(kdp_plugin *p, const char *dir, unsigned de
 KDP_EXPORT void kdp_path_watch_free(kdp_path_watch *w)
 {
     if (!w || kdp__ctx_check_caller(kdp__plugin_ctx(w->p), "kdp_path_watch_free",
-                                    "free watches on the thread that runs the context, or let "
+                                    "free watches on the thread that runs the context "
+                                    "(kdp_ctx_post() runs a function there), or let "
                                     "kdp_plugin_free() free them") < 0) {
         return;
     }

@@ -210,7 +210,8 @@ KDP_EXPORT int kdp_ctx_serve_metrics(kdp_ctx *ctx, const char *address)
         return -EINVAL;
     }
     int r = kdp__ctx_check_caller(ctx, "kdp_ctx_serve_metrics",
-                                  "call it before the context runs, or on its thread");
+                                  "call it before the context runs, or on its thread "
+                                  "(kdp_ctx_post() runs a function there)");
     if (r < 0) {
         return r;
     }
@@ -250,7 +251,8 @@ KDP_EXPORT int kdp_metric_new(kdp_ctx *ctx, kdp_metric_type type, const char *na
         return -EINVAL;
     }
     int r = kdp__ctx_check_caller(ctx, "kdp_metric_new",
-                                  "make metrics before the context runs, or on its thread");
+                                  "make metrics before the context runs, or on its thread "
+                                  "(kdp_ctx_post() runs a function there)");
     if (r < 0) {
         return r;
     }

@@ -293,7 +293,8 @@ static int plugin_new(kdp_ctx *ctx, const kdp_config *cfg, const kdp_ops *ops, v
 {
     int r = kdp__ctx_check_caller(ctx, alone ? "kdp_dra_driver_new" : "kdp_plugin_new",
                                   "create plugins before the context runs, or on its thread "
-                                  "outside the callbacks");
+                                  "outside the callbacks (kdp_ctx_post() runs a function "
+                                  "there)");
     if (r < 0) {
         return r;
     }

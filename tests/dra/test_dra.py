@@ -446,6 +446,9 @@ class Prepare(Base):
         r = kl.dra_prepare(DRV, ["default/c1/" + uid])
         self.assertTrue(r["ok"], r)  # the call answers; the claim has the error
         self.assertEqual(r["by_uid"][uid]["result"], "error", r)
+        time.sleep(1.5)  # several tries to publish, each failing alike
+        # said once, whatever libcurl's wording of each try ("after 0 ms", "after 1 ms")
+        self.assertEqual(drv.log_text().count("cannot publish the slices"), 1, drv.log_text())
         api.ok("up")
         deadline = time.time() + T
         while True:  # the kubelet asks again

@@ -240,6 +240,7 @@ class Misuse(Base):
         line = pl.wait_log(r"kdp_plugin_new called from inside a callback: refused", T,
                            since=lmark)
         self.assertIn("create plugins before the context runs", line)
+        self.assertIn("kdp_ctx_post()", line)  # the way to do it from a callback
         self.assertNotIn("pull the plugin out", line)
         pl.wait_log(r"kdp_ctx_dispatch called from inside a callback: refused", T, since=lmark)
         pl.wait_log(r"kdp_ctx_run called from inside a callback: refused", T, since=lmark)
