@@ -5,8 +5,10 @@
 #
 # Builds the benchmark tools (bench/build.sh -> BUILD_DIR/bench/tools), runs
 # bench/bench.py against BUILD_DIR/bin/kdp-example-gopher and the Go reference
-# plugin, prints the markdown table and writes into $KDP_BENCH_OUT (default
-# BUILD_DIR/bench): results.json, results.md, samples/, bench-latency.png
+# plugin, then bench/dra.py (the DRA driver: kdp-example-gopher-dra and
+# kdp-go-testdra), prints the markdown tables and writes into $KDP_BENCH_OUT
+# (default BUILD_DIR/bench): results.json, results.md, dra.json, dra.md,
+# samples/, bench-latency.png
 # (if gnuplot is installed: scripts/install-deps.sh bench).
 #   --quick  tiny counts: checks the harness, not the figures (ctest smoke run)
 #   --docs   also copy the table and the plot into docs/benchmarks.md and
@@ -38,6 +40,8 @@ mkdir -p "$out"
 export KDP_BENCH_COMMAND="bench/run.sh $*"
 "$here/build.sh" "$tools"
 /usr/bin/python3 "$here/bench.py" --bin "$build/bin" --tools "$tools" --out "$out" $quick
+# the DRA driver side by side (kdp's example and the grpc-go test driver)
+/usr/bin/python3 "$here/dra.py" --bin "$build/bin" --out "$out" $quick
 
 if command -v gnuplot >/dev/null 2>&1; then
     gnuplot -e "dir='$out/samples'; out='$out/bench-latency.png'" "$here/plot.gp"

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Smoke run of the benchmark harness (ctest bench_smoke): bench/run.sh with
 tiny counts (--quick), then a check that results.json holds every figure for
-both plugins and the floor, and that the table has every row. The values are
+both plugins and the floor, dra.json every figure for both DRA drivers, and
+that the tables have every row. The values are
 not checked: they depend on the machine.
 
     tests/bench/smoke.py BUILD_DIR
@@ -36,6 +37,11 @@ KDP_ONLY = [("idle_metrics", "cpu_ticks"), ("idle_metrics", "wakeups"),
             ("allocate_pinned_metrics", "p50_us"), ("allocate_pinned_metrics", "p99_us"),
             ("allocate_pinned_metrics", "cpu_ms_per_10k")]
 LIST_AND_WATCH = ("update_ms", "bytes", "exec_to_first_list_ms", "rss_kb")
+# bench/dra.py's, for both drivers
+DRA = [("start_to_published_ms",), ("publish_1000_ms",), ("idle", "rss_kb"),
+       ("idle", "rss_anon_kb"), ("idle", "threads"), ("idle", "shared_libs"),
+       ("prepare_1", "p50_us"), ("prepare_1", "p99_us"), ("prepare_16", "p50_us"),
+       ("prepare_16", "p99_us"), ("after_cycles", "rss_kb")]
 FLOOR = [("exec_to_register_ms", "p50"), ("same_core", "p50"), ("cross_core", "p50"),
          ("echo_pinned_p50_us",), ("sleep_rss_kb",)]
 
@@ -80,6 +86,17 @@ def main():
         missing.append("results.md has %d rows" % len(rows))
     if shutil.which("gnuplot") and not os.path.getsize(os.path.join(out, "bench-latency.png")):
         missing.append("bench-latency.png")
+    with open(os.path.join(out, "dra.json")) as f:
+        dra = json.load(f)
+    for who in ("kdp", "go"):
+        for p in DRA:
+            if not isinstance(get(dra[who], p), (int, float)):
+                missing.append("dra %s.%s" % (who, ".".join(p)))
+    with open(os.path.join(out, "dra.md")) as f:
+        dra_rows = [l for l in f.read().splitlines()
+                    if l.startswith("| ") and not l.startswith("| figure")]
+    if len(dra_rows) != 8:
+        missing.append("dra.md has %d rows, not 8" % len(dra_rows))
     if missing:
         print("bench smoke: missing figures:\n  " + "\n  ".join(missing))
         sys.exit(1)

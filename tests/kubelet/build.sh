@@ -21,4 +21,4 @@ exec "$root/scripts/go-build.sh" "$1" \
     "$here/api.proto,$here/pluginregistration.proto,$root/proto/podresources.proto,$root/proto/dra_v1.proto,$root/proto/dra_v1beta1.proto,$root/proto/dra_health.proto" \
     "kdp-test-kubelet=$here/main.go,$here/registry.go,$here/watcher.go,$here/podres.go,$here/dra.go,$here/dracmd.go" \
     "kdp-go-testplugin=$here/testplugin/main.go" \
-    "kdp-go-testdra=$here/testdra/main.go"
+    "kdp-go-testdra=$here/testdra/main.go,$here/testdra/publish.go"

@@ -6,7 +6,8 @@
 //	               [-socket PATH] [-versions LIST] [-serve v1,v1beta1]
 //	               [-info-endpoint E] [-health=false] [-pool P]
 //	               [-devices a,b] [-fail-claim UID] [-omit-claim UID]
-//	               [-prepare-delay D]
+//	               [-prepare-delay D] [-device-count N]
+//	               [-publish-api URL -publish-ca F -publish-token F -node N]
 //
 // Serves pluginregistration.Registration on DIR/NAME (default
 // DRIVER-reg.sock) and, on PATH (default DIR/../plugins/DRIVER/dra.sock),
@@ -102,6 +103,7 @@ var (
 	fPool, fDevices, fFailClaim, fOmitClaim                                   string
 	fHealth                                                                   bool
 	fPrepareDelay                                                             time.Duration
+	fDeviceCount                                                              int
 )
 
 type driver struct {
@@ -403,6 +405,11 @@ func main() {
 	fs.StringVar(&fFailClaim, "fail-claim", "", "answer an error for the claim with this UID")
 	fs.StringVar(&fOmitClaim, "omit-claim", "", "leave the claim with this UID out of the responses")
 	fs.DurationVar(&fPrepareDelay, "prepare-delay", 0, "NodePrepareResources waits this long first")
+	fs.StringVar(&fPublishAPI, "publish-api", "", "API server URL: publish the pool's ResourceSlices there (publish.go)")
+	fs.StringVar(&fPublishCA, "publish-ca", "", "the API server's CA certificate (PEM)")
+	fs.StringVar(&fPublishToken, "publish-token", "", "a file with the bearer token")
+	fs.StringVar(&fNode, "node", "node1", "the slices' nodeName")
+	fs.IntVar(&fDeviceCount, "device-count", 0, "N devices dev-0..dev-N-1 instead of -devices")
 	if err := fs.Parse(os.Args[1:]); err != nil || fRegistry == "" || fs.NArg() != 0 {
 		fmt.Fprintln(os.Stderr, "usage: kdp-go-testdra -registry DIR [flags]")
 		os.Exit(2)
@@ -425,6 +432,13 @@ func main() {
 		fInfoEndpoint = ""
 	}
 	d := &driver{health: map[string]string{}, message: map[string]string{}, streams: map[chan struct{}]bool{}}
+	if fDeviceCount > 0 {
+		names := make([]string, fDeviceCount)
+		for i := range names {
+			names[i] = fmt.Sprintf("dev-%d", i)
+		}
+		fDevices = strings.Join(names, ",")
+	}
 	for _, dev := range strings.Split(fDevices, ",") {
 		if dev = strings.TrimSpace(dev); dev != "" {
 			d.devices = append(d.devices, dev)
@@ -453,6 +467,13 @@ func main() {
 	}
 	if err := d.serveRegistration(); err != nil {
 		fatal("%v", err)
+	}
+	if fPublishAPI != "" {
+		go func() {
+			if err := publishSlices(d.devices); err != nil {
+				emit("publish_failed", M{"error": err.Error()})
+			}
+		}()
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
