@@ -53,6 +53,12 @@ static void check_entry(const kdp_pods *s, size_t i, kdp__podres_kind kind, unsi
     CHECK(replicas > 1 ? (d->device_id[pl] == '-' || d->device_id[pl] == 0)
                        : d->device_id[pl] == 0);
     CHECK((d->numa_nodes != NULL) == (d->n_numa_nodes > 0));
+    /* a DRA claim's device: in pods only, its claim named, by its name in the pool */
+    CHECK(d->claim_namespace && d->claim_name && d->pool_name && d->share_id);
+    bool dra = *d->claim_name != 0;
+    CHECK(dra == (*d->claim_namespace != 0));
+    CHECK(!dra || (pods && strcmp(d->physical_id, d->device_id) == 0 && !d->n_numa_nodes));
+    CHECK(dra || (!*d->pool_name && !*d->share_id));
     int64_t sum = 0;
     for (size_t k = 0; k < d->n_numa_nodes; k++) {
         sum ^= d->numa_nodes[k]; /* readable */

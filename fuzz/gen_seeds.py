@@ -138,10 +138,19 @@ def cdevs(resource, ids, numa=()):
     return ld(1, resource) + b"".join(ld(2, i) for i in ids) + (ld(3, topo) if numa else b"")
 
 
+def claim(ns, name, *devices):
+    """A DynamicResource: devices are (driver, pool, device, share_id, [cdi ids])."""
+    res = b"".join(ld(4, b"".join(ld(1, ld(1, i)) for i in ids) + ld(2, drv) + ld(3, pool) +
+                      ld(4, dev) + (ld(5, share) if share else b""))
+                   for drv, pool, dev, share, ids in devices)
+    return ld(2, name) + ld(3, ns) + res
+
+
 def pod(ns, name, *containers):
-    """A PodResources: containers are (name, [cdevs bytes])."""
-    c = b"".join(ld(3, ld(1, cn) + b"".join(ld(2, g) for g in groups) + vi(3, 4))
-                 for cn, groups in containers)
+    """A PodResources: containers are (name, [cdevs bytes][, [claim bytes]])."""
+    c = b"".join(ld(3, ld(1, cn[0]) + b"".join(ld(2, g) for g in cn[1]) + vi(3, 4) +
+                    b"".join(ld(5, d) for d in (cn[2] if len(cn) > 2 else [])))
+                 for cn in containers)
     return ld(1, name) + ld(2, ns) + c
 
 
@@ -158,6 +167,13 @@ def podres():
           ld(1, pod("ns", "p", ("", []))))
     write("podres", "empty_id", bytes([0, 3]) + ld(1, pod("ns", "p", ("c", [cdevs("r/x", ["a", ""])]))))
     write("podres", "truncated", bytes([0, 1]) + listed[:-5])
+    gpus = claim("ml", "gpus", ("gpu.example.com", "node-a", "gpu-0", "", ["k8s.gpu.example.com/claim=u-gpu-0"]),
+                 ("gpu.example.com", "node-a", "gpu-1", "0b7d6f1e-3c52-4a8e-9d35-1f2e3d4c5b6a", []))
+    net = claim("ml", "net", ("nic.example.com", "node-a", "eth1", "", []))
+    write("podres", "dra", bytes([0, 0]) + ld(1, pod("ml", "train", ("main", [nic], [gpus, net]),
+                                                     ("side", [], [net]))))
+    write("podres", "dra_bad", bytes([1, 0]) + ld(1, pod("ml", "t", ("c", [], [claim("ml", ""),
+                                                                          claim("", "x")]))))
 
 
 if __name__ == "__main__":
