@@ -778,6 +778,56 @@ class BadInput(Base):
         self.assertEqual(code, 200)
         self.assertTrue(api.alive())
 
+    def test_claim_status(self):
+        """A claim's status.devices checked as the API server checks them."""
+        api = self.dra_apiserver()
+        self.claim(os.path.join(self.path("api"), "kubeconfig"), "st", ["gopher0"], "--no-check")
+        C = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/st"
+        code, cl = self.req(api, "GET", C)
+        self.assertEqual(code, 200, cl)
+        del cl["metadata"]["resourceVersion"]  # no precondition: each PUT is checked
+
+        def put(devices):
+            o = json.loads(json.dumps(cl))
+            o["status"]["devices"] = devices
+            return json.dumps(o).encode()
+        cond = {"type": "Ready", "status": "True", "reason": "Configured", "message": "m",
+                "lastTransitionTime": "2026-12-02T00:00:00Z"}
+        ok = {"driver": DRV, "pool": NODE, "device": "gopher0", "conditions": [cond],
+              "data": {"a": 1}, "networkData": {"interfaceName": "net1", "ips": ["10.9.8.7/24"]}}
+        code, upd = self.req(api, "PUT", C + "/status", body=put([ok]))
+        self.assertEqual(code, 200, upd)
+        self.assertEqual(upd["status"]["devices"][0]["conditions"][0]["reason"], "Configured")
+        no_time = {k: v for k, v in cond.items() if k != "lastTransitionTime"}
+        cases = [
+            (dict(ok, device="gopher9"), "status.devices[0]", "must be an allocated device"),
+            (dict(ok, shareID="0b7d6f1e-3c52-4a8e-9d35-1f2e3d4c5b6a"), "status.devices[0]",
+             "must be an allocated device"),
+            (dict(ok, conditions=[dict(cond, reason="not a reason!")]), "status.devices[0]",
+             "conditions[0].reason must be CamelCase"),
+            (dict(ok, conditions=[no_time]), "status.devices[0].conditions[0].lastTransitionTime",
+             "Required value"),
+            (dict(ok, conditions=[cond, cond]), "status.devices[0]", "conditions[0]'s too"),
+            (dict(ok, data=[1]), "status.devices[0]", "data must be a JSON object"),
+            (dict(ok, networkData={"ips": ["10.9.8.7"]}), "status.devices[0]",
+             "not an address in canonical CIDR form"),
+            ({k: v for k, v in ok.items() if k != "driver"}, "status.devices[0].driver",
+             "Required value"),
+            (dict(ok, device="Bad_Name"), "status.devices[0].device", "Invalid value"),
+        ]
+        for dev, field, words in cases:
+            obj = self.status(api, 422, "Invalid", "PUT", C + "/status", body=put([dev]))
+            self.assertIn(field, obj["message"])
+            self.assertIn(words, obj["message"])
+        obj = self.status(api, 422, "Invalid", "PUT", C + "/status", body=put([ok, ok]))
+        self.assertIn("status.devices[1]: Duplicate value", obj["message"])
+        # a merge patch is checked too, and nothing was stored by the refusals
+        obj = self.status(api, 422, "Invalid", "PATCH", C + "/status",
+                          body=json.dumps({"status": {"devices": [dict(ok, pool="other")]}}).encode(),
+                          ctype="application/merge-patch+json")
+        code, now = self.req(api, "GET", C)
+        self.assertEqual(now["status"]["devices"], upd["status"]["devices"])
+
     def test_taints(self):
         """Device taints checked as the API server checks them."""
         api = self.dra_apiserver()

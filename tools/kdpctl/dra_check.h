@@ -26,6 +26,10 @@ const char *kd_check_shared_counters(const json_t *spec, char *field, size_t cap
                                      const char **detail);
 const char *kd_check_device_sharing(const json_t *d, size_t i, char *field, size_t cap,
                                     const char **detail);
+/* A ResourceClaim's status.devices (dra_check_status.c): the same returns
+ * (*detail valid until the next check). */
+const char *kd_check_claim_status(const json_t *claim, char *field, size_t cap,
+                                  const char **detail);
 /* A changed immutable field of a slice (spec.driver, spec.pool.name,
  * spec.nodeName) from old to new, or NULL. */
 const char *kd_slice_immutable(const json_t *old, const json_t *new);
