@@ -34,6 +34,7 @@ from kdptest.proc import Proc, ProcTest, binary, run, sanitizer_report, wait_for
 DRV = "gopher.example.com"
 
 NODE = "node-a"
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TDRV = "test.example.com"
 
 
@@ -558,6 +559,16 @@ class ApiServerSide(Base):
         r = run([kubectl, "--kubeconfig", api.kubeconfig, "get", "resourceclaims", "-A"], 30)
         self.assertEqual(r.stdout.split()[:8], ["NAMESPACE", "NAME", "STATE", "AGE",
                                                 "default", "k1", "allocated", r.stdout.split()[7]])
+        # the DeviceClass deploy/dra ships (KEP-5004's name), created as an operator does
+        # (no OpenAPI schema here: --validate=false)
+        dc = os.path.join(SRC, "deploy", "dra", "deviceclass.yaml")
+        r = run([kubectl, "--kubeconfig", api.kubeconfig, "create", "--validate=false", "-f",
+                 dc], 30)
+        self.assertEqual(r.returncode, 0, r)
+        self.assertIn("deviceclass.resource.k8s.io/gopher.example.com created", r.stdout)
+        r = run([kubectl, "--kubeconfig", api.kubeconfig, "get", "deviceclasses", DRV, "-o",
+                 "jsonpath={.spec.extendedResourceName}"], 30)
+        self.assertEqual((r.returncode, r.stdout), (0, "example.com/gopher"), r)
 
     def test_python_kubernetes(self):
         try:
@@ -827,6 +838,43 @@ class BadInput(Base):
                           ctype="application/merge-patch+json")
         code, now = self.req(api, "GET", C)
         self.assertEqual(now["status"]["devices"], upd["status"]["devices"])
+
+    def test_device_classes(self):
+        """DeviceClasses stored, listed and checked as the API server checks them."""
+        api = self.dra_apiserver()
+        D = "/apis/resource.k8s.io/v1/deviceclasses"
+
+        def cls(spec):
+            return json.dumps({"metadata": {"name": "c"}, "spec": spec}).encode()
+        sel = [{"cel": {"expression": 'device.driver == "%s"' % DRV}}]
+        code, made = self.req(api, "POST", D, body=cls(
+            {"selectors": sel, "extendedResourceName": "example.com/gopher",
+             "config": [{"opaque": {"driver": DRV, "parameters": {"a": 1}}}]}))
+        self.assertEqual(code, 201, made)
+        self.assertEqual(made["kind"], "DeviceClass")
+        code, lst = self.req(api, "GET", D)
+        self.assertEqual([c["metadata"]["name"] for c in lst["items"]], ["c"])
+        for spec, field in [
+                ({"selectors": sel, "extendedResourceName": "gopher"}, "spec.extendedResourceName"),
+                ({"extendedResourceName": "kubernetes.io/gpu"}, "spec.extendedResourceName"),
+                ({"extendedResourceName": "requests.example.com/x"},
+                 "spec.extendedResourceName"),
+                ({"selectors": [{"cel": {"expression": ""}}]}, "spec.selectors[0].cel.expression"),
+                ({"config": [{"opaque": {"driver": "Bad_Driver", "parameters": {}}}]},
+                 "spec.config[0].opaque.driver"),
+                ({"config": [{"opaque": {"driver": DRV, "parameters": [1]}}]},
+                 "spec.config[0].opaque.parameters")]:
+            obj = self.status(api, 422, "Invalid", "POST", D, body=json.dumps(
+                {"metadata": {"name": "bad"}, "spec": spec}).encode())
+            self.assertIn("DeviceClass.resource.k8s.io \"bad\" is invalid: " + field,
+                          obj["message"])
+        # an update is checked too
+        bad = json.loads(json.dumps(made))
+        bad["spec"]["extendedResourceName"] = "nope"
+        del bad["metadata"]["resourceVersion"]
+        self.status(api, 422, "Invalid", "PUT", D + "/c", body=json.dumps(bad).encode())
+        code, _ = self.req(api, "DELETE", D + "/c")
+        self.assertEqual(code, 200)
 
     def test_taints(self):
         """Device taints checked as the API server checks them."""

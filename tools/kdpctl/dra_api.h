@@ -44,7 +44,7 @@ int kd_tls_load(const char *dir, kd_creds *ret);
 int kd_token_make(char **ret);
 void kd_creds_free(kd_creds *c);
 
-typedef enum kd_kind { KD_NODE, KD_SLICE, KD_CLAIM, KD_NKINDS } kd_kind;
+typedef enum kd_kind { KD_NODE, KD_SLICE, KD_CLAIM, KD_CLASS, KD_NKINDS } kd_kind;
 
 typedef struct kd_obj {
     struct kd_obj *next;

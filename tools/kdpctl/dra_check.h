@@ -30,6 +30,9 @@ const char *kd_check_device_sharing(const json_t *d, size_t i, char *field, size
  * (*detail valid until the next check). */
 const char *kd_check_claim_status(const json_t *claim, char *field, size_t cap,
                                   const char **detail);
+/* A DeviceClass (dra_check_class.c): spec.selectors (CEL expressions, not
+ * evaluated), spec.config, spec.extendedResourceName; the same returns. */
+const char *kd_check_class(const json_t *o, char *field, size_t cap, const char **detail);
 /* A changed immutable field of a slice (spec.driver, spec.pool.name,
  * spec.nodeName) from old to new, or NULL. */
 const char *kd_slice_immutable(const json_t *old, const json_t *new);

@@ -198,13 +198,14 @@ static bool check_type(kd_hreq *r, kd_kind k, const json_t *o)
 
 static bool check_kind(kd_hreq *r, kd_kind k, const char *name, const json_t *o)
 {
-    if (k != KD_SLICE && k != KD_CLAIM) {
+    if (k == KD_NODE) {
         return true;
     }
     char field[128];
     const char *detail;
-    const char *f = k == KD_SLICE ? kd_check_slice(o, field, sizeof(field), &detail)
-                                  : kd_check_claim_status(o, field, sizeof(field), &detail);
+    const char *f = k == KD_SLICE   ? kd_check_slice(o, field, sizeof(field), &detail)
+                    : k == KD_CLASS ? kd_check_class(o, field, sizeof(field), &detail)
+                                    : kd_check_claim_status(o, field, sizeof(field), &detail);
     if (f) {
         invalid(r, k, name, f, detail);
         return false;
@@ -438,7 +439,8 @@ static void do_update(kd_api *a, kd_hreq *r, kd_obj *obj, const char *sub, bool 
             return;
         }
     }
-    if (obj->kind == KD_CLAIM && !check_kind(r, obj->kind, obj->name, n)) {
+    if ((obj->kind == KD_CLAIM || obj->kind == KD_CLASS) &&
+        !check_kind(r, obj->kind, obj->name, n)) {
         json_decref(n);
         return;
     }

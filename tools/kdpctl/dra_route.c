@@ -109,10 +109,12 @@ static void aggregated(kd_hreq *r, bool core)
                                       "status", "responseKind", "group", "", "version", "", "kind",
                                       "ResourceClaim", "verbs", "get", "patch", "update"));
         group = agg_group(KD_GROUP, KD_VERSION,
-                          json_pack("[oo]",
+                          json_pack("[ooo]",
                                     agg_resource("resourceslices", "resourceslice", "ResourceSlice",
                                                  false, verbs(true)),
-                                    claims));
+                                    claims,
+                                    agg_resource("deviceclasses", "deviceclass", "DeviceClass",
+                                                 false, verbs(true))));
     }
     json_t *list = json_pack("{s:s, s:s, s:{}, s:[o]}", "kind", "APIGroupDiscoveryList",
                              "apiVersion", "apidiscovery.k8s.io/v2", "metadata", "items", group);
@@ -154,7 +156,8 @@ static void discovery(kd_api *a, kd_hreq *r, char **seg, size_t n)
                                 "groupVersion", KD_GROUP "/" KD_VERSION, "version", KD_VERSION));
     } else {
         reply_pack(r, json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:b, s:s, s:o}, {s:s, s:s, s:b, "
-                                "s:s, s:o}, {s:s, s:s, s:b, s:s, s:[sss]}]}",
+                                "s:s, s:o}, {s:s, s:s, s:b, s:s, s:[sss]}, {s:s, s:s, s:b, s:s, "
+                                "s:o}]}",
                                 "kind", "APIResourceList", "apiVersion", "v1", "groupVersion",
                                 KD_GROUP "/" KD_VERSION, "resources", "name", "resourceslices",
                                 "singularName", "resourceslice", "namespaced", 0, "kind",
@@ -162,7 +165,9 @@ static void discovery(kd_api *a, kd_hreq *r, char **seg, size_t n)
                                 "singularName", "resourceclaim", "namespaced", 1, "kind",
                                 "ResourceClaim", "verbs", verbs(true), "name",
                                 "resourceclaims/status", "singularName", "", "namespaced", 1,
-                                "kind", "ResourceClaim", "verbs", "get", "patch", "update"));
+                                "kind", "ResourceClaim", "verbs", "get", "patch", "update", "name",
+                                "deviceclasses", "singularName", "deviceclass", "namespaced", 0,
+                                "kind", "DeviceClass", "verbs", verbs(true)));
     }
 }
 
@@ -199,6 +204,11 @@ static bool group_path(char **seg, size_t n, kd_kind *k, const char **ns, const 
     *ns = *name = *sub = NULL;
     if (n >= 4 && n <= 5 && strcmp(seg[3], "resourceslices") == 0) {
         *k = KD_SLICE;
+        *name = n == 5 ? seg[4] : NULL;
+        return true;
+    }
+    if (n >= 4 && n <= 5 && strcmp(seg[3], "deviceclasses") == 0) {
+        *k = KD_CLASS;
         *name = n == 5 ? seg[4] : NULL;
         return true;
     }

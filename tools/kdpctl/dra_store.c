@@ -23,6 +23,7 @@ static const struct {
     {"nodes", "Node", "v1", "nodes"},
     {"resourceslices", "ResourceSlice", KD_GROUP "/" KD_VERSION, "resourceslices." KD_GROUP},
     {"resourceclaims", "ResourceClaim", KD_GROUP "/" KD_VERSION, "resourceclaims." KD_GROUP},
+    {"deviceclasses", "DeviceClass", KD_GROUP "/" KD_VERSION, "deviceclasses." KD_GROUP},
 };
 
 const char *kd_kind_resource(kd_kind k)
@@ -187,6 +188,7 @@ static const char *const fields[KD_NKINDS][5] = {
     {"metadata.name", NULL},
     {"metadata.name", "spec.nodeName", "spec.driver", NULL},
     {"metadata.name", "metadata.namespace", NULL},
+    {"metadata.name", NULL},
 };
 
 int kd_sel_parse(kd_kind k, const char *s, kd_sel *ret, char *why, size_t cap)
