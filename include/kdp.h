@@ -469,7 +469,8 @@ typedef void (*kdp_post_fn)(kdp_ctx *ctx, void *arg);
 /* Runs fn(ctx, arg) on the thread that runs ctx, between two turns of its
  * loop and outside every callback: there fn may make the calls that are not
  * thread-safe (kdp_plugin_new on ctx, kdp_plugin_free, kdp_plugin_watch_path,
- * kdp_path_watch_free ...), as that thread may. For an author's own thread
+ * kdp_path_watch_free ...), as that thread may, but not free, run or
+ * dispatch ctx itself (refused, logged). For an author's own thread
  * (a device monitor, an RPC server) and for callbacks, which may not make
  * them. The calls run in the order they were posted; one posted before the
  * context runs runs at its first turn (kdp_ctx_run, kdp_ctx_dispatch); one

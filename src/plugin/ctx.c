@@ -81,15 +81,30 @@ int kdp__ctx_check_caller(kdp_ctx *ctx, const char *fn, const char *instead)
     return 0;
 }
 
+/* A posted function may not free, run or dispatch the context it runs in. */
+static int refuse_in_posts(const kdp_ctx *ctx, const char *fn)
+{
+    if (!ctx->in_posts) {
+        return 0;
+    }
+    log_error("%s called from a function kdp_ctx_post() runs: refused (the context runs it); "
+              "stop it with kdp_ctx_stop() and free it once kdp_ctx_run() has returned",
+              fn);
+    return -EPERM;
+}
+
 KDP_EXPORT void kdp_ctx_free(kdp_ctx *ctx)
 {
-    if (!ctx || kdp__ctx_check_caller(ctx, "kdp_ctx_free",
-                                      "call kdp_ctx_stop() (thread-safe), then free the context "
-                                      "once kdp_ctx_run() has returned") < 0) {
+    if (!ctx || refuse_in_posts(ctx, "kdp_ctx_free") < 0 ||
+        kdp__ctx_check_caller(ctx, "kdp_ctx_free",
+                              "call kdp_ctx_stop() (thread-safe), then free the context "
+                              "once kdp_ctx_run() has returned") < 0) {
         return;
     }
     if (ctx->posts_made) { /* before the plugins go: a waiting call may free one */
+        ctx->in_posts = true;
         kdp__posts_done(&ctx->posts);
+        ctx->in_posts = false;
     }
     kdp__link *l;
     while ((l = kdp__list_first(&ctx->members))) {
@@ -191,7 +206,10 @@ static int turn(kdp_ctx *ctx, int timeout_ms)
     ctx->dispatching = true;
     int r = kdp__loop_dispatch(ctx->loop, timeout_ms);
     ctx->dispatching = false;
-    if (r >= 0 && kdp__posts_run(&ctx->posts) > 0) {
+    ctx->in_posts = true;
+    size_t ran = r >= 0 ? kdp__posts_run(&ctx->posts) : 0;
+    ctx->in_posts = false;
+    if (ran > 0) {
         start_all(ctx); /* a call may have added a plugin */
     }
     return r;
@@ -211,8 +229,11 @@ KDP_EXPORT int kdp_ctx_dispatch(kdp_ctx *ctx)
     if (!ctx) {
         return -EINVAL;
     }
-    int r = kdp__ctx_check_caller(ctx, "kdp_ctx_dispatch",
+    int r = refuse_in_posts(ctx, "kdp_ctx_dispatch");
+    if (r == 0) {
+        r = kdp__ctx_check_caller(ctx, "kdp_ctx_dispatch",
                                   "a context is dispatched by one thread, outside callbacks");
+    }
     if (r < 0) {
         return r;
     }
@@ -285,6 +306,9 @@ KDP_EXPORT int kdp_ctx_run(kdp_ctx *ctx)
     if (kdp__worker_current()) {
         log_error("kdp_ctx_run called from inside a callback: refused (a context runs on one "
                   "thread, never inside its own callbacks)");
+        return -EPERM;
+    }
+    if (refuse_in_posts(ctx, "kdp_ctx_run") < 0) {
         return -EPERM;
     }
     int self = (int)gettid();

@@ -59,6 +59,7 @@ struct kdp_ctx {
     void *_Atomic addon_data; /* the add-on's (read by any thread) */
     bool addon_started;       /* its start succeeded */
     kdp__posts posts;         /* kdp_ctx_post's calls */
+    bool in_posts;            /* running them: no free, run or dispatch from there */
     bool posts_made;
 };
 

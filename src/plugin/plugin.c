@@ -33,7 +33,10 @@ static int fill_strings(kdp_plugin *p, const kdp_config *cfg, const char *dir)
         return -ENOMEM;
     }
     const char *why = NULL;
-    if (p->socket_name && inst && kdp__validate_socket_name(p->socket_name, &why) < 0) {
+    /* a plugin without the device-plugin API never makes its socket: its
+     * name (the context's key) is not checked */
+    if (!p->alone && p->socket_name && inst &&
+        kdp__validate_socket_name(p->socket_name, &why) < 0) {
         log_error("invalid socket name \"%s\" (socket_name with the instance): %s", p->socket_name,
                   why);
         return -EINVAL;
@@ -49,7 +52,7 @@ static int fill_strings(kdp_plugin *p, const kdp_config *cfg, const char *dir)
     if (!p->resource || !p->socket_name || !p->dir || !p->socket_path || !p->env_name) {
         return -ENOMEM;
     }
-    if (strlen(p->socket_path) > KDP_SOCKET_PATH_MAX) {
+    if (!p->alone && strlen(p->socket_path) > KDP_SOCKET_PATH_MAX) {
         log_error("socket path %s is too long for a unix socket (%d bytes at most)", p->socket_path,
                   KDP_SOCKET_PATH_MAX);
         return -ENAMETOOLONG;

@@ -148,6 +148,7 @@ static int add_claim(builder *b, const owner *o, const V1__DynamicResource *dr, 
     }
     const char *cns = NULL;
     const char *cname = NULL;
+    bool named = false;
     for (size_t i = 0; i < dr->n_claim_resources; i++) {
         const V1__ClaimResource *cr = dr->claim_resources[i];
         if (!cr || empty(cr->driver_name) || empty(cr->device_name)) {
@@ -160,9 +161,10 @@ static int add_claim(builder *b, const owner *o, const V1__DynamicResource *dr, 
         if (b->n >= KDP_PODS_MAX_DEVICES) {
             return -E2BIG;
         }
-        if (!cname) { /* the claim's names once, for its devices */
+        if (!named) { /* the claim's names once, for its devices (both passes) */
             cns = put_str(b, dr->claim_namespace);
             cname = put_str(b, dr->claim_name);
+            named = true;
         }
         const char *drv = put_str(b, cr->driver_name);
         const char *dev = put_str(b, cr->device_name);

@@ -40,11 +40,10 @@ int kdp__posts_add(kdp__posts *s, kdp_post_fn fn, void *arg)
         s->q[(s->head + s->n) % KDP_MAX_POSTS] = (kdp__post){fn, arg};
         s->n++;
         s->full_said = false;
-    }
-    pthread_mutex_unlock(&s->mu);
-    if (r == 0) {
+        /* under the lock: once closed (the context freeing), the wakeup goes */
         kdp__wakeup_signal(s->wake);
     }
+    pthread_mutex_unlock(&s->mu);
     return r;
 }
 

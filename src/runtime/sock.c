@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,14 +29,17 @@ static int fill_addr(struct sockaddr_un *sa, const char *path)
 }
 
 /* A hidden name next to path for the socket before it listens: "<dir>/.<name>.
- * <pid>" (watchers skip names starting with '.'; it stays the socket's
- * address, which `ss -xl` shows), or -ENAMETOOLONG. */
-static int temp_path(const char *path, char *out, size_t cap)
+ * <pid>.<n>", n a counter of the process (watchers skip names starting with
+ * '.'; it stays the socket's address, which `ss -xl` shows), or
+ * -ENAMETOOLONG. Unique to this call: two threads, or two processes with
+ * one pid in different pid namespaces, never share one (a bind there is
+ * refused, and the next n tried). */
+static int temp_path(const char *path, unsigned n, char *out, size_t cap)
 {
     const char *slash = strrchr(path, '/');
     int dir = slash ? (int)(slash - path + 1) : 0;
-    int n = snprintf(out, cap, "%.*s.%s.%ld", dir, path, path + dir, (long)getpid());
-    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+    int w = snprintf(out, cap, "%.*s.%s.%ld.%u", dir, path, path + dir, (long)getpid(), n);
+    return w < 0 || (size_t)w >= cap ? -ENAMETOOLONG : 0;
 }
 
 /* Moves the socket file tmp to path unless path exists (-EADDRINUSE, as a
@@ -74,8 +79,9 @@ int kdp__sock_listen(const char *path, int backlog, int *ret_fd, ino_t *ret_ino)
     }
     /* The socket listens before its file has its name: a peer that sees the
      * file appear (the kubelet's inotify watch) never finds nobody there. */
+    static _Atomic unsigned seq;
     char tmp[sizeof(sa.sun_path)];
-    bool moved = temp_path(path, tmp, sizeof(tmp)) == 0;
+    bool moved = temp_path(path, UINT_MAX, tmp, sizeof(tmp)) == 0; /* the longest one fits */
     if (moved && access(path, F_OK) == 0) {
         return -EADDRINUSE; /* as bind() says; nothing made */
     }
@@ -84,9 +90,6 @@ int kdp__sock_listen(const char *path, int backlog, int *ret_fd, ino_t *ret_ino)
         return -errno;
     }
     const char *at = moved ? tmp : path;
-    if (moved) {
-        unlink(tmp); /* a leftover of a process that had this pid */
-    }
     /* Linux creates the socket file with the socket inode's mode (less the
      * umask): set it first, so the file is owner-only from the moment it
      * exists, without touching the process-wide umask. */
@@ -94,7 +97,14 @@ int kdp__sock_listen(const char *path, int backlog, int *ret_fd, ino_t *ret_ino)
         r = -errno;
         goto fail;
     }
-    r = bind_at(fd, at);
+    r = -EADDRINUSE;
+    for (int tries = 0; moved && r == -EADDRINUSE && tries < 16; tries++) {
+        (void)temp_path(path, atomic_fetch_add(&seq, 1), tmp, sizeof(tmp));
+        r = bind_at(fd, tmp); /* a name taken (a leftover, another call): the next one */
+    }
+    if (!moved) {
+        r = bind_at(fd, path);
+    }
     if (r < 0) {
         goto fail;
     }

@@ -6,7 +6,7 @@
 #include <sys/types.h>
 
 /* Binds and listens on path with owner-only permissions (0600). The socket
- * listens before path exists (bound at "<dir>/.<name>.<pid>", then renamed
+ * listens before path exists (bound at "<dir>/.<name>.<pid>.<n>", then renamed
  * to path; bound at path itself when that name would be too long), so a
  * connect to a path that exists is never refused for want of a listen. Its
  * address (`ss -xl`, /proc/net/unix) stays the hidden name. A

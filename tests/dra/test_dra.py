@@ -1330,6 +1330,16 @@ class Config(Base):
         self.assertNotIn("kubelet.sock", drv.log_text())
         self.assertNotIn("device-plugin", drv.log_text())
 
+    def test_dra_only_driver_no_socket_limits(self):
+        """A DRA-only driver makes no device-plugin socket: a device-plugin
+        directory whose socket paths would be too long does not stop it."""
+        api = self.api()
+        kl = self.kubelet()
+        long_dir = self.path("d" * 100)
+        self.start_proc(TestDriver(self, api, env={"KDP_DEVICE_PLUGIN_DIR": long_dir}))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+
     def test_dra_only_driver_refuses_device_plugin_fields(self):
         api = self.api()
         d = self.start_proc(TestDriver(self, api, ["--resource", "example.com/x"]))

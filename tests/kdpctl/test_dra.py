@@ -838,6 +838,14 @@ class BadInput(Base):
                           ctype="application/merge-patch+json")
         code, now = self.req(api, "GET", C)
         self.assertEqual(now["status"]["devices"], upd["status"]["devices"])
+        # a create drops the status before any check, as the API server does
+        code, made = self.req(api, "POST", "/apis/resource.k8s.io/v1/namespaces/default/"
+                              "resourceclaims", body=json.dumps(
+                                  {"metadata": {"name": "with-status"},
+                                   "spec": cl["spec"],
+                                   "status": {"devices": [{"driver": "Bad_Driver"}]}}).encode())
+        self.assertEqual(code, 201, made)
+        self.assertNotIn("status", made)
 
     def test_device_classes(self):
         """DeviceClasses stored, listed and checked as the API server checks them."""

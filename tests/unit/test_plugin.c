@@ -686,6 +686,8 @@ typedef struct post_state {
     atomic_int n;
     int watch_rc;
     int new_rc;
+    int run_rc, dispatch_rc;
+    atomic_int list_posted, post_failed;
     kdp_plugin *added;
 } post_state;
 
@@ -706,13 +708,23 @@ static void on_posted(kdp_ctx *ctx, void *arg)
                           .device_plugin_dir = dir};
         posted.new_rc = kdp_plugin_new(ctx, &cfg, NULL, NULL, &posted.added);
     }
+    if ((intptr_t)arg == 2) { /* what it may not: its own context's free, run, dispatch */
+        kdp_ctx_free(ctx);    /* refused: the test goes on with ctx */
+        posted.run_rc = kdp_ctx_run(ctx);
+        posted.dispatch_rc = kdp_ctx_dispatch(ctx);
+    }
 }
 
 static int posting_list(kdp_plugin *p, kdp_device_list *out, void *ud)
 {
     (void)out;
     (void)ud;
-    assert_int_equal(kdp_ctx_post(kdp_plugin_get_ctx(p), on_posted, (void *)(intptr_t)1), 0);
+    /* once: the watch it sets up makes later listings (the second plugin's
+     * socket appears in dir), which may come as the context is freed */
+    if (atomic_exchange(&posted.list_posted, 1) == 0 &&
+        kdp_ctx_post(kdp_plugin_get_ctx(p), on_posted, (void *)(intptr_t)1) < 0) {
+        atomic_store(&posted.post_failed, 1);
+    }
     return 0;
 }
 
@@ -745,10 +757,14 @@ static void test_post(void **state)
         sleep_ms(5);
     }
     assert_int_equal(atomic_load(&posted.n), 2);
+    assert_false(atomic_load(&posted.post_failed));
     assert_int_equal(atomic_load(&posted.order[0]), 1);
     assert_int_equal(atomic_load(&posted.order[1]), 2);
     assert_int_equal(posted.watch_rc, 0);
     assert_int_equal(posted.new_rc, 0);
+    assert_int_equal(posted.run_rc, -EPERM);
+    assert_int_equal(posted.dispatch_rc, -EPERM);
+    assert_true(kdp_ctx_dispatch(posted.ctx) >= 0); /* still there */
     assert_non_null(posted.added);
     /* waiting at the free: run then, on the freeing thread */
     assert_int_equal(kdp_ctx_post(posted.ctx, on_posted, (void *)(intptr_t)3), 0);

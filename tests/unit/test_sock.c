@@ -11,6 +11,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +134,54 @@ static void test_existing_path_refused(void **state)
     unlink(path);
 }
 
+typedef struct racer {
+    const char *path;
+    pthread_barrier_t *start;
+    int rc, fd;
+    ino_t ino;
+} racer;
+
+static void *race(void *arg)
+{
+    racer *x = arg;
+    pthread_barrier_wait(x->start);
+    x->rc = kdp__sock_listen(x->path, 8, &x->fd, &x->ino);
+    return NULL;
+}
+
+/* Two threads of one process listening at one path at once: one wins and
+ * serves it, the other is refused (the hidden names never collide). */
+static void test_two_threads_one_path(void **state)
+{
+    (void)state;
+    char path[128];
+    snprintf(path, sizeof(path), "%s/raced.sock", dir);
+    for (int round = 0; round < 200; round++) {
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, 2);
+        racer a = {path, &start, 0, -1, 0};
+        racer b = {path, &start, 0, -1, 0};
+        pthread_t ta, tb;
+        assert_int_equal(pthread_create(&ta, NULL, race, &a), 0);
+        assert_int_equal(pthread_create(&tb, NULL, race, &b), 0);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        pthread_barrier_destroy(&start);
+        assert_true((a.rc == 0) != (b.rc == 0));
+        racer *w = a.rc == 0 ? &a : &b;
+        assert_int_equal((a.rc == 0 ? b.rc : a.rc), -EADDRINUSE);
+        int c = -1;
+        assert_int_equal(kdp__sock_connect(path, &c), 0);
+        struct pollfd pf = {.fd = w->fd, .events = POLLIN};
+        assert_int_equal(poll(&pf, 1, 1000), 1); /* the winner has the connection */
+        close(c);
+        assert_int_equal(kdp__sock_unlink_if_ours(path, w->ino), 0);
+        close(w->fd);
+        char names[256];
+        assert_int_equal(entries(names, sizeof(names)), 0); /* nothing left behind */
+    }
+}
+
 /* A path with no room for the hidden name beside it (107 bytes at most)
  * is bound directly, as before. */
 static void test_long_path_bound_directly(void **state)
@@ -161,6 +211,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_appears_listening, setup, teardown),
         cmocka_unit_test_setup_teardown(test_existing_path_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_threads_one_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_path_bound_directly, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -152,6 +152,21 @@ static void go_down(kd_api *a, unsigned long seconds)
 
 /* ---- behind the driver's back ---- */
 
+static const char *created(const kd_obj *o)
+{
+    const char *c =
+        json_string_value(json_object_get(json_object_get(o->o, "metadata"), "creationTimestamp"));
+    return c ? c : "";
+}
+
+/* Made before b (RFC 3339 times of one format compare as text), else the
+ * first name. */
+static bool older(const kd_obj *a, const kd_obj *b)
+{
+    int c = strcmp(created(a), created(b));
+    return c < 0 || (c == 0 && strcmp(a->name, b->name) < 0);
+}
+
 /* The slice NAME, or with NAME ending in '*' the first one (oldest) whose
  * name starts with the rest (a generateName prefix, the driver's slices). */
 static kd_obj *slice_named(kd_api *a, const char *command, const char *name)
@@ -160,7 +175,7 @@ static kd_obj *slice_named(kd_api *a, const char *command, const char *name)
     kd_obj *o = NULL;
     if (n > 0 && name[n - 1] == '*') {
         for (kd_obj *it = a->objs[KD_SLICE]; it; it = it->next) {
-            if (strncmp(it->name, name, n - 1) == 0 && (!o || it->rv < o->rv)) {
+            if (strncmp(it->name, name, n - 1) == 0 && (!o || older(it, o))) {
                 o = it;
             }
         }

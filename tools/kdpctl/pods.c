@@ -69,7 +69,7 @@ static bool same_group(const kdp_pod_device *a, const kdp_pod_device *b)
            strcmp(a->container_name, b->container_name) == 0 &&
            strcmp(a->resource_name, b->resource_name) == 0 &&
            strcmp(a->claim_namespace, b->claim_namespace) == 0 &&
-           strcmp(a->claim_name, b->claim_name) == 0;
+           strcmp(a->claim_name, b->claim_name) == 0 && strcmp(a->pool_name, b->pool_name) == 0;
 }
 
 /* A DRA claim's: "NS/NAME", into b. */
@@ -94,7 +94,8 @@ static void json_claim(const kc_opts *o, kc_json *j, const kdp_pods *pods, size_
     kc_json_str(j, "pool", first->pool_name);
     bool shares = false;
     for (size_t k = i; k < end; k++) {
-        shares |= *kdp_pods_at(pods, k)->share_id != '\0';
+        const kdp_pod_device *d = kdp_pods_at(pods, k);
+        shares |= wanted(o, d) && *d->share_id != '\0';
     }
     if (!shares) {
         return;

@@ -75,7 +75,7 @@ def socket_listening(path):
     """True once a unix socket bound to path is listening (checks
     /proc/net/unix for the __SO_ACCEPTCON flag so as not to open a
     connection); falls back to 'the socket file exists'. kdp binds at
-    DIR/.NAME.PID and renames the file to path once it listens: such a
+    DIR/.NAME.PID.N and renames the file to path once it listens: such a
     listening address with path present counts too."""
     d, base = os.path.split(path)
     hidden = os.path.join(d, "." + base + ".")
@@ -88,8 +88,8 @@ def socket_listening(path):
                     continue
                 if parts[7] == path:
                     return True
-                if parts[7].startswith(hidden) and parts[7][len(hidden):].isdigit() \
-                        and os.path.exists(path):
+                if parts[7].startswith(hidden) and \
+                        parts[7][len(hidden):].replace(".", "").isdigit() and os.path.exists(path):
                     return True
             return False
     except OSError:
