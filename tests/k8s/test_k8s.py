@@ -169,9 +169,10 @@ class K8sTest(ProcTest):
         """kubectl and python3-kubernetes see the slices too."""
         kubectl = shutil.which("kubectl")
         if kubectl:
-            p = subprocess.run([kubectl, "--kubeconfig", api.kubeconfig_token, "get",
-                                "resourceslices", "-o", "json"], capture_output=True, text=True,
-                               timeout=60)
+            # its own discovery cache, not one in $HOME of another server on this port
+            p = subprocess.run([kubectl, "--kubeconfig", api.kubeconfig_token, "--cache-dir",
+                                self.path("kubecache"), "get", "resourceslices", "-o", "json"],
+                               capture_output=True, text=True, timeout=60)
             self.assertEqual(p.returncode, 0, p.stderr)
             items = json.loads(p.stdout)["items"]
             self.assertEqual(len([i for i in items if i["spec"]["driver"] == DRIVER]), n)
