@@ -95,10 +95,11 @@ static int refuse_in_posts(const kdp_ctx *ctx, const char *fn)
 
 KDP_EXPORT void kdp_ctx_free(kdp_ctx *ctx)
 {
-    if (!ctx || refuse_in_posts(ctx, "kdp_ctx_free") < 0 ||
+    if (!ctx ||
         kdp__ctx_check_caller(ctx, "kdp_ctx_free",
                               "call kdp_ctx_stop() (thread-safe), then free the context "
-                              "once kdp_ctx_run() has returned") < 0) {
+                              "once kdp_ctx_run() has returned") < 0 ||
+        refuse_in_posts(ctx, "kdp_ctx_free") < 0) { /* its own thread: no race */
         return;
     }
     if (ctx->posts_made) { /* before the plugins go: a waiting call may free one */
@@ -229,10 +230,10 @@ KDP_EXPORT int kdp_ctx_dispatch(kdp_ctx *ctx)
     if (!ctx) {
         return -EINVAL;
     }
-    int r = refuse_in_posts(ctx, "kdp_ctx_dispatch");
-    if (r == 0) {
-        r = kdp__ctx_check_caller(ctx, "kdp_ctx_dispatch",
+    int r = kdp__ctx_check_caller(ctx, "kdp_ctx_dispatch",
                                   "a context is dispatched by one thread, outside callbacks");
+    if (r == 0) {
+        r = refuse_in_posts(ctx, "kdp_ctx_dispatch"); /* its own thread: no race */
     }
     if (r < 0) {
         return r;
@@ -308,12 +309,12 @@ KDP_EXPORT int kdp_ctx_run(kdp_ctx *ctx)
                   "thread, never inside its own callbacks)");
         return -EPERM;
     }
-    if (refuse_in_posts(ctx, "kdp_ctx_run") < 0) {
-        return -EPERM;
-    }
     int self = (int)gettid();
     int none = 0;
     if (!atomic_compare_exchange_strong(&ctx->owner, &none, self)) {
+        if (none == self && refuse_in_posts(ctx, "kdp_ctx_run") < 0) {
+            return -EPERM; /* from a posted function, on the thread that runs it */
+        }
         log_error("kdp_ctx_run: the context is already running (on thread %d%s): refused; a "
                   "context runs once at a time",
                   none, none == self ? ", this one" : "");

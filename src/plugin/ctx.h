@@ -59,7 +59,9 @@ struct kdp_ctx {
     void *_Atomic addon_data; /* the add-on's (read by any thread) */
     bool addon_started;       /* its start succeeded */
     kdp__posts posts;         /* kdp_ctx_post's calls */
-    bool in_posts;            /* running them: no free, run or dispatch from there */
+    /* Running them (written and, once the caller is known to be the
+     * context's thread, read there): no free, run or dispatch from there. */
+    _Atomic bool in_posts;
     bool posts_made;
 };
 
