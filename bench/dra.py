@@ -29,22 +29,13 @@ import time
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "pylib"))
-from kdptest import T, Proc  # noqa: E402
+from kdptest import T, Proc, percentile, proc_status  # noqa: E402
 from kdptest.proc import wait_for  # noqa: E402
 from kdptest.apiserver import ApiServer  # noqa: E402
 from kdptest.kubelet import Kubelet  # noqa: E402
 
 NODE = "node-a"
 DRV = "gopher.example.com"
-
-
-def proc_status(pid):
-    out = {}
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            out[k] = v.strip()
-    return out
 
 
 def kb(v):
@@ -67,11 +58,6 @@ def libraries(pid):
                 rss[cur] += int(parts[1])
     top = sorted(((os.path.basename(p), v) for p, v in rss.items()), key=lambda x: -x[1])
     return len(rss), top
-
-
-def q(v, p):
-    s = sorted(v)
-    return s[min(len(s) - 1, int(len(s) * p))]
 
 
 class Bench:
@@ -171,12 +157,14 @@ class Bench:
             c = [pool[i % 16]]
             lat.append(self.prepare(c))
             self.unprepare(c)
-        res["prepare_1"] = {"n": a.n1, "p50_us": q(lat, 0.5), "p99_us": q(lat, 0.99)}
+        res["prepare_1"] = {"n": a.n1, "p50_us": percentile(lat, 50),
+                            "p99_us": percentile(lat, 99)}
         lat = []
         for i in range(a.n16):
             lat.append(self.prepare(pool))
             self.unprepare(pool)
-        res["prepare_16"] = {"n": a.n16, "p50_us": q(lat, 0.5), "p99_us": q(lat, 0.99)}
+        res["prepare_16"] = {"n": a.n16, "p50_us": percentile(lat, 50),
+                             "p99_us": percentile(lat, 99)}
         for i in range(a.cycles):
             c = [pool[i % 16]]
             self.prepare(c)

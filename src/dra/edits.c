@@ -172,16 +172,24 @@ json_t *kdp__dra_node_json(const kdp_cdi_node *n)
     return o;
 }
 
-int kdp__dra_node_from_json(const json_t *o, kdp_cdi_node *n)
+/* o as a node, its strings borrowed: false without a path, or with a field
+ * that is not a string. */
+static bool node_of(const json_t *o, kdp_cdi_node *n)
 {
-    memset(n, 0, sizeof(*n));
-    const char *p = json_string_value(json_object_get(o, "path"));
     const json_t *h = json_object_get(o, "host_path");
     const json_t *m = json_object_get(o, "permissions");
-    if (!p || (h && !json_is_string(h)) || (m && !json_is_string(m))) {
+    *n = (kdp_cdi_node){json_string_value(json_object_get(o, "path")), json_string_value(h),
+                        json_string_value(m)};
+    return n->path && (!h || n->host_path) && (!m || n->permissions);
+}
+
+int kdp__dra_node_from_json(const json_t *o, kdp_cdi_node *n)
+{
+    kdp_cdi_node c;
+    memset(n, 0, sizeof(*n));
+    if (!node_of(o, &c)) {
         return -EINVAL;
     }
-    kdp_cdi_node c = {p, json_string_value(h), json_string_value(m)};
     int r = kdp__dra_node_copy(n, &c);
     if (r < 0) {
         kdp__dra_node_clear(n);
@@ -217,83 +225,58 @@ int kdp__dra_edits_to_json(const kdp__dra_edits *e, json_t *o)
     return bad ? -ENOMEM : 0;
 }
 
-/* key's array of o (missing: empty); NULL and *field set if not one. */
-static const json_t *array_of(const json_t *o, const char *key, const char **field, bool *bad)
+/* One item of a list in a record, added to e: 0, -EINVAL (not one), or the
+ * add's -E2BIG or -ENOMEM. */
+typedef int (*add_json_fn)(kdp__dra_edits *e, const json_t *v);
+
+static int add_node_json(kdp__dra_edits *e, const json_t *v)
+{
+    kdp_cdi_node n;
+    return node_of(v, &n) ? kdp__dra_edits_add_node(e, &n) : -EINVAL;
+}
+
+static int add_env_json(kdp__dra_edits *e, const json_t *v)
+{
+    const char *s = json_string_value(v);
+    return s ? kdp__dra_edits_add_env(e, s) : -EINVAL;
+}
+
+static int add_mount_json(kdp__dra_edits *e, const json_t *v)
+{
+    const char *h = json_string_value(json_object_get(v, "host_path"));
+    const char *c = json_string_value(json_object_get(v, "container_path"));
+    bool ro = json_is_true(json_object_get(v, "read_only"));
+    return h && c ? kdp__dra_edits_add_mount(e, h, c, ro) : -EINVAL;
+}
+
+/* o's list key (missing: none) into e, each item through add; *field is
+ * key when it fails. */
+static int read_list(const json_t *o, const char *key, add_json_fn add, kdp__dra_edits *e,
+                     const char **field)
 {
     const json_t *a = json_object_get(o, key);
-    if (a && !json_is_array(a)) {
+    int r = a && !json_is_array(a) ? -EINVAL : 0;
+    size_t k;
+    const json_t *v;
+    json_array_foreach(a, k, v)
+    {
+        r = r < 0 ? r : add(e, v);
+    }
+    if (r < 0) {
         *field = key;
-        *bad = true;
-        return NULL;
     }
-    return a;
-}
-
-static int read_nodes(const json_t *a, kdp__dra_edits *e, const char **field)
-{
-    size_t k;
-    const json_t *v;
-    json_array_foreach(a, k, v)
-    {
-        kdp_cdi_node n = {json_string_value(json_object_get(v, "path")),
-                          json_string_value(json_object_get(v, "host_path")),
-                          json_string_value(json_object_get(v, "permissions"))};
-        int r = n.path ? kdp__dra_edits_add_node(e, &n) : -EINVAL;
-        if (r < 0) {
-            *field = "nodes";
-            return r;
-        }
-    }
-    return 0;
-}
-
-static int read_env(const json_t *a, kdp__dra_edits *e, const char **field)
-{
-    size_t k;
-    const json_t *v;
-    json_array_foreach(a, k, v)
-    {
-        const char *s = json_string_value(v);
-        int r = s ? kdp__dra_edits_add_env(e, s) : -EINVAL;
-        if (r < 0) {
-            *field = "env";
-            return r;
-        }
-    }
-    return 0;
-}
-
-static int read_mounts(const json_t *a, kdp__dra_edits *e, const char **field)
-{
-    size_t k;
-    const json_t *v;
-    json_array_foreach(a, k, v)
-    {
-        const char *h = json_string_value(json_object_get(v, "host_path"));
-        const char *c = json_string_value(json_object_get(v, "container_path"));
-        bool ro = json_is_true(json_object_get(v, "read_only"));
-        int r = h && c ? kdp__dra_edits_add_mount(e, h, c, ro) : -EINVAL;
-        if (r < 0) {
-            *field = "mounts";
-            return r;
-        }
-    }
-    return 0;
+    return r;
 }
 
 int kdp__dra_edits_from_json(const json_t *o, kdp__dra_edits *e, const char **field)
 {
     memset(e, 0, sizeof(*e));
-    bool bad = false;
-    const json_t *nodes = array_of(o, "nodes", field, &bad);
-    const json_t *env = array_of(o, "env", field, &bad);
-    const json_t *mounts = array_of(o, "mounts", field, &bad);
-    int r = bad ? -EINVAL : read_nodes(nodes, e, field);
+    int r = read_list(o, "nodes", add_node_json, e, field);
     if (r == 0) {
-        r = read_env(env, e, field);
+        r = read_list(o, "env", add_env_json, e, field);
     }
     if (r == 0) {
-        r = read_mounts(mounts, e, field);
+        r = read_list(o, "mounts", add_mount_json, e, field);
     }
     if (r == -E2BIG) {
         r = -EINVAL; /* more than kdp writes: not a record of its */

@@ -84,6 +84,23 @@ typedef struct owner {
     const char *ns, *pod, *ctr; /* "" for allocatable devices */
 } owner;
 
+/* Entry d of o's (in the fill pass; counted in both): its owner set here,
+ * the claim's fields "" where d has none. */
+static void put_entry(builder *b, const owner *o, kdp_pod_device d)
+{
+    if (b->fill) {
+        d.pod_namespace = o->ns;
+        d.pod_name = o->pod;
+        d.container_name = o->ctr;
+        d.claim_namespace = d.claim_namespace ? d.claim_namespace : "";
+        d.claim_name = d.claim_name ? d.claim_name : "";
+        d.pool_name = d.pool_name ? d.pool_name : "";
+        d.share_id = d.share_id ? d.share_id : "";
+        b->devs[b->n] = d;
+    }
+    b->n++;
+}
+
 static int add_group(builder *b, const owner *o, const V1__ContainerDevices *cd, const char *where,
                      size_t gi)
 {
@@ -117,23 +134,12 @@ static int add_group(builder *b, const owner *o, const V1__ContainerDevices *cd,
         if (kdp__replicas_on(b->replicas) && kdp__replica_parse(id, b->replicas, &len, &k) == 0) {
             pid = put_strn(b, id, len);
         }
-        if (b->fill) {
-            b->devs[b->n] = (kdp_pod_device){
-                .pod_namespace = o->ns,
-                .pod_name = o->pod,
-                .container_name = o->ctr,
-                .resource_name = res,
-                .device_id = did,
-                .physical_id = pid,
-                .numa_nodes = numa,
-                .n_numa_nodes = n_numa,
-                .claim_namespace = "",
-                .claim_name = "",
-                .pool_name = "",
-                .share_id = "",
-            };
-        }
-        b->n++;
+        put_entry(b, o,
+                  (kdp_pod_device){.resource_name = res,
+                                   .device_id = did,
+                                   .physical_id = pid,
+                                   .numa_nodes = numa,
+                                   .n_numa_nodes = n_numa});
     }
     return 0;
 }
@@ -170,21 +176,14 @@ static int add_claim(builder *b, const owner *o, const V1__DynamicResource *dr, 
         const char *dev = put_str(b, cr->device_name);
         const char *pool = put_str(b, cr->pool_name);
         const char *share = put_str(b, cr->share_id);
-        if (b->fill) {
-            b->devs[b->n] = (kdp_pod_device){
-                .pod_namespace = o->ns,
-                .pod_name = o->pod,
-                .container_name = o->ctr,
-                .resource_name = drv,
-                .device_id = dev,
-                .physical_id = dev,
-                .claim_namespace = cns,
-                .claim_name = cname,
-                .pool_name = pool,
-                .share_id = share,
-            };
-        }
-        b->n++;
+        put_entry(b, o,
+                  (kdp_pod_device){.resource_name = drv,
+                                   .device_id = dev,
+                                   .physical_id = dev,
+                                   .claim_namespace = cns,
+                                   .claim_name = cname,
+                                   .pool_name = pool,
+                                   .share_id = share});
     }
     return 0;
 }

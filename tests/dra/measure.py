@@ -23,20 +23,12 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from kdptest import T, Proc, binary  # noqa: E402
+from kdptest import T, Proc, binary, proc_status  # noqa: E402
 from kdptest.apiserver import ApiServer  # noqa: E402
 from kdptest.kubelet import Kubelet  # noqa: E402
 
 DRV = "gopher.example.com"
 NODE = "node-a"
-
-
-def status(pid):
-    out = {}
-    for line in open("/proc/%d/status" % pid):
-        k, _, v = line.partition(":")
-        out[k] = v.strip()
-    return out
 
 
 def ctxt(pid):
@@ -83,7 +75,7 @@ def main():
         kl.wait_dra_registered(DRV, T)
         drv.wait_log("slices published", T)
         time.sleep(1)
-        st = status(drv.pid)
+        st = proc_status(drv.pid)
         print("idle RSS: %s (anonymous %s, file %s), threads %s" % (
             st["VmRSS"], st["RssAnon"], st["RssFile"], st["Threads"]))
         c0 = ctxt(drv.pid)
@@ -119,7 +111,7 @@ def main():
               "from the checkpoint median %d us (p90 %d)" % (
                   args.n, statistics.median(lat_api), q(lat_api, 0.9),
                   statistics.median(lat_ck), q(lat_ck, 0.9)))
-        st = status(drv.pid)
+        st = proc_status(drv.pid)
         print("RSS after %d prepares: %s, threads %s" % (args.n, st["VmRSS"], st["Threads"]))
     finally:
         for p in reversed(procs):

@@ -835,7 +835,8 @@ class BadInput(Base):
         self.assertIn("status.devices[1]: Duplicate value", obj["message"])
         # a merge patch is checked too, and nothing was stored by the refusals
         obj = self.status(api, 422, "Invalid", "PATCH", C + "/status",
-                          body=json.dumps({"status": {"devices": [dict(ok, pool="other")]}}).encode(),
+                          body=json.dumps(
+                              {"status": {"devices": [dict(ok, pool="other")]}}).encode(),
                           ctype="application/merge-patch+json")
         code, now = self.req(api, "GET", C)
         self.assertEqual(now["status"]["devices"], upd["status"]["devices"])

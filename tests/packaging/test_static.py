@@ -34,7 +34,7 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 import kdptest  # noqa: E402
-from kdptest import dockerfile, log  # noqa: E402
+from kdptest import dockerfile, log, proc_status  # noqa: E402
 from kdptest.kubelet import Kubelet  # noqa: E402
 
 SRC = kdptest.REPO
@@ -103,15 +103,6 @@ def sandbox_works():
     p = kdptest.run(["unshare", "-m", "-n", "--propagation", "private", "sh", "-c",
                      "mount -o remount,bind,ro / && ! touch /.kdp-ro-probe 2>/dev/null"], 30)
     return p.returncode == 0
-
-
-def proc_status(pid):
-    out = {}
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            out[k] = v.strip()
-    return out
 
 
 def gopher_against_emulator(gopher, sandboxed=False):

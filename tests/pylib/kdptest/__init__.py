@@ -28,9 +28,9 @@ Modules:
 """
 
 from .figures import figure, percentile, print_figures
-from .proc import (REPO, T, Proc, ProcTest, Watchdog, bin_dir, binary, log, peak_kib, rss_kib,
-                   run, sanitizer_report, wait_for)
+from .proc import (REPO, T, Proc, ProcTest, Watchdog, bin_dir, binary, log, peak_kib,
+                   proc_status, rss_kib, run, sanitizer_report, wait_for)
 
 __all__ = ["REPO", "T", "Proc", "ProcTest", "Watchdog", "bin_dir", "binary", "figure", "log",
-           "peak_kib", "percentile", "print_figures", "rss_kib", "run", "sanitizer_report",
-           "wait_for"]
+           "peak_kib", "percentile", "print_figures", "proc_status", "rss_kib", "run",
+           "sanitizer_report", "wait_for"]

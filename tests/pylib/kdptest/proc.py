@@ -68,6 +68,16 @@ def sanitizer_report(text):
     return any(m in text for m in SANITIZER_MARKS)
 
 
+def proc_status(pid):
+    """A process's /proc/PID/status as {field: value text}."""
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return out
+
+
 def _status_kib(pid, field):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
