@@ -23,7 +23,6 @@
 
 #include "kdp.h"
 
-
 static char last_log[1024];
 
 static void keep_log(kdp_log_level level, const char *msg, void *ud)
