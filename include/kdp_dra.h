@@ -498,6 +498,20 @@ typedef struct kdp_dra_config {
      * gives it to no claim that does not tolerate the taint): see
      * kdp_dra_taint_effect. */
     kdp_dra_taint_effect unhealthy_taint;
+    /* Device metadata for the pod (KEP-5304, beta in Kubernetes 1.37): at
+     * each prepare, for each request of the claim, a DeviceMetadata
+     * document (metadata.resource.k8s.io, v1beta1 then v1alpha1 in one
+     * JSON stream) naming the claim and the request's devices with their
+     * attributes (as described) and network data (kdp_dra_device_status:
+     * a change of it bumps metadata.generation), kept in
+     * <state_dir>/dra-device-metadata/ and mounted read-only through the
+     * claim's CDI spec at
+     * /var/run/kubernetes.io/dra-device-attributes/resourceclaims/<claim>/
+     * <request>/<driver>-metadata.json (resourceclaimtemplates/<the pod's
+     * name for the claim>/... for a claim made from a template), where the
+     * Go helper k8s.io/dynamic-resource-allocation/devicemetadata reads it.
+     * Removed at unprepare. See docs/dra.md. */
+    bool device_metadata;
 } kdp_dra_config;
 
 /* Serves p as a DRA driver too (see the top of this header). Before

@@ -6,6 +6,7 @@
  * (dra/taints, counters, descs, the checkpoint and statusw).
  */
 #include <errno.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -13,6 +14,7 @@
 #include "base/log.h"
 #include "dra/devstatus.h"
 #include "dra/driver_int.h"
+#include "dra/metadata.h"
 #include "kdp_dra.h"
 
 /* The plugin's driver, or NULL with a line naming call and why (*err:
@@ -59,7 +61,34 @@ KDP_EXPORT int kdp_plugin_redescribe_dra(kdp_plugin *p, const char *id)
 typedef struct status_set {
     const char *device, *share_id;
     char *json;
+    const kdp__dra_md *md;
+    char why[400];
 } status_set;
+
+/* Whether the two statuses' networkData differ (the device metadata's
+ * generation then goes up). */
+static bool network_changed(const char *a, const char *b)
+{
+    json_t *ja = a ? json_loads(a, 0, NULL) : NULL;
+    json_t *jb = b ? json_loads(b, 0, NULL) : NULL;
+    json_t *na = json_object_get(ja, "networkData");
+    json_t *nb = json_object_get(jb, "networkData");
+    bool changed = (na || nb) && !(na && nb && json_equal(na, nb));
+    json_decref(ja);
+    json_decref(jb);
+    return changed;
+}
+
+/* A new status of a device whose claim has device metadata: the files
+ * again, one generation up when the network data changed. */
+static int status_metadata(status_set *ss, kdp__dra_rec *rec, const char *old, const char *now)
+{
+    if (rec->md_gen == 0 || !network_changed(old, now)) {
+        return 0;
+    }
+    rec->md_gen++;
+    return kdp__dra_md_write(ss->md, rec, ss->why, sizeof(ss->why));
+}
 
 /* The record's device gets the status (1: changed; 0: the same). */
 static int set_dev_status(kdp__dra_rec *rec, void *ud)
@@ -75,9 +104,17 @@ static int set_dev_status(kdp__dra_rec *rec, void *ud)
         if (dv->status && strcmp(dv->status, ss->json) == 0) {
             return 0;
         }
-        free(dv->status);
+        char *old = dv->status;
         dv->status = ss->json;
         ss->json = NULL;
+        int r = status_metadata(ss, rec, old, dv->status);
+        if (r < 0) {
+            ss->json = dv->status; /* the record unchanged */
+            dv->status = old;
+            rec->md_gen--;
+            return r;
+        }
+        free(old);
         return 1;
     }
     return -ENODEV;
@@ -89,7 +126,7 @@ static int record_status(kdp__dra *d, const char *claim_uid, const char *device,
                          const char *share_id, const kdp_dra_device_status *st, kdp__dra_rec **rec)
 {
     char why[300];
-    status_set ss = {device, share_id, NULL};
+    status_set ss = {device, share_id, NULL, &d->env->md, ""};
     int r = kdp__dra_devstatus_json(st, (int64_t)time(NULL), &ss.json, why, sizeof(why));
     if (r == -EINVAL) {
         log_error("kdp_plugin_set_dra_device_status: claim %s, device %s: %s", claim_uid, device,
@@ -104,6 +141,8 @@ static int record_status(kdp__dra *d, const char *claim_uid, const char *device,
     } else if (r == -ENODEV) {
         log_error("kdp_plugin_set_dra_device_status: no device %s in claim %s", device, claim_uid);
         r = -ENOENT;
+    } else if (r < 0 && ss.why[0]) {
+        log_error("kdp_plugin_set_dra_device_status: claim %s: %s", claim_uid, ss.why);
     }
     return r;
 }

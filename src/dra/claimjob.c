@@ -41,6 +41,20 @@ kdp__cj_env *kdp__cj_env_new(kdp_plugin *p, const kdp_dra_ops *ops, void *ud, co
     return e;
 }
 
+int kdp__cj_env_set_metadata(kdp__cj_env *e, const char *dir, const char *pool, bool on)
+{
+    free(e->md_dir);
+    free(e->md_pool);
+    e->md_dir = strdup(dir);
+    e->md_pool = strdup(pool);
+    if (!e->md_dir || !e->md_pool) {
+        return -ENOMEM;
+    }
+    e->md = (kdp__dra_md){e->md_dir, e->driver, e->md_pool};
+    e->metadata = on;
+    return 0;
+}
+
 kdp__cj_env *kdp__cj_env_ref(kdp__cj_env *e)
 {
     atomic_fetch_add(&e->refs, 1);
@@ -55,6 +69,8 @@ void kdp__cj_env_unref(kdp__cj_env *e)
     free(e->driver);
     free(e->cdi_dir);
     free(e->cdi_kind);
+    free(e->md_dir);
+    free(e->md_pool);
     kdp__ckpt_unref(e->ckpt);
     kdp__abandoned_unref(e->abandoned);
     free(e);
@@ -118,19 +134,48 @@ static void roll_back(kdp__pjob *j, kdp__cj *cj)
     memcpy(cj->err, why, sizeof(why));
 }
 
-/* The claim's CDI spec as the record says (none: removed). */
+/* The claim's CDI spec as the record says (none: removed), its device
+ * metadata's mounts in it. */
 static int write_cdi(kdp__cj *cj)
 {
     kdp__cj_env *e = cj->env;
-    int r = kdp__dra_rec_has_cdi(cj->rec)
-                ? kdp__dra_rec_write_cdi(cj->rec, e->cdi_dir, cj->file, e->cdi_kind, e->cdi_mode)
+    kdp__dra_md_cdi md;
+    int r = kdp__dra_md_cdi_init(&md, &e->md, cj->rec);
+    if (r == 0) {
+        r = kdp__dra_rec_has_cdi(cj->rec)
+                ? kdp__dra_rec_write_cdi(cj->rec, e->cdi_dir, cj->file, e->cdi_kind, e->cdi_mode,
+                                         md.devs, md.n)
                 : kdp__cdi_remove_file(e->cdi_dir, cj->file);
+    }
+    kdp__dra_md_cdi_done(&md);
     const char *why = NULL;
     if (r == -KDP__EUNTRUSTED && kdp__dir_trusted(e->cdi_dir, &why) == -KDP__EUNTRUSTED) {
         fail(cj, "cannot write the claim's CDI spec %s: the CDI directory %s %s", cj->file,
              e->cdi_dir, why);
     } else if (r < 0) {
         fail(cj, "cannot write the claim's CDI spec %s: %s", cj->file, strerror(-r));
+    }
+    return r;
+}
+
+/* The claim's device metadata files (first: generation 1 and their CDI
+ * IDs given to the devices). */
+static int write_metadata(kdp__cj *cj, bool first)
+{
+    kdp__cj_env *e = cj->env;
+    int r = 0;
+    if (first) {
+        cj->rec->md_gen = 1;
+        r = kdp__dra_md_add_ids(cj->rec, e->cdi_kind);
+        if (r < 0) {
+            fail(cj, "out of memory recording the claim");
+            return r;
+        }
+    }
+    char why[400];
+    r = kdp__dra_md_write(&e->md, cj->rec, why, sizeof(why));
+    if (r < 0) {
+        fail(cj, "%s", why);
     }
     return r;
 }
@@ -155,6 +200,9 @@ static int prepare(kdp__pjob *j, kdp__cj *cj)
         snprintf(cj->rec->boot_id, sizeof(cj->rec->boot_id), "%s", e->boot_id);
     }
     kdp__dra_prepared_done(&pr);
+    if (r == 0 && e->metadata && e->md.dir) {
+        r = write_metadata(cj, true);
+    }
     if (r == 0 && (r = write_cdi(cj)) >= 0) {
         r = kdp__ckpt_put(e->ckpt, cj->rec);
         if (r == -EFBIG || r == -ENOSPC) {
@@ -175,15 +223,24 @@ static int prepare(kdp__pjob *j, kdp__cj *cj)
     }
     if (r < 0 && prepared) {
         (void)kdp__cdi_remove_file(e->cdi_dir, cj->file);
+        (void)kdp__dra_md_remove(&e->md, cj->rec->ns, cj->rec->name);
         roll_back(j, cj);
     }
     return r < 0 ? r : 0;
 }
 
-/* A recorded claim of this boot: its CDI spec again if it is gone. */
+/* A recorded claim of this boot: its CDI spec and metadata files again if
+ * they are gone. */
 static int recorded(kdp__cj *cj)
 {
     kdp__cj_env *e = cj->env;
+    if (cj->rec->md_gen && e->md.dir && !kdp__dra_md_present(&e->md, cj->rec)) {
+        int r = write_metadata(cj, false);
+        if (r < 0) {
+            return r;
+        }
+        log_info("claim %s: its device metadata in %s was gone: written again", cj->uid, e->md.dir);
+    }
     if (!kdp__dra_rec_has_cdi(cj->rec) || kdp__cdi_file_exists(e->cdi_dir, cj->file)) {
         return 0;
     }
@@ -205,6 +262,13 @@ static int unprepare(kdp__pjob *j, kdp__cj *cj)
         r = kdp__cdi_remove_file(e->cdi_dir, cj->file);
         if (r < 0) {
             fail(cj, "cannot remove the claim's CDI spec %s: %s", cj->file, strerror(-r));
+        }
+    }
+    if (r >= 0) {
+        r = kdp__dra_md_remove(&e->md, cj->rec->ns, cj->rec->name);
+        if (r < 0) {
+            fail(cj, "cannot remove the claim's device metadata %s/%s_%s: %s", e->md.dir,
+                 cj->rec->ns, cj->rec->name, strerror(-r));
         }
     }
     if (r >= 0) {

@@ -4,12 +4,15 @@
  * pipeline per kind:
  *   PREPARE    the record (claim read, checked) -> the author's prepare
  *              op -> the answer merged into the record, this boot noted
- *              -> the claim's CDI spec -> the checkpoint; past the prepare
- *              op, a failure rolls it back with the unprepare op.
- *   RECORDED   a record of this boot: its CDI spec written again if it is
- *              gone (a CDI directory wiped while the node ran).
+ *              -> the device metadata files (if on) -> the claim's CDI
+ *              spec -> the checkpoint; past the prepare op, a failure
+ *              rolls it back with the unprepare op.
+ *   RECORDED   a record of this boot: its CDI spec and metadata files
+ *              written again if they are gone (a CDI directory wiped while
+ *              the node ran).
  *   UNPREPARE  the record -> the author's unprepare op -> the CDI spec
- *              removed -> dropped from the checkpoint.
+ *              and the metadata files removed -> dropped from the
+ *              checkpoint.
  * A claim prepared in an earlier boot is a PREPARE again (the caller gives
  * the record without its answer).
  *
@@ -26,6 +29,7 @@
 #include "dra/abandoned.h"
 #include "dra/checkpoint.h"
 #include "dra/claimrec.h"
+#include "dra/metadata.h"
 #include "kdp_dra.h"
 #include "plugin/jobs.h"
 
@@ -47,6 +51,12 @@ typedef struct kdp__cj_env {
     char boot_id[KDP__DRA_BOOT_ID_LEN];
     kdp__ckpt *ckpt;
     kdp__abandoned *abandoned;
+    /* the device metadata (kdp__cj_env_set_metadata; md.dir NULL: none
+     * written or removed) and whether new prepares write it */
+    kdp__dra_md md;
+    bool metadata;
+    char *md_dir;
+    char *md_pool;
 } kdp__cj_env;
 
 /* One reference; strings copied, ckpt and abandoned referenced. NULL on
@@ -55,6 +65,10 @@ kdp__cj_env *kdp__cj_env_new(kdp_plugin *p, const kdp_dra_ops *ops, void *ud, co
                              const char *cdi_dir, const char *cdi_kind, const char *boot_id,
                              kdp__ckpt *ckpt, kdp__abandoned *abandoned);
 kdp__cj_env *kdp__cj_env_ref(kdp__cj_env *e);
+/* Where the claims' device metadata lives (dir; copied) and the pool's
+ * name; on: prepares write it (off: only a record's metadata of an earlier
+ * run is kept up and removed). Before any job. Returns 0 or -ENOMEM. */
+int kdp__cj_env_set_metadata(kdp__cj_env *e, const char *dir, const char *pool, bool on);
 /* NULL is fine. */
 void kdp__cj_env_unref(kdp__cj_env *e);
 

@@ -57,6 +57,7 @@ static void rdev_clear(kdp__dra_rdev *d)
     free(d->device);
     free(d->device_id);
     free(d->share_id);
+    free(d->attrs);
     kdp__share_quantities_free(d->consumed, d->n_consumed);
     free(d->cfg);
     kdp__dra_node_clear(&d->default_node);
@@ -76,6 +77,7 @@ void kdp__dra_rec_free(kdp__dra_rec *r)
     free(r->ns);
     free(r->name);
     free(r->uid);
+    free(r->pod_claim);
     free(r);
 }
 
@@ -201,6 +203,9 @@ static int rdev_copy(kdp__dra_rdev *to, const kdp__dra_rdev *from, bool answer)
         r = kdp__dra_rec_set(&to->share_id, from->share_id);
     }
     if (r == 0) {
+        r = kdp__dra_rec_set(&to->attrs, from->attrs);
+    }
+    if (r == 0) {
         r = kdp__dra_rec_set_consumed(to, from->consumed, from->n_consumed);
     }
     if (r == 0 && from->default_node.path) {
@@ -227,6 +232,10 @@ kdp__dra_rec *kdp__dra_rec_dup(const kdp__dra_rec *r, bool answer)
     if (err == 0) {
         memcpy(c->boot_id, r->boot_id, sizeof(c->boot_id));
         c->prepared = answer && r->prepared;
+        c->md_gen = answer ? r->md_gen : 0;
+        err = kdp__dra_rec_set(&c->pod_claim, r->pod_claim);
+    }
+    if (err == 0) {
         err = strv_dup(r->configs, r->n_configs, &c->configs);
         c->n_configs = c->configs ? r->n_configs : 0;
     }
@@ -257,7 +266,7 @@ kdp__dra_rec *kdp__dra_rec_dup(const kdp__dra_rec *r, bool answer)
 int kdp__dra_rec_from_claim(const kdp__claim *c, kdp__dra_rec **ret)
 {
     kdp__dra_rec *r = kdp__dra_rec_new(c->ns, c->name, c->uid);
-    int err = r ? 0 : -ENOMEM;
+    int err = r ? kdp__dra_rec_set(&r->pod_claim, c->pod_claim) : -ENOMEM;
     for (size_t i = 0; err == 0 && i < c->n_devs; i++) {
         const kdp__claim_dev *cd = &c->devs[i];
         kdp__dra_rdev *d = NULL;
@@ -295,7 +304,7 @@ size_t kdp__dra_rec_bytes(const kdp__dra_rec *r)
 {
     size_t b = sizeof(*r) + str_bytes(r->ns) + str_bytes(r->name) + str_bytes(r->uid) +
                strv_bytes(r->configs, r->n_configs) + kdp__dra_edits_bytes(&r->claim_edits) +
-               str_bytes(r->claim_cdi_name);
+               str_bytes(r->claim_cdi_name) + str_bytes(r->pod_claim);
     for (size_t i = 0; i < r->n_devs; i++) {
         const kdp__dra_rdev *d = &r->devs[i];
         const kdp_cdi_node *dn = &d->default_node;
@@ -303,7 +312,8 @@ size_t kdp__dra_rec_bytes(const kdp__dra_rec *r)
              str_bytes(d->share_id) + d->n_cfg * sizeof(size_t) + str_bytes(dn->path) +
              str_bytes(dn->host_path) + str_bytes(dn->permissions) +
              kdp__dra_edits_bytes(&d->edits) + strv_bytes(d->cdi_ids, d->n_cdi_ids) +
-             str_bytes(d->cdi_name) + str_bytes(d->status) + d->n_consumed * sizeof(*d->consumed);
+             str_bytes(d->cdi_name) + str_bytes(d->status) + str_bytes(d->attrs) +
+             d->n_consumed * sizeof(*d->consumed);
         for (size_t j = 0; j < d->n_consumed; j++) {
             b += str_bytes(d->consumed[j].name) + str_bytes(d->consumed[j].value);
         }
@@ -505,13 +515,14 @@ bool kdp__dra_rec_has_cdi(const kdp__dra_rec *r)
             return true;
         }
     }
-    return r->claim_cdi_name != NULL;
+    return r->claim_cdi_name != NULL || r->md_gen > 0;
 }
 
 int kdp__dra_rec_write_cdi(const kdp__dra_rec *r, const char *dir, const char *file,
-                           const char *kind, unsigned mode)
+                           const char *kind, unsigned mode, const kdp__cdi_dev *extra,
+                           size_t n_extra)
 {
-    kdp__cdi_dev *cd = calloc(r->n_devs + 1, sizeof(*cd));
+    kdp__cdi_dev *cd = calloc(r->n_devs + 1 + n_extra, sizeof(*cd));
     if (!cd) {
         return -ENOMEM;
     }
@@ -524,6 +535,9 @@ int kdp__dra_rec_write_cdi(const kdp__dra_rec *r, const char *dir, const char *f
     }
     if (r->claim_cdi_name) {
         cd[m++] = kdp__dra_edits_cdi(&r->claim_edits, r->claim_cdi_name);
+    }
+    for (size_t i = 0; i < n_extra; i++) {
+        cd[m++] = extra[i];
     }
     int err = kdp__cdi_write_file(dir, file, kind, cd, m, mode);
     free(cd);

@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "dra/edits.h"
 #include "k8s/claims.h"
@@ -46,6 +47,9 @@ typedef struct kdp__dra_rdev {
     size_t n_cdi_ids;
     char *cdi_name; /* its device in kdp's CDI spec for the claim (NULL: none) */
     char *status;   /* its status.devices entry's own fields, JSON text (NULL: none) */
+    /* its attributes as the slice has them, JSON text, for the device
+     * metadata (NULL: none, or the metadata off) */
+    char *attrs;
 } kdp__dra_rdev;
 
 typedef struct kdp__dra_rec {
@@ -62,6 +66,10 @@ typedef struct kdp__dra_rec {
      * in kdp's CDI spec, named claim_cdi_name (NULL: none) */
     kdp__dra_edits claim_edits;
     char *claim_cdi_name;
+    /* the device metadata (KEP-5304): the pod's name of a claim made from a
+     * template (NULL: none), the files' generation (0: none written) */
+    char *pod_claim;
+    uint64_t md_gen;
 } kdp__dra_rec;
 
 /* An empty record of a claim. NULL on -ENOMEM. */
@@ -117,12 +125,14 @@ int kdp__dra_rec_merge(kdp__dra_rec *r, const kdp_dra_prepared *pr, const char *
  * <uid>-<device>-<share ID> for a share, or ..._<i> for a device named
  * again in the claim. Returns what asprintf returns. */
 int kdp__dra_rec_cdi_name(const kdp__dra_rec *r, size_t i, char **ret);
-/* Whether some device of r has edits in kdp's spec. */
+/* Whether some device of r has edits in kdp's spec (or r has device
+ * metadata). */
 bool kdp__dra_rec_has_cdi(const kdp__dra_rec *r);
-/* Writes r's CDI spec as <dir>/<file> with file mode `mode` (removed when
- * no device has edits).
- * Returns what kdp__cdi_write_file returns. */
+/* Writes r's CDI spec as <dir>/<file> with file mode `mode`, with
+ * extra[0..n_extra) (the device metadata's) beside its devices (removed
+ * when there is none). Returns what kdp__cdi_write_file returns. */
 int kdp__dra_rec_write_cdi(const kdp__dra_rec *r, const char *dir, const char *file,
-                           const char *kind, unsigned mode);
+                           const char *kind, unsigned mode, const kdp__cdi_dev *extra,
+                           size_t n_extra);
 
 #endif

@@ -13,6 +13,7 @@
 #include "base/validate.h"
 #include "discovery/cdi.h"
 #include "dra/claimops.h"
+#include "dra/metadata.h"
 #include "plugin/plugin.h"
 
 #define SOCKET_PATH_MAX   107
@@ -205,9 +206,11 @@ int kdp__dra_conf_init(kdp__dra_conf *c, kdp_plugin *p, const kdp_dra_config *cf
         return r;
     }
     c->state_dir = strdup(cfg->state_dir ? cfg->state_dir : c->svc_dir);
-    if (!c->state_dir) {
+    if (!c->state_dir || asprintf(&c->md_dir, "%s/" KDP__DRA_MD_SUBDIR, c->state_dir) < 0) {
+        c->md_dir = NULL;
         return -ENOMEM;
     }
+    c->device_metadata = cfg->device_metadata;
     c->device_plugin_too = cfg->device_plugin_too;
     c->no_health = cfg->no_health;
     c->no_health_v1alpha1 = cfg->no_health_v1alpha1;
@@ -232,6 +235,7 @@ void kdp__dra_conf_done(kdp__dra_conf *c)
     free(c->instance);
     free(c->kubeconfig);
     free(c->state_dir);
+    free(c->md_dir);
     free(c->cdi_dir);
     free(c->cdi_kind);
     free(c->reg_path);

@@ -32,6 +32,8 @@ typedef struct kdp__dra_conf {
     unsigned resync_ms;
     unsigned concurrent_claims;
     kdp_dra_taint_effect unhealthy_taint;
+    bool device_metadata;
+    char *md_dir;    /* <state_dir>/dra-device-metadata */
     char *taint_key; /* "<driver>/unhealthy" */
     const char *versions[4];
     size_t n_versions;

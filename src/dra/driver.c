@@ -36,6 +36,7 @@
 #include "dra/devstatus.h"
 #include "dra/driver_int.h"
 #include "dra/health.h"
+#include "dra/metadata.h"
 #include "dra/sockets.h"
 #include "dra/taints.h"
 #include "kdp_dra.h"
@@ -201,6 +202,32 @@ static void cancel_read(void *ud, void *handle)
 
 /* Every device of rec in the table and healthy: its kdp ID and default
  * node filled in. */
+/* A claim's device found in the table: its kdp ID, host node and (for the
+ * device metadata) attributes. Returns 0 or -ENOMEM. */
+static int fill_dev(kdp__dra *d, kdp__dra_rdev *rd, const kdp__dev *dev)
+{
+    int r = kdp__dra_rec_set(&rd->device_id, dev->id);
+    const kdp__dra_desc *desc = kdp__dra_descs_find(&d->descs, dev->id);
+    if (r == 0 && d->conf.device_metadata && desc) {
+        bool oom = false;
+        free(rd->attrs);
+        rd->attrs = kdp__dra_md_attrs(rd->device, desc->d.attrs, desc->d.n_attrs, &oom);
+        r = oom ? -ENOMEM : 0;
+    }
+    if (r == 0 && dev->host_path) {
+        kdp_cdi_node *n = &rd->default_node;
+        r = kdp__dra_rec_set((char **)&n->path,
+                             dev->container_path ? dev->container_path : dev->host_path);
+        if (r == 0) {
+            r = kdp__dra_rec_set((char **)&n->host_path, dev->host_path);
+        }
+        if (r == 0) {
+            r = kdp__dra_rec_set((char **)&n->permissions, dev->permissions);
+        }
+    }
+    return r;
+}
+
 static bool check_devices(void *ud, kdp__dra_rec *rec, char *msg, size_t len)
 {
     kdp__dra *d = ud;
@@ -223,19 +250,7 @@ static bool check_devices(void *ud, kdp__dra_rec *rec, char *msg, size_t len)
             snprintf(msg, len, "device %.100s (%.100s) is unhealthy", rd->device, dev->id);
             return false;
         }
-        int r = kdp__dra_rec_set(&rd->device_id, dev->id);
-        if (r == 0 && dev->host_path) {
-            kdp_cdi_node *n = &rd->default_node;
-            r = kdp__dra_rec_set((char **)&n->path,
-                                 dev->container_path ? dev->container_path : dev->host_path);
-            if (r == 0) {
-                r = kdp__dra_rec_set((char **)&n->host_path, dev->host_path);
-            }
-            if (r == 0) {
-                r = kdp__dra_rec_set((char **)&n->permissions, dev->permissions);
-            }
-        }
-        if (r < 0) {
+        if (fill_dev(d, rd, dev) < 0) {
             snprintf(msg, len, "out of memory");
             return false;
         }
@@ -389,6 +404,10 @@ static int make(kdp__dra *d)
         return -ENOMEM;
     }
     d->env->cdi_mode = d->conf.cdi_mode;
+    if (kdp__cj_env_set_metadata(d->env, d->conf.md_dir, d->conf.node, d->conf.device_metadata) <
+        0) {
+        return -ENOMEM;
+    }
     kdp__dra_descs_cbs dcb = {.changed = on_described, .ud = d};
     r = kdp__dra_descs_init(&d->descs, d->p, kdp__plugin_jobs(d->p), d->ops.describe,
                             kdp_plugin_userdata(d->p), d->conf.driver, &dcb);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/k8snames.h"
+
 /* ---- to JSON ---- */
 
 static int set_str(json_t *o, const char *key, const char *v)
@@ -38,8 +40,8 @@ static json_t *dev_json(const kdp__dra_rdev *d)
     if (!bad) {
         bad = set_str(o, "device_id", d->device_id) < 0 ||
               set_str(o, "share_id", d->share_id) < 0 || set_str(o, "cdi_name", d->cdi_name) < 0 ||
-              set_str(o, "status", d->status) < 0 || json_object_set(o, "configs", cfg) < 0 ||
-              kdp__dra_edits_to_json(&d->edits, o) < 0 ||
+              set_str(o, "status", d->status) < 0 || set_str(o, "attrs", d->attrs) < 0 ||
+              json_object_set(o, "configs", cfg) < 0 || kdp__dra_edits_to_json(&d->edits, o) < 0 ||
               json_object_set_new(o, "cdi_ids", strv_json(d->cdi_ids, d->n_cdi_ids)) < 0 ||
               (d->default_node.path &&
                json_object_set_new(o, "default_node", kdp__dra_node_json(&d->default_node)) < 0);
@@ -102,7 +104,9 @@ json_t *kdp__recfile_to_json(const kdp__dra_rec *r)
     }
     if (!bad) {
         bad = json_object_set(o, "configs", cfgs) < 0 || json_object_set(o, "devices", devs) < 0 ||
-              claim_json(r, o) < 0;
+              claim_json(r, o) < 0 || set_str(o, "pod_claim", r->pod_claim) < 0 ||
+              (r->md_gen &&
+               json_object_set_new(o, "md_gen", json_integer((json_int_t)r->md_gen)) < 0);
     }
     json_decref(cfgs);
     json_decref(devs);
@@ -271,6 +275,7 @@ static void read_dev(reader *rd, kdp__dra_rec *r, const json_t *o, int version)
     oom(rd, kdp__dra_rec_set(&d->device_id, str(rd, o, "device_id", false)));
     oom(rd, kdp__dra_rec_set(&d->cdi_name, str(rd, o, "cdi_name", false)));
     oom(rd, kdp__dra_rec_set(&d->status, str(rd, o, "status", false)));
+    oom(rd, kdp__dra_rec_set(&d->attrs, str(rd, o, "attrs", false)));
     read_consumed(rd, d, json_object_get(o, "consumed"));
     const json_t *def = json_object_get(o, "default_node");
     if (json_is_object(def) && rd->err == 0) {
@@ -307,6 +312,22 @@ static void read_claim_configs(reader *rd, kdp__dra_rec *r, const json_t *a)
         }
         r->configs = v;
         v[r->n_configs++] = text;
+    }
+}
+
+/* The device metadata's: the pod's claim name (a directory's name: a DNS
+ * label) and the files' generation. */
+static void read_metadata(reader *rd, kdp__dra_rec *r, const json_t *o)
+{
+    const char *pc = str(rd, o, "pod_claim", false);
+    const json_t *gen = json_object_get(o, "md_gen");
+    if (pc && kdp__k8snames_dns_label(pc, NULL) < 0) {
+        bad(rd, "pod_claim");
+    } else if (gen && (!json_is_integer(gen) || json_integer_value(gen) < 0)) {
+        bad(rd, "md_gen");
+    } else {
+        r->md_gen = gen ? (uint64_t)json_integer_value(gen) : 0;
+        oom(rd, kdp__dra_rec_set(&r->pod_claim, pc));
     }
 }
 
@@ -354,6 +375,9 @@ int kdp__recfile_from_json(const json_t *o, int version, kdp__dra_rec **ret, cha
             oom(&rd, kdp__dra_rec_set(&r->claim_cdi_name, cn));
             read_edits(&rd, claim, &r->claim_edits);
         }
+    }
+    if (rd.err == 0) {
+        read_metadata(&rd, r, o);
     }
     if (rd.err) {
         kdp__dra_rec_free(r);

@@ -50,6 +50,7 @@ void kdp__claim_free(kdp__claim *c)
     free(c->ns);
     free(c->name);
     free(c->uid);
+    free(c->pod_claim);
     free(c);
 }
 
@@ -76,6 +77,7 @@ kdp__claim *kdp__claim_dup(const kdp__claim *c)
     d->ns = dup_or_null(c->ns, &oom);
     d->name = dup_or_null(c->name, &oom);
     d->uid = dup_or_null(c->uid, &oom);
+    d->pod_claim = dup_or_null(c->pod_claim, &oom);
     d->devs = c->n_devs ? calloc(c->n_devs, sizeof(*d->devs)) : NULL;
     oom |= c->n_devs && !d->devs;
     for (size_t i = 0; !oom && i < c->n_devs; i++) {
@@ -327,7 +329,7 @@ static int add_results(kdp__claim *cl, json_t *results, const char *driver, cons
 
 /* The claim's metadata, UID checked. */
 static int check_meta(json_t *obj, const char *uid, const char **ns, const char **name,
-                      const char **cuid, char *why, size_t why_len)
+                      const char **cuid, const char **pod_claim, char *why, size_t why_len)
 {
     json_t *meta = json_object_get(obj, "metadata");
     if (!json_is_object(obj) || !json_is_object(meta) || get_str(meta, "name", true, name) < 0 ||
@@ -341,6 +343,17 @@ static int check_meta(json_t *obj, const char *uid, const char **ns, const char 
                    "(the kubelet asks for the old one)",
                    *ns, *name, *cuid, uid);
     }
+    /* it names a directory of the device metadata: a DNS label or nothing */
+    json_t *ann = json_object_get(meta, "annotations");
+    const char *bad = NULL;
+    if ((ann && !json_is_object(ann) && !json_is_null(ann)) ||
+        get_str(ann, KDP__CLAIM_POD_CLAIM_ANNOTATION, false, pod_claim) < 0 ||
+        (*pod_claim && kdp__k8snames_dns_label(*pod_claim, &bad) < 0)) {
+        return say(why, why_len, -EINVAL,
+                   "claim %s/%s: metadata.annotations[" KDP__CLAIM_POD_CLAIM_ANNOTATION
+                   "] is not a DNS label (the name of a claim in the pod's spec)%s%s",
+                   *ns, *name, bad ? ": " : "", bad ? bad : "");
+    }
     return 0;
 }
 
@@ -353,7 +366,8 @@ int kdp__claim_parse(json_t *obj, const char *driver, const char *pool, const ch
     const char *ns = NULL;
     const char *name = NULL;
     const char *cuid = NULL;
-    int r = check_meta(obj, uid, &ns, &name, &cuid, why, why_len);
+    const char *pod_claim = NULL;
+    int r = check_meta(obj, uid, &ns, &name, &cuid, &pod_claim, why, why_len);
     if (r < 0) {
         return r;
     }
@@ -389,6 +403,7 @@ int kdp__claim_parse(json_t *obj, const char *driver, const char *pool, const ch
     cl->ns = dup_or_null(ns, &oom);
     cl->name = dup_or_null(name, &oom);
     cl->uid = dup_or_null(cuid, &oom);
+    cl->pod_claim = dup_or_null(pod_claim, &oom);
     size_t nres = json_array_size(results);
     cl->devs = nres ? calloc(nres, sizeof(*cl->devs)) : NULL;
     r = oom || (nres && !cl->devs)

@@ -28,6 +28,9 @@
  * bound on attributes and capacities). */
 #define KDP__CLAIM_MAX_CONSUMED 32
 
+/* Set by the ResourceClaim controller on a claim it made from a template. */
+#define KDP__CLAIM_POD_CLAIM_ANNOTATION "resource.kubernetes.io/pod-claim-name"
+
 /* One device allocated to the claim from this driver's pool. */
 typedef struct kdp__claim_dev {
     char *request;  /* "gpu", or "gpu/small" for a subrequest */
@@ -49,11 +52,16 @@ typedef struct kdp__claim {
     char *ns;
     char *name;
     char *uid;
+    /* The pod's name for a claim made from a template (the annotation
+     * KDP__CLAIM_POD_CLAIM_ANNOTATION: pod.spec.resourceClaims[].name, a
+     * DNS label), NULL for a claim made by itself. */
+    char *pod_claim;
     kdp__claim_dev *devs;
     size_t n_devs;
 } kdp__claim;
 
-/* Reads a ResourceClaim object: metadata (namespace, name, uid) and
+/* Reads a ResourceClaim object: metadata (namespace, name, uid, the
+ * pod-claim-name annotation) and
  * status.allocation.devices (results for driver, and for pool unless pool
  * is NULL; config). When uid is not NULL, the claim's must equal it.
  * Returns 0 with *ret (kdp__claim_free it), or -errno with a line in why:

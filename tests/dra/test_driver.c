@@ -12,6 +12,7 @@
  *       [--unhealthy-taint noschedule|noexecute|none|informational] [--taints-file FILE]
  *       [--describe-file FILE] [--status good|bad] [--status-update-file FILE]
  *       [--resource NAME] [--metrics-address ADDR] [--claim-edits DIR]
+ *       [--device-metadata]
  *
  * Without --device-plugin-too the driver is DRA only, made with
  * kdp_dra_driver_new (--resource: a device-plugin name given to it all the
@@ -37,8 +38,9 @@
  * refuses, so kdp_dra_prepared_set_status refuses it; each result is said
  * ("test-dra-driver: status dev-0: 0").
  * --status-update-file: at each listing (its directory watched), each line
- * "UID DEVICE REASON" sets that device's status in the prepared claim UID
- * (kdp_plugin_set_dra_device_status: a Ready condition, False, REASON),
+ * "UID DEVICE REASON [IP]" sets that device's status in the prepared claim
+ * UID (kdp_plugin_set_dra_device_status: a Ready condition, False, REASON;
+ * with IP, network data: interface net0 and that address),
  * the result said ("test-dra-driver: status update dev-0: 0").
  * Each prepare and unprepare call is said on stderr ("test-dra-driver:
  * prepare UID"), so that tests count them.
@@ -164,9 +166,20 @@ static void update_statuses(kdp_plugin *p)
     char uid[64];
     char dev[64];
     char reason[64];
-    while (f && fscanf(f, "%63s %63s %63s", uid, dev, reason) == 3) {
+    char ip[64];
+    char line[300];
+    while (f && fgets(line, sizeof(line), f)) {
+        int k = sscanf(line, "%63s %63s %63s %63s", uid, dev, reason, ip);
+        if (k < 3) {
+            continue;
+        }
         kdp_dra_condition c = {.type = "Ready", .status = "False", .reason = reason};
-        kdp_dra_device_status st = {.conditions = &c, .n_conditions = 1};
+        const char *ips[1] = {ip};
+        kdp_dra_device_status st = {.conditions = &c,
+                                    .n_conditions = 1,
+                                    .interface_name = k == 4 ? "net0" : NULL,
+                                    .ips = k == 4 ? ips : NULL,
+                                    .n_ips = k == 4 ? 1 : 0};
         fprintf(stderr, "test-dra-driver: status update %s: %d\n", dev,
                 kdp_plugin_set_dra_device_status(p, uid, dev, NULL, &st));
     }
@@ -289,9 +302,11 @@ int main(int argc, char **argv)
     unsigned n = 4;
     for (int i = 1; i < argc; i += 2) {
         const char *k = argv[i];
-        if (strcmp(k, "--device-plugin-too") == 0 || strcmp(k, "--no-health-v1alpha1") == 0) {
+        if (strcmp(k, "--device-plugin-too") == 0 || strcmp(k, "--no-health-v1alpha1") == 0 ||
+            strcmp(k, "--device-metadata") == 0) {
             dc.device_plugin_too |= strcmp(k, "--device-plugin-too") == 0;
             dc.no_health_v1alpha1 |= strcmp(k, "--no-health-v1alpha1") == 0;
+            dc.device_metadata |= strcmp(k, "--device-metadata") == 0;
             i--;
             continue;
         }

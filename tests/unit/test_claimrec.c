@@ -118,24 +118,25 @@ static void test_merge_and_cdi(void **state)
     assert_int_equal(rec->devs[2].n_cdi_ids, 0);
     assert_true(kdp__dra_rec_has_cdi(rec));
 
-    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0644), 1);
-    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0644), 0); /* unchanged */
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0644, NULL, 0), 1);
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0644, NULL, 0),
+                     0); /* unchanged */
     assert_true(kdp__cdi_file_exists(dir, FILE_NAME));
     char path[160];
     snprintf(path, sizeof(path), "%s/%s", dir, FILE_NAME);
     /* the mode asked for, whatever the umask; another mode is a change */
     struct stat st;
     mode_t old_umask = umask(0);
-    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0600), 1);
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0600, NULL, 0), 1);
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
-    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0600), 0);
-    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0644), 1);
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0600, NULL, 0), 0);
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0644, NULL, 0), 1);
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0644);
     umask(old_umask);
-    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0755), -EINVAL);
-    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0044), -EINVAL);
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0755, NULL, 0), -EINVAL);
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0044, NULL, 0), -EINVAL);
     json_t *spec = json_load_file(path, 0, NULL);
     assert_non_null(spec);
     assert_string_equal(json_string_value(json_object_get(spec, "kind")), KIND);
@@ -190,7 +191,7 @@ static void test_device_twice(void **state)
     kdp__dra_claimview_done(&v);
     assert_string_equal(rec->devs[0].cdi_ids[0], KIND "=u1-gpu-0");
     assert_string_equal(rec->devs[1].cdi_ids[0], KIND "=u1-gpu-0-s1"); /* a share: its own */
-    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0644), 1);
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0644, NULL, 0), 1);
     /* through the checkpoint's JSON and back: the same spec */
     json_t *j = kdp__recfile_to_json(rec);
     kdp__dra_rec *back = NULL;
@@ -202,7 +203,8 @@ static void test_device_twice(void **state)
     assert_string_equal(back->devs[1].consumed[0].name, "memory");
     assert_string_equal(back->devs[1].consumed[0].value, "8Gi");
     assert_int_equal(back->devs[0].n_consumed, 0);
-    assert_int_equal(kdp__dra_rec_write_cdi(back, dir, FILE_NAME, KIND, 0644), 0); /* unchanged */
+    assert_int_equal(kdp__dra_rec_write_cdi(back, dir, FILE_NAME, KIND, 0644, NULL, 0),
+                     0); /* unchanged */
     kdp__dra_rec_free(back);
     /* a record that is not one */
     j = json_pack("{s:s}", "uid", "u1");
@@ -288,7 +290,7 @@ static void test_claim_wide(void **state)
         assert_string_equal(d->cdi_ids[d->n_cdi_ids - 1], KIND "=u1");
     }
     assert_int_equal(rec->devs[2].n_cdi_ids, 1); /* nothing of its own: the claim's only */
-    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0644), 1);
+    assert_int_equal(kdp__dra_rec_write_cdi(rec, dir, FILE_NAME, KIND, 0644, NULL, 0), 1);
     char path[160];
     snprintf(path, sizeof(path), "%s/%s", dir, FILE_NAME);
     const char *spec = slurp(path);
@@ -310,7 +312,8 @@ static void test_claim_wide(void **state)
     assert_string_equal(back->claim_cdi_name, "u1");
     assert_int_equal(back->devs[0].edits.n_mounts, 1);
     assert_true(back->devs[0].edits.mounts[0].read_only);
-    assert_int_equal(kdp__dra_rec_write_cdi(back, dir, FILE_NAME, KIND, 0644), 0); /* unchanged */
+    assert_int_equal(kdp__dra_rec_write_cdi(back, dir, FILE_NAME, KIND, 0644, NULL, 0),
+                     0); /* unchanged */
     kdp__dra_rec *dup = kdp__dra_rec_dup(back, true);
     assert_string_equal(dup->claim_edits.mounts[0].host_path, "/srv/u1");
     assert_true(kdp__dra_rec_bytes(dup) > kdp__dra_rec_bytes(rec) / 2);
