@@ -207,6 +207,35 @@ KDP_EXPORT int kdp_dra_device_add_consumption(kdp_dra_device *d, const kdp_dra_c
  * out more than a capacity's value in all. Returns 0 or -EINVAL (d NULL). */
 KDP_EXPORT int kdp_dra_device_allow_multiple_allocations(kdp_dra_device *d);
 
+/* The most binding conditions, and the most binding failure conditions,
+ * of a device (the API's BindingConditionsMaxSize). */
+#define KDP_DRA_MAX_BINDING_CONDITIONS 4U
+
+/* The device must be made ready after it is allocated and before the pod
+ * binds (binding conditions, KEP-5007, beta and on by default since
+ * Kubernetes 1.36: feature gate DRADeviceBindingConditions), e.g. a device
+ * a fabric attaches to the node. The scheduler allocates such a device,
+ * then holds the pod before binding it until the claim's status.devices
+ * entry for the device has a condition of each type of `conditions` with
+ * status "True"; one of `failure_conditions` "True" fails the binding (the
+ * scheduler frees the allocation and tries again), and so does its
+ * bindingTimeout (600 s by default). binds_to_node (bindsToNode) pins the
+ * allocation to the node the scheduler chose. The driver sets the
+ * conditions with kdp_plugin_set_dra_device_status, told by the
+ * kdp_dra_ops.bind callback that such a claim is allocated.
+ *
+ * Each list: at most KDP_DRA_MAX_BINDING_CONDITIONS condition types (label
+ * names: "example.com/attached" or "Attached"), none twice, none in both;
+ * the two are set together. Checked now with the API's rules (logged,
+ * naming the field and the rule) and copied; replaces what an earlier call
+ * set; n_conditions 0, n_failure_conditions 0 and binds_to_node false
+ * clear it. Returns 0, -EINVAL (d NULL, a rule broken: nothing changes) or
+ * -ENOMEM. */
+KDP_EXPORT int
+kdp_dra_device_set_binding_conditions(kdp_dra_device *d, const char *const *conditions,
+                                      size_t n_conditions, const char *const *failure_conditions,
+                                      size_t n_failure_conditions, bool binds_to_node);
+
 /* How much of a capacity one share may take (the capacity's
  * requestPolicy). A claim asks for an amount
  * (spec.devices.requests[].exactly.capacity.requests); the scheduler rounds

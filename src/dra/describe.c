@@ -26,6 +26,7 @@ void kdp__dra_device_done(kdp_dra_device *d)
     }
     free(d->attrs);
     kdp__dra_device_share_done(d);
+    kdp__dra_device_bind_done(d);
     for (size_t i = 0; i < d->n_caps; i++) {
         free(d->caps[i].name);
         free(d->caps[i].quantity);

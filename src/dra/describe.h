@@ -3,8 +3,8 @@
  * describe: the kdp_dra_device builder the describe op fills (kdp_dra.h):
  * a device's name in the slices, its attributes and capacities, and what
  * sharing adds (describe_share.c: the counters it consumes, multiple
- * allocations, request policies), each checked with the API's rules as it
- * is added.
+ * allocations, request policies) and its binding conditions
+ * (describe_bind.c), each checked with the API's rules as it is added.
  */
 #ifndef KDP_DRA_DESCRIBE_H
 #define KDP_DRA_DESCRIBE_H
@@ -30,6 +30,12 @@ struct kdp_dra_device {
     kdp_dra_consumption *consumes; /* deep copies */
     size_t n_consumes;
     bool allow_multiple;
+    /* binding conditions (describe_bind.c): strings copied */
+    const char **bind_conds;
+    size_t n_bind_conds;
+    const char **bind_fails;
+    size_t n_bind_fails;
+    bool binds_to_node;
 };
 
 /* An empty description of device id (borrowed). */
@@ -41,5 +47,7 @@ void kdp__dra_device_done(kdp_dra_device *d);
 int kdp__dra_default_name(const char *id, char out[64]);
 /* Frees what describe_share.c copied into d (consumptions, policies). */
 void kdp__dra_device_share_done(kdp_dra_device *d);
+/* Frees what describe_bind.c copied into d (binding conditions). */
+void kdp__dra_device_bind_done(kdp_dra_device *d);
 
 #endif

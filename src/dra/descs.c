@@ -512,7 +512,12 @@ int kdp__dra_descs_view_init(const kdp__dra_descs *dv, kdp__dra_descs_view *v)
                                .n_caps = x->d.n_caps,
                                .consumes = x->d.consumes,
                                .n_consumes = x->d.n_consumes,
-                               .allow_multiple = x->d.allow_multiple};
+                               .allow_multiple = x->d.allow_multiple,
+                               .bind_conds = x->d.bind_conds,
+                               .n_bind_conds = x->d.n_bind_conds,
+                               .bind_fails = x->d.bind_fails,
+                               .n_bind_fails = x->d.n_bind_fails,
+                               .binds_to_node = x->d.binds_to_node};
         for (size_t c = 0; c < x->d.n_caps; c++, k++) {
             v->caps[k] = (kdp__slice_cap){.name = x->d.caps[c].name,
                                           .value = x->d.caps[c].quantity,

@@ -11,6 +11,7 @@
 
 #include "base/k8snames.h"
 #include "base/log.h"
+#include "k8s/bindcheck.h"
 #include "k8s/sharecheck.h"
 #include "k8s/slicectr.h"
 
@@ -211,6 +212,50 @@ static int add_taints(const kdp__slice_dev *d, json_t *taints)
     return 0;
 }
 
+static json_t *strv_json(const char *const *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) {
+        if (json_array_append_new(a, json_string(v[i])) < 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    }
+    return a;
+}
+
+/* bindsToNode (only true), bindingConditions and bindingFailureConditions
+ * (only when set): a bad pair of lists is left out (logged), bindsToNode
+ * kept. Returns 0 or -ENOMEM. */
+static int add_binding(const kdp__slice_dev *d, json_t *dev)
+{
+    if (d->binds_to_node && json_object_set_new(dev, "bindsToNode", json_true()) < 0) {
+        return -ENOMEM;
+    }
+    if (d->n_bind_conds + d->n_bind_fails == 0) {
+        return 0;
+    }
+    kdp__bind_err e;
+    if ((d->n_bind_conds && !d->bind_conds) || (d->n_bind_fails && !d->bind_fails)) {
+        log_warn("k8s: device %s: binding conditions: a list is NULL: left out", d->name);
+        return 0;
+    }
+    if (kdp__bindcheck(d->bind_conds, d->n_bind_conds, d->bind_fails, d->n_bind_fails, &e) < 0) {
+        log_warn("k8s: device %s: %s: %s: the binding conditions are left out", d->name, e.field,
+                 e.why);
+        return 0;
+    }
+    json_t *c = strv_json(d->bind_conds, d->n_bind_conds);
+    json_t *f = strv_json(d->bind_fails, d->n_bind_fails);
+    int r = c && f && json_object_set(dev, "bindingConditions", c) == 0 &&
+                    json_object_set(dev, "bindingFailureConditions", f) == 0
+                ? 0
+                : -ENOMEM;
+    json_decref(c);
+    json_decref(f);
+    return r;
+}
+
 json_t *kdp__slicebuild_device(const kdp__slice_dev *d, char *why, size_t why_len)
 {
     const char *w = NULL;
@@ -247,7 +292,8 @@ json_t *kdp__slicebuild_device(const kdp__slice_dev *d, char *why, size_t why_le
                (json_array_size(taints) && json_object_set(dev, "taints", taints) < 0) ||
                (consumes && json_object_set(dev, "consumesCounters", consumes) < 0) ||
                (d->allow_multiple &&
-                json_object_set_new(dev, "allowMultipleAllocations", json_true()) < 0);
+                json_object_set_new(dev, "allowMultipleAllocations", json_true()) < 0) ||
+               add_binding(d, dev) < 0;
     json_decref(attrs);
     json_decref(caps);
     json_decref(taints);

@@ -54,9 +54,17 @@ typedef struct kdp__slice_dev {
     const kdp_dra_consumption *consumes; /* consumesCounters */
     size_t n_consumes;
     bool allow_multiple; /* allowMultipleAllocations */
+    /* binding conditions (k8s/bindcheck's rules; a bad set left out) */
+    const char *const *bind_conds; /* bindingConditions */
+    size_t n_bind_conds;
+    const char *const *bind_fails; /* bindingFailureConditions */
+    size_t n_bind_fails;
+    bool binds_to_node; /* bindsToNode */
 } kdp__slice_dev;
 
-/* One device in the v1 shape ({name, attributes, capacity, taints}); bad
+/* One device in the v1 shape ({name, attributes, capacity, taints,
+ * consumesCounters, allowMultipleAllocations, bindsToNode,
+ * bindingConditions, bindingFailureConditions}); bad
  * fields are left out with a log line naming them. NULL: the name is bad (why
  * says so) or -ENOMEM (why empty). */
 json_t *kdp__slicebuild_device(const kdp__slice_dev *d, char *why, size_t why_len);

@@ -16,8 +16,11 @@ size_t kdp__sr_count(size_t n)
 size_t kdp__sr_chunks(json_t *const *devs, size_t n, size_t *starts)
 {
     size_t k = 0;
-    size_t in = 0;        /* devices in the chunk being filled */
-    bool tainted = false; /* one of them has taints or consumes counters */
+    size_t in = 0; /* devices in the chunk being filled */
+    /* one of them has taints or consumes counters (binding conditions do
+     * not lower the limit: validation.go's haveDeviceTaints and
+     * haveConsumesCounters are the only two) */
+    bool tainted = false;
     starts[k++] = 0;
     for (size_t i = 0; i < n; i++) {
         bool t = json_array_size(json_object_get(devs[i], "taints")) > 0 ||
@@ -107,8 +110,14 @@ bool kdp__sr_in_pool(json_t *obj, const char *pool)
     return p && strcmp(p, pool) == 0;
 }
 
+/* Two lists of strings, absent the same as empty. */
+static bool same_list(json_t *a, json_t *b)
+{
+    return json_array_size(a) == json_array_size(b) && (!a || !b || json_equal(a, b));
+}
+
 /* A device as the server has it against one we want (v1 shape; v1beta1
- * nests the attributes, capacity and taints under "basic"). */
+ * nests every field but the name under "basic"). */
 static bool dev_equal(const char *version, json_t *want, json_t *got)
 {
     if (!json_equal(json_object_get(want, "name"), json_object_get(got, "name"))) {
@@ -130,7 +139,13 @@ static bool dev_equal(const char *version, json_t *want, json_t *got)
               json_array_size(wn) == json_array_size(gn) &&
               (!wn || !gn || kdp__sr_json_same(wn, gn)) &&
               json_is_true(json_object_get(want, "allowMultipleAllocations")) ==
-                  json_is_true(json_object_get(g, "allowMultipleAllocations"));
+                  json_is_true(json_object_get(g, "allowMultipleAllocations")) &&
+              json_is_true(json_object_get(want, "bindsToNode")) ==
+                  json_is_true(json_object_get(g, "bindsToNode")) &&
+              same_list(json_object_get(want, "bindingConditions"),
+                        json_object_get(g, "bindingConditions")) &&
+              same_list(json_object_get(want, "bindingFailureConditions"),
+                        json_object_get(g, "bindingFailureConditions"));
     json_decref(empty);
     return eq;
 }
@@ -296,12 +311,32 @@ bool kdp__sr_dropped(const kdp__sr_want *w, json_t *obj, size_t c, uint64_t gen,
         json_t *basic = json_object_get(h, "basic");
         missing_keys(v.items[i], basic ? basic : h, keys, len);
     }
+    /* the gates of the fields missing, each once (the whole line fits the
+     * reconciler's 256 bytes of error) */
+    static const char *const gates[][2] = {
+        {"consumesCounters", "DRAPartitionableDevices"},
+        {"sharedCounters", "DRAPartitionableDevices"},
+        {"allowMultipleAllocations", "DRAConsumableCapacity"},
+        {"compatibilityGroups", "DRADeviceCompatibilityGroups"},
+        {"bindsToNode", "DRADeviceBindingConditions"},
+        {"bindingConditions", "DRADeviceBindingConditions"},
+        {"bindingFailureConditions", "DRADeviceBindingConditions"},
+    };
+    char off[160] = "";
+    for (size_t i = 0; i < sizeof(gates) / sizeof(gates[0]); i++) {
+        size_t at = strlen(off);
+        if (strstr(keys, gates[i][0]) && !strstr(off, gates[i][1]) &&
+            at + strlen(gates[i][1]) + 3 < sizeof(off)) {
+            snprintf(off + at, sizeof(off) - at, "%s%s", at ? ", " : "", gates[i][1]);
+        }
+    }
     snprintf(why, why_len,
              "the API server dropped fields it was sent (%s): a feature gate of the cluster is "
-             "off (consumesCounters, sharedCounters: DRAPartitionableDevices; "
-             "allowMultipleAllocations: DRAConsumableCapacity; compatibilityGroups: "
-             "DRADeviceCompatibilityGroups)",
-             keys[0] ? keys : "the slice differs from what was sent");
+             "off (%s)",
+             keys[0] ? keys : "the slice differs from what was sent",
+             off[0] ? off
+                    : "DRAPartitionableDevices, DRAConsumableCapacity, "
+                      "DRADeviceCompatibilityGroups or DRADeviceBindingConditions");
     return true;
 }
 

@@ -13,9 +13,11 @@ import json
 import os
 import re
 import shutil
+import ssl
 import sys
 import time
 import unittest
+import urllib.request
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
@@ -1181,6 +1183,63 @@ class Knobs(Base):
         slices = [s for s in api.slices() if s["spec"]["driver"] == DRV]
         self.assertEqual(sorted(len(s["spec"]["devices"]) for s in slices), [44, 128, 128])
         self.assertEqual({s["spec"]["pool"]["resourceSliceCount"] for s in slices}, {3})
+
+    def test_binding_conditions(self):
+        """kdp_dra_device_set_binding_conditions from the describe op: the
+        slices kdpctl dra apiserver stores carry bindingConditions,
+        bindingFailureConditions and bindsToNode (v1), and it shows them;
+        a refused set is logged with its field and rule; 300 such devices
+        still fit 3 slices (binding conditions do not lower the 128)."""
+        api = Proc([binary("kdpctl"), "dra", "apiserver", "--dir", self.path("kapi"), "--node",
+                    NODE, "--json"], "dra-apiserver", stdin=True)
+        api.stop_last = True
+        self.start_proc(api)
+        ready = api.wait_event("ready", since=0)
+        api.kubeconfig_token = ready["kubeconfig"]
+        bind = ["--binding-conditions", "example.com/attached,Ready",
+                "--binding-failure-conditions", "example.com/failed", "--binds-to-node"]
+        self.start_proc(TestDriver(self, api, ["--devices", "300"] + bind))
+        ev = api.wait_event(lambda e: e.get("event") == "slice" and e["type"] == "ADDED" and any(
+            d["name"] == "dev-0" for d in e["devices"]), timeout=T)
+        self.assertEqual({d["binding"] for d in ev["devices"]},
+                         {"binding: example.com/attached,Ready / fail: example.com/failed, "
+                          "bindsToNode"})
+        ctx = ssl.create_default_context(cafile=os.path.join(self.path("kapi"), "ca.crt"))
+        with open(os.path.join(self.path("kapi"), "token")) as f:
+            tok = f.read().strip()
+        url = ready["url"] + "/apis/resource.k8s.io/v1/resourceslices"
+
+        def devices():
+            req = urllib.request.Request(url, headers={"Authorization": "Bearer " + tok})
+            with urllib.request.urlopen(req, context=ctx, timeout=T) as r:
+                items = json.load(r)["items"]
+            return items, [d for s in items for d in s["spec"].get("devices") or []]
+        items, devs = wait_for(lambda: (lambda it: it if len(it[1]) == 300 else None)(devices()),
+                               T, "300 devices in the slices")
+        self.assertEqual(sorted(len(s["spec"]["devices"]) for s in items), [44, 128, 128])
+        for d in devs:
+            self.assertEqual(d["bindingConditions"], ["example.com/attached", "Ready"], d)
+            self.assertEqual(d["bindingFailureConditions"], ["example.com/failed"], d)
+            self.assertIs(d["bindsToNode"], True, d)
+
+    def test_binding_conditions_v1beta1_and_refused(self):
+        """The same through a v1beta1 API server (BasicDevice fields, under
+        "basic" on the wire, stored as v1 by the emulator); a bad set is
+        refused by the call, naming the field and the rule."""
+        api = self.api(versions=["v1beta1"])
+        drv = self.start_proc(TestDriver(self, api, [
+            "--binding-conditions", "Attached", "--binding-failure-conditions", "Failed"]))
+        self.wait_slices(api, 4)
+        d = self.slice_device(api, "dev-0")
+        self.assertEqual((d["bindingConditions"], d["bindingFailureConditions"]),
+                         (["Attached"], ["Failed"]))
+        self.assertNotIn("bindsToNode", d)
+        drv.stop()
+        bad = self.start_proc(TestDriver(self, api, [
+            "--binding-conditions", "Attached", "--binding-failure-conditions", "Attached"]))
+        bad.wait_log(r"device dev-0: bindingFailureConditions\[0\]: Invalid value: \"Attached\": "
+                     r"bindingFailureConditions must not overlap with bindingConditions", T)
+        bad.wait_log(r"binding conditions dev-0: -22$", T)
 
     def test_device_plugin_too(self):
         api = self.api()

@@ -13,6 +13,7 @@
  *       [--describe-file FILE] [--status good|bad] [--status-update-file FILE]
  *       [--resource NAME] [--metrics-address ADDR] [--claim-edits DIR]
  *       [--device-metadata]
+ *       [--binding-conditions A,B --binding-failure-conditions F,G] [--binds-to-node]
  *
  * Without --device-plugin-too the driver is DRA only, made with
  * kdp_dra_driver_new (--resource: a device-plugin name given to it all the
@@ -28,6 +29,10 @@
  * "ID KEY VALUE EFFECT" (VALUE "-": none; EFFECT noschedule, noexecute,
  * informational, or a number); kdp_plugin_set_dra_taints' result is said
  * on stderr ("test-dra-driver: taints dev-0: 0").
+ * --binding-conditions, --binding-failure-conditions (comma-separated
+ * condition types), --binds-to-node: each device declares them
+ * (kdp_dra_device_set_binding_conditions; a refusal fails the describe op,
+ * said on stderr: "test-dra-driver: binding conditions dev-0: -22").
  * --describe-file: each device gets a string attribute "firmware", FILE's
  * first word ("fail": the describe op fails); the file's directory is
  * watched, and each listing asks kdp_plugin_redescribe_dra for dev-1 and
@@ -65,6 +70,33 @@ static const char *status_mode;
 static const char *claim_edits;
 static const char *status_update_file;
 
+/* --binding-conditions and --binding-failure-conditions, split at ',' */
+static char *bind_text[2];
+static const char *bind_lists[2][8];
+static size_t n_bind[2];
+static bool binds_to_node;
+
+static void split_list(size_t which, char *v)
+{
+    bind_text[which] = v;
+    n_bind[which] = 0;
+    for (char *save = NULL, *t = strtok_r(v, ",", &save); t && n_bind[which] < 8;
+         t = strtok_r(NULL, ",", &save)) {
+        bind_lists[which][n_bind[which]++] = t;
+    }
+}
+
+static int describe_binding(const kdp_device *d, kdp_dra_device *out)
+{
+    if (!bind_text[0] && !bind_text[1] && !binds_to_node) {
+        return 0;
+    }
+    int r = kdp_dra_device_set_binding_conditions(out, bind_lists[0], n_bind[0], bind_lists[1],
+                                                  n_bind[1], binds_to_node);
+    fprintf(stderr, "test-dra-driver: binding conditions %s: %d\n", d->id, r);
+    return r;
+}
+
 static void sleep_ms(unsigned ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -74,14 +106,13 @@ static void sleep_ms(unsigned ms)
 static int describe(kdp_plugin *p, const kdp_device *d, kdp_dra_device *out, void *ud)
 {
     (void)p;
-    (void)d;
-    (void)out;
     (void)ud;
     if (slow_describe_file && access(slow_describe_file, F_OK) == 0) {
         sleep_ms(1500);
     }
-    if (!describe_file) {
-        return 0;
+    int r = describe_binding(d, out);
+    if (r < 0 || !describe_file) {
+        return r;
     }
     char fw[32] = "none";
     FILE *f = fopen(describe_file, "re");
@@ -303,10 +334,11 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i += 2) {
         const char *k = argv[i];
         if (strcmp(k, "--device-plugin-too") == 0 || strcmp(k, "--no-health-v1alpha1") == 0 ||
-            strcmp(k, "--device-metadata") == 0) {
+            strcmp(k, "--device-metadata") == 0 || strcmp(k, "--binds-to-node") == 0) {
             dc.device_plugin_too |= strcmp(k, "--device-plugin-too") == 0;
             dc.no_health_v1alpha1 |= strcmp(k, "--no-health-v1alpha1") == 0;
             dc.device_metadata |= strcmp(k, "--device-metadata") == 0;
+            binds_to_node |= strcmp(k, "--binds-to-node") == 0;
             i--;
             continue;
         }
@@ -354,6 +386,10 @@ int main(int argc, char **argv)
             status_update_file = v;
         } else if (strcmp(k, "--concurrent-claims") == 0) {
             dc.concurrent_claims = (unsigned)strtoul(v, NULL, 10);
+        } else if (strcmp(k, "--binding-conditions") == 0) {
+            split_list(0, argv[i + 1]);
+        } else if (strcmp(k, "--binding-failure-conditions") == 0) {
+            split_list(1, argv[i + 1]);
         } else if (strcmp(k, "--claim-edits") == 0) {
             claim_edits = v;
         } else if (strcmp(k, "--resource") == 0) {

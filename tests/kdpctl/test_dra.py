@@ -972,6 +972,105 @@ class BadInput(Base):
         self.assertEqual(code, 201, made)
         self.assertTrue(api.alive())
 
+    def test_binding_conditions(self):
+        """bindsToNode, bindingConditions and bindingFailureConditions (KEP-5007)
+        checked as the API server checks them, in a slice's devices and a
+        claim's allocation results; a good slice stored and shown."""
+        api = self.dra_apiserver()
+        S = "/apis/resource.k8s.io/v1/resourceslices"
+
+        def body(dev):
+            return json.dumps({"metadata": {"name": "b"}, "spec": {
+                "driver": DRV, "nodeName": NODE, "pool": {"name": "p", "resourceSliceCount": 1},
+                "devices": [dict({"name": "d0"}, **dev)]}}).encode()
+        c, f = ["example.com/attached"], ["example.com/failed"]
+        P = "spec.devices[0]."
+        for dev, field, words in (
+                ({"bindingConditions": ["a", "b", "c", "d", "e"], "bindingFailureConditions": f},
+                 "bindingConditions", "Too many: 5: must have at most 4 items"),
+                ({"bindingConditions": c, "bindingFailureConditions": ["x"] * 5},
+                 "bindingFailureConditions", "Too many"),
+                ({"bindingConditions": ["ok", "bad key"], "bindingFailureConditions": f},
+                 "bindingConditions[1]", 'Invalid value: "bad key"'),
+                ({"bindingConditions": c, "bindingFailureConditions": ["Bad_Prefix.com/x"]},
+                 "bindingFailureConditions[0]", "Invalid value"),
+                ({"bindingConditions": ["a", "a"], "bindingFailureConditions": f},
+                 "bindingConditions[1]", 'Duplicate value: "a"'),
+                ({"bindingConditions": c, "bindingFailureConditions": ["x", c[0]]},
+                 "bindingFailureConditions[1]",
+                 "bindingFailureConditions must not overlap with bindingConditions"),
+                ({"bindingFailureConditions": f}, "bindingConditions",
+                 "bindingConditions are required to use bindingFailureConditions"),
+                ({"bindingConditions": c}, "bindingFailureConditions",
+                 "bindingFailureConditions are required to use bindingConditions"),
+                ({"bindingConditions": "a", "bindingFailureConditions": f}, "bindingConditions",
+                 "must be a list"),
+                ({"bindingConditions": [1], "bindingFailureConditions": f}, "bindingConditions[0]",
+                 "must be a string"),
+                ({"bindsToNode": "yes"}, "bindsToNode", "must be a boolean")):
+            obj = self.status(api, 422, "Invalid", "POST", S, body=body(dev))
+            self.assertIn('ResourceSlice.resource.k8s.io "b" is invalid: ' + P + field + ": ",
+                          obj["message"])
+            self.assertIn(words, obj["message"])
+        # binding conditions do not lower the 128 devices of a slice
+        many = [{"name": "d%d" % i, "bindingConditions": c, "bindingFailureConditions": f}
+                for i in range(128)]
+        code, made = self.req(api, "POST", S, body=json.dumps({"metadata": {"name": "many"}, "spec": {
+            "driver": DRV, "nodeName": NODE, "pool": {"name": "q", "resourceSliceCount": 1},
+            "devices": many}}).encode())
+        self.assertEqual(code, 201, made)
+        # bindsToNode alone, and a full good set: stored, and shown
+        m = api.mark()
+        good = {"bindingConditions": c + ["Ready"], "bindingFailureConditions": f,
+                "bindsToNode": True}
+        code, made = self.req(api, "POST", S, body=body(good))
+        self.assertEqual(code, 201, made)
+        self.assertEqual(made["spec"]["devices"][0]["bindingConditions"], c + ["Ready"])
+        self.assertIs(made["spec"]["devices"][0]["bindsToNode"], True)
+        ev = api.wait_event("slice", type="ADDED", name="b", since=m)
+        self.assertEqual(ev["devices"][0]["binding"],
+                         "binding: example.com/attached,Ready / fail: example.com/failed, "
+                         "bindsToNode")
+        code, _ = self.req(api, "DELETE", S + "/b")
+        self.assertEqual(code, 200)
+        code, made = self.req(api, "POST", S, body=body({"bindsToNode": False}))
+        self.assertEqual(code, 201, made)
+        # a claim's allocation results carry them under the same rules
+        self.claim(os.path.join(self.path("api"), "kubeconfig"), "bc", ["gopher0"], "--no-check")
+        C = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/bc"
+        code, cl = self.req(api, "GET", C)
+        self.assertEqual(code, 200, cl)
+        del cl["metadata"]["resourceVersion"]
+        res = cl["status"]["allocation"]["devices"]["results"][0]
+        res.update({"bindingConditions": c, "bindingFailureConditions": c})
+        obj = self.status(api, 422, "Invalid", "PUT", C + "/status", body=json.dumps(cl).encode())
+        self.assertIn("status.allocation.devices.results[0].bindingFailureConditions[0]: ",
+                      obj["message"])
+        res["bindingFailureConditions"] = f
+        code, upd = self.req(api, "PUT", C + "/status", body=json.dumps(cl).encode())
+        self.assertEqual(code, 200, upd)
+        self.assertEqual(upd["status"]["allocation"]["devices"]["results"][0]["bindingConditions"], c)
+        self.assertTrue(api.alive())
+
+    def test_binding_conditions_table(self):
+        """Without --json: the device table's BINDING column."""
+        p = Proc([binary("kdpctl"), "dra", "apiserver", "--dir", self.path("api"), "--node", NODE],
+                 "dra-apiserver", stdin=True)
+        p.stop_last = True
+        self.start_proc(p)
+        line = p.wait_line(r"serving https://\S+ ", since=0)
+        p.ready = {"url": re.search(r"https://\S+", line).group(0)}
+        code, made = self.req(p, "POST", "/apis/resource.k8s.io/v1/resourceslices", body=json.dumps(
+            {"metadata": {"name": "t"}, "spec": {
+                "driver": DRV, "nodeName": NODE, "pool": {"name": "p", "resourceSliceCount": 1},
+                "devices": [{"name": "nic0", "bindingConditions": ["Attached"],
+                             "bindingFailureConditions": ["Failed"]},
+                            {"name": "nic1", "bindsToNode": True}]}}).encode())
+        self.assertEqual(code, 201, made)
+        p.wait_line(r"^\s*DEVICE\s+ATTRIBUTES\s+CAPACITY\s+TAINTS\s+BINDING\s*$")
+        p.wait_line(r"^\s*nic0\s+binding: Attached / fail: Failed\s*$")
+        p.wait_line(r"^\s*nic1\s+bindsToNode\s*$")
+
 
 class Window(Base):
     """Watches that resume: from the window of the last 1000 events, or 410."""

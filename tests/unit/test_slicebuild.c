@@ -251,12 +251,79 @@ static void test_taints(void **state)
     json_decref(j);
 }
 
+/* Binding conditions (KEP-5007): bindsToNode only when true, the lists
+ * only when set, in the v1 shape and under "basic" for v1beta1; a bad pair
+ * left out (bindsToNode kept); they do not lower the 128 devices a slice
+ * holds (only taints and consumesCounters do). */
+static void test_binding(void **state)
+{
+    (void)state;
+    const char *c[] = {"example.com/attached", "Ready"};
+    const char *f[] = {"example.com/failed"};
+    kdp__slice_dev d = {.name = "nic-0",
+                        .bind_conds = c,
+                        .n_bind_conds = 2,
+                        .bind_fails = f,
+                        .n_bind_fails = 1,
+                        .binds_to_node = true};
+    char why[100];
+    json_t *j = kdp__slicebuild_device(&d, why, sizeof(why));
+    char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(text, "{\"bindingConditions\":[\"example.com/attached\",\"Ready\"],"
+                              "\"bindingFailureConditions\":[\"example.com/failed\"],"
+                              "\"bindsToNode\":true,\"name\":\"nic-0\"}");
+    free(text);
+    /* v1beta2 as v1; v1beta1: BasicDevice fields */
+    json_t *b2 = kdp__slicebuild_shape("v1beta2", j);
+    assert_true(json_equal(b2, j));
+    json_decref(b2);
+    json_t *b1 = kdp__slicebuild_shape("v1beta1", j);
+    text = json_dumps(b1, JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(text, "{\"basic\":{\"bindingConditions\":[\"example.com/attached\","
+                              "\"Ready\"],\"bindingFailureConditions\":[\"example.com/"
+                              "failed\"],\"bindsToNode\":true},\"name\":\"nic-0\"}");
+    free(text);
+    json_decref(b1);
+    /* none: no key at all */
+    kdp__slice_dev plain = {.name = "nic-1"};
+    json_t *p = kdp__slicebuild_device(&plain, why, sizeof(why));
+    assert_int_equal(json_object_size(p), 1);
+    json_decref(p);
+    /* a bad pair (one list without the other, an overlap) left out;
+     * bindsToNode alone is fine */
+    kdp__slice_dev half = {
+        .name = "nic-2", .bind_conds = c, .n_bind_conds = 2, .binds_to_node = true};
+    json_t *h = kdp__slicebuild_device(&half, why, sizeof(why));
+    assert_non_null(h);
+    assert_null(json_object_get(h, "bindingConditions"));
+    assert_true(json_is_true(json_object_get(h, "bindsToNode")));
+    json_decref(h);
+    const char *overlap[] = {"Ready"};
+    kdp__slice_dev ov = {.name = "nic-3",
+                         .bind_conds = c,
+                         .n_bind_conds = 2,
+                         .bind_fails = overlap,
+                         .n_bind_fails = 1};
+    json_t *o = kdp__slicebuild_device(&ov, why, sizeof(why));
+    assert_int_equal(json_object_size(o), 1);
+    json_decref(o);
+    /* 200 devices with binding conditions: 128 and 72 */
+    json_t *devs[200];
+    for (int i = 0; i < 200; i++) {
+        devs[i] = j;
+    }
+    size_t starts[4];
+    assert_int_equal(kdp__sr_chunks(devs, 200, starts), 2);
+    assert_int_equal(starts[1], 128);
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_count),         cmocka_unit_test(test_generate_name),
         cmocka_unit_test(test_device_fields), cmocka_unit_test(test_object),
-        cmocka_unit_test(test_taints),
+        cmocka_unit_test(test_taints),        cmocka_unit_test(test_binding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

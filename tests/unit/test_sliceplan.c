@@ -128,6 +128,55 @@ static void test_dropped_fields(void **state)
     kdp__sr_done(&f.sr);
 }
 
+/* Binding conditions: a change is written (the slice held no longer
+ * matches), and a server that drops them (DRADeviceBindingConditions
+ * off) is told apart. */
+static void test_binding_conditions(void **state)
+{
+    (void)state;
+    fake f;
+    setup_fake(&f, "10");
+    const char *c[] = {"example.com/attached"};
+    const char *c2[] = {"example.com/ready"};
+    const char *fl[] = {"example.com/failed"};
+    kdp__slice_dev d = {.name = "nic-0",
+                        .bind_conds = c,
+                        .n_bind_conds = 1,
+                        .bind_fails = fl,
+                        .n_bind_fails = 1,
+                        .binds_to_node = true};
+    json_t **out = NULL;
+    assert_int_equal(kdp__slicebuild_devices(&d, 1, NULL, 0, &out), 1);
+    assert_true(kdp__sr_set_devices(&f.sr, out, 1, NULL, 0) >= 0);
+    converge(&f);
+    assert_true(f.sr.st.published);
+    json_t *dev =
+        json_array_get(json_object_get(json_object_get(live_obj(&f, 0), "spec"), "devices"), 0);
+    assert_string_equal(
+        json_string_value(json_array_get(json_object_get(dev, "bindingConditions"), 0)),
+        "example.com/attached");
+    /* another condition: written again */
+    d.bind_conds = c2;
+    assert_int_equal(kdp__slicebuild_devices(&d, 1, NULL, 0, &out), 1);
+    assert_true(kdp__sr_set_devices(&f.sr, out, 1, NULL, 0) >= 0);
+    kdp__sr_action a = next(&f);
+    assert_int_equal(a.kind, KDP__SR_UPDATE);
+    /* the server's answer lacks them: the gate is off */
+    json_t *shared = server_object(&f, &a);
+    json_t *o = json_deep_copy(shared);
+    json_decref(shared);
+    json_t *d0 = json_array_get(json_object_get(json_object_get(o, "spec"), "devices"), 0);
+    json_object_del(d0, "bindingConditions");
+    json_object_del(d0, "bindingFailureConditions");
+    json_object_del(d0, "bindsToNode");
+    kdp__sr_written(&f.sr, 0, o, NULL, f.now);
+    json_decref(o);
+    assert_false(f.sr.st.published);
+    assert_non_null(strstr(f.sr.st.error, "bindingConditions"));
+    assert_non_null(strstr(f.sr.st.error, "DRADeviceBindingConditions"));
+    kdp__sr_done(&f.sr);
+}
+
 static void test_rv(void **state)
 {
     (void)state;
@@ -143,6 +192,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counter_sets),
         cmocka_unit_test(test_dropped_fields),
+        cmocka_unit_test(test_binding_conditions),
         cmocka_unit_test(test_rv),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,18 +4,21 @@
  * as the API server makes them (the parts a driver meets): a name (an RFC
  * 1123 subdomain), a ResourceSlice (spec.driver, spec.pool, exactly one
  * node selection, its devices: names, attributes and capacities, taints,
- * at most 128, or 64 when one has taints or consumes counters; what sharing
- * adds: dra_check_share.c) and the fields of a slice that an update may not
+ * binding conditions, at most 128, or 64 when one has taints or consumes
+ * counters (binding conditions do not count); what sharing adds:
+ * dra_check_share.c) and the fields of a slice that an update may not
  * change.
  * Pure: no request, no store; dra_rest.c answers what they find.
  */
 #include "dra_check.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/k8snames.h"
 #include "dra_api.h"
+#include "k8s/bindcheck.h"
 
 enum { MAX_TAINTS = 16, MAX_DEV_WITH_TAINTS = 64 };
 
@@ -71,6 +74,72 @@ static const char *check_taints(const json_t *taints, size_t i, char *field, siz
         }
     }
     return NULL;
+}
+
+static char bind_detail[300]; /* *detail's storage: valid until the next check */
+
+/* The strings of list key of o into *ret (a new array, NULL for none):
+ * NULL, or the field at fault (not a list, an item not a string). */
+static const char *strings(const json_t *o, const char *key, const char *path, const char ***ret,
+                           size_t *n, char *field, size_t cap, const char **detail)
+{
+    const json_t *a = json_object_get(o, key);
+    *ret = NULL;
+    *n = 0;
+    snprintf(field, cap, "%s.%s", path, key);
+    if (a && !json_is_array(a)) {
+        *detail = "Invalid value: must be a list";
+        return field;
+    }
+    if (json_array_size(a) == 0) {
+        return NULL;
+    }
+    *ret = calloc(json_array_size(a), sizeof(**ret));
+    if (!*ret) {
+        *detail = "Internal error: out of memory";
+        return field;
+    }
+    size_t i;
+    const json_t *v;
+    json_array_foreach(a, i, v)
+    {
+        if (!json_is_string(v)) {
+            snprintf(field, cap, "%s.%s[%zu]", path, key, i);
+            *detail = "Invalid value: must be a string";
+            return field;
+        }
+        (*ret)[(*n)++] = json_string_value(v);
+    }
+    return NULL;
+}
+
+const char *kd_check_binding(const json_t *o, const char *path, char *field, size_t cap,
+                             const char **detail)
+{
+    const json_t *btn = json_object_get(o, "bindsToNode");
+    if (btn && !json_is_boolean(btn)) {
+        snprintf(field, cap, "%s.bindsToNode", path);
+        *detail = "Invalid value: must be a boolean";
+        return field;
+    }
+    const char **c = NULL;
+    const char **f = NULL;
+    size_t nc = 0;
+    size_t nf = 0;
+    const char *at = strings(o, "bindingConditions", path, &c, &nc, field, cap, detail);
+    if (!at) {
+        at = strings(o, "bindingFailureConditions", path, &f, &nf, field, cap, detail);
+    }
+    kdp__bind_err e;
+    if (!at && kdp__bindcheck(c, nc, f, nf, &e) < 0) {
+        snprintf(field, cap, "%s.%s", path, e.field);
+        snprintf(bind_detail, sizeof(bind_detail), "%s", e.why);
+        *detail = bind_detail;
+        at = field;
+    }
+    free((void *)c);
+    free((void *)f);
+    return at;
 }
 
 static bool dns_label(const char *s)
@@ -141,6 +210,9 @@ static const char *check_device(const json_t *d, size_t i, char *field, size_t c
         }
     }
     const char *f = check_taints(json_object_get(d, "taints"), i, field, cap, detail);
+    char path[48];
+    snprintf(path, sizeof(path), "spec.devices[%zu]", i);
+    f = f ? f : kd_check_binding(d, path, field, cap, detail);
     return f ? f : kd_check_device_sharing(d, i, field, cap, detail);
 }
 

@@ -19,6 +19,12 @@ bool kd_dns_subdomain(const char *s);
  * (a constant, or field, cap bytes, written) with *detail set to what is
  * wrong ("Required value", "Duplicate value"...). */
 const char *kd_check_slice(const json_t *o, char *field, size_t cap, const char **detail);
+/* The binding conditions of o (a slice's device or a claim's allocation
+ * result, at path: "spec.devices[0]"): bindsToNode a boolean, the two
+ * lists by k8s/bindcheck's rules; the same returns (*detail valid until
+ * the next check). */
+const char *kd_check_binding(const json_t *o, const char *path, char *field, size_t cap,
+                             const char **detail);
 /* What sharing adds (dra_check_share.c): spec.sharedCounters of a slice,
  * and device i's consumesCounters and request policies; the same returns
  * (*detail valid until the next check). */

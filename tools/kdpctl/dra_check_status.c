@@ -2,8 +2,10 @@
 /*
  * dra_check_status: `kdpctl dra apiserver`'s checks of a ResourceClaim's
  * status.devices, as the API server makes them (validateDeviceStatus,
- * ValidateConditions): each entry's driver, pool, device and shareID, each
- * one an allocated device of the claim and there once; its conditions,
+ * ValidateConditions), and the binding conditions of its allocation
+ * results (validateDeviceBindingParameters): each status entry's driver,
+ * pool, device and shareID, each one an allocated device of the claim and
+ * there once; its conditions,
  * data and networkData by the rules kdp's driver checks its own with
  * (dra/devstatus.h), plus each condition's lastTransitionTime.
  * Pure: dra_rest.c answers what it finds.
@@ -153,8 +155,33 @@ static const char *check_fields(const json_t *e, size_t i, char *field, size_t c
     return NULL;
 }
 
+/* status.allocation.devices.results: each one's binding conditions (what
+ * the scheduler copied from the device). */
+static const char *check_results(const json_t *claim, char *field, size_t cap, const char **detail)
+{
+    const json_t *results = json_object_get(
+        json_object_get(json_object_get(json_object_get(claim, "status"), "allocation"), "devices"),
+        "results");
+    size_t i;
+    const json_t *r;
+    json_array_foreach(results, i, r)
+    {
+        char path[64];
+        snprintf(path, sizeof(path), "status.allocation.devices.results[%zu]", i);
+        const char *f = kd_check_binding(r, path, field, cap, detail);
+        if (f) {
+            return f;
+        }
+    }
+    return NULL;
+}
+
 const char *kd_check_claim_status(const json_t *claim, char *field, size_t cap, const char **detail)
 {
+    const char *rf = check_results(claim, field, cap, detail);
+    if (rf) {
+        return rf;
+    }
     const json_t *devs = json_object_get(json_object_get(claim, "status"), "devices");
     if (devs && !json_is_array(devs)) {
         *detail = "Invalid value: must be a list";

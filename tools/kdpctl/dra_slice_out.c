@@ -2,9 +2,9 @@
 /*
  * dra_slice_out: `kdpctl dra apiserver` prints every ResourceSlice as it
  * changes: its pool, generation and slice count, a table of its devices
- * (attributes, capacities, taints, and what sharing adds: the counters a
- * partition consumes, a shared device's request policies) or of its
- * counter sets; --json the same as one event.
+ * (attributes, capacities, taints, binding conditions, and what sharing
+ * adds: the counters a partition consumes, a shared device's request
+ * policies) or of its counter sets; --json the same as one event.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +81,29 @@ static void sharing_text(const json_t *d, kc_buf *b)
     }
 }
 
+/* A device's binding conditions: "binding: a,b / fail: c, bindsToNode". */
+static void binding_text(const json_t *d, kc_buf *b)
+{
+    static const char *const lists[2][2] = {{"bindingConditions", "binding"},
+                                            {"bindingFailureConditions", "fail"}};
+    for (size_t l = 0; l < 2; l++) {
+        const json_t *a = json_object_get(d, lists[l][0]);
+        size_t i;
+        json_t *v;
+        json_array_foreach(a, i, v)
+        {
+            const char *c = json_string_value(v);
+            if (i == 0) {
+                kc_buf_printf(b, "%s%s: ", b->len ? " / " : "", lists[l][1]);
+            }
+            kc_buf_printf(b, "%s%s", i ? "," : "", c ? c : "?");
+        }
+    }
+    if (json_is_true(json_object_get(d, "bindsToNode"))) {
+        kc_buf_printf(b, "%sbindsToNode", b->len ? ", " : "");
+    }
+}
+
 static void attr_text(kc_buf *b, const char *key, const json_t *v)
 {
     json_t *x;
@@ -123,23 +146,26 @@ static void device_texts(const json_t *d, kc_buf *at, kc_buf *cap, kc_buf *tn)
     }
 }
 
-/* A device's row: its name, attributes, capacities, taints and sharing,
- * the texts in b (row_free them). */
-static void device_row(const json_t *d, const char *row[5], kc_buf b[4])
+enum { ROW_TEXTS = 5 };
+
+/* A device's row: its name, attributes, capacities, taints, sharing and
+ * binding conditions, the texts in b (row_free them). */
+static void device_row(const json_t *d, const char *row[ROW_TEXTS + 1], kc_buf b[ROW_TEXTS])
 {
-    memset(b, 0, 4 * sizeof(*b));
+    memset(b, 0, ROW_TEXTS * sizeof(*b));
     device_texts(d, &b[0], &b[1], &b[2]);
     sharing_text(d, &b[3]);
+    binding_text(d, &b[4]);
     const char *dn = json_string_value(json_object_get(d, "name"));
     row[0] = dn ? dn : "?";
-    for (size_t k = 0; k < 4; k++) {
+    for (size_t k = 0; k < ROW_TEXTS; k++) {
         row[k + 1] = b[k].len ? b[k].s : "";
     }
 }
 
-static void row_free(kc_buf b[4])
+static void row_free(kc_buf b[ROW_TEXTS])
 {
-    for (size_t k = 0; k < 4; k++) {
+    for (size_t k = 0; k < ROW_TEXTS; k++) {
         kc_buf_free(&b[k]);
     }
 }
@@ -167,8 +193,8 @@ static void slice_json(const slice_view *v)
     kc_json_arr(&j, "devices");
     for (size_t i = 0; i < json_array_size(v->devs); i++) {
         const json_t *d = json_array_get(v->devs, i);
-        const char *row[5];
-        kc_buf b[4];
+        const char *row[ROW_TEXTS + 1];
+        kc_buf b[ROW_TEXTS];
         device_row(d, row, b);
         kc_json_obj(&j, NULL);
         kc_json_str(&j, "name", json_string_value(json_object_get(d, "name")));
@@ -176,6 +202,7 @@ static void slice_json(const slice_view *v)
         kc_json_str(&j, "capacity", row[2]);
         kc_json_str(&j, "taints", row[3]);
         kc_json_str(&j, "sharing", row[4]);
+        kc_json_str(&j, "binding", row[5]);
         kc_json_end(&j);
         row_free(b);
     }
@@ -211,25 +238,35 @@ static void sets_table(const json_t *sets, kc_table *t)
     }
 }
 
-/* The devices of a slice as a table (SHARING only when one has it). */
+/* The devices of a slice as a table (SHARING and BINDING only when one
+ * has it). */
 static void devices_table(const json_t *devs, kc_table *t)
 {
     size_t n = json_array_size(devs);
     bool sharing = false;
+    bool binding = false;
     for (size_t i = 0; i < n; i++) {
         const json_t *d = json_array_get(devs, i);
         sharing |= json_object_get(d, "consumesCounters") ||
                    json_is_true(json_object_get(d, "allowMultipleAllocations"));
+        binding |= json_object_get(d, "bindingConditions") ||
+                   json_object_get(d, "bindingFailureConditions") ||
+                   json_is_true(json_object_get(d, "bindsToNode"));
     }
-    size_t cols = sharing ? 5 : 4;
+    size_t cols = 4 + sharing + binding;
     kc_table_init(t, cols);
-    const char *hdr[5] = {"DEVICE", "ATTRIBUTES", "CAPACITY", "TAINTS", "SHARING"};
+    const char *hdr[ROW_TEXTS + 1] = {"DEVICE", "ATTRIBUTES", "CAPACITY", "TAINTS"};
+    hdr[4] = sharing ? "SHARING" : "BINDING";
+    hdr[5] = "BINDING";
     kc_table_row(t, hdr);
     for (size_t i = 0; i < n; i++) {
         const json_t *d = json_array_get(devs, i);
-        const char *row[5];
-        kc_buf b[4];
+        const char *row[ROW_TEXTS + 1];
+        kc_buf b[ROW_TEXTS];
         device_row(d, row, b);
+        if (!sharing) {
+            row[4] = row[5]; /* BINDING in SHARING's place */
+        }
         kc_table_row(t, row);
         row_free(b);
     }
