@@ -302,6 +302,15 @@ typedef struct kdp_dra_alloc {
      * where they disagree. */
     const char *const *configs;
     size_t n_configs;
+    /* The device's binding conditions and binding failure conditions
+     * (kdp_dra_device_set_binding_conditions), as the scheduler copied them
+     * into the allocation: the condition types the bind op sets. As the
+     * claim was read: none in an unprepare, or in a prepare answered from
+     * the checkpoint. */
+    const char *const *binding_conditions;
+    size_t n_binding_conditions;
+    const char *const *binding_failure_conditions;
+    size_t n_binding_failure_conditions;
 } kdp_dra_alloc;
 
 typedef struct kdp_dra_claim {
@@ -380,14 +389,17 @@ KDP_EXPORT int kdp_dra_prepared_set_status(kdp_dra_prepared *r, size_t device,
                                            const kdp_dra_device_status *st);
 
 /* Replaces the status of a device of a prepared claim after the prepare
- * (a condition changed, an address came): the device by its name in the
+ * (a condition changed, an address came), or of a claim waiting for its
+ * binding conditions (kdp_dra_ops.bind): the device by its name in the
  * pool (kdp_dra_alloc.device) and share_id (NULL unless shared), the claim
  * by UID. Checked as kdp_dra_prepared_set_status checks it, recorded in the
- * checkpoint (it syncs: not from a latency-critical path), then written
- * into the claim as after a prepare. Any thread, callbacks included.
- * Returns 0, -EINVAL (p NULL, a bad field: logged), -ENOENT (DRA not on,
- * no such prepared claim, or no such device in it: logged), -EAGAIN (too
- * many writes waiting), -ENOMEM, or the checkpoint's -errno. */
+ * checkpoint for a prepared claim (it syncs: not from a latency-critical
+ * path; kept in memory for one not prepared, which its prepare then keeps
+ * unless the prepare op sets another), then written into the claim as
+ * after a prepare. Any thread, callbacks included. Returns 0, -EINVAL (p
+ * NULL, a bad field: logged), -ENOENT (DRA not on, no such prepared or
+ * binding claim, or no such device in it: logged), -EAGAIN (too many
+ * writes waiting), -ENOMEM, or the checkpoint's -errno. */
 KDP_EXPORT int kdp_plugin_set_dra_device_status(kdp_plugin *p, const char *claim_uid,
                                                 const char *device, const char *share_id,
                                                 const kdp_dra_device_status *st);
@@ -429,6 +441,25 @@ typedef struct kdp_dra_ops {
      * unprepare (the kubelet retries); the record is kept. Not called for a
      * claim kdp never prepared (that unprepare succeeds at once). */
     int (*unprepare)(kdp_plugin *p, const kdp_dra_claim *c, void *ud);
+    /* A claim was allocated devices of this driver's pool that have binding
+     * conditions (kdp_dra_device_set_binding_conditions): the scheduler
+     * holds its pod until each such device's binding conditions are "True"
+     * in the claim's status. Attach the devices (or start to), then set
+     * the conditions with kdp_plugin_set_dra_device_status (here or later,
+     * from any thread): {type: a binding condition, status: "True", reason:
+     * "Attached"}. c->devices are the claim's devices with binding
+     * conditions (kdp_dra_alloc.binding_conditions). Called once per
+     * allocation, not again while its conditions are pending or met (again
+     * after a driver restart for a claim still pending). A negative return
+     * fails the binding: kdp sets each device's first failure condition
+     * "True" (reason "BindFailed", message kdp_plugin_set_error's), and the
+     * scheduler frees the allocation and tries again. Runs as prepare does
+     * (the DRA side's worker threads, in order with the claim's prepare and
+     * unprepare, bounded by the callback deadline). With bind set, kdp
+     * watches the cluster's ResourceClaims (list and watch of
+     * resourceclaims in every namespace: grant them, deploy/dra/README.md).
+     * NULL: no watch. */
+    int (*bind)(kdp_plugin *p, const kdp_dra_claim *c, void *ud);
 } kdp_dra_ops;
 
 /* How a device that turns Unhealthy is tainted in its ResourceSlice (device

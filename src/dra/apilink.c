@@ -12,6 +12,7 @@
 #include "dra/ckptset.h"
 #include "k8s/api.h"
 #include "k8s/claims.h"
+#include "k8s/informer.h"
 #include "k8s/kconfig.h"
 
 #define GROUP "resource.k8s.io"
@@ -26,6 +27,11 @@ struct kdp__dra_api {
     kdp__link reqs;   /* claim reads in flight */
     bool published_logged;
     unsigned long said; /* the slices' failures said (kdp__sr_status.said) */
+    /* the cluster's claims in view (kdp__dra_api_watch_claims), once the
+     * version is known */
+    bool want_claims;
+    kdp__inf_cbs claim_cbs;
+    kdp__inf *claims;
 };
 
 typedef struct creq {
@@ -38,6 +44,8 @@ typedef struct creq {
 } creq;
 
 static const char *const wanted[] = {"v1", "v1beta2", "v1beta1", NULL};
+
+static void watch_claims(kdp__dra_api *a);
 
 /* ---- claims ---- */
 
@@ -116,6 +124,7 @@ static void on_discovered(int err, const char *version, const char *why, void *u
         return;
     }
     snprintf(r->a->version, sizeof(r->a->version), "%s", version);
+    watch_claims(r->a);
     err = get_claim(r);
     if (err < 0) {
         char msg[300];
@@ -175,6 +184,33 @@ int kdp__dra_api_write_status(kdp__dra_api *a, const kdp_dra_claim_ref *ref,
                             a->cfg.driver, a->cfg.node, e, n, done, ud, ret);
 }
 
+/* ---- the cluster's claims ---- */
+
+/* The claims' informer, once the version is known. */
+static void watch_claims(kdp__dra_api *a)
+{
+    if (!a->want_claims || a->claims || !a->version[0]) {
+        return;
+    }
+    char path[128];
+    snprintf(path, sizeof(path), "/apis/" GROUP "/%s/resourceclaims", a->version);
+    int r = kdp__inf_new(a->api, path, &a->claim_cbs, &a->claims);
+    if (r < 0) {
+        log_error("%s: cannot watch the cluster's ResourceClaims: %s", a->cfg.driver, strerror(-r));
+    }
+}
+
+int kdp__dra_api_watch_claims(kdp__dra_api *a, const kdp__inf_cbs *cbs)
+{
+    if (a->want_claims || !cbs || !cbs->event) {
+        return -EINVAL;
+    }
+    a->want_claims = true;
+    a->claim_cbs = *cbs;
+    watch_claims(a);
+    return 0;
+}
+
 /* ---- slices ---- */
 
 static void on_slices_status(const kdp__slices_status *ss, void *ud)
@@ -193,6 +229,7 @@ static void on_slices_status(const kdp__slices_status *ss, void *ud)
     a->said = ss->said;
     if (!a->version[0] && ss->version[0]) {
         snprintf(a->version, sizeof(a->version), "%s", ss->version); /* discovery's answer */
+        watch_claims(a);
     }
     a->cfg.status(a->cfg.ud, ss);
 }
@@ -265,6 +302,7 @@ void kdp__dra_api_free(kdp__dra_api *a)
         return;
     }
     kdp__slices_free(a->slices);
+    kdp__inf_free(a->claims);
     kdp__link *l;
     kdp__link *tmp;
     kdp__list_for_each_safe(l, tmp, &a->reqs)

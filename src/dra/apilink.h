@@ -7,7 +7,9 @@
  * turned into a claim record), and the node's slices (k8s/slices), published
  * from the devices it is given, from when the driver first runs, and left
  * in place at the end (a restarted driver takes them over), and this
- * driver's entries in a claim's status.devices (k8s/claimstatus).
+ * driver's entries in a claim's status.devices (k8s/claimstatus), and,
+ * for a driver with binding conditions, the cluster's claims in view
+ * (k8s/informer).
  *
  * Loop thread.
  */
@@ -20,6 +22,7 @@
 #include "dra/claimrec.h"
 #include "k8s/api.h"
 #include "k8s/claimstatus.h"
+#include "k8s/informer.h"
 #include "k8s/slices.h"
 #include "kdp_dra.h"
 #include "runtime/loop.h"
@@ -55,6 +58,10 @@ void kdp__dra_api_start(kdp__dra_api *a);
 int kdp__dra_api_get_claim(kdp__dra_api *a, const kdp_dra_claim_ref *ref, kdp__dra_api_claim_cb cb,
                            void *ud, void **ret, char *why, size_t why_len);
 void kdp__dra_api_cancel(kdp__dra_api *a, void *handle);
+/* Keeps the cluster's ResourceClaims (every namespace) in view through
+ * cbs (k8s/informer), from when resource.k8s.io's version is known (the
+ * slices' discovery, or a claim read's). Once. Returns 0 or -EINVAL. */
+int kdp__dra_api_watch_claims(kdp__dra_api *a, const kdp__inf_cbs *cbs);
 /* Writes this driver and pool's entries (n 0: removes them) of claim ref
  * (k8s/claimstatus: the same returns). */
 int kdp__dra_api_write_status(kdp__dra_api *a, const kdp_dra_claim_ref *ref,

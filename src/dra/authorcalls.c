@@ -135,9 +135,14 @@ static int record_status(kdp__dra *d, const char *claim_uid, const char *device,
     if (r == 0) {
         r = kdp__ckpt_modify(d->ckpt, claim_uid, set_dev_status, &ss, rec);
     }
+    if (r == -ENOENT) { /* not prepared: a claim waiting for its binding conditions? */
+        r = kdp__dra_binds_status(d, claim_uid, device, share_id, ss.json);
+    }
     free(ss.json);
     if (r == -ENOENT) {
-        log_error("kdp_plugin_set_dra_device_status: no prepared claim %s", claim_uid);
+        log_error("kdp_plugin_set_dra_device_status: no prepared claim %s, nor one waiting for "
+                  "its binding conditions",
+                  claim_uid);
     } else if (r == -ENODEV) {
         log_error("kdp_plugin_set_dra_device_status: no device %s in claim %s", device, claim_uid);
         r = -ENOENT;

@@ -93,7 +93,9 @@ static void fail(kdp__cj *cj, const char *fmt, ...)
 
 /* The author's op through j's checks (a positive return is a mistake:
  * logged, taken as its negative), its message on failure. */
-static int author(kdp__pjob *j, kdp__cj *cj, bool unprepare, kdp_dra_prepared *pr)
+static const char *const kind_names[] = {"prepare", "prepare", "unprepare", "bind"};
+
+static int author(kdp__pjob *j, kdp__cj *cj, kdp__cj_kind kind, kdp_dra_prepared *pr)
 {
     kdp__cj_env *e = cj->env;
     kdp__dra_claimview v;
@@ -103,14 +105,16 @@ static int author(kdp__pjob *j, kdp__cj *cj, bool unprepare, kdp_dra_prepared *p
         return r;
     }
     j->has_msg = false;
-    if (unprepare) {
+    if (kind == KDP__CJ_UNPREPARE) {
         r = e->ops.unprepare ? kdp__pjob_checked(j, e->ops.unprepare(e->p, &v.claim, e->ud)) : 0;
+    } else if (kind == KDP__CJ_BIND) {
+        r = e->ops.bind ? kdp__pjob_checked(j, e->ops.bind(e->p, &v.claim, e->ud)) : 0;
     } else {
         r = e->ops.prepare ? kdp__pjob_checked(j, e->ops.prepare(e->p, &v.claim, pr, e->ud)) : 0;
     }
     kdp__dra_claimview_done(&v);
     if (r < 0) {
-        fail(cj, "the %s callback failed: %.400s", unprepare ? "unprepare" : "prepare",
+        fail(cj, "the %s callback failed: %.400s", kind_names[kind],
              j->has_msg ? j->msg : strerror(-r));
     }
     return r;
@@ -124,7 +128,7 @@ static void roll_back(kdp__pjob *j, kdp__cj *cj)
     char why[sizeof(cj->err)];
     memcpy(why, cj->err, sizeof(why));
     cj->err[0] = '\0';
-    int r = author(j, cj, true, NULL);
+    int r = author(j, cj, KDP__CJ_UNPREPARE, NULL);
     if (r < 0) {
         log_error("claim %s: rolling back its prepare, the unprepare callback failed too: %s",
                   cj->uid, cj->err);
@@ -190,7 +194,7 @@ static int prepare(kdp__pjob *j, kdp__cj *cj)
         fail(cj, "out of memory");
         return r;
     }
-    r = author(j, cj, false, &pr);
+    r = author(j, cj, KDP__CJ_PREPARE, &pr);
     bool prepared = r == 0;
     if (r == 0) {
         r = kdp__dra_rec_merge(cj->rec, &pr, e->cdi_kind);
@@ -257,7 +261,7 @@ static int recorded(kdp__cj *cj)
 static int unprepare(kdp__pjob *j, kdp__cj *cj)
 {
     kdp__cj_env *e = cj->env;
-    int r = author(j, cj, true, NULL);
+    int r = author(j, cj, KDP__CJ_UNPREPARE, NULL);
     if (r == 0) {
         r = kdp__cdi_remove_file(e->cdi_dir, cj->file);
         if (r < 0) {
@@ -294,6 +298,9 @@ static void fn(kdp__pjob *j)
     case KDP__CJ_UNPREPARE:
         r = unprepare(j, cj);
         break;
+    case KDP__CJ_BIND:
+        r = author(j, cj, KDP__CJ_BIND, NULL);
+        break;
     }
     if (r < 0) {
         fail(cj, "%s", strerror(-r));
@@ -312,8 +319,7 @@ static void cleanup(kdp__pjob *j)
     if (atomic_load(&cj->abandoned)) {
         /* the abandoned callback returned: its claim is free again */
         log_info("claim %s: the %s callback that overran its deadline returned (%s)", cj->uid,
-                 cj->kind == KDP__CJ_UNPREPARE ? "unprepare" : "prepare",
-                 j->result < 0 ? cj->err : "done");
+                 kind_names[cj->kind], j->result < 0 ? cj->err : "done");
         kdp__abandoned_del(cj->env->abandoned, cj->uid);
     }
     kdp__dra_rec_free(cj->rec);
@@ -326,9 +332,8 @@ static void cleanup(kdp__pjob *j)
 kdp__pjob *kdp__cj_new(kdp__jobs *js, kdp__cj_env *env, kdp__cj_kind kind, kdp__dra_rec *rec,
                        void *owner, void (*complete)(kdp__pjob *j, bool timed_out))
 {
-    static const char *const what[] = {"prepare", "prepare", "unprepare"};
     kdp__cj *cj = calloc(1, sizeof(*cj));
-    kdp__pjob *j = cj ? kdp__pjob_new(js, what[kind], owner) : NULL;
+    kdp__pjob *j = cj ? kdp__pjob_new(js, kind_names[kind], owner) : NULL;
     if (cj) {
         cj->uid = strdup(rec->uid);
     }

@@ -13,6 +13,8 @@
  *   UNPREPARE  the record -> the author's unprepare op -> the CDI spec
  *              and the metadata files removed -> dropped from the
  *              checkpoint.
+ *   BIND       the record (a claim allocated devices with binding
+ *              conditions) -> the author's bind op; nothing recorded.
  * A claim prepared in an earlier boot is a PREPARE again (the caller gives
  * the record without its answer).
  *
@@ -37,6 +39,7 @@ typedef enum kdp__cj_kind {
     KDP__CJ_PREPARE = 0,
     KDP__CJ_RECORDED,
     KDP__CJ_UNPREPARE,
+    KDP__CJ_BIND,
 } kdp__cj_kind;
 
 typedef struct kdp__cj_env {

@@ -15,6 +15,8 @@ struct kdp__cop {
     kdp__dra_claims *c;
     kdp__cop_state state;
     bool unprepare;
+    bool bind;               /* a bind op (rec given at the start) */
+    kdp__cop_bound_cb bound; /* its answer (NULL once detached) */
     char *ns, *name, *uid;
     kdp__cop_done_cb done; /* NULL once detached */
     void *ud;
@@ -45,6 +47,12 @@ const char *kdp__cop_state_name(kdp__cop_state s)
     return s < KDP__COP_N ? state_names[s] : "?";
 }
 
+/* What the operation is, for log lines. */
+static const char *what(const kdp__cop *op)
+{
+    return op->bind ? "bind" : op->unprepare ? "unprepare" : "prepare";
+}
+
 /* The one function that changes an operation's state. */
 static void set_state(kdp__cop *op, kdp__cop_state to, const char *why)
 {
@@ -53,9 +61,8 @@ static void set_state(kdp__cop *op, kdp__cop_state to, const char *why)
                   op->c->driver, op->uid, state_names[op->state], state_names[to], why);
         assert(false);
     }
-    log_debug("%s: %s claim %s/%s (%s): %s -> %s (%s)", op->c->driver,
-              op->unprepare ? "unprepare" : "prepare", op->ns, op->name, op->uid,
-              state_names[op->state], state_names[to], why);
+    log_debug("%s: %s claim %s/%s (%s): %s -> %s (%s)", op->c->driver, what(op), op->ns, op->name,
+              op->uid, state_names[op->state], state_names[to], why);
     op->state = to;
 }
 
@@ -81,16 +88,24 @@ static void finish(kdp__cop *op, const char *err, const kdp__dra_rec *rec)
     kdp__dra_claims *c = op->c;
     set_state(op, KDP__COP_DONE, err ? "failed" : "done");
     if (err) {
-        log_warn("%s: %s claim %s/%s (%s): %s", c->driver, op->unprepare ? "unprepare" : "prepare",
-                 op->ns, op->name, op->uid, err);
+        log_warn("%s: %s claim %s/%s (%s): %s", c->driver, what(op), op->ns, op->name, op->uid,
+                 err);
     } else {
-        log_info("%s: %s claim %s/%s (%s)", c->driver, op->unprepare ? "unprepared" : "prepared",
+        log_info("%s: %s claim %s/%s (%s)", c->driver,
+                 op->bind        ? "bind op done for"
+                 : op->unprepare ? "unprepared"
+                                 : "prepared",
                  op->ns, op->name, op->uid);
     }
     if (op->done) {
         op->done(op->ud, err, op->unprepare ? NULL : rec);
     }
-    c->cfg.ended(c->cfg.ud, op->unprepare, err ? NULL : rec);
+    if (op->bound) {
+        op->bound(op->ud, op->uid, err);
+    }
+    if (!op->bind) {
+        c->cfg.ended(c->cfg.ud, op->unprepare, err ? NULL : rec);
+    }
     op_free(op);
     kdp__timer_start(c->kick, 0); /* the next op on the claim, from the loop */
 }
@@ -108,10 +123,9 @@ static void complete(kdp__pjob *j, bool timed_out)
         /* fn goes on (its thread is left to it): the claim stays busy until
          * it returns, or it could record a claim unprepared meanwhile */
         kdp__cj_abandon(j);
-        finish(op,
-               op->unprepare ? "the unprepare callback overran its deadline"
-                             : "the prepare callback overran its deadline",
-               NULL);
+        char msg[80];
+        snprintf(msg, sizeof(msg), "the %s callback overran its deadline", what(op));
+        finish(op, msg, NULL);
     } else if (j->result < 0) {
         finish(op, cj->err[0] ? cj->err : strerror(-j->result), NULL);
     } else {
@@ -140,11 +154,9 @@ static void run(kdp__cop *op, unsigned i)
     if (r < 0) {
         char msg[300];
         if (r == -EBUSY) {
-            (void)kdp__pjob_busy_message(&c->slots[i], op->unprepare ? "unprepare" : "prepare", msg,
-                                         sizeof(msg));
+            (void)kdp__pjob_busy_message(&c->slots[i], what(op), msg, sizeof(msg));
         } else {
-            snprintf(msg, sizeof(msg), "cannot run the %s callback: %s",
-                     op->unprepare ? "unprepare" : "prepare", strerror(-r));
+            snprintf(msg, sizeof(msg), "cannot run the %s callback: %s", what(op), strerror(-r));
         }
         finish(op, msg, NULL);
         return;
@@ -273,6 +285,12 @@ static void start(kdp__cop *op)
                NULL);
         return;
     }
+    if (op->bind) {
+        kdp__dra_rec *given = op->rec;
+        op->rec = NULL;
+        wait_slot(op, KDP__CJ_BIND, given, "allocated with binding conditions");
+        return;
+    }
     kdp__dra_rec *rec = kdp__ckpt_get(c->cfg.env->ckpt, op->uid);
     if (op->unprepare && !rec) {
         finish(op, NULL, NULL); /* never prepared here, or unprepared already */
@@ -364,9 +382,26 @@ int kdp__dra_claims_add(kdp__dra_claims *c, bool unprepare, const kdp_dra_claim_
     return 0;
 }
 
+int kdp__dra_claims_add_bind(kdp__dra_claims *c, kdp__dra_rec *rec, kdp__cop_bound_cb bound,
+                             void *ud)
+{
+    kdp_dra_claim_ref ref = {rec->ns, rec->name, rec->uid};
+    kdp__cop *op = NULL;
+    int r = kdp__dra_claims_add(c, false, &ref, NULL, ud, &op);
+    if (r < 0) {
+        kdp__dra_rec_free(rec);
+        return r;
+    }
+    op->bind = true;
+    op->bound = bound;
+    op->rec = rec;
+    return 0;
+}
+
 void kdp__dra_claims_detach(kdp__cop *op)
 {
     op->done = NULL;
+    op->bound = NULL;
 }
 
 size_t kdp__dra_claims_count(const kdp__dra_claims *c)

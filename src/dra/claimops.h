@@ -19,7 +19,9 @@
  * spec again if gone); of a claim recorded in an earlier boot, the claim's
  * devices are checked again and the prepare op runs again; otherwise the
  * claim is read, its devices checked, then prepared. An unprepare of a
- * claim not recorded succeeds at once. An operation whose callback overran
+ * claim not recorded succeeds at once. A bind op (a claim the watch saw
+ * allocated devices with binding conditions) runs a BIND job on the record
+ * it was given. An operation whose callback overran
  * its deadline is answered with an error and the claim stays busy until
  * the callback returns.
  *
@@ -109,6 +111,14 @@ bool kdp__dra_claims_done(kdp__dra_claims *c, unsigned wait_ms);
  * runs. Returns 0, -EAGAIN (KDP__DRA_MAX_OPS under way), -ENOMEM. */
 int kdp__dra_claims_add(kdp__dra_claims *c, bool unprepare, const kdp_dra_claim_ref *ref,
                         kdp__cop_done_cb done, void *ud, kdp__cop **ret);
+/* The answer of a bind op: err NULL on success. */
+typedef void (*kdp__cop_bound_cb)(void *ud, const char *uid, const char *err);
+/* Queues the bind op (kdp_dra_ops.bind) on rec (taken over, freed on an
+ * error too: a claim as the watch read it, its devices those with binding
+ * conditions), in order with the claim's other operations; bound answers
+ * it. Returns 0, -EAGAIN, -ENOMEM. */
+int kdp__dra_claims_add_bind(kdp__dra_claims *c, kdp__dra_rec *rec, kdp__cop_bound_cb bound,
+                             void *ud);
 /* Starts what can start now (done callbacks may run from here). */
 void kdp__dra_claims_kick(kdp__dra_claims *c);
 /* The answer is no longer wanted (the op goes on alone). */

@@ -58,6 +58,8 @@ static void rdev_clear(kdp__dra_rdev *d)
     free(d->device_id);
     free(d->share_id);
     free(d->attrs);
+    free(d->api_status);
+    strv_free(d->bind, d->n_bind + d->n_bind_fail);
     kdp__share_quantities_free(d->consumed, d->n_consumed);
     free(d->cfg);
     kdp__dra_node_clear(&d->default_node);
@@ -206,6 +208,14 @@ static int rdev_copy(kdp__dra_rdev *to, const kdp__dra_rdev *from, bool answer)
         r = kdp__dra_rec_set(&to->attrs, from->attrs);
     }
     if (r == 0) {
+        r = kdp__dra_rec_set(&to->api_status, from->api_status);
+    }
+    if (r == 0) {
+        r = strv_dup(from->bind, from->n_bind + from->n_bind_fail, &to->bind);
+        to->n_bind = to->bind ? from->n_bind : 0; /* a failure's NULLs freed too */
+        to->n_bind_fail = to->bind ? from->n_bind_fail : 0;
+    }
+    if (r == 0) {
         r = kdp__dra_rec_set_consumed(to, from->consumed, from->n_consumed);
     }
     if (r == 0 && from->default_node.path) {
@@ -273,6 +283,14 @@ int kdp__dra_rec_from_claim(const kdp__claim *c, kdp__dra_rec **ret)
         err = kdp__dra_rec_add_dev(r, cd->request, cd->device, cd->share_id, cd->admin_access, &d);
         if (err == 0) {
             err = kdp__dra_rec_set_consumed(d, cd->consumed, cd->n_consumed);
+        }
+        if (err == 0) {
+            err = kdp__dra_rec_set(&d->api_status, cd->status);
+        }
+        if (err == 0) {
+            err = strv_dup(cd->bind, cd->n_bind + cd->n_bind_fail, &d->bind);
+            d->n_bind = d->bind ? cd->n_bind : 0;
+            d->n_bind_fail = d->bind ? cd->n_bind_fail : 0;
         }
         for (size_t j = 0; err == 0 && j < cd->n_configs; j++) {
             err = kdp__dra_rec_add_config(r, i, cd->configs[j]);
@@ -369,7 +387,12 @@ int kdp__dra_claimview_init(kdp__dra_claimview *v, const kdp__dra_rec *r)
                              .n_consumed = d->n_consumed,
                              .admin_access = d->admin_access,
                              .configs = v->configs + k,
-                             .n_configs = d->n_cfg};
+                             .n_configs = d->n_cfg,
+                             .binding_conditions = (const char *const *)d->bind,
+                             .n_binding_conditions = d->n_bind,
+                             .binding_failure_conditions =
+                                 (const char *const *)(d->bind ? d->bind + d->n_bind : NULL),
+                             .n_binding_failure_conditions = d->n_bind_fail};
         for (size_t j = 0; j < d->n_cfg; j++) {
             v->configs[k++] = d->cfg[j] < r->n_configs ? r->configs[d->cfg[j]] : "{}";
         }
@@ -456,8 +479,8 @@ static int merge_dev(kdp__dra_rec *r, size_t i, const kdp__dra_pdev *pd, const c
     for (size_t j = 0; err == 0 && j < n_ids; j++) {
         err = push(&d->cdi_ids, &d->n_cdi_ids, strdup(pd->cdi_ids[j]));
     }
-    if (err == 0 && pd && pd->status) {
-        err = kdp__dra_rec_set(&d->status, pd->status);
+    if (err == 0) {
+        err = kdp__dra_rec_set(&d->status, pd && pd->status ? pd->status : d->api_status);
     }
     return err;
 }

@@ -50,6 +50,14 @@ typedef struct kdp__dra_rdev {
     /* its attributes as the slice has them, JSON text, for the device
      * metadata (NULL: none, or the metadata off) */
     char *attrs;
+    /* as the claim was read (not in the checkpoint): its binding
+     * conditions then failure conditions (KEP-5007), and this driver's
+     * entry for it in status.devices (its fields, JSON text; NULL: none),
+     * kept when the prepare op gives it no status */
+    char **bind;
+    size_t n_bind;
+    size_t n_bind_fail;
+    char *api_status;
 } kdp__dra_rdev;
 
 typedef struct kdp__dra_rec {

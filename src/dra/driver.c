@@ -316,7 +316,10 @@ static bool dra_free(kdp__dra *d)
     if (d->made >= MADE_STATUSW) {
         kdp__statusw_done(&d->statusw); /* before the client its writes use */
     }
-    kdp__dra_api_free(d->api);
+    kdp__dra_api_free(d->api); /* and its claim watch */
+    if (d->binds_on) {
+        kdp__dra_binds_done(&d->binds);
+    }
     if (d->made >= MADE_COUNTERS) {
         kdp__dra_counters_done(&d->counters);
     }
@@ -448,6 +451,9 @@ static int make(kdp__dra *d)
         kdp__statusw_cfg wc = {.driver = d->conf.driver, .write = write_status, .ud = d};
         r = kdp__statusw_init(&d->statusw, d->loop, &wc);
         d->made = MADE_STATUSW;
+    }
+    if (r == 0 && d->ops.bind) {
+        r = kdp__dra_binds_make(d);
     }
     return r;
 }

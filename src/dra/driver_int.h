@@ -11,6 +11,7 @@
 #include <pthread.h>
 
 #include "dra/apilink.h"
+#include "dra/binds.h"
 #include "dra/bootid.h"
 #include "dra/claimjob.h"
 #include "dra/claimops.h"
@@ -45,6 +46,8 @@ typedef struct kdp__dra {
     kdp__dra_sockets sockets;
     kdp__dra_api *api;
     kdp__statusw statusw;
+    kdp__dra_binds binds; /* with kdp_dra_ops.bind only (binds_on) */
+    bool binds_on;
     bool serving;    /* the plugin's table runs */
     bool sockets_on; /* registered: once the first descriptions are in */
     unsigned made;   /* how many of the parts above were made, in that order */
@@ -62,6 +65,16 @@ typedef struct kdp__dra {
 extern const kdp__ext_family kdp__dra_families[];
 extern const size_t kdp__dra_n_families;
 void kdp__dra_metrics(void *ud, size_t f, const char *resource, kdp__expfmt *w);
+
+/* driver_binds.c: the binding side (kdp_dra_ops.bind): the binds part
+ * made, fed by the API link's watch of the cluster's claims, its bind ops
+ * on the claim slots, its statuses through statusw. 0 or -errno. */
+int kdp__dra_binds_make(kdp__dra *d);
+/* A status of a claim waiting for its binding conditions (the author's
+ * kdp_plugin_set_dra_device_status): 0, -ENOENT (no such claim), -ENODEV
+ * (no such device), -EAGAIN, -ENOMEM. */
+int kdp__dra_binds_status(kdp__dra *d, const char *uid, const char *device, const char *share_id,
+                          const char *json);
 
 /* The pool's devices with their health, to the health stream. */
 void kdp__dra_tell_health(kdp__dra *d);

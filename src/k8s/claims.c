@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/k8snames.h"
+#include "k8s/claimbind.h"
 #include "k8s/sharecheck.h"
 
 static int say(char *why, size_t n, int err, const char *fmt, ...)
@@ -36,6 +37,11 @@ static void dev_clear(kdp__claim_dev *d)
         free(d->configs[i]);
     }
     free(d->configs);
+    for (size_t i = 0; i < d->n_bind + d->n_bind_fail; i++) {
+        free(d->bind[i]);
+    }
+    free(d->bind);
+    free(d->status);
 }
 
 void kdp__claim_free(kdp__claim *c)
@@ -100,6 +106,15 @@ kdp__claim *kdp__claim_dup(const kdp__claim *c)
             t->configs[j] = dup_or_null(s->configs[j], &oom);
             t->n_configs++;
         }
+        size_t nb = s->n_bind + s->n_bind_fail;
+        t->bind = nb ? calloc(nb, sizeof(char *)) : NULL;
+        oom |= nb && !t->bind;
+        for (size_t j = 0; !oom && j < nb; j++) {
+            t->bind[j] = dup_or_null(s->bind[j], &oom);
+        }
+        t->n_bind = t->bind ? s->n_bind : 0;
+        t->n_bind_fail = t->bind ? s->n_bind_fail : 0;
+        t->status = dup_or_null(s->status, &oom);
     }
     if (oom) {
         kdp__claim_free(d);
@@ -279,6 +294,9 @@ static int add_dev(kdp__claim *cl, json_t *r, size_t idx, json_t **configs, size
     d->share_id = dup_or_null(share, &oom);
     d->admin_access = json_is_true(admin);
     int rc = add_consumed(d, json_object_get(r, "consumedCapacity"), idx, why, why_len);
+    if (rc == 0) {
+        rc = kdp__claim_read_binding(r, idx, &d->bind, &d->n_bind, &d->n_bind_fail, why, why_len);
+    }
     if (rc < 0) {
         return rc; /* d is freed with the claim */
     }
@@ -409,6 +427,12 @@ int kdp__claim_parse(json_t *obj, const char *driver, const char *pool, const ch
     r = oom || (nres && !cl->devs)
             ? -ENOMEM
             : add_results(cl, results, driver, pool, configs, n_configs, why, why_len);
+    for (size_t i = 0; r == 0 && i < cl->n_devs; i++) { /* this driver's own entries */
+        kdp__claim_dev *d = &cl->devs[i];
+        bool nomem = false;
+        d->status = kdp__claim_status_fields(obj, driver, d->pool, d->device, d->share_id, &nomem);
+        r = nomem ? say(why, why_len, -ENOMEM, "out of memory reading the claim") : 0;
+    }
     if (r < 0) {
         kdp__claim_free(cl);
         return r;

@@ -46,6 +46,16 @@ typedef struct kdp__claim_dev {
      * (FromClaim), each in list order. */
     char **configs;
     size_t n_configs;
+    /* The result's bindingConditions (n_bind of them) then its
+     * bindingFailureConditions (n_bind_fail; KEP-5007), as the scheduler
+     * copied them from the slice: checked with k8s/bindcheck's rules. */
+    char **bind;
+    size_t n_bind;
+    size_t n_bind_fail;
+    /* This driver's entry for the device (and share) in the claim's
+     * status.devices: its own fields (conditions, data, networkData) as
+     * JSON text, NULL if none. */
+    char *status;
 } kdp__claim_dev;
 
 typedef struct kdp__claim {

@@ -14,6 +14,7 @@
  *       [--resource NAME] [--metrics-address ADDR] [--claim-edits DIR]
  *       [--device-metadata]
  *       [--binding-conditions A,B --binding-failure-conditions F,G] [--binds-to-node]
+ *       [--bind ok|fail|later]
  *
  * Without --device-plugin-too the driver is DRA only, made with
  * kdp_dra_driver_new (--resource: a device-plugin name given to it all the
@@ -47,6 +48,12 @@
  * UID (kdp_plugin_set_dra_device_status: a Ready condition, False, REASON;
  * with IP, network data: interface net0 and that address),
  * the result said ("test-dra-driver: status update dev-0: 0").
+ * --bind: a bind op (kdp_dra_ops.bind): "ok" sets each device's binding
+ * conditions "True" from the callback (kdp_plugin_set_dra_device_status,
+ * reason Attached), "fail" fails it (kdp_plugin_set_error: "no fabric
+ * port"), "later" returns 0 and leaves them (the test sets them through
+ * --status-update-file); each call said ("test-dra-driver: bind UID dev-0
+ * ...", and "status bind dev-0: 0").
  * Each prepare and unprepare call is said on stderr ("test-dra-driver:
  * prepare UID"), so that tests count them.
  */
@@ -69,6 +76,7 @@ static const char *describe_file;
 static const char *status_mode;
 static const char *claim_edits;
 static const char *status_update_file;
+static const char *bind_mode;
 
 /* --binding-conditions and --binding-failure-conditions, split at ',' */
 static char *bind_text[2];
@@ -311,6 +319,37 @@ static int prepare(kdp_plugin *p, const kdp_dra_claim *c, kdp_dra_prepared *out,
     return r;
 }
 
+/* --bind: the claim's devices wait for their binding conditions. */
+static int bind(kdp_plugin *p, const kdp_dra_claim *c, void *ud)
+{
+    (void)ud;
+    fprintf(stderr, "test-dra-driver: bind %s", c->ref.uid);
+    for (size_t i = 0; i < c->n_devices; i++) {
+        fprintf(stderr, " %s", c->devices[i].device);
+    }
+    fprintf(stderr, "\n");
+    if (strcmp(bind_mode, "fail") == 0) {
+        kdp_plugin_set_error(p, "no fabric port for %s", c->devices[0].device);
+        return -EIO;
+    }
+    for (size_t i = 0; strcmp(bind_mode, "ok") == 0 && i < c->n_devices; i++) {
+        const kdp_dra_alloc *a = &c->devices[i];
+        kdp_dra_condition conds[4];
+        for (size_t k = 0; k < a->n_binding_conditions && k < 4; k++) {
+            conds[k] = (kdp_dra_condition){.type = a->binding_conditions[k],
+                                           .status = "True",
+                                           .reason = "Attached",
+                                           .message = "attached by the test driver"};
+        }
+        kdp_dra_device_status st = {.conditions = conds,
+                                    .n_conditions =
+                                        a->n_binding_conditions < 4 ? a->n_binding_conditions : 4};
+        fprintf(stderr, "test-dra-driver: status bind %s: %d\n", a->device,
+                kdp_plugin_set_dra_device_status(p, c->ref.uid, a->device, a->share_id, &st));
+    }
+    return 0;
+}
+
 static int unprepare(kdp_plugin *p, const kdp_dra_claim *c, void *ud)
 {
     (void)ud;
@@ -386,6 +425,8 @@ int main(int argc, char **argv)
             status_update_file = v;
         } else if (strcmp(k, "--concurrent-claims") == 0) {
             dc.concurrent_claims = (unsigned)strtoul(v, NULL, 10);
+        } else if (strcmp(k, "--bind") == 0) {
+            bind_mode = v;
         } else if (strcmp(k, "--binding-conditions") == 0) {
             split_list(0, argv[i + 1]);
         } else if (strcmp(k, "--binding-failure-conditions") == 0) {
@@ -405,7 +446,10 @@ int main(int argc, char **argv)
     }
     kdp_log_set(KDP_LOG_INFO, NULL, NULL);
     kdp_ops ops = {.list = list, .probe = probe_fail_file ? probe : NULL};
-    kdp_dra_ops dops = {.describe = describe, .prepare = prepare, .unprepare = unprepare};
+    kdp_dra_ops dops = {.describe = describe,
+                        .prepare = prepare,
+                        .unprepare = unprepare,
+                        .bind = bind_mode ? bind : NULL};
     kdp_plugin *p;
     if (!dc.device_plugin_too) {
         /* DRA only: no device-plugin name (--resource: one anyway, refused) */

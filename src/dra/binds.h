@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * binds: the claims allocated devices of this driver's pool that have
+ * binding conditions (KEP-5007), from a watch of the cluster's
+ * ResourceClaims (k8s/informer). Each allocation is tracked while it lasts
+ * (by claim UID and the devices allocated): one that is pending (a binding
+ * condition not "True" yet, no failure condition "True": the scheduler's
+ * PreBind check) when first seen gets the bind op, once; one seen already
+ * met or failed gets none. The author's statuses for its devices
+ * (kdp_plugin_set_dra_device_status) are kept beside the claim's own, so
+ * that each write carries all of this driver's entries. A bind op that
+ * fails sets each device's first failure condition "True".
+ *
+ * Owns its table (under a mutex: statuses come from any thread); starts
+ * bind ops and status writes through its owner's functions. Loop thread
+ * but for kdp__dra_binds_set_status.
+ */
+#ifndef KDP_DRA_BINDS_H
+#define KDP_DRA_BINDS_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "dra/claimrec.h"
+
+/* Allocations tracked at most (past it, one more is logged and left). */
+#define KDP__DRA_MAX_BINDS 4096U
+
+typedef struct kdp__dra_bind {
+    char *uid;
+    char *sig;         /* the allocation: "device/share;" for each device */
+    kdp__dra_rec *rec; /* every device of the pool; statuses as last known */
+    bool seen;         /* in the sync under way */
+} kdp__dra_bind;
+
+typedef struct kdp__dra_binds_cfg {
+    const char *driver; /* borrowed */
+    const char *pool;
+    /* Queues the bind op on rec (taken over). Returns 0 or -errno. */
+    int (*start)(void *ud, kdp__dra_rec *rec);
+    /* Writes the claim's entries of rec (taken over). */
+    void (*write)(void *ud, kdp__dra_rec *rec);
+    void *ud;
+} kdp__dra_binds_cfg;
+
+typedef struct kdp__dra_binds {
+    kdp__dra_binds_cfg cfg;
+    pthread_mutex_t mu;
+    kdp__dra_bind *v;
+    size_t n;
+    size_t called; /* bind ops started, for tests and figures */
+    bool full_said;
+} kdp__dra_binds;
+
+/* Returns 0 or -errno. */
+int kdp__dra_binds_init(kdp__dra_binds *b, const kdp__dra_binds_cfg *cfg);
+void kdp__dra_binds_done(kdp__dra_binds *b);
+
+/* The informer's view (k8s/informer.h's callbacks). */
+void kdp__dra_binds_sync_begin(kdp__dra_binds *b);
+void kdp__dra_binds_event(kdp__dra_binds *b, const char *type, json_t *claim);
+void kdp__dra_binds_sync_end(kdp__dra_binds *b);
+
+/* The bind op on claim uid failed (why): its devices' first failure
+ * conditions "True". */
+void kdp__dra_binds_failed(kdp__dra_binds *b, const char *uid, const char *why);
+
+/* Device (and share) of tracked claim uid gets status (JSON text,
+ * copied); *ret a copy of the claim's record to write. Any thread.
+ * Returns 0, -ENOENT (no such claim), -ENODEV (no such device), -ENOMEM. */
+int kdp__dra_binds_set_status(kdp__dra_binds *b, const char *uid, const char *device,
+                              const char *share_id, const char *status, kdp__dra_rec **ret);
+
+/* Allocations tracked now. Thread-safe. */
+size_t kdp__dra_binds_count(kdp__dra_binds *b);
+
+#endif

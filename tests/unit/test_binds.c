@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/* cmocka 1.1.5 needs these first, in this order. */
+/* clang-format off */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+/* clang-format on */
+
+/* The claims waiting for their binding conditions, as the watch shows
+ * them: the bind op once per pending allocation (none for one met or
+ * failed already, again for a new allocation), the scheduler's PreBind
+ * check (shareID aside, other drivers' and pools' entries not counted),
+ * the author's statuses kept beside the claim's own, a failed bind op's
+ * failure conditions, claims gone dropped (a delete, a relist). */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dra/binds.h"
+#include "k8s/claimbind.h"
+#include "k8s/claims.h"
+
+#define DRV  "gpu.example.com"
+#define POOL "node-a"
+
+typedef struct seen {
+    int started;
+    char last_uid[64];
+    size_t last_devs;
+    int writes;
+    kdp__dra_rec *written;
+} seen;
+
+static int start(void *ud, kdp__dra_rec *rec)
+{
+    seen *s = ud;
+    s->started++;
+    snprintf(s->last_uid, sizeof(s->last_uid), "%s", rec->uid);
+    s->last_devs = rec->n_devs;
+    kdp__dra_rec_free(rec);
+    return 0;
+}
+
+static void write_rec(void *ud, kdp__dra_rec *rec)
+{
+    seen *s = ud;
+    s->writes++;
+    kdp__dra_rec_free(s->written);
+    s->written = rec;
+}
+
+/* A claim allocated gpu-0 (binding "a/attached", failure "a/failed") and
+ * gpu-1 (none) of DRV/POOL, with status.devices `status` (JSON or NULL). */
+static json_t *claim(const char *uid, const char *dev0, const char *status)
+{
+    char text[2048];
+    snprintf(text, sizeof(text),
+             "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"uid\":\"%s\"},"
+             "\"status\":{\"allocation\":{\"devices\":{\"results\":["
+             "{\"request\":\"r\",\"driver\":\"" DRV "\",\"pool\":\"" POOL "\",\"device\":\"%s\","
+             "\"bindingConditions\":[\"a/attached\"],\"bindingFailureConditions\":[\"a/failed\"]},"
+             "{\"request\":\"r\",\"driver\":\"" DRV "\",\"pool\":\"" POOL
+             "\",\"device\":\"gpu-1\"}]}}"
+             "%s%s}}",
+             uid, dev0, status ? ",\"devices\":" : "", status ? status : "");
+    json_error_t err;
+    json_t *o = json_loads(text, 0, &err);
+    if (!o) {
+        fail_msg("bad test JSON: %s: %s", err.text, text);
+    }
+    return o;
+}
+
+#define COND(type, st)                                                                             \
+    "{\"type\":\"" type "\",\"status\":\"" st "\",\"reason\":\"R\",\"lastTransitionTime\":"        \
+    "\"2026-01-01T00:00:00Z\"}"
+
+static void test_prebind_check(void **state)
+{
+    (void)state;
+    const char *cases[][2] = {
+        {NULL, "0"},
+        {"[{\"driver\":\"" DRV "\",\"pool\":\"" POOL
+         "\",\"device\":\"gpu-0\",\"conditions\":[" COND("a/attached", "False") "]}]",
+         "0"},
+        {"[{\"driver\":\"" DRV "\",\"pool\":\"" POOL "\",\"device\":\"gpu-0\",\"shareID\":"
+         "\"0b0e2e8a-8d7d-4b8e-9c3e-2f7a1c0d9e11\",\"conditions\":[" COND("a/attached",
+                                                                          "True") "]}]",
+         "1"}, /* shareID aside */
+        {"[{\"driver\":\"other.example.com\",\"pool\":\"" POOL
+         "\",\"device\":\"gpu-0\",\"conditions\":[" COND("a/attached", "True") "]}]",
+         "0"},
+        {"[{\"driver\":\"" DRV "\",\"pool\":\"node-b\",\"device\":\"gpu-0\",\"conditions\":[" COND(
+             "a/attached", "True") "]}]",
+         "0"},
+        {"[{\"driver\":\"" DRV "\",\"pool\":\"" POOL
+         "\",\"device\":\"gpu-0\",\"conditions\":[" COND("a/attached",
+                                                         "True") "," COND("a/failed", "True") "]}]",
+         "-1"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *o = claim("u1", "gpu-0", cases[i][0]);
+        kdp__claim *c = NULL;
+        char why[300];
+        assert_int_equal(kdp__claim_parse(o, DRV, POOL, NULL, &c, why, sizeof(why)), 0);
+        assert_int_equal(c->devs[0].n_bind, 1);
+        assert_int_equal(c->devs[0].n_bind_fail, 1);
+        assert_string_equal(c->devs[0].bind[1], "a/failed");
+        const kdp__claim_dev *d0 = &c->devs[0];
+        assert_int_equal(kdp__claim_binding_state(o, DRV, POOL, d0->device, d0->bind, d0->n_bind,
+                                                  d0->n_bind_fail),
+                         atoi(cases[i][1]));
+        assert_int_equal(kdp__claim_binding_state(o, DRV, POOL, "gpu-1", NULL, 0, 0), 1);
+        kdp__claim_free(c);
+        json_decref(o);
+    }
+    /* the API server's rules on a result's lists */
+    json_t *o = claim("u1", "gpu-0", NULL);
+    json_t *r0 = json_array_get(
+        json_object_get(
+            json_object_get(json_object_get(json_object_get(o, "status"), "allocation"), "devices"),
+            "results"),
+        0);
+    json_object_set_new(r0, "bindingFailureConditions", json_pack("[s]", "a/attached"));
+    kdp__claim *c = NULL;
+    char why[300];
+    assert_int_equal(kdp__claim_parse(o, DRV, POOL, NULL, &c, why, sizeof(why)), -EINVAL);
+    assert_non_null(strstr(why, "results[0].bindingFailureConditions"));
+    json_decref(o);
+}
+
+static void test_lifecycle(void **state)
+{
+    (void)state;
+    seen s = {0};
+    kdp__dra_binds b;
+    kdp__dra_binds_cfg cfg = {
+        .driver = DRV, .pool = POOL, .start = start, .write = write_rec, .ud = &s};
+    assert_int_equal(kdp__dra_binds_init(&b, &cfg), 0);
+    /* pending: the bind op once, on the device with binding conditions */
+    json_t *o = claim("u1", "gpu-0", NULL);
+    kdp__dra_binds_event(&b, "ADDED", o);
+    kdp__dra_binds_event(&b, "MODIFIED", o);
+    assert_int_equal(s.started, 1);
+    assert_string_equal(s.last_uid, "u1");
+    assert_int_equal(s.last_devs, 1);
+    assert_int_equal(kdp__dra_binds_count(&b), 1);
+    json_decref(o);
+    /* the author's status: written with the claim's devices */
+    kdp__dra_rec *rec = NULL;
+    assert_int_equal(kdp__dra_binds_set_status(&b, "u1", "gpu-0", NULL, "{\"data\":{}}", &rec), 0);
+    assert_non_null(rec);
+    assert_int_equal(rec->n_devs, 2);
+    assert_string_equal(rec->devs[0].status, "{\"data\":{}}");
+    kdp__dra_rec_free(rec);
+    rec = NULL;
+    assert_int_equal(kdp__dra_binds_set_status(&b, "u1", "gpu-9", NULL, "{}", &rec), -ENODEV);
+    assert_int_equal(kdp__dra_binds_set_status(&b, "u9", "gpu-0", NULL, "{}", &rec), -ENOENT);
+    /* the bind op failed: the first failure condition True, written */
+    kdp__dra_binds_failed(&b, "u1", "no fabric port");
+    assert_int_equal(s.writes, 1);
+    assert_non_null(strstr(s.written->devs[0].status, "\"type\":\"a/failed\""));
+    assert_non_null(strstr(s.written->devs[0].status, "\"reason\":\"BindFailed\""));
+    assert_non_null(strstr(s.written->devs[0].status, "no fabric port"));
+    assert_null(s.written->devs[1].status);
+    /* allocated anew (another device): the bind op again */
+    o = claim("u1", "gpu-2", NULL);
+    kdp__dra_binds_event(&b, "MODIFIED", o);
+    assert_int_equal(s.started, 2);
+    json_decref(o);
+    /* deleted: dropped */
+    o = claim("u1", "gpu-2", NULL);
+    kdp__dra_binds_event(&b, "DELETED", o);
+    assert_int_equal(kdp__dra_binds_count(&b), 0);
+    json_decref(o);
+    /* met on first sight: tracked, no bind op; a relist that misses it
+     * drops it */
+    o = claim("u2", "gpu-0",
+              "[{\"driver\":\"" DRV "\",\"pool\":\"" POOL
+              "\",\"device\":\"gpu-0\",\"conditions\":[" COND("a/attached", "True") "]}]");
+    kdp__dra_binds_event(&b, "ADDED", o);
+    assert_int_equal(s.started, 2);
+    assert_int_equal(kdp__dra_binds_count(&b), 1);
+    /* its own entry is kept beside a new one */
+    assert_int_equal(kdp__dra_binds_set_status(&b, "u2", "gpu-1", NULL, "{\"data\":{}}", &rec), 0);
+    assert_non_null(strstr(rec->devs[0].status, "a/attached"));
+    kdp__dra_rec_free(rec);
+    json_decref(o);
+    kdp__dra_binds_sync_begin(&b);
+    kdp__dra_binds_sync_end(&b);
+    assert_int_equal(kdp__dra_binds_count(&b), 0);
+    /* not allocated, another driver's only: nothing */
+    o = json_pack("{s:{s:s, s:s, s:s}}", "metadata", "name", "c", "namespace", "ns", "uid", "u3");
+    kdp__dra_binds_event(&b, "ADDED", o);
+    json_decref(o);
+    assert_int_equal(kdp__dra_binds_count(&b), 0);
+    kdp__dra_rec_free(s.written);
+    kdp__dra_binds_done(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_prebind_check),
+        cmocka_unit_test(test_lifecycle),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
