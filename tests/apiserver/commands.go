@@ -144,6 +144,8 @@ func (s *server) dispatch(cmd *command) {
 		s.cmdCreateClaim(cmd)
 	case "pad-claim":
 		s.cmdPadClaim(cmd)
+	case "binding-state":
+		s.cmdBindingState(cmd)
 	case "delete-claim":
 		if len(cmd.args) != 2 {
 			cmd.fail("Usage", "delete-claim NAMESPACE NAME")
@@ -268,13 +270,18 @@ func (s *server) cmdEdit(cmd *command) {
 // create-claim NS NAME --driver D --pool P --device DEV[,DEV...] --request R
 //
 //	[--config JSON | --config-b64 BASE64] [--node N] [--class C] [--reserved]
+//	[--binding-conditions A,B] [--binding-failure-conditions F,G] [--binds-to-node]
 //
+// The binding flags do what the scheduler does with a device's (KEP-5007):
+// the lists copied into every result, allocationTimestamp set when there are
+// binding conditions, and with --binds-to-node the node selector pinned to
+// --node (else the last --pool).
 // --driver, --pool and --request hold until changed, so one claim can hold
 // devices of several drivers and requests: each --device adds results with
 // the current ones; --config adds an opaque config for the current driver
 // and request.
 func (s *server) cmdCreateClaim(cmd *command) {
-	usage := "create-claim NS NAME --driver D --pool P --request R [--admin-access] [--share-id ID] [--consumed NAME=QTY[,NAME=QTY...]] --device DEV[,DEV...] [--config JSON | --config-b64 BASE64] [--node N] [--class C] [--reserved]"
+	usage := "create-claim NS NAME --driver D --pool P --request R [--admin-access] [--share-id ID] [--consumed NAME=QTY[,NAME=QTY...]] --device DEV[,DEV...] [--config JSON | --config-b64 BASE64] [--node N] [--class C] [--reserved] [--binding-conditions A,B] [--binding-failure-conditions F,G] [--binds-to-node]"
 	if len(cmd.args) < 2 {
 		cmd.fail("Usage", "%s", usage)
 		return
@@ -283,6 +290,8 @@ func (s *server) cmdCreateClaim(cmd *command) {
 	driver, pool, request, node, class := "", "", "", "", "kdp-test"
 	reserved := false
 	adminAccess := false
+	bindsToNode := false
+	var bindConds, bindFails []interface{}
 	shareID := ""
 	var consumed M
 	capRequests := map[string]M{}
@@ -298,6 +307,10 @@ func (s *server) cmdCreateClaim(cmd *command) {
 		}
 		if flag == "--admin-access" { // the devices given after it
 			adminAccess = true
+			continue
+		}
+		if flag == "--binds-to-node" {
+			bindsToNode = true
 			continue
 		}
 		if i+1 >= len(a) {
@@ -317,6 +330,18 @@ func (s *server) cmdCreateClaim(cmd *command) {
 			node = v
 		case "--class":
 			class = v
+		case "--binding-conditions", "--binding-failure-conditions":
+			var l []interface{}
+			for _, t := range strings.Split(v, ",") {
+				if t != "" {
+					l = append(l, t)
+				}
+			}
+			if flag == "--binding-conditions" {
+				bindConds = l
+			} else {
+				bindFails = l
+			}
 		case "--share-id": // the devices given after it (v1's shareID, a UID)
 			shareID = v
 		case "--consumed": // what the devices given after it consumed (shares)
@@ -389,6 +414,14 @@ func (s *server) cmdCreateClaim(cmd *command) {
 		cmd.fail("Usage", "no --device; %s", usage)
 		return
 	}
+	for _, r := range results {
+		if len(bindConds) > 0 {
+			asMap(r)["bindingConditions"] = deepCopy(bindConds)
+		}
+		if len(bindFails) > 0 {
+			asMap(r)["bindingFailureConditions"] = deepCopy(bindFails)
+		}
+	}
 	var reqs []interface{}
 	for _, r := range requests {
 		ex := M{"deviceClassName": class, "allocationMode": "ExactCount", "count": jsonInt(int64(counts[r]))}
@@ -400,6 +433,12 @@ func (s *server) cmdCreateClaim(cmd *command) {
 	alloc := M{"devices": M{"results": results}}
 	if len(configs) > 0 {
 		getMap(alloc, "devices")["config"] = configs
+	}
+	if len(bindConds) > 0 {
+		alloc["allocationTimestamp"] = nowStamp()
+	}
+	if bindsToNode && node == "" {
+		node = pool
 	}
 	if node != "" {
 		alloc["nodeSelector"] = M{"nodeSelectorTerms": []interface{}{M{"matchFields": []interface{}{

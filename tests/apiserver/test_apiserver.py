@@ -774,6 +774,79 @@ class Python(ApiTest):
                            "jsonpath={.status.devices[0].conditions[0].reason}")
         self.assertEqual(out.stdout.strip(), "Configured")
 
+    def test_binding_conditions(self):
+        """create-claim's binding flags (KEP-5007) and binding-state, the
+        scheduler's PreBind check: pending until each result's conditions
+        are True in the status entry of its driver, pool and device (shareID
+        ignored; another pool's or driver's entry does not count); a failure
+        condition True fails it."""
+        api = self.custom()
+        uid = self.api.create_claim("ns1", "b", DRIVER, NODE, "gpu", ["gpu0", "gpu1"],
+                                    binding_conditions=["example.com/attached", "Ready"],
+                                    binding_failure_conditions=["example.com/failed"],
+                                    binds_to_node=True)
+        c = api.get_namespaced_custom_object(GROUP, "v1", "ns1", "resourceclaims", "b")
+        self.assertEqual(c["metadata"]["uid"], uid)
+        alloc = c["status"]["allocation"]
+        for r in alloc["devices"]["results"]:
+            self.assertEqual(r["bindingConditions"], ["example.com/attached", "Ready"])
+            self.assertEqual(r["bindingFailureConditions"], ["example.com/failed"])
+        self.assertRegex(alloc["allocationTimestamp"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        self.assertEqual(alloc["nodeSelector"], {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [NODE]}]}]})
+        st = self.api.binding_state("ns1", "b")
+        self.assertEqual((st["state"], st["detail"]), (
+            "pending", "waiting for example.com/attached,Ready,example.com/attached,Ready"))
+        # no binding conditions: ready at once, no timestamp
+        self.api.create_claim("ns1", "plain", DRIVER, NODE, "gpu", ["gpu0"], node=NODE)
+        self.assertEqual(self.api.binding_state("ns1", "plain")["state"], "ready")
+        plain = api.get_namespaced_custom_object(GROUP, "v1", "ns1", "resourceclaims", "plain")
+        self.assertNotIn("allocationTimestamp", plain["status"]["allocation"])
+        self.assertNotIn("bindingConditions", plain["status"]["allocation"]["devices"]["results"][0])
+
+        def cond(t, status="True", reason="Attached"):
+            return {"type": t, "status": status, "reason": reason, "message": "m",
+                    "lastTransitionTime": "2026-11-27T21:00:00Z"}
+        # results of three devices gpu0: this driver and pool, another
+        # driver, another pool; the other two's entries do not count
+        other = "other.example.com"
+        self.api.ok("create-claim ns1 p --driver %s --pool %s --request gpu --device gpu0 --driver %s"
+                    " --device gpu0 --driver %s --pool node-b --device gpu0 --node %s"
+                    " --binding-conditions Attached --binding-failure-conditions Failed"
+                    % (DRIVER, NODE, other, DRIVER, NODE))
+        c = api.get_namespaced_custom_object(GROUP, "v1", "ns1", "resourceclaims", "p")
+        self.assertEqual([r["bindingConditions"] for r in c["status"]["allocation"]["devices"]["results"]],
+                         [["Attached"]] * 3)
+        c["status"]["devices"] = [
+            {"driver": other, "pool": NODE, "device": "gpu0", "conditions": [cond("Attached")]},
+            {"driver": DRIVER, "pool": "node-b", "device": "gpu0", "conditions": [cond("Attached")]},
+            {"driver": DRIVER, "pool": NODE, "device": "gpu0",
+             "conditions": [cond("Attached", "False", "Waiting")]}]
+        c = api.replace_namespaced_custom_object_status(GROUP, "v1", "ns1", "resourceclaims", "p", c)
+        st = self.api.binding_state("ns1", "p")
+        self.assertEqual((st["state"], st["waiting"]), ("pending", ["Attached"]))
+        c["status"]["devices"][2]["conditions"] = [cond("Attached")]
+        c = api.replace_namespaced_custom_object_status(GROUP, "v1", "ns1", "resourceclaims", "p", c)
+        self.assertEqual(self.api.binding_state("ns1", "p")["state"], "ready")
+        # a failure condition True fails it, even with the others True
+        c["status"]["devices"][2]["conditions"].append(cond("Failed", reason="NoFabricPort"))
+        c = api.replace_namespaced_custom_object_status(GROUP, "v1", "ns1", "resourceclaims", "p", c)
+        st = self.api.binding_state("ns1", "p")
+        self.assertEqual((st["state"], st["condition"], st["reason"], st["detail"]),
+                         ("failed", "Failed", "NoFabricPort", "Failed NoFabricPort"))
+        # two shares of gpu1: one entry (the second share's) answers for both
+        s1, s2 = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+        self.api.ok("create-claim ns1 s --driver %s --pool %s --request gpu --share-id %s --device gpu1"
+                    " --share-id %s --device gpu1 --binding-conditions Attached" % (DRIVER, NODE, s1, s2))
+        self.assertEqual(self.api.binding_state("ns1", "s")["waiting"], ["Attached", "Attached"])
+        c = api.get_namespaced_custom_object(GROUP, "v1", "ns1", "resourceclaims", "s")
+        c["status"]["devices"] = [{"driver": DRIVER, "pool": NODE, "device": "gpu1", "shareID": s2,
+                                   "conditions": [cond("Attached")]}]
+        api.replace_namespaced_custom_object_status(GROUP, "v1", "ns1", "resourceclaims", "s", c)
+        self.assertEqual(self.api.binding_state("ns1", "s")["state"], "ready")
+        r = self.api.command("binding-state ns1 missing")
+        self.assertEqual((r["ok"], r["code"]), (False, "NotFound"))
+
     def test_deviceclasses(self):
         api = self.custom()
         body = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.example.com"},

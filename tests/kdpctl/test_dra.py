@@ -1072,6 +1072,112 @@ class BadInput(Base):
         p.wait_line(r"^\s*nic1\s+bindsToNode\s*$")
 
 
+    def test_binding_state(self):
+        """`dra claim` copies a slice device's binding conditions into its
+        result (with allocationTimestamp), as the scheduler does; the claim's
+        binding state, PreBind's check, in its output, the apiserver's claim
+        events and the Table's Binding column: pending until the status entry
+        of the result's driver, pool and device (shareID ignored; another
+        pool's or driver's does not count) has them True; failed when a
+        failure condition is True."""
+        api = self.dra_apiserver()
+        kc = os.path.join(self.path("api"), "kubeconfig")
+        S = "/apis/resource.k8s.io/v1/resourceslices"
+        code, made = self.req(api, "POST", S, body=json.dumps({"metadata": {"name": "s"}, "spec": {
+            "driver": DRV, "nodeName": NODE, "pool": {"name": NODE, "resourceSliceCount": 1},
+            "devices": [{"name": "gopher0", "bindingConditions": ["Attached"],
+                         "bindingFailureConditions": ["Failed"], "bindsToNode": True},
+                        {"name": "gopher1"}]}}).encode())
+        self.assertEqual(code, 201, made)
+        m = api.mark()
+        r = self.kdpctl("dra", "claim", "--kubeconfig", kc, "default/bc", "--driver", DRV, "--node",
+                        NODE, "--device", "gopher0,gopher1", "--json")
+        self.assertEqual(r.returncode, 0, r)
+        ev = json.loads(r.stdout.splitlines()[-1])
+        self.assertEqual((ev["event"], ev["binding_state"], ev["binding"]),
+                         ("claim", "pending", "pending: waiting for Attached"))
+        api.wait_event("claim", name="bc", binding_state="pending", since=m)
+        C = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/"
+        code, cl = self.req(api, "GET", C + "bc")
+        alloc = cl["status"]["allocation"]
+        res = alloc["devices"]["results"]
+        self.assertEqual((res[0]["bindingConditions"], res[0]["bindingFailureConditions"]),
+                         (["Attached"], ["Failed"]))
+        self.assertNotIn("bindingConditions", res[1])
+        self.assertRegex(alloc["allocationTimestamp"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        self.assertEqual(alloc["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"],
+                         [NODE])
+        # no binding conditions: ready at once
+        self.assertIn("binding ready", self.kdpctl("dra", "claim", "--kubeconfig", kc, "default/plain",
+                                                   "--driver", DRV, "--node", NODE, "--device",
+                                                   "gopher1").stderr)
+
+        def cond(t, status="True", reason="Attached"):
+            return {"type": t, "status": status, "reason": reason,
+                    "lastTransitionTime": "2026-11-27T21:00:00Z"}
+
+        def put_status(claim):
+            code, out = self.req(api, "PUT", C + claim["metadata"]["name"] + "/status",
+                                 body=json.dumps(claim).encode())
+            self.assertEqual(code, 200, out)
+            return out
+        # a claim as the scheduler leaves it: gopher0 twice shared, and a
+        # gopher0 of another pool and of another driver
+        s1, s2 = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+        other = "other.example.com"
+        bc = {"bindingConditions": ["Attached"], "bindingFailureConditions": ["Failed"]}
+        results = [dict(bc, request="r", driver=DRV, pool=NODE, device="gopher0", shareID=s1),
+                   dict(bc, request="r", driver=DRV, pool=NODE, device="gopher0", shareID=s2),
+                   dict(bc, request="r", driver=DRV, pool="node-b", device="gopher0"),
+                   dict(bc, request="r", driver=other, pool=NODE, device="gopher0")]
+        code, p = self.req(api, "POST", C[:-1], body=json.dumps({
+            "metadata": {"name": "p", "namespace": "default"}, "spec": {"devices": {"requests": [
+                {"name": "r", "exactly": {"deviceClassName": DRV, "allocationMode": "ExactCount",
+                                          "count": 4}}]}}}).encode())
+        self.assertEqual(code, 201, p)
+        p["status"] = {"allocation": {"devices": {"results": results},
+                                      "allocationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                           time.gmtime())}}
+        m = api.mark()
+        p = put_status(p)
+        ev = api.wait_event("claim", name="p", since=m)
+        self.assertEqual(ev["binding"], "pending: waiting for Attached,Attached,Attached,Attached")
+        p["status"]["devices"] = [
+            {"driver": DRV, "pool": "node-b", "device": "gopher0", "conditions": [cond("Attached")]},
+            {"driver": other, "pool": NODE, "device": "gopher0", "conditions": [cond("Attached")]},
+            {"driver": DRV, "pool": NODE, "device": "gopher0", "shareID": s2,
+             "conditions": [cond("Attached", "False", "Waiting")]}]
+        m = api.mark()
+        p = put_status(p)
+        ev = api.wait_event("claim", name="p", since=m)
+        self.assertEqual((ev["binding_state"], ev["binding"]),
+                         ("pending", "pending: waiting for Attached,Attached"))
+        # the second share's entry answers for both shares
+        p["status"]["devices"][2]["conditions"] = [cond("Attached")]
+        m = api.mark()
+        p = put_status(p)
+        ev = api.wait_event("claim", name="p", since=m)
+        self.assertEqual((ev["binding_state"], ev["binding"]), ("ready", "ready"))
+        p["status"]["devices"][2]["conditions"].append(cond("Failed", reason="NoFabricPort"))
+        m = api.mark()
+        p = put_status(p)
+        ev = api.wait_event("claim", name="p", since=m)
+        self.assertEqual((ev["binding_state"], ev["binding"]), ("failed", "failed: Failed NoFabricPort"))
+        # the Table's Binding column (kubectl get -o wide)
+        with open(os.path.join(self.path("api"), "token")) as f:
+            tok = f.read().strip()
+        c = self.conn(api)
+        c.request("GET", C[:-1], headers={"Authorization": "Bearer " + tok, "Accept":
+                                          "application/json;as=Table;v=v1;g=meta.k8s.io"})
+        t = json.loads(c.getresponse().read())
+        c.close()
+        self.assertEqual([(x["name"], x["priority"]) for x in t["columnDefinitions"]][-1], ("Binding", 1))
+        cells = {row["cells"][0]: row["cells"][-1] for row in t["rows"]}
+        self.assertEqual(cells, {"bc": "pending: waiting for Attached", "plain": "ready",
+                                 "p": "failed: Failed NoFabricPort"})
+        self.assertTrue(api.alive())
+
+
 class Window(Base):
     """Watches that resume: from the window of the last 1000 events, or 410."""
 

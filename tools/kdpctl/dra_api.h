@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "dra.h"
 #include "dra_http.h"
@@ -212,6 +213,28 @@ int kd_cmd_run(const kd_opts *o);
 
 /* dra_claim.c */
 int kd_cmd_claim(const kd_opts *o);
+
+/* dra_binding.c: binding conditions (KEP-5007) as the scheduler handles
+ * them. */
+typedef enum kd_bind_state { KD_BIND_READY, KD_BIND_PENDING, KD_BIND_FAILED } kd_bind_state;
+/* The scheduler's PreBind check of claim at now: the state, and in text
+ * "ready", "pending: waiting for A,B", "failed: TYPE Reason" or "failed:
+ * timeout" (600 s after allocationTimestamp). Pure. */
+kd_bind_state kd_binding_state(const json_t *claim, time_t now, char *text, size_t cap);
+/* "ready", "pending", "failed". */
+const char *kd_binding_state_name(kd_bind_state s);
+/* Copies a slice device's bindingConditions and bindingFailureConditions
+ * into an allocation result: true when it has binding conditions. */
+bool kd_binding_copy(json_t *result, const json_t *device);
+/* Some result of the claim's allocation has binding conditions. */
+bool kd_binding_any(const json_t *claim);
+/* A claim with binding conditions changed: its state printed. */
+void kd_print_claim_binding(const kd_api *a, const char *type, const json_t *o);
+
+/* The device named name in the node's slices of driver (the pool named
+ * after the node), or NULL. */
+const json_t *kd_claim_find_device(const json_t *list, const char *driver, const char *node,
+                                   const char *name);
 
 /* dra_claim_check.c: what is wrong with allocating devices of driver on
  * node (shared: with share IDs; consumed: {capacity: quantity} or NULL),

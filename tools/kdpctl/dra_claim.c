@@ -7,13 +7,19 @@
  * status.allocation.devices.results (request, driver, pool = the node,
  * device; with --share-id each a share, with --consumed what it consumed)
  * and, with --config, one opaque config for the request, and a node
- * selector for the node. Prints the claim's UID. `--delete NS/NAME` deletes
+ * selector for the node. A device whose slice declares binding conditions
+ * (KEP-5007) has them copied into its result, with the allocation's
+ * allocationTimestamp, as the scheduler does (not with --no-check: no
+ * slices are read); the node selector is pinned to the node either way
+ * (bindsToNode). Prints the claim's UID and its binding state
+ * (dra_binding.c). `--delete NS/NAME` deletes
  * a claim. Works against `kdpctl dra apiserver` and any API server.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/k8snames.h"
 #include "dra_api.h"
@@ -30,6 +36,8 @@ typedef struct kd_claim {
     json_t *config;   /* --config, parsed */
     json_t *consumed; /* --consumed, as {name: quantity} */
     kc_strv devices;
+    json_t *slices; /* the driver's slices, when checked */
+    bool binding;   /* some result has binding conditions */
     int exit;
 } kd_claim;
 
@@ -64,6 +72,8 @@ static void on_status(int err, long code, json_t *obj, const char *why, void *ud
         return;
     }
     const char *uid = json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
+    char bind[600];
+    kd_bind_state bs = kd_binding_state(obj, time(NULL), bind, sizeof(bind));
     if (c->o->json) {
         kc_json j;
         kd_json(&j, "claim");
@@ -72,6 +82,8 @@ static void on_status(int err, long code, json_t *obj, const char *why, void *ud
         kc_json_str(&j, "uid", uid);
         kc_json_str(&j, "driver", c->o->driver);
         kc_json_str(&j, "node", c->o->node);
+        kc_json_str(&j, "binding_state", kd_binding_state_name(bs));
+        kc_json_str(&j, "binding", bind);
         kc_json_arr(&j, "devices");
         for (size_t i = 0; i < c->devices.n; i++) {
             kc_json_str(&j, NULL, c->devices.v[i]);
@@ -81,9 +93,9 @@ static void on_status(int err, long code, json_t *obj, const char *why, void *ud
     } else {
         printf("%s\n", uid ? uid : "");
         fprintf(stderr,
-                "kdpctl dra claim: %s/%s allocated (%s on %s: %s); prepare it with: prepare %s "
-                "%s/%s/%s\n",
-                c->ns, c->name, c->o->driver, c->o->node, c->o->devices, c->o->driver, c->ns,
+                "kdpctl dra claim: %s/%s allocated (%s on %s: %s; binding %s); prepare it with: "
+                "prepare %s %s/%s/%s\n",
+                c->ns, c->name, c->o->driver, c->o->node, c->o->devices, bind, c->o->driver, c->ns,
                 c->name, uid ? uid : "");
     }
     c->exit = KC_EXIT_OK;
@@ -105,6 +117,11 @@ static json_t *result(kd_claim *c, const char *req, const char *device)
     if (r && c->consumed) {
         json_object_set(r, "consumedCapacity", c->consumed);
     }
+    const json_t *dev =
+        c->slices ? kd_claim_find_device(c->slices, c->o->driver, c->o->node, device) : NULL;
+    if (r && dev && kd_binding_copy(r, dev)) {
+        c->binding = true;
+    }
     return r;
 }
 
@@ -122,9 +139,18 @@ static json_t *allocation(kd_claim *c)
                                       "requests", req, "opaque", "driver", c->o->driver,
                                       "parameters", c->config));
     }
-    return json_pack("{s:{s:o, s:{s:[{s:[{s:s, s:s, s:[s]}]}]}}}", "allocation", "devices", devices,
-                     "nodeSelector", "nodeSelectorTerms", "matchFields", "key", "metadata.name",
-                     "operator", "In", "values", c->o->node);
+    json_t *st = json_pack("{s:{s:o, s:{s:[{s:[{s:s, s:s, s:[s]}]}]}}}", "allocation", "devices",
+                           devices, "nodeSelector", "nodeSelectorTerms", "matchFields", "key",
+                           "metadata.name", "operator", "In", "values", c->o->node);
+    if (st && c->binding) { /* when PreBind's 600 s begin */
+        char ts[32];
+        time_t now = time(NULL);
+        struct tm tm;
+        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+        json_object_set_new(json_object_get(st, "allocation"), "allocationTimestamp",
+                            json_string(ts));
+    }
+    return st;
 }
 
 static void on_created(int err, long code, json_t *obj, const char *why, void *ud)
@@ -221,6 +247,7 @@ static void on_listed(int err, long code, json_t *obj, const char *why, void *ud
              "driver publishes; --no-check allocates it anyway (to try the driver's refusal)");
         return;
     }
+    c->slices = json_incref(obj);
     int r = create(c);
     if (r < 0) {
         fail(c, "cannot create the claim", strerror(-r));
@@ -414,5 +441,6 @@ int kd_cmd_claim(const kd_opts *o)
     kc_strv_free(&c.devices);
     json_decref(c.config);
     json_decref(c.consumed);
+    json_decref(c.slices);
     return c.exit;
 }

@@ -13,8 +13,8 @@
 #include "dra_api.h"
 
 /* The device named name in the node's slices of driver, or NULL. */
-static const json_t *find_device(const json_t *list, const char *driver, const char *node,
-                                 const char *name)
+const json_t *kd_claim_find_device(const json_t *list, const char *driver, const char *node,
+                                   const char *name)
 {
     size_t i;
     json_t *s;
@@ -48,7 +48,7 @@ const char *kd_claim_problem(const json_t *list, const char *driver, const char 
 {
     for (size_t i = 0; i < devices->n; i++) {
         const char *name = devices->v[i];
-        const json_t *dev = find_device(list, driver, node, name);
+        const json_t *dev = kd_claim_find_device(list, driver, node, name);
         if (!dev) {
             snprintf(why, len,
                      "device %s is in no ResourceSlice of driver %s on node %s: the scheduler "

@@ -110,6 +110,8 @@ static void record(kd_api *a, kd_kind k, const char *type, json_t *o)
     notify(a, k, type, o);
     if (k == KD_SLICE) {
         kd_print_slice(a, type, o);
+    } else if (k == KD_CLAIM) {
+        kd_print_claim_binding(a, type, o);
     }
 }
 

@@ -3,7 +3,8 @@
  * dra_table: the Table (meta.k8s.io/v1) answers of `kdpctl dra apiserver`,
  * for `kubectl get` (which asks for one in its Accept header): the columns
  * kubectl shows for the resource (slices: NAME NODE DRIVER POOL AGE; claims:
- * NAME STATE AGE; nodes: NAME AGE), each row with the object's metadata
+ * NAME STATE AGE, and BINDING with -o wide: the binding conditions' state,
+ * dra_binding.c; nodes: NAME AGE), each row with the object's metadata
  * (PartialObjectMetadata).
  */
 #include <stdio.h>
@@ -47,24 +48,29 @@ static const char *str(const json_t *o, const char *a, const char *b)
     return json_is_string(v) ? json_string_value(v) : "";
 }
 
-static json_t *column(const char *name, const char *type, const char *format, const char *what)
+static json_t *column(const char *name, const char *type, const char *format, const char *what,
+                      int priority)
 {
     return json_pack("{s:s, s:s, s:s, s:s, s:i}", "name", name, "type", type, "format", format,
-                     "description", what, "priority", 0);
+                     "description", what, "priority", priority);
 }
 
 static json_t *columns(kd_kind k)
 {
     json_t *c = json_array();
-    json_array_append_new(c, column("Name", "string", "name", "Name of the object"));
+    json_array_append_new(c, column("Name", "string", "name", "Name of the object", 0));
     if (k == KD_SLICE) {
-        json_array_append_new(c, column("Node", "string", "", "spec.nodeName"));
-        json_array_append_new(c, column("Driver", "string", "", "spec.driver"));
-        json_array_append_new(c, column("Pool", "string", "", "spec.pool.name"));
+        json_array_append_new(c, column("Node", "string", "", "spec.nodeName", 0));
+        json_array_append_new(c, column("Driver", "string", "", "spec.driver", 0));
+        json_array_append_new(c, column("Pool", "string", "", "spec.pool.name", 0));
     } else if (k == KD_CLAIM) {
-        json_array_append_new(c, column("State", "string", "", "allocated or pending"));
+        json_array_append_new(c, column("State", "string", "", "allocated or pending", 0));
     }
-    json_array_append_new(c, column("Age", "string", "", "Time since creation"));
+    json_array_append_new(c, column("Age", "string", "", "Time since creation", 0));
+    if (k == KD_CLAIM) { /* -o wide */
+        json_array_append_new(
+            c, column("Binding", "string", "", "binding conditions: ready, pending or failed", 1));
+    }
     return c;
 }
 
@@ -85,6 +91,11 @@ static json_t *row(kd_kind k, const json_t *o)
         json_array_append_new(cells, json_string(alloc ? "allocated" : "pending"));
     }
     json_array_append_new(cells, json_string(a));
+    if (k == KD_CLAIM) {
+        char text[600];
+        (void)kd_binding_state(o, time(NULL), text, sizeof(text));
+        json_array_append_new(cells, json_string(text));
+    }
     return json_pack("{s:o, s:{s:s, s:s, s:O}}", "cells", cells, "object", "kind",
                      "PartialObjectMetadata", "apiVersion", "meta.k8s.io/v1", "metadata", md);
 }

@@ -112,12 +112,22 @@ Commands (stdin lines; an optional last word "#ID" is echoed as "id"):
   create-claim NS NAME --driver D --pool P --request R [--admin-access]
                [--share-id ID] [--consumed NAME=QTY,...] --device DEV[,DEV...]
                [--config JSON | --config-b64 BASE64] [--node N] [--class C]
-               [--reserved]
+               [--reserved] [--binding-conditions A,B]
+               [--binding-failure-conditions F,G] [--binds-to-node]
                             an allocated claim (status.allocation.devices
                             results and config[].opaque{driver, parameters});
                             --driver/--pool/--request hold until changed, so
                             one claim can hold several drivers' devices;
+                            the binding lists go into every result (with
+                            allocationTimestamp), --binds-to-node pins the
+                            node selector to --node (else the last --pool),
+                            as the scheduler does (KEP-5007);
                             reply: uid, resourceVersion, claim
+  binding-state NS NAME     the scheduler's PreBind check of the claim:
+                            reply: state ("ready", "pending", "failed"),
+                            waiting (types not yet True), detail ("waiting
+                            for A,B" / "TYPE Reason" / "timeout"); failed:
+                            condition, reason, message
   delete-claim NS NAME
   add-node NAME | delete-node NAME   (delete-node also deletes the slices it
                             owns, as the garbage collector does: collected)
@@ -264,9 +274,13 @@ class ApiServer(Proc):
         return self.ok("stats")
 
     def create_claim(self, ns, name, driver, pool, request, devices, config=None, node=None,
-                     admin_access=False, share_id=None, consumed=None):
+                     admin_access=False, share_id=None, consumed=None, binding_conditions=None,
+                     binding_failure_conditions=None, binds_to_node=False):
         """An allocated claim; returns its UID. consumed: {capacity:
-        quantity} each device (a share) consumed."""
+        quantity} each device (a share) consumed. binding_conditions,
+        binding_failure_conditions: condition types copied into every
+        result (KEP-5007); binds_to_node: the node selector pinned to node
+        (else pool)."""
         line = "create-claim %s %s --driver %s --pool %s --request %s%s%s%s --device %s" % (
             ns, name, driver, pool, request, " --admin-access" if admin_access else "",
             " --share-id %s" % share_id if share_id else "",
@@ -276,7 +290,19 @@ class ApiServer(Proc):
             line += " --config-b64 %s" % base64.b64encode(json.dumps(config).encode()).decode()
         if node:
             line += " --node %s" % node
+        if binding_conditions:
+            line += " --binding-conditions %s" % ",".join(binding_conditions)
+        if binding_failure_conditions:
+            line += " --binding-failure-conditions %s" % ",".join(binding_failure_conditions)
+        if binds_to_node:
+            line += " --binds-to-node"
         return self.ok(line)["uid"]
+
+    def binding_state(self, ns, name):
+        """The scheduler's PreBind check of a claim: the binding-state
+        reply (state "ready" / "pending" / "failed", waiting, detail;
+        failed: condition, reason, message)."""
+        return self.ok("binding-state %s %s" % (ns, name))
 
     def sync(self):
         """Returns once every request a client has had its answer to is in
