@@ -32,7 +32,8 @@ set(KDP_FUZZ_EXTRA_dra_api
   ${CMAKE_SOURCE_DIR}/fuzz/dra_api/dra_table.c ${CMAKE_SOURCE_DIR}/fuzz/dra_api/print.c
   ${CMAKE_SOURCE_DIR}/fuzz/dra_api/dra_check.c ${CMAKE_SOURCE_DIR}/fuzz/dra_api/dra_check_share.c
   ${CMAKE_SOURCE_DIR}/fuzz/dra_api/dra_check_status.c
-  ${CMAKE_SOURCE_DIR}/fuzz/dra_api/dra_check_class.c ${CMAKE_SOURCE_DIR}/fuzz/dra_api/dra_slice_out.c)
+  ${CMAKE_SOURCE_DIR}/fuzz/dra_api/dra_check_class.c ${CMAKE_SOURCE_DIR}/fuzz/dra_api/dra_slice_out.c
+  ${CMAKE_SOURCE_DIR}/fuzz/dra_api/dra_binding.c)
 foreach(name IN LISTS KDP_FUZZ_TARGETS)
   if(NOT KDP_FUZZ_LAYER_${name})
     message(FATAL_ERROR "fuzz/fuzz_${name}.c: name its layer in fuzz/targets.cmake")

@@ -119,7 +119,8 @@ func validateConditions(v interface{}, path string) []fieldErr {
 	for i, c := range list {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		cm, _ := c.(map[string]interface{})
-		errs = append(errs, uniqueName(getString(cm, "type"), p+".type", types, qualifiedName)...)
+		// a condition type: ValidateLabelName (metav1 validation.ValidateCondition)
+		errs = append(errs, uniqueName(getString(cm, "type"), p+".type", types, labelName)...)
 		switch st := getString(cm, "status"); st {
 		case "True", "False", "Unknown":
 		case "":
