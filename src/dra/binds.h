@@ -60,7 +60,7 @@ void kdp__dra_binds_done(kdp__dra_binds *b);
 
 /* The informer's view (k8s/informer.h's callbacks). */
 void kdp__dra_binds_sync_begin(kdp__dra_binds *b);
-void kdp__dra_binds_event(kdp__dra_binds *b, const char *type, json_t *claim);
+void kdp__dra_binds_event(kdp__dra_binds *b, const char *type, json_t *obj);
 void kdp__dra_binds_sync_end(kdp__dra_binds *b);
 
 /* The bind op on claim uid failed (why): its devices' first failure

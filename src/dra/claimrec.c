@@ -70,7 +70,7 @@ void kdp__dra_rec_free(kdp__dra_rec *r)
     if (!r) {
         return;
     }
-    for (size_t i = 0; i < r->n_devs; i++) {
+    for (size_t i = 0; r->devs && i < r->n_devs; i++) {
         rdev_clear(&r->devs[i]);
     }
     free(r->devs);

@@ -70,6 +70,37 @@ static char *dup_or_null(const char *s, bool *oom)
     return d;
 }
 
+/* A deep copy of device s into t (zeroed); *oom set on a failure (what t
+ * holds then is freed with it). */
+static void dev_copy(kdp__claim_dev *t, const kdp__claim_dev *s, bool *oom)
+{
+    t->request = dup_or_null(s->request, oom);
+    t->pool = dup_or_null(s->pool, oom);
+    t->device = dup_or_null(s->device, oom);
+    t->share_id = dup_or_null(s->share_id, oom);
+    t->admin_access = s->admin_access;
+    if (s->n_consumed) {
+        t->consumed = kdp__share_quantities_dup(s->consumed, s->n_consumed);
+        t->n_consumed = t->consumed ? s->n_consumed : 0;
+        *oom |= !t->consumed;
+    }
+    t->configs = s->n_configs ? calloc(s->n_configs, sizeof(char *)) : NULL;
+    *oom |= s->n_configs && !t->configs;
+    for (size_t j = 0; !*oom && j < s->n_configs; j++) {
+        t->configs[j] = dup_or_null(s->configs[j], oom);
+        t->n_configs++;
+    }
+    size_t nb = s->n_bind + s->n_bind_fail;
+    t->bind = nb ? calloc(nb, sizeof(char *)) : NULL;
+    *oom |= nb && !t->bind;
+    for (size_t j = 0; !*oom && j < nb; j++) {
+        t->bind[j] = dup_or_null(s->bind[j], oom);
+    }
+    t->n_bind = t->bind ? s->n_bind : 0;
+    t->n_bind_fail = t->bind ? s->n_bind_fail : 0;
+    t->status = dup_or_null(s->status, oom);
+}
+
 kdp__claim *kdp__claim_dup(const kdp__claim *c)
 {
     if (!c) {
@@ -87,34 +118,8 @@ kdp__claim *kdp__claim_dup(const kdp__claim *c)
     d->devs = c->n_devs ? calloc(c->n_devs, sizeof(*d->devs)) : NULL;
     oom |= c->n_devs && !d->devs;
     for (size_t i = 0; !oom && i < c->n_devs; i++) {
-        const kdp__claim_dev *s = &c->devs[i];
-        kdp__claim_dev *t = &d->devs[i];
         d->n_devs++;
-        t->request = dup_or_null(s->request, &oom);
-        t->pool = dup_or_null(s->pool, &oom);
-        t->device = dup_or_null(s->device, &oom);
-        t->share_id = dup_or_null(s->share_id, &oom);
-        t->admin_access = s->admin_access;
-        if (s->n_consumed) {
-            t->consumed = kdp__share_quantities_dup(s->consumed, s->n_consumed);
-            t->n_consumed = t->consumed ? s->n_consumed : 0;
-            oom |= !t->consumed;
-        }
-        t->configs = s->n_configs ? calloc(s->n_configs, sizeof(char *)) : NULL;
-        oom |= s->n_configs && !t->configs;
-        for (size_t j = 0; !oom && j < s->n_configs; j++) {
-            t->configs[j] = dup_or_null(s->configs[j], &oom);
-            t->n_configs++;
-        }
-        size_t nb = s->n_bind + s->n_bind_fail;
-        t->bind = nb ? calloc(nb, sizeof(char *)) : NULL;
-        oom |= nb && !t->bind;
-        for (size_t j = 0; !oom && j < nb; j++) {
-            t->bind[j] = dup_or_null(s->bind[j], &oom);
-        }
-        t->n_bind = t->bind ? s->n_bind : 0;
-        t->n_bind_fail = t->bind ? s->n_bind_fail : 0;
-        t->status = dup_or_null(s->status, &oom);
+        dev_copy(&d->devs[i], &c->devs[i], &oom);
     }
     if (oom) {
         kdp__claim_free(d);

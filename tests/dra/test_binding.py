@@ -14,7 +14,7 @@ import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_dra import DRV, NODE, Base, TestDriver  # noqa: E402
+from test_dra import DRV, NODE, SRC, Base, TestDriver  # noqa: E402
 from kdptest import T  # noqa: E402
 
 ATTACHED = "example.com/attached"
@@ -136,6 +136,37 @@ class Binding(Base):
         api.sync()
         self.assertEqual(api.requests(mark, verb="list", resource="resourceclaims"), [])
         self.assertEqual(api.requests(mark, verb="watch", resource="resourceclaims"), [])
+
+    def test_rbac_covers_calls(self):
+        """A bind driver's calls (slices, the claim watch, the bind op's
+        status, a prepare and unprepare) are granted by deploy/dra/rbac.yaml
+        with rbac-bind.yaml, and rbac-bind.yaml grants nothing unused."""
+        import yaml
+        granted = {}
+        for name in ("rbac.yaml", "rbac-bind.yaml"):
+            with open(os.path.join(SRC, "deploy", "dra", name)) as f:
+                docs = [d for d in yaml.safe_load_all(f) if d]
+            role = [d for d in docs if d["kind"] == "ClusterRole"][0]
+            granted[name] = {(v, res) for r in role["rules"] for res in r["resources"]
+                             for v in r["verbs"]}
+        api = self.api()
+        kl = self.kubelet()
+        drv = self.start_proc(TestDriver(self, api, DECLARE + ["--bind", "ok"]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        uid = self.claim(api, "c1", ["dev-0"])
+        self.wait_state(api, "c1", "ready")
+        claim = ["default/c1/" + uid]
+        self.assertEqual(kl.dra_prepare(DRV, claim)["by_uid"][uid]["result"], "prepared")
+        self.assertEqual(kl.dra_unprepare(DRV, claim)["by_uid"][uid]["result"], "unprepared")
+        self.assertEqual(drv.stop(), 0)
+        api.sync()
+        used = {(r["verb"], r["resource"]) for r in api.requests()
+                if r.get("resource") and r["code"] < 500}
+        all_granted = granted["rbac.yaml"] | granted["rbac-bind.yaml"]
+        self.assertEqual(sorted(used - all_granted), [], "calls the manifests do not grant")
+        self.assertEqual(sorted(granted["rbac-bind.yaml"] - used), [],
+                         "granted but never called: remove them from deploy/dra/rbac-bind.yaml")
 
 
 if __name__ == "__main__":
