@@ -137,6 +137,32 @@ class Binding(Base):
         self.assertEqual(api.requests(mark, verb="list", resource="resourceclaims"), [])
         self.assertEqual(api.requests(mark, verb="watch", resource="resourceclaims"), [])
 
+    def test_watch_ended_and_expired(self):
+        """The claim watch ended by the server is opened again from where it
+        was (no list); ended with 410 Gone after the events were forgotten,
+        the claims are listed again; a claim deleted meanwhile is dropped,
+        and the claims after it are bound."""
+        api = self.api()
+        kl = self.kubelet()
+        drv = self.start_proc(TestDriver(self, api, DECLARE + ["--bind", "ok"]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        uid = self.claim(api, "c1", ["dev-0"])
+        drv.wait_log("bind %s dev-0$" % uid, T)
+        mark = api.mark()
+        api.ok("expire-watches")
+        api.wait_event("request", T, since=mark, verb="watch", resource="resourceclaims")
+        api.sync()
+        self.assertEqual(api.requests(mark, verb="list", resource="resourceclaims"), [])
+        mark = api.mark()
+        api.ok("compact")
+        api.ok("expire-watches 410")
+        api.wait_event("request", T, since=mark, verb="list", resource="resourceclaims")
+        uid2 = self.claim(api, "c2", ["dev-1"])
+        drv.wait_log("bind %s dev-1$" % uid2, T)
+        self.wait_state(api, "c2", "ready")
+        self.assertEqual(drv.count_log("bind " + uid), 1)  # met: no second bind op
+
     def test_rbac_covers_calls(self):
         """A bind driver's calls (slices, the claim watch, the bind op's
         status, a prepare and unprepare) are granted by deploy/dra/rbac.yaml
