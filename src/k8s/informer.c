@@ -25,7 +25,7 @@ struct kdp__inf {
     kdp__backoff bo;
     char rv[128];    /* the last resourceVersion seen ("": list) */
     char *cont;      /* the next page's continue token (NULL: first) */
-    bool syncing;    /* between sync_begin and sync_end */
+    unsigned page;   /* objects per list page */
     uint64_t opened; /* when the watch was opened */
 };
 
@@ -75,7 +75,6 @@ static void list_done(int err, long code, json_t *obj, const char *why, void *ud
     }
     if (!f->cont) { /* the first page: its resourceVersion is the list's */
         snprintf(f->rv, sizeof(f->rv), "%s", rv);
-        f->syncing = true;
         if (f->cbs.sync_begin) {
             f->cbs.sync_begin(f->cbs.ud);
         }
@@ -95,7 +94,6 @@ static void list_done(int err, long code, json_t *obj, const char *why, void *ud
         return;
     }
     if (!f->cont) {
-        f->syncing = false;
         if (f->cbs.sync_end) {
             f->cbs.sync_end(f->cbs.ud);
         }
@@ -167,7 +165,7 @@ static void step(kdp__inf *f)
         retry(f, -ENAMETOOLONG, "the list's continue token is over 1 KiB");
         return;
     }
-    int w = list ? snprintf(path, sizeof(path), "%s?limit=%d%s%s", f->path, KDP__INF_PAGE,
+    int w = list ? snprintf(path, sizeof(path), "%s?limit=%u%s%s", f->path, f->page,
                             f->cont ? "&continue=" : "", value)
                  : snprintf(path, sizeof(path),
                             "%s?resourceVersion=%s&allowWatchBookmarks=true&timeoutSeconds=%d",
@@ -210,6 +208,7 @@ int kdp__inf_new(kdp__api *a, const char *path, const kdp__inf_cbs *cbs, kdp__in
     f->a = a;
     f->cbs = *cbs;
     f->path = strdup(path);
+    f->page = KDP__INF_PAGE;
     kdp__backoff_init(&f->bo, MIN_BACKOFF_US, MAX_BACKOFF_US, 0);
     int r = f->path ? kdp__timer_new(kdp__api_loop(a), on_timer, f, &f->t) : -ENOMEM;
     if (r < 0) {
@@ -219,6 +218,11 @@ int kdp__inf_new(kdp__api *a, const char *path, const kdp__inf_cbs *cbs, kdp__in
     kdp__timer_start(f->t, 0);
     *ret = f;
     return 0;
+}
+
+void kdp__inf_set_page(kdp__inf *f, unsigned n)
+{
+    f->page = n < 1 ? 1 : n > KDP__INF_PAGE ? KDP__INF_PAGE : n;
 }
 
 void kdp__inf_free(kdp__inf *f)

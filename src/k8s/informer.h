@@ -41,6 +41,9 @@ typedef struct kdp__inf_cbs {
  * no query) in view. Returns 0 and *ret (the list starts from the loop),
  * -EINVAL, -ENOMEM. */
 int kdp__inf_new(kdp__api *a, const char *path, const kdp__inf_cbs *cbs, kdp__inf **ret);
+/* Objects per page from the next list on (1 .. KDP__INF_PAGE; tests and
+ * servers with small pages). */
+void kdp__inf_set_page(kdp__inf *f, unsigned n);
 /* Cancels what is under way (no callback runs after). NULL is fine. */
 void kdp__inf_free(kdp__inf *f);
 

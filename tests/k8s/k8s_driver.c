@@ -13,6 +13,9 @@
  *   set N [TAG]               publish devices dev-000..: attributes model
  *                             ("m-TAG"), index; capacity memory 1Gi
  *   claim VERSION DRIVER POOL NS NAME UID   read a claim (UID "-": none)
+ *   informer PATH PAGE        keep the collection PATH in view (k8s/informer,
+ *                             PAGE objects a list page): events inf_begin,
+ *                             inf {type, name}, inf_end, inf_error
  *   idle MS                   figures after MS ms: the loop's next timer
  *                             before, and the callbacks run meanwhile
  *   status | stats | free | quit
@@ -31,6 +34,7 @@
 
 #include "k8s/api.h"
 #include "k8s/claims.h"
+#include "k8s/informer.h"
 #include "k8s/kconfig.h"
 #include "k8s/lines.h"
 #include "k8s/slices.h"
@@ -40,6 +44,7 @@ static kdp__loop *loop;
 static kdp__kconfig *kc;
 static kdp__api *api;
 static kdp__slices *slices;
+static kdp__inf *inf;
 static kdp__lines input;
 static kdp__io *in_io;
 static kdp__timer *idle_timer;
@@ -104,6 +109,46 @@ static void on_claim(int err, const kdp__claim *c, const char *why, void *ud)
                                       c->uid, "devices", devs));
     }
     emit(o);
+}
+
+static void inf_begin(void *ud)
+{
+    (void)ud;
+    emit(json_pack("{s:s}", "event", "inf_begin"));
+}
+
+static void inf_event(void *ud, const char *type, json_t *obj)
+{
+    (void)ud;
+    json_t *meta = json_object_get(obj, "metadata");
+    emit(json_pack("{s:s,s:s,s:s?,s:s?}", "event", "inf", "type", type, "name",
+                   json_string_value(json_object_get(meta, "name")), "rv",
+                   json_string_value(json_object_get(meta, "resourceVersion"))));
+}
+
+static void inf_end(void *ud)
+{
+    (void)ud;
+    emit(json_pack("{s:s}", "event", "inf_end"));
+}
+
+static void inf_error(void *ud, int err, const char *why)
+{
+    (void)ud;
+    emit(json_pack("{s:s,s:i,s:s}", "event", "inf_error", "err", err, "why", why));
+}
+
+static int start_informer(const char *path, const char *page)
+{
+    kdp__inf_cbs cbs = {
+        .sync_begin = inf_begin, .event = inf_event, .sync_end = inf_end, .error = inf_error};
+    kdp__inf_free(inf);
+    inf = NULL;
+    int r = kdp__inf_new(api, path, &cbs, &inf);
+    if (r == 0) {
+        kdp__inf_set_page(inf, (unsigned)strtoul(page, NULL, 10));
+    }
+    return r;
 }
 
 static void on_idle(kdp__timer *t, void *ud)
@@ -187,6 +232,8 @@ static void command(char *line)
     } else if (strcmp(cmd, "claim") == 0 && api && argc >= 7) {
         r = kdp__claim_get(api, argv[1], argv[2], argv[3], argv[4], argv[5],
                            strcmp(argv[6], "-") == 0 ? NULL : argv[6], on_claim, NULL, NULL);
+    } else if (strcmp(cmd, "informer") == 0 && api && argc >= 3) {
+        r = start_informer(argv[1], argv[2]);
     } else if (strcmp(cmd, "idle") == 0 && argc >= 2) {
         emit(json_pack("{s:s,s:I}", "event", "idle_start", "next_timeout_ms",
                        (json_int_t)kdp__loop_next_timeout_ms(loop)));
@@ -197,6 +244,8 @@ static void command(char *line)
         kdp__slices_get_status(slices, &st);
         on_status(&st, NULL);
     } else if (strcmp(cmd, "free") == 0) {
+        kdp__inf_free(inf);
+        inf = NULL;
         kdp__slices_free(slices);
         slices = NULL;
         kdp__api_free(api);
@@ -254,6 +303,7 @@ int main(void)
         callbacks += (unsigned long)n;
     }
     kdp__io_del(in_io);
+    kdp__inf_free(inf);
     kdp__slices_free(slices);
     kdp__api_free(api);
     kdp__kconfig_free(kc);

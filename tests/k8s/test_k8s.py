@@ -523,6 +523,62 @@ class K8sTest(ProcTest):
         self.assertIn("was refused", ev["why"])
         self.assertEqual(d.quit(), 0)
 
+    def test_informer(self):
+        """k8s/informer over the cluster's ResourceClaims: a list in pages
+        (limit, continue) between inf_begin and inf_end, then the watch's
+        changes; a watch the server ends opened again from its
+        resourceVersion (no list); 410 Gone after the events were forgotten
+        listed again; the API server down, told and retried, then back."""
+        api = self.api()
+        d = self.driver(api)
+        for i in range(7):
+            api.ok("create-claim ns%d c%d --driver %s --pool %s --request gpu --device dev-000"
+                   % (i % 2, i, DRIVER, NODE))
+        m = d.mark()
+        mark = api.mark()
+        d.send("informer /apis/resource.k8s.io/v1/resourceclaims 3")
+        d.wait_event("inf_end", since=m)
+        evs = [e for e in d.events_since(m) if e["event"].startswith("inf")]
+        self.assertEqual(evs[0]["event"], "inf_begin")
+        self.assertEqual(sorted(e["name"] for e in evs if e["event"] == "inf"),
+                         ["c%d" % i for i in range(7)])
+        self.assertTrue(all(e["type"] == "ADDED" for e in evs if e["event"] == "inf"))
+        api.sync()
+        lists = api.requests(mark, verb="list", resource="resourceclaims")
+        self.assertEqual(len(lists), 3, lists)  # 3 + 3 + 1
+        api.wait_event("request", since=mark, verb="watch", resource="resourceclaims")
+        # a change and a deletion through the watch
+        m = d.mark()
+        api.ok("create-claim ns0 c9 --driver %s --pool %s --request gpu --device dev-001"
+               % (DRIVER, NODE))
+        d.wait_event("inf", since=m, type="ADDED", name="c9")
+        code, body = api.http("DELETE", "/apis/resource.k8s.io/v1/namespaces/ns0/resourceclaims/c9")
+        self.assertEqual(code, 200, body)
+        d.wait_event("inf", since=m, type="DELETED", name="c9")
+        # the watch ended by the server: opened again, no list
+        mark = api.mark()
+        api.ok("expire-watches")
+        api.wait_event("request", since=mark, verb="watch", resource="resourceclaims")
+        api.sync()
+        self.assertEqual(api.requests(mark, verb="list", resource="resourceclaims"), [])
+        # 410 Gone: listed again, whole
+        m = d.mark()
+        api.ok("compact")
+        api.ok("expire-watches 410")
+        d.wait_event("inf_end", since=m)
+        self.assertEqual(len([e for e in d.events_since(m) if e["event"] == "inf"]), 7)
+        # down: told, retried with backoff, then back: watched again from
+        # where it was
+        m = d.mark()
+        api.ok("down")
+        d.wait_event("inf_error", since=m)
+        api.ok("up")
+        api.ok("create-claim ns1 c10 --driver %s --pool %s --request gpu --device dev-002"
+               % (DRIVER, NODE))
+        d.wait_event("inf", timeout=20, since=m, type="ADDED", name="c10")
+        d.send("idle 200")
+        self.assertEqual(d.quit(), 0)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
