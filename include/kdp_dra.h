@@ -564,12 +564,13 @@ typedef struct kdp_dra_config {
      * JSON stream) naming the claim and the request's devices with their
      * attributes (as described) and network data (kdp_dra_device_status:
      * a change of it bumps metadata.generation), kept in
-     * <state_dir>/dra-device-metadata/ and mounted read-only through the
+     * <state_dir>/dra-device-metadata/<ns>_<claim>_<uid>/ and mounted read-only through the
      * claim's CDI spec at
      * /var/run/kubernetes.io/dra-device-attributes/resourceclaims/<claim>/
      * <request>/<driver>-metadata.json (resourceclaimtemplates/<the pod's
      * name for the claim>/... for a claim made from a template), where the
-     * Go helper k8s.io/dynamic-resource-allocation/devicemetadata reads it.
+     * Go helper k8s.io/dynamic-resource-allocation/devicemetadata reads it
+     * (a container started before a change keeps the file it was given).
      * Removed at unprepare. See docs/dra.md. */
     bool device_metadata;
 } kdp_dra_config;

@@ -227,7 +227,7 @@ static int prepare(kdp__pjob *j, kdp__cj *cj)
     }
     if (r < 0 && prepared) {
         (void)kdp__cdi_remove_file(e->cdi_dir, cj->file);
-        (void)kdp__dra_md_remove(&e->md, cj->rec->ns, cj->rec->name);
+        (void)kdp__dra_md_remove(&e->md, cj->rec);
         roll_back(j, cj);
     }
     return r < 0 ? r : 0;
@@ -257,6 +257,14 @@ static int recorded(kdp__cj *cj)
     return r < 0 ? r : 0;
 }
 
+static int metadata_off(kdp__dra_rec *rec, void *ud)
+{
+    (void)ud;
+    bool had = rec->md_gen != 0;
+    rec->md_gen = 0;
+    return had ? 1 : 0;
+}
+
 /* record -> unprepare op -> CDI spec removed -> dropped from the checkpoint */
 static int unprepare(kdp__pjob *j, kdp__cj *cj)
 {
@@ -268,11 +276,20 @@ static int unprepare(kdp__pjob *j, kdp__cj *cj)
             fail(cj, "cannot remove the claim's CDI spec %s: %s", cj->file, strerror(-r));
         }
     }
-    if (r >= 0) {
-        r = kdp__dra_md_remove(&e->md, cj->rec->ns, cj->rec->name);
+    if (r >= 0 && cj->rec->md_gen) {
+        /* the record's files off first, so that a status written meanwhile
+         * (kdp_plugin_set_dra_device_status) no longer writes them */
+        r = kdp__ckpt_modify(e->ckpt, cj->uid, metadata_off, NULL, NULL);
+        r = r == -ENOENT ? 0 : r;
         if (r < 0) {
-            fail(cj, "cannot remove the claim's device metadata %s/%s_%s: %s", e->md.dir,
-                 cj->rec->ns, cj->rec->name, strerror(-r));
+            fail(cj, "cannot record the claim's device metadata gone: %s", strerror(-r));
+        }
+    }
+    if (r >= 0) {
+        r = kdp__dra_md_remove(&e->md, cj->rec);
+        if (r < 0) {
+            fail(cj, "cannot remove the claim's device metadata in %s: %s", e->md.dir,
+                 strerror(-r));
         }
     }
     if (r >= 0) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/files.h"
+#include "base/k8snames.h"
 #include "k8s/slicebuild.h"
 
 #define MD_GROUP "metadata.resource.k8s.io"
@@ -28,10 +29,11 @@ char *kdp__dra_md_attrs(const char *name, const kdp_dra_attr *attrs, size_t n, b
     }
     char why[200];
     kdp__slice_dev sd = {.name = name, .attrs = attrs, .n_attrs = n};
+    why[0] = '\0';
     json_t *dev = kdp__slicebuild_device(&sd, why, sizeof(why));
     json_t *a = json_object_get(dev, "attributes");
     char *text = json_object_size(a) ? json_dumps(a, JSON_COMPACT) : NULL;
-    *oom |= !dev || (json_object_size(a) && !text);
+    *oom |= (!dev && !why[0]) || (json_object_size(a) && !text); /* why: a bad name */
     json_decref(dev);
     return text;
 }
@@ -59,13 +61,43 @@ bool kdp__dra_md_first(const kdp__dra_rec *r, size_t i)
     return true;
 }
 
-/* <dir>/<ns>_<name>[/<base>[/metadata.json]] */
+/* Whether the names that make the claim's paths are what the API allows
+ * (a namespace and a request a DNS label, a claim name a DNS subdomain, a
+ * pod's claim name a DNS label): no "..", no '/', whatever the API server
+ * or a checkpoint says. why names the first bad one. */
+static bool names_ok(const kdp__dra_rec *r, const char *request, const char **why)
+{
+    char base[64];
+    size_t n = base_len(request);
+    if (n >= sizeof(base)) {
+        *why = "its request's name is over 63 characters";
+        return false;
+    }
+    memcpy(base, request, n);
+    base[n] = '\0';
+    if (kdp__k8snames_dns_label(r->ns, NULL) < 0) {
+        *why = "its namespace is not a DNS label";
+    } else if (kdp__k8snames_dns_subdomain(r->name, NULL) < 0) {
+        *why = "its name is not a DNS subdomain";
+    } else if (kdp__k8snames_dns_label(base, NULL) < 0) {
+        *why = "its request's name is not a DNS label";
+    } else if (r->pod_claim && kdp__k8snames_dns_label(r->pod_claim, NULL) < 0) {
+        *why = "its metadata.annotations[resource.kubernetes.io/pod-claim-name] is not a DNS "
+               "label (the name of a claim in the pod's spec)";
+    } else {
+        return true;
+    }
+    return false;
+}
+
+/* <dir>/<ns>_<name>_<uid>[/<base>[/metadata.json]]: the UID keeps a claim
+ * made again under the same name apart. */
 static int claim_path(const kdp__dra_md *md, const kdp__dra_rec *r, const char *request, bool file,
                       char *out, size_t len)
 {
-    int w = request ? snprintf(out, len, "%s/%s_%s/%.*s%s", md->dir, r->ns, r->name,
+    int w = request ? snprintf(out, len, "%s/%s_%s_%s/%.*s%s", md->dir, r->ns, r->name, r->uid,
                                (int)base_len(request), request, file ? "/metadata.json" : "")
-                    : snprintf(out, len, "%s/%s_%s", md->dir, r->ns, r->name);
+                    : snprintf(out, len, "%s/%s_%s_%s", md->dir, r->ns, r->name, r->uid);
     return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
 }
 
@@ -170,6 +202,11 @@ int kdp__dra_md_write(const kdp__dra_md *md, const kdp__dra_rec *r, char *why, s
         }
         char dir[PATH_MAX];
         char path[PATH_MAX];
+        const char *bad = NULL;
+        if (!names_ok(r, r->devs[i].request, &bad)) {
+            snprintf(why, why_len, "cannot write the claim's device metadata: %s", bad);
+            return -EINVAL;
+        }
         int e = claim_path(md, r, r->devs[i].request, false, dir, sizeof(dir));
         if (e == 0) {
             e = claim_path(md, r, r->devs[i].request, true, path, sizeof(path));
@@ -266,15 +303,15 @@ static int empty_dir(int fd, bool subdirs)
     return err;
 }
 
-int kdp__dra_md_remove(const kdp__dra_md *md, const char *ns, const char *name)
+int kdp__dra_md_remove(const kdp__dra_md *md, const kdp__dra_rec *r)
 {
     if (!md->dir) {
         return 0;
     }
     char leaf[PATH_MAX];
-    int w = snprintf(leaf, sizeof(leaf), "%s_%s", ns, name);
-    if (w < 0 || (size_t)w >= sizeof(leaf) || strchr(leaf, '/')) {
-        return -EINVAL;
+    int w = snprintf(leaf, sizeof(leaf), "%s_%s_%s", r->ns, r->name, r->uid);
+    if (w < 0 || (size_t)w >= sizeof(leaf) || strchr(leaf, '/') || leaf[0] == '.') {
+        return 0; /* never made: its names were refused */
     }
     int top = open(md->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (top < 0) {
@@ -348,7 +385,8 @@ int kdp__dra_md_cdi_init(kdp__dra_md_cdi *c, const kdp__dra_md *md, const kdp__d
         if (!kdp__dra_md_first(r, i)) {
             continue;
         }
-        err = claim_path(md, r, req, true, host, sizeof(host));
+        const char *bad = NULL;
+        err = names_ok(r, req, &bad) ? claim_path(md, r, req, true, host, sizeof(host)) : -EINVAL;
         if (err == 0) {
             err = container_path(md, r, req, cont, sizeof(cont));
         }

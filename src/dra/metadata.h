@@ -3,7 +3,7 @@
  * metadata: the device metadata of a prepared claim (KEP-5304, beta in
  * Kubernetes 1.37): for each request of the claim (its base name: "gpu"
  * for "gpu/small") with devices of this driver, one file on the host,
- *   <state dir>/dra-device-metadata/<namespace>_<claim>/<request>/metadata.json
+ *   <state dir>/dra-device-metadata/<namespace>_<claim>_<uid>/<request>/metadata.json
  * holding a DeviceMetadata document (metadata.resource.k8s.io) written
  * twice, v1beta1 then v1alpha1, as a JSON stream (a reader takes the first
  * version it knows): the claim's name, namespace and UID, the files'
@@ -20,8 +20,11 @@
  * "<claim UID>_metadata_<request>" whose CDI ID goes with the first device
  * of that request.
  *
- * Files are replaced atomically; a claim's directory is removed at its
- * unprepare. Opens never follow a link below the metadata directory.
+ * Files are replaced atomically (a container started before a change
+ * keeps the file it was given: a bind mount of a file holds it); a claim's
+ * directory is removed at its unprepare, never following a link in it. The
+ * names that make a path (namespace, claim, request, the pod's claim name)
+ * are checked with the API's rules first: none can leave the directory.
  * Any thread (plain file operations on the caller's).
  */
 #ifndef KDP_DRA_METADATA_H
@@ -53,13 +56,14 @@ bool kdp__dra_md_first(const kdp__dra_rec *r, size_t i);
  * NULL on -ENOMEM). */
 char *kdp__dra_md_stream(const kdp__dra_md *md, const kdp__dra_rec *r, size_t i);
 /* Writes the file of each base request of r (generation r->md_gen).
- * Returns 0 or -errno (why says which file). */
+ * Returns 0, -EINVAL (a name the API would refuse: why names it) or
+ * -errno (why says which file). */
 int kdp__dra_md_write(const kdp__dra_md *md, const kdp__dra_rec *r, char *why, size_t why_len);
 /* Whether every file of r is there. */
 bool kdp__dra_md_present(const kdp__dra_md *md, const kdp__dra_rec *r);
-/* Removes the directory of claim ns/name with what it holds (1: removed,
- * 0: there was none, -errno). */
-int kdp__dra_md_remove(const kdp__dra_md *md, const char *ns, const char *name);
+/* Removes the directory of claim r with what it holds (1: removed, 0:
+ * there was none, -errno). */
+int kdp__dra_md_remove(const kdp__dra_md *md, const kdp__dra_rec *r);
 /* Gives the first device of each base request of r the CDI ID
  * "<kind>=<uid>_metadata_<request>". Returns 0 or -ENOMEM. */
 int kdp__dra_md_add_ids(kdp__dra_rec *r, const char *kind);

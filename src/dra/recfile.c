@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/k8snames.h"
-
 /* ---- to JSON ---- */
 
 static int set_str(json_t *o, const char *key, const char *v)
@@ -315,13 +313,13 @@ static void read_claim_configs(reader *rd, kdp__dra_rec *r, const json_t *a)
     }
 }
 
-/* The device metadata's: the pod's claim name (a directory's name: a DNS
- * label) and the files' generation. */
+/* The device metadata's: the pod's claim name (checked as a DNS label
+ * where it names a directory) and the files' generation. */
 static void read_metadata(reader *rd, kdp__dra_rec *r, const json_t *o)
 {
     const char *pc = str(rd, o, "pod_claim", false);
     const json_t *gen = json_object_get(o, "md_gen");
-    if (pc && kdp__k8snames_dns_label(pc, NULL) < 0) {
+    if (pc && strlen(pc) > 253) { /* checked as a DNS label where it is used */
         bad(rd, "pod_claim");
     } else if (gen && (!json_is_integer(gen) || json_integer_value(gen) < 0)) {
         bad(rd, "md_gen");

@@ -366,16 +366,12 @@ static int check_meta(json_t *obj, const char *uid, const char **ns, const char 
                    "(the kubelet asks for the old one)",
                    *ns, *name, *cuid, uid);
     }
-    /* it names a directory of the device metadata: a DNS label or nothing */
+    /* kept as it is (the device metadata checks it before it names a
+     * directory); a value that is not a string is no annotation */
     json_t *ann = json_object_get(meta, "annotations");
-    const char *bad = NULL;
-    if ((ann && !json_is_object(ann) && !json_is_null(ann)) ||
-        get_str(ann, KDP__CLAIM_POD_CLAIM_ANNOTATION, false, pod_claim) < 0 ||
-        (*pod_claim && kdp__k8snames_dns_label(*pod_claim, &bad) < 0)) {
-        return say(why, why_len, -EINVAL,
-                   "claim %s/%s: metadata.annotations[" KDP__CLAIM_POD_CLAIM_ANNOTATION
-                   "] is not a DNS label (the name of a claim in the pod's spec)%s%s",
-                   *ns, *name, bad ? ": " : "", bad ? bad : "");
+    if (get_str(json_is_object(ann) ? ann : NULL, KDP__CLAIM_POD_CLAIM_ANNOTATION, false,
+                pod_claim) < 0) {
+        *pod_claim = NULL;
     }
     return 0;
 }

@@ -64,7 +64,7 @@ typedef struct kdp__claim {
     char *uid;
     /* The pod's name for a claim made from a template (the annotation
      * KDP__CLAIM_POD_CLAIM_ANNOTATION: pod.spec.resourceClaims[].name, a
-     * DNS label), NULL for a claim made by itself. */
+     * DNS label: not checked here), NULL for a claim made by itself. */
     char *pod_claim;
     kdp__claim_dev *devs;
     size_t n_devs;

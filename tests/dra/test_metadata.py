@@ -39,9 +39,9 @@ def read_stream(path):
 
 
 class Metadata(Base):
-    def md_path(self, name, request):
-        return self.path("root", "plugins", DRV, "dra-device-metadata", "default_" + name, request,
-                         "metadata.json")
+    def md_path(self, name, uid, request):
+        return self.path("root", "plugins", DRV, "dra-device-metadata",
+                         "default_%s_%s" % (name, uid), request, "metadata.json")
 
     def spec_devices(self):
         files = self.cdi_files()
@@ -84,7 +84,7 @@ class Metadata(Base):
         ids = {d["device"]: d["cdi_device_ids"] for d in r["by_uid"][uid]["devices"]}
         self.assertIn(md_id, ids["dev-0"])
         self.assertNotIn(md_id, ids["dev-1"])  # the request's first device only
-        host = self.md_path("c1", "gpu")
+        host = self.md_path("c1", uid, "gpu")
         self.assertEqual(self.spec_devices()[uid + "_metadata_gpu"], {
             "mounts": [{"hostPath": host,
                         "containerPath": "%s/resourceclaims/c1/gpu/%s-metadata.json"
@@ -167,7 +167,7 @@ class Metadata(Base):
         uid = uids["pod-a-gpu-x7k2p"]
         r = kl.dra_prepare(DRV, ["default/pod-a-gpu-x7k2p/" + uid])
         self.assertEqual(r["by_uid"][uid]["result"], "prepared", r)
-        host = self.md_path("pod-a-gpu-x7k2p", "gpu")
+        host = self.md_path("pod-a-gpu-x7k2p", uid, "gpu")
         mounts = self.spec_devices()[uid + "_metadata_gpu"]["mounts"]
         self.assertEqual(mounts[0]["containerPath"],
                          "%s/resourceclaimtemplates/gpu/gpu/%s-metadata.json"
@@ -181,8 +181,9 @@ class Metadata(Base):
         self.assertEqual(r["by_uid"][uid]["result"], "unprepared", r)
         bad = uids["pod-b-gpu-q9z"]
         r = kl.dra_prepare(DRV, ["default/pod-b-gpu-q9z/" + bad])
-        self.assertIn("metadata.annotations[resource.kubernetes.io/pod-claim-name] is not a DNS "
-                      "label", r["by_uid"][bad]["error"])
+        self.assertIn("cannot write the claim's device metadata: its metadata.annotations"
+                      "[resource.kubernetes.io/pod-claim-name] is not a DNS label",
+                      r["by_uid"][bad]["error"])
         self.assertEqual(os.listdir(self.path("root", "plugins", DRV, "dra-device-metadata")), [])
 
     def test_off_by_default(self):

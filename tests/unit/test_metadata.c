@@ -89,7 +89,7 @@ static void test_documents(void **state)
     assert_true(kdp__dra_md_present(&md, r));
 
     char path[400];
-    snprintf(path, sizeof(path), "%s/ns_c1/gpu/metadata.json", mdir);
+    snprintf(path, sizeof(path), "%s/ns_c1_u1/gpu/metadata.json", mdir);
     size_t n = 0;
     json_t *docs = load_all(path, &n);
     assert_int_equal(n, 2);
@@ -110,7 +110,7 @@ static void test_documents(void **state)
     json_decref(want);
     json_decref(docs);
 
-    snprintf(path, sizeof(path), "%s/ns_c1/nic/metadata.json", mdir);
+    snprintf(path, sizeof(path), "%s/ns_c1_u1/nic/metadata.json", mdir);
     docs = load_all(path, &n);
     json_t *dev = json_array_get(
         json_object_get(json_array_get(json_object_get(json_array_get(docs, 0), "requests"), 0),
@@ -156,10 +156,6 @@ static void test_documents(void **state)
     assert_string_equal(back->pod_claim, "my-gpu");
     assert_string_equal(back->devs[0].attrs, r->devs[0].attrs);
     kdp__dra_rec_free(back);
-    json_object_set_new(o, "pod_claim", json_string("../x"));
-    assert_int_equal(kdp__recfile_from_json(o, 3, &back, why, sizeof(why)), -EINVAL);
-    assert_non_null(strstr(why, "pod_claim"));
-    json_object_set_new(o, "pod_claim", json_string("ok"));
     json_object_set_new(o, "md_gen", json_integer(-1));
     assert_int_equal(kdp__recfile_from_json(o, 3, &back, why, sizeof(why)), -EINVAL);
     json_decref(o);
@@ -172,21 +168,48 @@ static void test_documents(void **state)
     int fd = open(target, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
     assert_true(fd >= 0);
     close(fd);
-    snprintf(link, sizeof(link), "%s/ns_c1/gpu/evil", mdir);
+    snprintf(link, sizeof(link), "%s/ns_c1_u1/gpu/evil", mdir);
     assert_int_equal(symlink(dir, link), 0);
-    assert_int_equal(kdp__dra_md_remove(&md, "ns", "c1"), 1);
-    assert_int_equal(kdp__dra_md_remove(&md, "ns", "c1"), 0);
+    assert_int_equal(kdp__dra_md_remove(&md, r), 1);
+    assert_int_equal(kdp__dra_md_remove(&md, r), 0);
     assert_int_equal(access(target, F_OK), 0);
-    snprintf(path, sizeof(path), "%s/ns_c1", mdir);
+    snprintf(path, sizeof(path), "%s/ns_c1_u1", mdir);
     assert_int_not_equal(access(path, F_OK), 0);
     /* a link where the claim's directory would be: removed, not followed */
     assert_int_equal(symlink(dir, path), 0);
-    assert_int_equal(kdp__dra_md_remove(&md, "ns", "c1"), 1);
+    assert_int_equal(kdp__dra_md_remove(&md, r), 1);
     assert_int_equal(access(target, F_OK), 0);
     kdp__dra_rec_free(r);
     unlink(target);
     rmdir(mdir);
     assert_int_equal(rmdir(dir), 0);
+}
+
+/* Names that would leave the directory are refused before any file is
+ * made, whatever the API server or a checkpoint says. */
+static void test_names_checked(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kdp-md-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    kdp__dra_md md = {dir, "gpu.example.com", "node-a"};
+    const char *bad[][4] = {
+        {"..", "c1", "gpu", NULL},  {"ns", "../x", "gpu", NULL}, {"ns", "c1", "..", NULL},
+        {"ns", "c1", "/gpu", NULL}, {"ns", "c1", "gpu", "../t"}, {"ns", "c1", "Gpu", NULL},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        kdp__dra_rec *r = kdp__dra_rec_new(bad[i][0], bad[i][1], "u1");
+        assert_int_equal(kdp__dra_rec_add_dev(r, bad[i][2], "gpu-0", NULL, false, NULL), 0);
+        assert_int_equal(kdp__dra_rec_set(&r->pod_claim, bad[i][3]), 0);
+        r->md_gen = 1;
+        char why[300] = "";
+        assert_int_equal(kdp__dra_md_write(&md, r, why, sizeof(why)), -EINVAL);
+        assert_non_null(strstr(why, "cannot write the claim's device metadata: its "));
+        kdp__dra_md_cdi c;
+        assert_int_equal(kdp__dra_md_cdi_init(&c, &md, r), -EINVAL);
+        kdp__dra_rec_free(r);
+    }
+    assert_int_equal(rmdir(dir), 0); /* nothing was made in it */
 }
 
 static void test_attrs(void **state)
@@ -209,6 +232,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_documents),
+        cmocka_unit_test(test_names_checked),
         cmocka_unit_test(test_attrs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
