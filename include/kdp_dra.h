@@ -383,8 +383,11 @@ typedef struct kdp_dra_device_status {
  * other drivers and devices kept; retried on conflicts and with backoff;
  * the answer to the kubelet does not wait for it), keeps it in its
  * checkpoint (a prepare asked again after a restart writes it again), and
- * removes this driver's entries at unprepare. Returns 0, -EINVAL (a bad
- * index or field: logged, naming it), -ENOMEM. */
+ * removes this driver's entries at unprepare (but for devices with binding
+ * conditions: theirs hold while the claim stays allocated). A device the
+ * prepare op gives no status keeps the entry the claim had (one the bind
+ * op set, say). Returns 0, -EINVAL (a bad index or field: logged, naming
+ * it), -ENOMEM. */
 KDP_EXPORT int kdp_dra_prepared_set_status(kdp_dra_prepared *r, size_t device,
                                            const kdp_dra_device_status *st);
 
@@ -448,9 +451,12 @@ typedef struct kdp_dra_ops {
      * the conditions with kdp_plugin_set_dra_device_status (here or later,
      * from any thread): {type: a binding condition, status: "True", reason:
      * "Attached"}. c->devices are the claim's devices with binding
-     * conditions (kdp_dra_alloc.binding_conditions). Called once per
-     * allocation, not again while its conditions are pending or met (again
-     * after a driver restart for a claim still pending). A negative return
+     * conditions (kdp_dra_alloc.binding_conditions; device_id set). An
+     * allocation is the claim's allocationTimestamp and devices: called once
+     * per allocation, not again while its conditions are pending or met
+     * (again after a driver restart for a claim still pending; the
+     * conditions hold while the claim stays allocated: an unprepare keeps
+     * them). A negative return
      * fails the binding: kdp sets each device's first failure condition
      * "True" (reason "BindFailed", message kdp_plugin_set_error's), and the
      * scheduler frees the allocation and tries again. Runs as prepare does

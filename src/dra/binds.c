@@ -25,6 +25,7 @@ static void bind_clear(kdp__dra_bind *e)
     free(e->uid);
     free(e->sig);
     kdp__dra_rec_free(e->rec);
+    kdp__dra_rec_free(e->retry);
 }
 
 void kdp__dra_binds_done(kdp__dra_binds *b)
@@ -56,24 +57,26 @@ static void drop(kdp__dra_binds *b, kdp__dra_bind *e)
     *e = b->v[--b->n];
 }
 
-/* The allocation's devices, as one string (a new allocation of the same
- * claim is another string). NULL on -ENOMEM. */
-static char *signature(const kdp__claim *c)
+/* The allocation: its time (allocationTimestamp) and devices, as one
+ * string (a new allocation of the same claim is another string). NULL on
+ * -ENOMEM. */
+static char *signature(json_t *obj, const kdp__claim *c)
 {
-    size_t len = 1;
+    const char *at = json_string_value(json_object_get(
+        json_object_get(json_object_get(obj, "status"), "allocation"), "allocationTimestamp"));
+    size_t len = (at ? strlen(at) : 0) + 2;
     for (size_t i = 0; i < c->n_devs; i++) {
         const kdp__claim_dev *d = &c->devs[i];
         len += strlen(d->device) + (d->share_id ? strlen(d->share_id) : 0) + 2;
     }
     char *s = malloc(len);
-    size_t at = 0;
-    for (size_t i = 0; s && i < c->n_devs; i++) {
-        const kdp__claim_dev *d = &c->devs[i];
-        at +=
-            (size_t)snprintf(s + at, len - at, "%s/%s;", d->device, d->share_id ? d->share_id : "");
+    if (!s) {
+        return NULL;
     }
-    if (s) {
-        s[at] = '\0';
+    size_t n = (size_t)snprintf(s, len, "%s;", at ? at : "");
+    for (size_t i = 0; i < c->n_devs; i++) {
+        const kdp__claim_dev *d = &c->devs[i];
+        n += (size_t)snprintf(s + n, len - n, "%s/%s;", d->device, d->share_id ? d->share_id : "");
     }
     return s;
 }
@@ -117,8 +120,36 @@ static kdp__dra_rec *bind_view(const kdp__claim *c)
     return err < 0 ? NULL : r;
 }
 
+/* Starts e's bind op (e->retry: taken). Under mu. */
+static void start_op(kdp__dra_binds *b, kdp__dra_bind *e)
+{
+    kdp__dra_rec *copy = kdp__dra_rec_dup(e->retry, true); /* kept if it cannot start */
+    int r = copy ? b->cfg.start(b->cfg.ud, copy, e->seq) : -ENOMEM;
+    if (r == 0) {
+        kdp__dra_rec_free(e->retry);
+        e->retry = NULL;
+        b->called++;
+        log_info("%s: claim %s/%s (%s) waits for its binding conditions: bind op started",
+                 b->cfg.driver, e->rec->ns, e->rec->name, e->uid);
+    } else if (r != -EAGAIN) {
+        log_error("%s: claim %s/%s waits for binding conditions: cannot start the bind op: %s "
+                  "(tried again when an operation ends)",
+                  b->cfg.driver, e->rec->ns, e->rec->name, strerror(-r));
+    }
+}
+
+/* The bind ops that could not start, started now if they can. Under mu. */
+static void retry_ops(kdp__dra_binds *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->v[i].retry) {
+            start_op(b, &b->v[i]);
+        }
+    }
+}
+
 /* A new allocation: tracked; the bind op if it is pending. Under mu. */
-static void track(kdp__dra_binds *b, json_t *obj, const kdp__claim *c, char *sig, int state)
+static void track(kdp__dra_binds *b, const kdp__claim *c, char *sig, int state)
 {
     kdp__dra_rec *rec = NULL;
     if (b->n >= KDP__DRA_MAX_BINDS) {
@@ -132,38 +163,31 @@ static void track(kdp__dra_binds *b, json_t *obj, const kdp__claim *c, char *sig
         return;
     }
     kdp__dra_bind *v = realloc(b->v, (b->n + 1) * sizeof(*v));
-    if (!v || kdp__dra_rec_from_claim(c, &rec) < 0) {
+    if (v) {
+        b->v = v;
+    }
+    kdp__dra_rec *view = v && state == 0 ? bind_view(c) : NULL;
+    if (!v || kdp__dra_rec_from_claim(c, &rec) < 0 || (state == 0 && !view)) {
         free(sig);
-        if (v) {
-            b->v = v;
-        }
+        kdp__dra_rec_free(view);
         log_error("%s: claim %s/%s: out of memory tracking its binding", b->cfg.driver, c->ns,
                   c->name);
         return;
     }
-    b->v = v;
     for (size_t i = 0; i < rec->n_devs; i++) { /* the claim's own entries */
         (void)kdp__dra_rec_set(&rec->devs[i].status, rec->devs[i].api_status);
     }
     kdp__dra_bind *e = &v[b->n++];
-    *e = (kdp__dra_bind){.uid = strdup(c->uid), .sig = sig, .rec = rec, .seen = true};
+    *e = (kdp__dra_bind){.uid = strdup(c->uid),
+                         .sig = sig,
+                         .seq = ++b->seq,
+                         .rec = rec,
+                         .retry = view,
+                         .seen = true};
     if (!e->uid) {
         drop(b, e);
-        return;
-    }
-    (void)obj;
-    if (state != 0) {
-        return; /* met or failed already: nothing to do */
-    }
-    kdp__dra_rec *view = bind_view(c);
-    int r = view ? b->cfg.start(b->cfg.ud, view) : -ENOMEM;
-    if (r < 0) {
-        log_error("%s: claim %s/%s waits for binding conditions: cannot start the bind op: %s",
-                  b->cfg.driver, c->ns, c->name, strerror(-r));
-    } else {
-        b->called++;
-        log_info("%s: claim %s/%s (%s) waits for its binding conditions: bind op started",
-                 b->cfg.driver, c->ns, c->name, c->uid);
+    } else if (view) {
+        start_op(b, e); /* pending: met or failed already need nothing */
     }
 }
 
@@ -182,7 +206,7 @@ void kdp__dra_binds_event(kdp__dra_binds *b, const char *type, json_t *obj)
     if (!gone) {
         state = claim_state(obj, b->cfg.driver, c, &any);
     }
-    char *sig = !gone && any ? signature(c) : NULL;
+    char *sig = !gone && any ? signature(obj, c) : NULL;
     pthread_mutex_lock(&b->mu);
     kdp__dra_bind *e = find(b, uid);
     if (e && (!sig || strcmp(e->sig, sig) != 0)) {
@@ -193,8 +217,9 @@ void kdp__dra_binds_event(kdp__dra_binds *b, const char *type, json_t *obj)
         e->seen = true;
         free(sig);
     } else if (sig) {
-        track(b, obj, c, sig, state);
+        track(b, c, sig, state);
     }
+    retry_ops(b);
     pthread_mutex_unlock(&b->mu);
     kdp__claim_free(c);
 }
@@ -225,10 +250,13 @@ static int set_dev(kdp__dra_rdev *d, const char *s)
     return kdp__dra_rec_set(&d->status, s);
 }
 
-void kdp__dra_binds_failed(kdp__dra_binds *b, const char *uid, const char *why)
+void kdp__dra_binds_ended(kdp__dra_binds *b, const char *uid, uint64_t seq, const char *why)
 {
     pthread_mutex_lock(&b->mu);
-    kdp__dra_bind *e = find(b, uid);
+    kdp__dra_bind *e = why ? find(b, uid) : NULL;
+    if (e && e->seq != seq) {
+        e = NULL; /* allocated anew meanwhile: not this allocation's failure */
+    }
     kdp__dra_rec *w = NULL;
     for (size_t i = 0; e && i < e->rec->n_devs; i++) {
         kdp__dra_rdev *d = &e->rec->devs[i];
@@ -251,6 +279,7 @@ void kdp__dra_binds_failed(kdp__dra_binds *b, const char *uid, const char *why)
                  "(the scheduler then frees the allocation): %s",
                  b->cfg.driver, e->rec->ns, e->rec->name, uid, why);
     }
+    retry_ops(b);
     pthread_mutex_unlock(&b->mu);
     if (w) {
         b->cfg.write(b->cfg.ud, w);
@@ -275,6 +304,24 @@ int kdp__dra_binds_set_status(kdp__dra_binds *b, const char *uid, const char *de
     }
     pthread_mutex_unlock(&b->mu);
     return r;
+}
+
+void kdp__dra_binds_fill(kdp__dra_binds *b, kdp__dra_rec *rec)
+{
+    pthread_mutex_lock(&b->mu);
+    kdp__dra_bind *e = find(b, rec->uid);
+    for (size_t i = 0; e && i < rec->n_devs; i++) {
+        kdp__dra_rdev *d = &rec->devs[i];
+        for (size_t k = 0; k < e->rec->n_devs; k++) {
+            const kdp__dra_rdev *t = &e->rec->devs[k];
+            bool share =
+                d->share_id ? t->share_id && strcmp(d->share_id, t->share_id) == 0 : !t->share_id;
+            if (t->status && strcmp(t->device, d->device) == 0 && share) {
+                (void)kdp__dra_rec_set(&d->api_status, t->status);
+            }
+        }
+    }
+    pthread_mutex_unlock(&b->mu);
 }
 
 size_t kdp__dra_binds_count(kdp__dra_binds *b)

@@ -6,7 +6,10 @@
  * (by claim UID and the devices allocated): one that is pending (a binding
  * condition not "True" yet, no failure condition "True": the scheduler's
  * PreBind check) when first seen gets the bind op, once; one seen already
- * met or failed gets none. The author's statuses for its devices
+ * met or failed gets none (an allocation is its time and devices: a claim
+ * allocated anew is a new one); a bind op that cannot start (too many
+ * operations) is started again when one ends or the next event comes. The
+ * author's statuses for its devices
  * (kdp_plugin_set_dra_device_status) are kept beside the claim's own, so
  * that each write carries all of this driver's entries. A bind op that
  * fails sets each device's first failure condition "True".
@@ -22,6 +25,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "dra/claimrec.h"
 
@@ -30,16 +34,20 @@
 
 typedef struct kdp__dra_bind {
     char *uid;
-    char *sig;         /* the allocation: "device/share;" for each device */
-    kdp__dra_rec *rec; /* every device of the pool; statuses as last known */
-    bool seen;         /* in the sync under way */
+    char *sig;           /* the allocation: its time, "device/share;" for each device */
+    uint64_t seq;        /* this allocation's number (a bind op answers for it) */
+    kdp__dra_rec *rec;   /* every device of the pool; statuses as last known */
+    kdp__dra_rec *retry; /* the bind op's claim, when it could not start yet */
+    bool seen;           /* in the sync under way */
 } kdp__dra_bind;
 
 typedef struct kdp__dra_binds_cfg {
     const char *driver; /* borrowed */
     const char *pool;
-    /* Queues the bind op on rec (taken over). Returns 0 or -errno. */
-    int (*start)(void *ud, kdp__dra_rec *rec);
+    /* Queues the bind op on rec (taken over, freed on an error too) for
+     * allocation seq. Returns 0 or -errno. Called with the part's mutex
+     * held: it must not call back into the part. */
+    int (*start)(void *ud, kdp__dra_rec *rec, uint64_t seq);
     /* Writes the claim's entries of rec (taken over). */
     void (*write)(void *ud, kdp__dra_rec *rec);
     void *ud;
@@ -51,6 +59,7 @@ typedef struct kdp__dra_binds {
     kdp__dra_bind *v;
     size_t n;
     size_t called; /* bind ops started, for tests and figures */
+    uint64_t seq;  /* allocations numbered */
     bool full_said;
 } kdp__dra_binds;
 
@@ -63,9 +72,15 @@ void kdp__dra_binds_sync_begin(kdp__dra_binds *b);
 void kdp__dra_binds_event(kdp__dra_binds *b, const char *type, json_t *obj);
 void kdp__dra_binds_sync_end(kdp__dra_binds *b);
 
-/* The bind op on claim uid failed (why): its devices' first failure
- * conditions "True". */
-void kdp__dra_binds_failed(kdp__dra_binds *b, const char *uid, const char *why);
+/* The bind op of allocation seq of claim uid ended: failed (why not
+ * NULL): its devices' first failure conditions "True", unless the claim
+ * was allocated anew meanwhile. Either way the bind ops that could not
+ * start are tried again. */
+void kdp__dra_binds_ended(kdp__dra_binds *b, const char *uid, uint64_t seq, const char *why);
+/* The freshest statuses of claim rec->uid's devices (the author's, set
+ * while it waited for its binding conditions) into their api_status, for
+ * its prepare. */
+void kdp__dra_binds_fill(kdp__dra_binds *b, kdp__dra_rec *rec);
 
 /* Device (and share) of tracked claim uid gets status (JSON text,
  * copied); *ret a copy of the claim's record to write. Any thread.

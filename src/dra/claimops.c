@@ -17,6 +17,7 @@ struct kdp__cop {
     bool unprepare;
     bool bind;               /* a bind op (rec given at the start) */
     kdp__cop_bound_cb bound; /* its answer (NULL once detached) */
+    uint64_t tag;            /* the bind op's, given back */
     char *ns, *name, *uid;
     kdp__cop_done_cb done; /* NULL once detached */
     void *ud;
@@ -101,7 +102,7 @@ static void finish(kdp__cop *op, const char *err, const kdp__dra_rec *rec)
         op->done(op->ud, err, op->unprepare ? NULL : rec);
     }
     if (op->bound) {
-        op->bound(op->ud, op->uid, err);
+        op->bound(op->ud, op->uid, op->tag, err);
     }
     if (!op->bind) {
         c->cfg.ended(c->cfg.ud, op->unprepare, err ? NULL : rec);
@@ -382,8 +383,8 @@ int kdp__dra_claims_add(kdp__dra_claims *c, bool unprepare, const kdp_dra_claim_
     return 0;
 }
 
-int kdp__dra_claims_add_bind(kdp__dra_claims *c, kdp__dra_rec *rec, kdp__cop_bound_cb bound,
-                             void *ud)
+int kdp__dra_claims_add_bind(kdp__dra_claims *c, kdp__dra_rec *rec, uint64_t tag,
+                             kdp__cop_bound_cb bound, void *ud)
 {
     kdp_dra_claim_ref ref = {rec->ns, rec->name, rec->uid};
     kdp__cop *op = NULL;
@@ -394,6 +395,7 @@ int kdp__dra_claims_add_bind(kdp__dra_claims *c, kdp__dra_rec *rec, kdp__cop_bou
     }
     op->bind = true;
     op->bound = bound;
+    op->tag = tag;
     op->rec = rec;
     return 0;
 }

@@ -32,6 +32,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/list.h"
 #include "dra/claimjob.h"
@@ -111,14 +112,14 @@ bool kdp__dra_claims_done(kdp__dra_claims *c, unsigned wait_ms);
  * runs. Returns 0, -EAGAIN (KDP__DRA_MAX_OPS under way), -ENOMEM. */
 int kdp__dra_claims_add(kdp__dra_claims *c, bool unprepare, const kdp_dra_claim_ref *ref,
                         kdp__cop_done_cb done, void *ud, kdp__cop **ret);
-/* The answer of a bind op: err NULL on success. */
-typedef void (*kdp__cop_bound_cb)(void *ud, const char *uid, const char *err);
+/* The answer of a bind op (tag: as given): err NULL on success. */
+typedef void (*kdp__cop_bound_cb)(void *ud, const char *uid, uint64_t tag, const char *err);
 /* Queues the bind op (kdp_dra_ops.bind) on rec (taken over, freed on an
  * error too: a claim as the watch read it, its devices those with binding
  * conditions), in order with the claim's other operations; bound answers
  * it. Returns 0, -EAGAIN, -ENOMEM. */
-int kdp__dra_claims_add_bind(kdp__dra_claims *c, kdp__dra_rec *rec, kdp__cop_bound_cb bound,
-                             void *ud);
+int kdp__dra_claims_add_bind(kdp__dra_claims *c, kdp__dra_rec *rec, uint64_t tag,
+                             kdp__cop_bound_cb bound, void *ud);
 /* Starts what can start now (done callbacks may run from here). */
 void kdp__dra_claims_kick(kdp__dra_claims *c);
 /* The answer is no longer wanted (the op goes on alone). */

@@ -207,8 +207,9 @@ static int rdev_copy(kdp__dra_rdev *to, const kdp__dra_rdev *from, bool answer)
     if (r == 0) {
         r = kdp__dra_rec_set(&to->attrs, from->attrs);
     }
-    if (r == 0) {
-        r = kdp__dra_rec_set(&to->api_status, from->api_status);
+    if (r == 0) { /* a prepare again (no answer): what it wrote is the claim's now */
+        r = kdp__dra_rec_set(&to->api_status,
+                             from->api_status || answer ? from->api_status : from->status);
     }
     if (r == 0) {
         r = strv_dup(from->bind, from->n_bind + from->n_bind_fail, &to->bind);

@@ -232,6 +232,7 @@ static bool check_devices(void *ud, kdp__dra_rec *rec, char *msg, size_t len)
 {
     kdp__dra *d = ud;
     const kdp__devtab *tab = kdp__plugin_devices(d->p);
+    kdp__dra_binds_prefill(d, rec); /* fresher than the claim read */
     if (rec->n_devs == 0) {
         snprintf(msg, len, "the claim has no device of driver %s on node %s", d->conf.driver,
                  d->conf.node);
@@ -273,19 +274,31 @@ static void forget_gone(void *ud, kdp__dra_rec *rec)
 }
 
 /* An operation ended: the count; the claim's status written (a prepare:
- * its devices' statuses, if any; an unprepare: this driver's removed). */
+ * its devices' statuses, if any; an unprepare: this driver's removed, but
+ * for those of devices with binding conditions, which hold while the claim
+ * stays allocated). */
 static void op_ended(void *ud, bool unprepare, const kdp__dra_rec *rec)
 {
     kdp__dra *d = ud;
     status_lock(d)->prepared = kdp__ckpt_count(d->ckpt);
     status_unlock(d);
     bool had = false;
+    bool kept = false; /* a device's binding conditions: they are the allocation's */
     for (size_t i = 0; rec && i < rec->n_devs; i++) {
         had |= rec->devs[i].status != NULL;
+        kept |= rec->devs[i].status && rec->devs[i].n_bind;
     }
-    if (rec && had && d->made >= MADE_STATUSW) {
-        kdp__statusw_put(&d->statusw, rec, unprepare);
+    if (!rec || !had || d->made < MADE_STATUSW) {
+        return;
     }
+    kdp__dra_rec *left = unprepare && kept ? kdp__dra_rec_dup(rec, true) : NULL;
+    for (size_t i = 0; left && i < left->n_devs; i++) {
+        if (!left->devs[i].n_bind) {
+            (void)kdp__dra_rec_set(&left->devs[i].status, NULL);
+        }
+    }
+    kdp__statusw_put(&d->statusw, left ? left : rec, unprepare && !left);
+    kdp__dra_rec_free(left);
 }
 
 static int write_status(void *ud, const kdp_dra_claim_ref *ref, const kdp__cstat_entry *e, size_t n,

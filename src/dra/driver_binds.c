@@ -40,18 +40,25 @@ static void inf_error(void *ud, int err, const char *why)
     }
 }
 
-static void bound(void *ud, const char *uid, const char *err)
+static void bound(void *ud, const char *uid, uint64_t seq, const char *err)
 {
     kdp__dra *d = ud;
-    if (err) {
-        kdp__dra_binds_failed(&d->binds, uid, err);
-    }
+    kdp__dra_binds_ended(&d->binds, uid, seq, err);
 }
 
-static int start_bind(void *ud, kdp__dra_rec *rec)
+/* The bind op on rec, its devices' kdp IDs found (loop thread: the
+ * descriptions are the loop's). */
+static int start_bind(void *ud, kdp__dra_rec *rec, uint64_t seq)
 {
     kdp__dra *d = ud;
-    return kdp__dra_claims_add_bind(&d->claims, rec, bound, d);
+    for (size_t i = 0; i < rec->n_devs; i++) {
+        const char *id = kdp__dra_descs_id_of(&d->descs, rec->devs[i].device);
+        if (kdp__dra_rec_set(&rec->devs[i].device_id, id) < 0) {
+            kdp__dra_rec_free(rec);
+            return -ENOMEM;
+        }
+    }
+    return kdp__dra_claims_add_bind(&d->claims, rec, seq, bound, d);
 }
 
 static void write_claim(void *ud, kdp__dra_rec *rec)
@@ -80,6 +87,13 @@ int kdp__dra_binds_make(kdp__dra *d)
                         .error = inf_error,
                         .ud = d};
     return kdp__dra_api_watch_claims(d->api, &cbs);
+}
+
+void kdp__dra_binds_prefill(kdp__dra *d, kdp__dra_rec *rec)
+{
+    if (d->binds_on) {
+        kdp__dra_binds_fill(&d->binds, rec);
+    }
 }
 
 int kdp__dra_binds_status(kdp__dra *d, const char *uid, const char *device, const char *share_id,

@@ -70,6 +70,9 @@ void kdp__dra_metrics(void *ud, size_t f, const char *resource, kdp__expfmt *w);
  * made, fed by the API link's watch of the cluster's claims, its bind ops
  * on the claim slots, its statuses through statusw. 0 or -errno. */
 int kdp__dra_binds_make(kdp__dra *d);
+/* The author's statuses of claim rec, set while it waited for its binding
+ * conditions, as its devices' api_status (for its prepare). */
+void kdp__dra_binds_prefill(kdp__dra *d, kdp__dra_rec *rec);
 /* A status of a claim waiting for its binding conditions (the author's
  * kdp_plugin_set_dra_device_status): 0, -ENOENT (no such claim), -ENODEV
  * (no such device), -EAGAIN, -ENOMEM. */

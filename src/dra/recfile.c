@@ -41,6 +41,10 @@ static json_t *dev_json(const kdp__dra_rdev *d)
               set_str(o, "status", d->status) < 0 || set_str(o, "attrs", d->attrs) < 0 ||
               json_object_set(o, "configs", cfg) < 0 || kdp__dra_edits_to_json(&d->edits, o) < 0 ||
               json_object_set_new(o, "cdi_ids", strv_json(d->cdi_ids, d->n_cdi_ids)) < 0 ||
+              (d->n_bind + d->n_bind_fail &&
+               (json_object_set_new(o, "binding_conditions", strv_json(d->bind, d->n_bind)) < 0 ||
+                json_object_set_new(o, "binding_failure_conditions",
+                                    strv_json(d->bind + d->n_bind, d->n_bind_fail)) < 0)) ||
               (d->default_node.path &&
                json_object_set_new(o, "default_node", kdp__dra_node_json(&d->default_node)) < 0);
     }
@@ -196,6 +200,44 @@ static void read_strv(reader *rd, const json_t *a, const char *key, char ***v, s
     }
 }
 
+/* A device's binding conditions then its failure conditions, at most 4
+ * of each (the API's bound). */
+static void read_binding(reader *rd, const json_t *o, kdp__dra_rdev *d)
+{
+    const json_t *c = json_object_get(o, "binding_conditions");
+    const json_t *f = json_object_get(o, "binding_failure_conditions");
+    if (rd->err || (!c && !f)) {
+        return;
+    }
+    if (json_array_size(c) > 4 || json_array_size(f) > 4) {
+        bad(rd, "devices[].binding_conditions");
+        return;
+    }
+    char **v = NULL;
+    size_t n = 0;
+    read_strv(rd, c, "devices[].binding_conditions", &v, &n);
+    char **w = NULL;
+    size_t m = 0;
+    read_strv(rd, f, "devices[].binding_failure_conditions", &w, &m);
+    char **all = rd->err == 0 && n + m ? calloc(n + m, sizeof(*all)) : NULL;
+    oom(rd, n + m && !all ? -ENOMEM : 0);
+    for (size_t i = 0; i < n + m; i++) {
+        char *x = i < n ? v[i] : w[i - n];
+        if (all) {
+            all[i] = x;
+        } else {
+            free(x);
+        }
+    }
+    free(v);
+    free(w);
+    if (all) {
+        d->bind = all;
+        d->n_bind = n;
+        d->n_bind_fail = m;
+    }
+}
+
 /* Device configs: indices (version 2) or texts (version 1). */
 static void read_configs(reader *rd, kdp__dra_rec *r, size_t i, const json_t *a, int version)
 {
@@ -284,6 +326,7 @@ static void read_dev(reader *rd, kdp__dra_rec *r, const json_t *o, int version)
         read_edits(rd, o, &d->edits);
     }
     read_strv(rd, json_object_get(o, "cdi_ids"), "cdi_ids", &d->cdi_ids, &d->n_cdi_ids);
+    read_binding(rd, o, d);
     /* version 1 kept no name for a spec device of before it was kept */
     if (rd->err == 0 && !d->cdi_name && !kdp__dra_edits_empty(&d->edits)) {
         oom(rd, kdp__dra_rec_cdi_name(r, r->n_devs - 1, &d->cdi_name) < 0 ? -ENOMEM : 0);

@@ -70,6 +70,9 @@ static void list_done(int err, long code, json_t *obj, const char *why, void *ud
     }
     if (err < 0) {
         relist(f); /* a continue token may have expired (410) too */
+        if (err == -EMSGSIZE && f->page > 1) {
+            f->page = f->page / 4 ? f->page / 4 : 1; /* a page past the bound: smaller ones */
+        }
         retry(f, err, why);
         return;
     }
@@ -93,19 +96,17 @@ static void list_done(int err, long code, json_t *obj, const char *why, void *ud
         retry(f, -ENOMEM, "out of memory");
         return;
     }
-    if (!f->cont) {
-        if (f->cbs.sync_end) {
-            f->cbs.sync_end(f->cbs.ud);
-        }
-        kdp__backoff_reset(&f->bo);
+    if (!f->cont && f->cbs.sync_end) {
+        f->cbs.sync_end(f->cbs.ud);
     }
-    step(f);
+    step(f); /* the backoff is reset by a watch that lasts, not by a list */
 }
 
 static void watch_event(const char *type, json_t *obj, void *ud)
 {
     kdp__inf *f = ud;
     note_rv(f, obj);
+    kdp__backoff_reset(&f->bo); /* the watch works */
     if (strcmp(type, "BOOKMARK") != 0) {
         f->cbs.event(f->cbs.ud, type, obj);
     }
@@ -117,12 +118,17 @@ static void watch_end(int err, long code, json_t *obj, const char *why, void *ud
     (void)obj;
     kdp__inf *f = ud;
     f->req = NULL;
-    if (err == -EIDRM) {
-        relist(f); /* too old: list again, now */
-        step(f);
-    } else if (err < 0) {
+    bool lasted = kdp__now_us() - f->opened >= SHORT_WATCH_US;
+    if (lasted) {
+        kdp__backoff_reset(&f->bo);
+    }
+    if (err == -EIDRM || err == -EMSGSIZE || err == -EPROTO) {
+        /* too old (410), or an event it cannot take past: list again */
+        relist(f);
+    }
+    if (err < 0 && err != -EIDRM) {
         retry(f, err, why);
-    } else if (kdp__now_us() - f->opened < SHORT_WATCH_US) {
+    } else if (!lasted) { /* a server that ends every watch at once: not a spin */
         kdp__timer_start(f->t, kdp__backoff_next(&f->bo));
     } else {
         step(f); /* ended by its timeout: again from the last resourceVersion */

@@ -7,8 +7,12 @@
  * list's resourceVersion, each change handed over ("ADDED", "MODIFIED",
  * "DELETED"); a watch the server ends is opened again from the last
  * resourceVersion seen (bookmarks asked for); 410 Gone (too old) lists
- * again. A failure is told (error) and retried with backoff (1 s doubling
- * to 30 s, reset by a list that works).
+ * again, and so does a watch event past the bound on one object. A
+ * failure is told (error) and retried with backoff (1 s doubling to 30 s,
+ * reset by a watch that lasts a second or brings an event); a watch the
+ * server ends sooner is opened again after the backoff too, so no server
+ * can make it spin; a list page past the bound on a list makes the pages
+ * smaller.
  *
  * Loop thread (the api's); callbacks run on it, never from inside
  * kdp__inf_new.

@@ -68,6 +68,12 @@ class Binding(Base):
         self.assertEqual(self.entry(api, "c1", "dev-0")["conditions"][0]["type"], ATTACHED)
         self.assertEqual(api.binding_state("default", "c1")["state"], "ready")
         self.assertEqual(drv.count_log("bind " + uid), 1)
+        # the pod gone, the claim still allocated: its binding conditions
+        # hold (another pod may use the claim)
+        r = kl.dra_unprepare(DRV, ["default/c1/" + uid])
+        self.assertEqual(r["by_uid"][uid]["result"], "unprepared", r)
+        time.sleep(0.3)
+        self.assertEqual(api.binding_state("default", "c1")["state"], "ready")
         # no binding conditions: no bind op
         plain = api.create_claim("default", "c2", DRV, NODE, "gpu", ["dev-1"])
         r = kl.dra_prepare(DRV, ["default/c2/" + plain])
