@@ -41,8 +41,8 @@ static void check_binding(json_t *obj, const kdp__claim_dev *d)
     CHECK(!(d->n_bind + d->n_bind_fail) ||
           kdp__bindcheck((const char *const *)d->bind, d->n_bind,
                          (const char *const *)d->bind + d->n_bind, d->n_bind_fail, &e) == 0);
-    int st = kdp__claim_binding_state(obj, "d.example.com", d->pool, d->device, d->bind,
-                                      d->n_bind, d->n_bind_fail);
+    int st = kdp__claim_binding_state(obj, "d.example.com", d->pool, d->device, d->bind, d->n_bind,
+                                      d->n_bind_fail);
     CHECK(st >= -1 && st <= 1);
     CHECK(d->n_bind + d->n_bind_fail || st == 1);
     if (d->status) {
