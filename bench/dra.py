@@ -182,6 +182,55 @@ class Bench:
         return res
 
 
+def bind_figures(args):
+    """kdp only: kdp-test-dra-driver with a bind op (binding conditions) in a
+    cluster of other drivers' claims: the claim watch's memory, the time
+    from an allocation to the driver's status write that makes it ready."""
+    b = Bench(args, "kdp")
+    res = {}
+    try:
+        b.emulators()
+        others = 200 if args.quick else 2000
+        for i in range(others):
+            b.api.create_claim("default", "o%d" % i, "other.example.com", "node-z", "r",
+                               ["d%d" % (i % 8)])
+        env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NODE_NAME")}
+        base = [os.path.join(args.bin, "kdp-test-dra-driver"), "--kubelet-root",
+                b.path("root"), "--kubeconfig", b.api.kubeconfig_token, "--driver", DRV,
+                "--node", NODE, "--cdi-dir", b.path("cdi"), "--binding-conditions",
+                "example.com/attached", "--binding-failure-conditions", "example.com/failed"]
+        for mode in ("without", "with"):
+            mark = b.api.mark()
+            kmark = b.kl.mark()
+            drv = b.start(Proc(base + (["--bind", "ok"] if mode == "with" else []),
+                               name="bind-" + mode, env=env))
+            b.kl.wait_event("dra_registered", T, since=kmark, driver=DRV)
+            if mode == "with":  # the claims listed, the watch open
+                b.api.wait_event("request", T, since=mark, verb="watch", resource="resourceclaims")
+            time.sleep(1.0)
+            st = proc_status(drv.pid)
+            res["rss_anon_kb_" + mode] = kb(st["RssAnon"])
+            if mode == "without":
+                drv.stop()
+                b.procs.remove(drv)
+        lat = []
+        for i in range(20 if args.quick else 200):
+            mark = b.api.mark()
+            b.api.create_claim("default", "b%d" % i, DRV, NODE, "gpu", ["dev-%d" % (i % 4)],
+                               binding_conditions=["example.com/attached"],
+                               binding_failure_conditions=["example.com/failed"])
+            created = b.api.events_since(mark, event="reply", cmd="create-claim")[0]["t_ns"]
+            ev = b.api.wait_event("request", T, since=mark, verb="update",
+                                  resource="resourceclaims/status", code=200)
+            lat.append((ev["t_ns"] - created) / 1e3)
+        res["others"] = others
+        res["allocated_to_ready"] = {"n": len(lat), "p50_us": percentile(lat, 50),
+                                     "p99_us": percentile(lat, 99)}
+    finally:
+        b.stop()
+    return res
+
+
 def fmt_libs(top):
     return ", ".join("%s %.1f" % (n.split(".so")[0], v / 1024) for n, v in top[:4])
 
@@ -214,6 +263,16 @@ def table(res, machine):
          "%.1f MB (%.1f)" % (g["after_cycles"]["rss_kb"] / 1024,
                              g["after_cycles"]["rss_anon_kb"] / 1024)),
     ]
+    bd = res.get("bind")
+    if bd:
+        rows.append(("binding conditions (kdp only): the claim watch with %d other claims "
+                     "in the cluster, RSS anonymous without / with a bind op" % bd["others"],
+                     "%.1f / %.1f MB" % (bd["rss_anon_kb_without"] / 1024,
+                                         bd["rss_anon_kb_with"] / 1024), "-"))
+        rows.append(("binding conditions (kdp only): an allocation to the bind op's status "
+                     "written, p50 / p99",
+                     "%.2f / %.2f ms" % (bd["allocated_to_ready"]["p50_us"] / 1e3,
+                                         bd["allocated_to_ready"]["p99_us"] / 1e3), "-"))
     out = ["DRA driver, %s:" % machine, "",
            "| figure | kdp (C, libkdp-dra) | Go (grpc-go, net/http) |", "|---|---|---|"]
     out += ["| %s | %s | %s |" % r for r in rows]
@@ -239,6 +298,7 @@ def main():
             res[kind] = b.run()
         finally:
             b.stop()
+    res["bind"] = bind_figures(args)
     cpu = "?"
     with open("/proc/cpuinfo") as f:
         for line in f:

@@ -42,6 +42,9 @@ DRA = [("start_to_published_ms",), ("publish_1000_ms",), ("idle", "rss_kb"),
        ("idle", "rss_anon_kb"), ("idle", "threads"), ("idle", "shared_libs"),
        ("prepare_1", "p50_us"), ("prepare_1", "p99_us"), ("prepare_16", "p50_us"),
        ("prepare_16", "p99_us"), ("after_cycles", "rss_kb")]
+# bench/dra.py's, kdp only: a driver with a bind op (binding conditions)
+DRA_BIND = [("rss_anon_kb_without",), ("rss_anon_kb_with",), ("allocated_to_ready", "p50_us"),
+            ("allocated_to_ready", "p99_us")]
 FLOOR = [("exec_to_register_ms", "p50"), ("same_core", "p50"), ("cross_core", "p50"),
          ("echo_pinned_p50_us",), ("sleep_rss_kb",)]
 
@@ -92,11 +95,14 @@ def main():
         for p in DRA:
             if not isinstance(get(dra[who], p), (int, float)):
                 missing.append("dra %s.%s" % (who, ".".join(p)))
+    for p in DRA_BIND:
+        if not isinstance(get(dra.get("bind"), p), (int, float)):
+            missing.append("dra bind.%s" % ".".join(p))
     with open(os.path.join(out, "dra.md")) as f:
         dra_rows = [l for l in f.read().splitlines()
                     if l.startswith("| ") and not l.startswith("| figure")]
-    if len(dra_rows) != 8:
-        missing.append("dra.md has %d rows, not 8" % len(dra_rows))
+    if len(dra_rows) != 10:
+        missing.append("dra.md has %d rows, not 10" % len(dra_rows))
     if missing:
         print("bench smoke: missing figures:\n  " + "\n  ".join(missing))
         sys.exit(1)
