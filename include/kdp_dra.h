@@ -466,6 +466,15 @@ typedef struct kdp_dra_ops {
      * resourceclaims in every namespace: grant them, deploy/dra/README.md).
      * NULL: no watch. */
     int (*bind)(kdp_plugin *p, const kdp_dra_claim *c, void *ud);
+    /* That allocation ended: the claim was deallocated, allocated anew or
+     * deleted (also while kdp's watch was down): detach what bind attached.
+     * c is the allocation as bind saw it. Called once per allocation whose
+     * bind op started, and for one kdp first saw already met (after a
+     * driver restart: the devices may be attached); not at the driver's
+     * end. Runs as bind does, in order with the claim's other operations.
+     * A negative return is logged (the allocation is gone: nothing to
+     * retry). Setting it alone watches the claims too. NULL: none. */
+    int (*unbind)(kdp_plugin *p, const kdp_dra_claim *c, void *ud);
 } kdp_dra_ops;
 
 /* How a device that turns Unhealthy is tainted in its ResourceSlice (device

@@ -25,7 +25,7 @@ static void bind_clear(kdp__dra_bind *e)
     free(e->uid);
     free(e->sig);
     kdp__dra_rec_free(e->rec);
-    kdp__dra_rec_free(e->retry);
+    kdp__dra_rec_free(e->view);
 }
 
 void kdp__dra_binds_done(kdp__dra_binds *b)
@@ -120,14 +120,13 @@ static kdp__dra_rec *bind_view(const kdp__claim *c)
     return err < 0 ? NULL : r;
 }
 
-/* Starts e's bind op (e->retry: taken). Under mu. */
+/* Starts e's bind op. Under mu. */
 static void start_op(kdp__dra_binds *b, kdp__dra_bind *e)
 {
-    kdp__dra_rec *copy = kdp__dra_rec_dup(e->retry, true); /* kept if it cannot start */
-    int r = copy ? b->cfg.start(b->cfg.ud, copy, e->seq) : -ENOMEM;
+    kdp__dra_rec *copy = kdp__dra_rec_dup(e->view, true);
+    int r = copy ? b->cfg.start(b->cfg.ud, copy, e->seq, false) : -ENOMEM;
     if (r == 0) {
-        kdp__dra_rec_free(e->retry);
-        e->retry = NULL;
+        e->to_start = false;
         b->called++;
         log_info("%s: claim %s/%s (%s) waits for its binding conditions: bind op started",
                  b->cfg.driver, e->rec->ns, e->rec->name, e->uid);
@@ -142,10 +141,29 @@ static void start_op(kdp__dra_binds *b, kdp__dra_bind *e)
 static void retry_ops(kdp__dra_binds *b)
 {
     for (size_t i = 0; i < b->n; i++) {
-        if (b->v[i].retry) {
+        if (b->v[i].to_start) {
             start_op(b, &b->v[i]);
         }
     }
+}
+
+/* e's allocation ended (why): the unbind op, unless its bind op never
+ * started; then dropped. Under mu. */
+static void end_alloc(kdp__dra_binds *b, kdp__dra_bind *e, const char *why)
+{
+    if (b->cfg.unbind && !e->to_start) {
+        kdp__dra_rec *copy = kdp__dra_rec_dup(e->view, true);
+        int r = copy ? b->cfg.start(b->cfg.ud, copy, e->seq, true) : -ENOMEM;
+        if (r < 0) {
+            log_error("%s: claim %s/%s (%s) %s: cannot start the unbind op (its devices may "
+                      "stay attached): %s",
+                      b->cfg.driver, e->rec->ns, e->rec->name, e->uid, why, strerror(-r));
+        } else {
+            log_info("%s: claim %s/%s (%s) %s: unbind op started", b->cfg.driver, e->rec->ns,
+                     e->rec->name, e->uid, why);
+        }
+    }
+    drop(b, e);
 }
 
 /* A new allocation: tracked; the bind op if it is pending. Under mu. */
@@ -166,8 +184,8 @@ static void track(kdp__dra_binds *b, const kdp__claim *c, char *sig, int state)
     if (v) {
         b->v = v;
     }
-    kdp__dra_rec *view = v && state == 0 ? bind_view(c) : NULL;
-    if (!v || kdp__dra_rec_from_claim(c, &rec) < 0 || (state == 0 && !view)) {
+    kdp__dra_rec *view = v ? bind_view(c) : NULL;
+    if (!v || !view || kdp__dra_rec_from_claim(c, &rec) < 0) {
         free(sig);
         kdp__dra_rec_free(view);
         log_error("%s: claim %s/%s: out of memory tracking its binding", b->cfg.driver, c->ns,
@@ -182,12 +200,13 @@ static void track(kdp__dra_binds *b, const kdp__claim *c, char *sig, int state)
                          .sig = sig,
                          .seq = ++b->seq,
                          .rec = rec,
-                         .retry = view,
+                         .view = view,
+                         .to_start = state == 0, /* met or failed already need nothing */
                          .seen = true};
     if (!e->uid) {
         drop(b, e);
-    } else if (view) {
-        start_op(b, e); /* pending: met or failed already need nothing */
+    } else if (e->to_start) {
+        start_op(b, e);
     }
 }
 
@@ -210,7 +229,10 @@ void kdp__dra_binds_event(kdp__dra_binds *b, const char *type, json_t *obj)
     pthread_mutex_lock(&b->mu);
     kdp__dra_bind *e = find(b, uid);
     if (e && (!sig || strcmp(e->sig, sig) != 0)) {
-        drop(b, e); /* gone, not allocated, or allocated anew */
+        end_alloc(b, e,
+                  gone  ? "is gone or no longer allocated here"
+                  : sig ? "was allocated anew"
+                        : "no longer holds devices with binding conditions");
         e = NULL;
     }
     if (e) {
@@ -238,7 +260,7 @@ void kdp__dra_binds_sync_end(kdp__dra_binds *b)
     pthread_mutex_lock(&b->mu);
     for (size_t i = b->n; i-- > 0;) {
         if (!b->v[i].seen) {
-            drop(b, &b->v[i]); /* gone while the watch was down */
+            end_alloc(b, &b->v[i], "went while the watch was down");
         }
     }
     pthread_mutex_unlock(&b->mu);

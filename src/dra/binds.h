@@ -8,8 +8,10 @@
  * PreBind check) when first seen gets the bind op, once; one seen already
  * met or failed gets none (an allocation is its time and devices: a claim
  * allocated anew is a new one); a bind op that cannot start (too many
- * operations) is started again when one ends or the next event comes. The
- * author's statuses for its devices
+ * operations) is started again when one ends or the next event comes. An
+ * allocation that ends (the claim deallocated, allocated anew or deleted,
+ * also while the watch was down) gets the unbind op, unless its bind op
+ * never started. The author's statuses for its devices
  * (kdp_plugin_set_dra_device_status) are kept beside the claim's own, so
  * that each write carries all of this driver's entries. A bind op that
  * fails sets each device's first failure condition "True".
@@ -34,20 +36,25 @@
 
 typedef struct kdp__dra_bind {
     char *uid;
-    char *sig;           /* the allocation: its time, "device/share;" for each device */
-    uint64_t seq;        /* this allocation's number (a bind op answers for it) */
-    kdp__dra_rec *rec;   /* every device of the pool; statuses as last known */
-    kdp__dra_rec *retry; /* the bind op's claim, when it could not start yet */
-    bool seen;           /* in the sync under way */
+    char *sig;          /* the allocation: its time, "device/share;" for each device */
+    uint64_t seq;       /* this allocation's number (a bind op answers for it) */
+    kdp__dra_rec *rec;  /* every device of the pool; statuses as last known */
+    kdp__dra_rec *view; /* the bind and unbind ops' claim: its devices with binding
+                         * conditions */
+    bool to_start;      /* its bind op is to start (it could not yet) */
+    bool seen;          /* in the sync under way */
 } kdp__dra_bind;
 
 typedef struct kdp__dra_binds_cfg {
     const char *driver; /* borrowed */
     const char *pool;
-    /* Queues the bind op on rec (taken over, freed on an error too) for
-     * allocation seq. Returns 0 or -errno. Called with the part's mutex
-     * held: it must not call back into the part. */
-    int (*start)(void *ud, kdp__dra_rec *rec, uint64_t seq);
+    /* Queues the bind op (unbind: the unbind op) on rec (taken over,
+     * freed on an error too) for allocation seq. Returns 0 or -errno.
+     * Called with the part's mutex held: it must not call back into the
+     * part. */
+    int (*start)(void *ud, kdp__dra_rec *rec, uint64_t seq, bool unbind);
+    /* The author has an unbind op: an allocation's end is told. */
+    bool unbind;
     /* Writes the claim's entries of rec (taken over). */
     void (*write)(void *ud, kdp__dra_rec *rec);
     void *ud;

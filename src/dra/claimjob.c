@@ -93,7 +93,7 @@ static void fail(kdp__cj *cj, const char *fmt, ...)
 
 /* The author's op through j's checks (a positive return is a mistake:
  * logged, taken as its negative), its message on failure. */
-static const char *const kind_names[] = {"prepare", "prepare", "unprepare", "bind"};
+static const char *const kind_names[] = {"prepare", "prepare", "unprepare", "bind", "unbind"};
 
 static int author(kdp__pjob *j, kdp__cj *cj, kdp__cj_kind kind, kdp_dra_prepared *pr)
 {
@@ -109,6 +109,8 @@ static int author(kdp__pjob *j, kdp__cj *cj, kdp__cj_kind kind, kdp_dra_prepared
         r = e->ops.unprepare ? kdp__pjob_checked(j, e->ops.unprepare(e->p, &v.claim, e->ud)) : 0;
     } else if (kind == KDP__CJ_BIND) {
         r = e->ops.bind ? kdp__pjob_checked(j, e->ops.bind(e->p, &v.claim, e->ud)) : 0;
+    } else if (kind == KDP__CJ_UNBIND) {
+        r = e->ops.unbind ? kdp__pjob_checked(j, e->ops.unbind(e->p, &v.claim, e->ud)) : 0;
     } else {
         r = e->ops.prepare ? kdp__pjob_checked(j, e->ops.prepare(e->p, &v.claim, pr, e->ud)) : 0;
     }
@@ -316,7 +318,8 @@ static void fn(kdp__pjob *j)
         r = unprepare(j, cj);
         break;
     case KDP__CJ_BIND:
-        r = author(j, cj, KDP__CJ_BIND, NULL);
+    case KDP__CJ_UNBIND:
+        r = author(j, cj, cj->kind, NULL);
         break;
     }
     if (r < 0) {

@@ -15,6 +15,7 @@
  *              checkpoint.
  *   BIND       the record (a claim allocated devices with binding
  *              conditions) -> the author's bind op; nothing recorded.
+ *   UNBIND     the record (that allocation, ended) -> the unbind op.
  * A claim prepared in an earlier boot is a PREPARE again (the caller gives
  * the record without its answer).
  *
@@ -40,6 +41,7 @@ typedef enum kdp__cj_kind {
     KDP__CJ_RECORDED,
     KDP__CJ_UNPREPARE,
     KDP__CJ_BIND,
+    KDP__CJ_UNBIND,
 } kdp__cj_kind;
 
 typedef struct kdp__cj_env {

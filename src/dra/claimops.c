@@ -15,7 +15,8 @@ struct kdp__cop {
     kdp__dra_claims *c;
     kdp__cop_state state;
     bool unprepare;
-    bool bind;               /* a bind op (rec given at the start) */
+    bool bind;               /* a bind or unbind op (rec given at the start) */
+    bool unbind;             /* ... the unbind op */
     kdp__cop_bound_cb bound; /* its answer (NULL once detached) */
     uint64_t tag;            /* the bind op's, given back */
     char *ns, *name, *uid;
@@ -51,7 +52,7 @@ const char *kdp__cop_state_name(kdp__cop_state s)
 /* What the operation is, for log lines. */
 static const char *what(const kdp__cop *op)
 {
-    return op->bind ? "bind" : op->unprepare ? "unprepare" : "prepare";
+    return op->unbind ? "unbind" : op->bind ? "bind" : op->unprepare ? "unprepare" : "prepare";
 }
 
 /* The one function that changes an operation's state. */
@@ -93,7 +94,8 @@ static void finish(kdp__cop *op, const char *err, const kdp__dra_rec *rec)
                  err);
     } else {
         log_info("%s: %s claim %s/%s (%s)", c->driver,
-                 op->bind        ? "bind op done for"
+                 op->unbind      ? "unbind op done for"
+                 : op->bind      ? "bind op done for"
                  : op->unprepare ? "unprepared"
                                  : "prepared",
                  op->ns, op->name, op->uid);
@@ -289,7 +291,8 @@ static void start(kdp__cop *op)
     if (op->bind) {
         kdp__dra_rec *given = op->rec;
         op->rec = NULL;
-        wait_slot(op, KDP__CJ_BIND, given, "allocated with binding conditions");
+        wait_slot(op, op->unbind ? KDP__CJ_UNBIND : KDP__CJ_BIND, given,
+                  op->unbind ? "its allocation ended" : "allocated with binding conditions");
         return;
     }
     kdp__dra_rec *rec = kdp__ckpt_get(c->cfg.env->ckpt, op->uid);
@@ -383,7 +386,7 @@ int kdp__dra_claims_add(kdp__dra_claims *c, bool unprepare, const kdp_dra_claim_
     return 0;
 }
 
-int kdp__dra_claims_add_bind(kdp__dra_claims *c, kdp__dra_rec *rec, uint64_t tag,
+int kdp__dra_claims_add_bind(kdp__dra_claims *c, kdp__dra_rec *rec, uint64_t tag, bool unbind,
                              kdp__cop_bound_cb bound, void *ud)
 {
     kdp_dra_claim_ref ref = {rec->ns, rec->name, rec->uid};
@@ -394,6 +397,7 @@ int kdp__dra_claims_add_bind(kdp__dra_claims *c, kdp__dra_rec *rec, uint64_t tag
         return r;
     }
     op->bind = true;
+    op->unbind = unbind;
     op->bound = bound;
     op->tag = tag;
     op->rec = rec;

@@ -114,11 +114,11 @@ int kdp__dra_claims_add(kdp__dra_claims *c, bool unprepare, const kdp_dra_claim_
                         kdp__cop_done_cb done, void *ud, kdp__cop **ret);
 /* The answer of a bind op (tag: as given): err NULL on success. */
 typedef void (*kdp__cop_bound_cb)(void *ud, const char *uid, uint64_t tag, const char *err);
-/* Queues the bind op (kdp_dra_ops.bind) on rec (taken over, freed on an
- * error too: a claim as the watch read it, its devices those with binding
- * conditions), in order with the claim's other operations; bound answers
- * it. Returns 0, -EAGAIN, -ENOMEM. */
-int kdp__dra_claims_add_bind(kdp__dra_claims *c, kdp__dra_rec *rec, uint64_t tag,
+/* Queues the bind op (kdp_dra_ops.bind; unbind: the unbind op) on rec
+ * (taken over, freed on an error too: a claim as the watch read it, its
+ * devices those with binding conditions), in order with the claim's other
+ * operations; bound answers it. Returns 0, -EAGAIN, -ENOMEM. */
+int kdp__dra_claims_add_bind(kdp__dra_claims *c, kdp__dra_rec *rec, uint64_t tag, bool unbind,
                              kdp__cop_bound_cb bound, void *ud);
 /* Starts what can start now (done callbacks may run from here). */
 void kdp__dra_claims_kick(kdp__dra_claims *c);

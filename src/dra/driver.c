@@ -465,7 +465,7 @@ static int make(kdp__dra *d)
         r = kdp__statusw_init(&d->statusw, d->loop, &wc);
         d->made = MADE_STATUSW;
     }
-    if (r == 0 && d->ops.bind) {
+    if (r == 0 && (d->ops.bind || d->ops.unbind)) {
         r = kdp__dra_binds_make(d);
     }
     return r;

@@ -48,7 +48,7 @@ static void bound(void *ud, const char *uid, uint64_t seq, const char *err)
 
 /* The bind op on rec, its devices' kdp IDs found (loop thread: the
  * descriptions are the loop's). */
-static int start_bind(void *ud, kdp__dra_rec *rec, uint64_t seq)
+static int start_bind(void *ud, kdp__dra_rec *rec, uint64_t seq, bool unbind)
 {
     kdp__dra *d = ud;
     for (size_t i = 0; i < rec->n_devs; i++) {
@@ -58,7 +58,7 @@ static int start_bind(void *ud, kdp__dra_rec *rec, uint64_t seq)
             return -ENOMEM;
         }
     }
-    return kdp__dra_claims_add_bind(&d->claims, rec, seq, bound, d);
+    return kdp__dra_claims_add_bind(&d->claims, rec, seq, unbind, unbind ? NULL : bound, d);
 }
 
 static void write_claim(void *ud, kdp__dra_rec *rec)
@@ -75,6 +75,7 @@ int kdp__dra_binds_make(kdp__dra *d)
                              .pool = d->conf.node,
                              .start = start_bind,
                              .write = write_claim,
+                             .unbind = d->ops.unbind != NULL,
                              .ud = d};
     int r = kdp__dra_binds_init(&d->binds, &bc);
     if (r < 0) {

@@ -47,8 +47,9 @@ class Binding(Base):
     def test_bind_op_sets_the_conditions(self):
         """The watch sees a claim allocated a device with binding
         conditions: the bind op runs once, its status makes the claim ready
-        for the scheduler; the kubelet's prepare afterwards keeps the
-        condition; a claim without them gets no bind op."""
+        for the scheduler; the kubelet's prepare and unprepare afterwards
+        keep the condition; a claim without them gets no bind op; the claim
+        deleted, the unbind op runs."""
         api = self.api()
         kl = self.kubelet()
         drv = self.start_proc(TestDriver(self, api, DECLARE + ["--bind", "ok"]))
@@ -79,6 +80,12 @@ class Binding(Base):
         r = kl.dra_prepare(DRV, ["default/c2/" + plain])
         self.assertEqual(r["by_uid"][plain]["result"], "prepared", r)
         self.assertEqual(drv.count_log("bind " + plain), 0)
+        # the claim deleted: its allocation ended, the unbind op detaches
+        code, body = api.http("DELETE", "/apis/resource.k8s.io/v1/namespaces/default/"
+                              "resourceclaims/c1")
+        self.assertEqual(code, 200, body)
+        drv.wait_log("unbind %s dev-0$" % uid, T)
+        self.assertEqual(drv.count_log("unbind " + plain), 0)
 
     def test_bind_op_fails(self):
         """A bind op that fails sets the device's first failure condition

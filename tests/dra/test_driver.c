@@ -53,7 +53,7 @@
  * reason Attached), "fail" fails it (kdp_plugin_set_error: "no fabric
  * port"), "later" returns 0 and leaves them (the test sets them through
  * --status-update-file); each call said ("test-dra-driver: bind UID dev-0
- * ...", and "status bind dev-0: 0").
+ * ...", and "status bind dev-0: 0"); its unbind op says "unbind UID dev-0".
  * Each prepare and unprepare call is said on stderr ("test-dra-driver:
  * prepare UID"), so that tests count them.
  */
@@ -350,6 +350,19 @@ static int bind(kdp_plugin *p, const kdp_dra_claim *c, void *ud)
     return 0;
 }
 
+/* --bind: the allocation ended. */
+static int unbind(kdp_plugin *p, const kdp_dra_claim *c, void *ud)
+{
+    (void)p;
+    (void)ud;
+    fprintf(stderr, "test-dra-driver: unbind %s", c->ref.uid);
+    for (size_t i = 0; i < c->n_devices; i++) {
+        fprintf(stderr, " %s", c->devices[i].device);
+    }
+    fprintf(stderr, "\n");
+    return 0;
+}
+
 static int unprepare(kdp_plugin *p, const kdp_dra_claim *c, void *ud)
 {
     (void)ud;
@@ -449,7 +462,8 @@ int main(int argc, char **argv)
     kdp_dra_ops dops = {.describe = describe,
                         .prepare = prepare,
                         .unprepare = unprepare,
-                        .bind = bind_mode ? bind : NULL};
+                        .bind = bind_mode ? bind : NULL,
+                        .unbind = bind_mode ? unbind : NULL};
     kdp_plugin *p;
     if (!dc.device_plugin_too) {
         /* DRA only: no device-plugin name (--resource: one anyway, refused) */

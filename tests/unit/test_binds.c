@@ -29,6 +29,8 @@
 #define POOL "node-a"
 
 typedef struct seen {
+    int unbound;
+    char last_unbound[64];
     int refuse; /* start answers -EAGAIN this many times */
     uint64_t last_seq;
     int started;
@@ -38,9 +40,15 @@ typedef struct seen {
     kdp__dra_rec *written;
 } seen;
 
-static int start(void *ud, kdp__dra_rec *rec, uint64_t seq)
+static int start(void *ud, kdp__dra_rec *rec, uint64_t seq, bool unbind)
 {
     seen *s = ud;
+    if (unbind) {
+        s->unbound++;
+        snprintf(s->last_unbound, sizeof(s->last_unbound), "%s", rec->uid);
+        kdp__dra_rec_free(rec);
+        return 0;
+    }
     if (s->refuse > 0) {
         s->refuse--;
         kdp__dra_rec_free(rec);
@@ -169,7 +177,7 @@ static void test_lifecycle(void **state)
     seen s = {0};
     kdp__dra_binds b;
     kdp__dra_binds_cfg cfg = {
-        .driver = DRV, .pool = POOL, .start = start, .write = write_rec, .ud = &s};
+        .driver = DRV, .pool = POOL, .start = start, .write = write_rec, .unbind = true, .ud = &s};
     assert_int_equal(kdp__dra_binds_init(&b, &cfg), 0);
     /* pending: the bind op once, on the device with binding conditions */
     json_t *o = claim("u1", "gpu-0", NULL);
@@ -204,6 +212,8 @@ static void test_lifecycle(void **state)
     kdp__dra_binds_event(&b, "MODIFIED", o);
     assert_int_equal(s.started, 2);
     assert_true(s.last_seq != first);
+    assert_int_equal(s.unbound, 1); /* the first allocation ended */
+    assert_string_equal(s.last_unbound, "u1");
     kdp__dra_binds_ended(&b, "u1", first, "late");
     assert_int_equal(s.writes, 1);
     json_decref(o);
@@ -230,10 +240,20 @@ static void test_lifecycle(void **state)
     /* deleted: dropped */
     o = claim("u1", "gpu-2", NULL);
     kdp__dra_binds_event(&b, "DELETED", o);
+    assert_int_equal(s.unbound, 2);
     assert_int_equal(kdp__dra_binds_count(&b), 1); /* u4 */
     kdp__dra_binds_sync_begin(&b);
     kdp__dra_binds_sync_end(&b);
     assert_int_equal(kdp__dra_binds_count(&b), 0);
+    assert_int_equal(s.unbound, 3); /* u4, gone while the watch was down */
+    json_decref(o);
+    /* a bind op that never started: no unbind op */
+    s.refuse = 100;
+    o = claim("u5", "gpu-0", NULL);
+    kdp__dra_binds_event(&b, "ADDED", o);
+    kdp__dra_binds_event(&b, "DELETED", o);
+    assert_int_equal(s.unbound, 3);
+    s.refuse = 0;
     json_decref(o);
     /* met on first sight: tracked, no bind op; a relist that misses it
      * drops it */
@@ -251,6 +271,7 @@ static void test_lifecycle(void **state)
     kdp__dra_binds_sync_begin(&b);
     kdp__dra_binds_sync_end(&b);
     assert_int_equal(kdp__dra_binds_count(&b), 0);
+    assert_int_equal(s.unbound, 4); /* met on first sight: may be attached */
     /* not allocated, another driver's only: nothing */
     o = json_pack("{s:{s:s, s:s, s:s}}", "metadata", "name", "c", "namespace", "ns", "uid", "u3");
     kdp__dra_binds_event(&b, "ADDED", o);
