@@ -399,7 +399,9 @@ KDP_EXPORT int kdp_dra_prepared_set_status(kdp_dra_prepared *r, size_t device,
  * checkpoint for a prepared claim (it syncs: not from a latency-critical
  * path; kept in memory for one not prepared, which its prepare then keeps
  * unless the prepare op sets another), then written into the claim as
- * after a prepare. Any thread, callbacks included. Returns 0, -EINVAL (p
+ * after a prepare (a status set for a claim while its prepare runs may be
+ * overwritten by the prepare's: set it from the prepare op then). Any
+ * thread, callbacks included. Returns 0, -EINVAL (p
  * NULL, a bad field: logged), -ENOENT (DRA not on, no such prepared or
  * binding claim, or no such device in it: logged), -EAGAIN (too many
  * writes waiting), -ENOMEM, or the checkpoint's -errno. */

@@ -120,8 +120,8 @@ static kdp__dra_rec *bind_view(const kdp__claim *c)
     return err < 0 ? NULL : r;
 }
 
-/* Starts e's bind op. Under mu. */
-static void start_op(kdp__dra_binds *b, kdp__dra_bind *e)
+/* Starts e's bind op. Under mu. Returns what cfg.start returned. */
+static int start_op(kdp__dra_binds *b, kdp__dra_bind *e)
 {
     kdp__dra_rec *copy = kdp__dra_rec_dup(e->view, true);
     int r = copy ? b->cfg.start(b->cfg.ud, copy, e->seq, false) : -ENOMEM;
@@ -135,14 +135,15 @@ static void start_op(kdp__dra_binds *b, kdp__dra_bind *e)
                   "(tried again when an operation ends)",
                   b->cfg.driver, e->rec->ns, e->rec->name, strerror(-r));
     }
+    return r;
 }
 
 /* The bind ops that could not start, started now if they can. Under mu. */
 static void retry_ops(kdp__dra_binds *b)
 {
     for (size_t i = 0; i < b->n; i++) {
-        if (b->v[i].to_start) {
-            start_op(b, &b->v[i]);
+        if (b->v[i].to_start && start_op(b, &b->v[i]) < 0) {
+            return; /* no room yet (or no memory): the next end tries again */
         }
     }
 }
@@ -206,7 +207,7 @@ static void track(kdp__dra_binds *b, const kdp__claim *c, char *sig, int state)
     if (!e->uid) {
         drop(b, e);
     } else if (e->to_start) {
-        start_op(b, e);
+        (void)start_op(b, e);
     }
 }
 
@@ -237,6 +238,7 @@ void kdp__dra_binds_event(kdp__dra_binds *b, const char *type, json_t *obj)
     }
     if (e) {
         e->seen = true;
+        e->to_start &= state == 0; /* met or failed meanwhile: no bind op wanted */
         free(sig);
     } else if (sig) {
         track(b, c, sig, state);
@@ -328,6 +330,13 @@ int kdp__dra_binds_set_status(kdp__dra_binds *b, const char *uid, const char *de
     return r;
 }
 
+void kdp__dra_binds_retry(kdp__dra_binds *b)
+{
+    pthread_mutex_lock(&b->mu);
+    retry_ops(b);
+    pthread_mutex_unlock(&b->mu);
+}
+
 void kdp__dra_binds_fill(kdp__dra_binds *b, kdp__dra_rec *rec)
 {
     pthread_mutex_lock(&b->mu);
@@ -338,7 +347,7 @@ void kdp__dra_binds_fill(kdp__dra_binds *b, kdp__dra_rec *rec)
             const kdp__dra_rdev *t = &e->rec->devs[k];
             bool share =
                 d->share_id ? t->share_id && strcmp(d->share_id, t->share_id) == 0 : !t->share_id;
-            if (t->status && strcmp(t->device, d->device) == 0 && share) {
+            if (t->status && t->n_bind && strcmp(t->device, d->device) == 0 && share) {
                 (void)kdp__dra_rec_set(&d->api_status, t->status);
             }
         }

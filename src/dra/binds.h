@@ -84,9 +84,12 @@ void kdp__dra_binds_sync_end(kdp__dra_binds *b);
  * was allocated anew meanwhile. Either way the bind ops that could not
  * start are tried again. */
 void kdp__dra_binds_ended(kdp__dra_binds *b, const char *uid, uint64_t seq, const char *why);
-/* The freshest statuses of claim rec->uid's devices (the author's, set
- * while it waited for its binding conditions) into their api_status, for
- * its prepare. */
+/* An operation ended: the bind ops that could not start, started if they
+ * can now. */
+void kdp__dra_binds_retry(kdp__dra_binds *b);
+/* The freshest statuses of claim rec->uid's devices with binding
+ * conditions (the author's, set while it waited for them) into their
+ * api_status, for its prepare. */
 void kdp__dra_binds_fill(kdp__dra_binds *b, kdp__dra_rec *rec);
 
 /* Device (and share) of tracked claim uid gets status (JSON text,

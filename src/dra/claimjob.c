@@ -259,11 +259,29 @@ static int recorded(kdp__cj *cj)
     return r < 0 ? r : 0;
 }
 
+/* The record's metadata off, its CDI IDs with it (an unprepare that fails
+ * after this leaves a record whose prepare hands out no ID of a device the
+ * spec no longer has). */
 static int metadata_off(kdp__dra_rec *rec, void *ud)
 {
     (void)ud;
     bool had = rec->md_gen != 0;
     rec->md_gen = 0;
+    char mark[KDP__CLAIM_UID_MAX + 16];
+    snprintf(mark, sizeof(mark), "=%s_metadata_", rec->uid);
+    for (size_t i = 0; i < rec->n_devs; i++) {
+        kdp__dra_rdev *d = &rec->devs[i];
+        size_t k = 0;
+        for (size_t j = 0; j < d->n_cdi_ids; j++) {
+            if (strstr(d->cdi_ids[j], mark)) {
+                free(d->cdi_ids[j]);
+                had = true;
+            } else {
+                d->cdi_ids[k++] = d->cdi_ids[j];
+            }
+        }
+        d->n_cdi_ids = k;
+    }
     return had ? 1 : 0;
 }
 

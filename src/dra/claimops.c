@@ -103,13 +103,23 @@ static void finish(kdp__cop *op, const char *err, const kdp__dra_rec *rec)
     if (op->done) {
         op->done(op->ud, err, op->unprepare ? NULL : rec);
     }
-    if (op->bound) {
-        op->bound(op->ud, op->uid, op->tag, err);
-    }
-    if (!op->bind) {
-        c->cfg.ended(c->cfg.ud, op->unprepare, err ? NULL : rec);
-    }
+    /* the rest once the op no longer counts (an op started from them finds
+     * its room) */
+    kdp__cop_bound_cb bound = op->bound;
+    void *ud = op->ud;
+    uint64_t tag = op->tag;
+    bool bind = op->bind;
+    bool unprepare = op->unprepare;
+    char *uid = op->uid;
+    op->uid = NULL;
     op_free(op);
+    if (bound) {
+        bound(ud, uid, tag, err);
+    }
+    if (!bind) {
+        c->cfg.ended(c->cfg.ud, unprepare, err ? NULL : rec);
+    }
+    free(uid);
     kdp__timer_start(c->kick, 0); /* the next op on the claim, from the loop */
 }
 

@@ -58,6 +58,9 @@ typedef struct kdp__dra_rdev {
     size_t n_bind;
     size_t n_bind_fail;
     char *api_status;
+    /* a status write leaves the claim's own entry for it as it is (an
+     * unprepare's, for a device with binding conditions; not kept) */
+    bool keep_entry;
 } kdp__dra_rdev;
 
 typedef struct kdp__dra_rec {

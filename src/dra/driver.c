@@ -282,22 +282,35 @@ static void op_ended(void *ud, bool unprepare, const kdp__dra_rec *rec)
     kdp__dra *d = ud;
     status_lock(d)->prepared = kdp__ckpt_count(d->ckpt);
     status_unlock(d);
+    if (d->binds_on) {
+        kdp__dra_binds_retry(&d->binds); /* room for a bind op that waits */
+    }
     bool had = false;
     bool kept = false; /* a device's binding conditions: they are the allocation's */
     for (size_t i = 0; rec && i < rec->n_devs; i++) {
         had |= rec->devs[i].status != NULL;
-        kept |= rec->devs[i].status && rec->devs[i].n_bind;
+        kept |= rec->devs[i].n_bind > 0;
     }
     if (!rec || !had || d->made < MADE_STATUSW) {
         return;
     }
-    kdp__dra_rec *left = unprepare && kept ? kdp__dra_rec_dup(rec, true) : NULL;
-    for (size_t i = 0; left && i < left->n_devs; i++) {
-        if (!left->devs[i].n_bind) {
-            (void)kdp__dra_rec_set(&left->devs[i].status, NULL);
-        }
+    if (!unprepare || !kept) {
+        kdp__statusw_put(&d->statusw, rec, unprepare);
+        return;
     }
-    kdp__statusw_put(&d->statusw, left ? left : rec, unprepare && !left);
+    /* an unprepare: this driver's entries go, but for the devices with
+     * binding conditions, whose entries are left as the claim has them */
+    kdp__dra_rec *left = kdp__dra_rec_dup(rec, true);
+    if (!left) {
+        log_error("%s: claim %s/%s: out of memory: its status is left as it is", d->conf.driver,
+                  rec->ns, rec->name);
+        return;
+    }
+    for (size_t i = 0; i < left->n_devs; i++) {
+        left->devs[i].keep_entry = left->devs[i].n_bind > 0;
+        (void)kdp__dra_rec_set(&left->devs[i].status, NULL);
+    }
+    kdp__statusw_put(&d->statusw, left, false);
     kdp__dra_rec_free(left);
 }
 

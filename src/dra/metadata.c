@@ -90,14 +90,26 @@ static bool names_ok(const kdp__dra_rec *r, const char *request, const char **wh
     return false;
 }
 
-/* <dir>/<ns>_<name>_<uid>[/<base>[/metadata.json]]: the UID keeps a claim
- * made again under the same name apart. */
+/* The claim's directory: <ns>_<name>_<uid> (the UID keeps a claim made
+ * again under the same name apart), or <uid> alone where that is over the
+ * 255 bytes a file name may have. */
+static void claim_leaf(const kdp__dra_rec *r, char out[NAME_MAX + 1])
+{
+    int w = snprintf(out, NAME_MAX + 1, "%s_%s_%s", r->ns, r->name, r->uid);
+    if (w < 0 || w > NAME_MAX) {
+        snprintf(out, NAME_MAX + 1, "%s", r->uid);
+    }
+}
+
+/* <dir>/<leaf>[/<base>[/metadata.json]] */
 static int claim_path(const kdp__dra_md *md, const kdp__dra_rec *r, const char *request, bool file,
                       char *out, size_t len)
 {
-    int w = request ? snprintf(out, len, "%s/%s_%s_%s/%.*s%s", md->dir, r->ns, r->name, r->uid,
-                               (int)base_len(request), request, file ? "/metadata.json" : "")
-                    : snprintf(out, len, "%s/%s_%s_%s", md->dir, r->ns, r->name, r->uid);
+    char leaf[NAME_MAX + 1];
+    claim_leaf(r, leaf);
+    int w = request ? snprintf(out, len, "%s/%s/%.*s%s", md->dir, leaf, (int)base_len(request),
+                               request, file ? "/metadata.json" : "")
+                    : snprintf(out, len, "%s/%s", md->dir, leaf);
     return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
 }
 
@@ -308,9 +320,9 @@ int kdp__dra_md_remove(const kdp__dra_md *md, const kdp__dra_rec *r)
     if (!md->dir) {
         return 0;
     }
-    char leaf[PATH_MAX];
-    int w = snprintf(leaf, sizeof(leaf), "%s_%s_%s", r->ns, r->name, r->uid);
-    if (w < 0 || (size_t)w >= sizeof(leaf) || strchr(leaf, '/') || leaf[0] == '.') {
+    char leaf[NAME_MAX + 1];
+    claim_leaf(r, leaf);
+    if (strchr(leaf, '/') || leaf[0] == '.' || leaf[0] == '\0') {
         return 0; /* never made: its names were refused */
     }
     int top = open(md->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -4,6 +4,7 @@
  * Kubernetes 1.37): for each request of the claim (its base name: "gpu"
  * for "gpu/small") with devices of this driver, one file on the host,
  *   <state dir>/dra-device-metadata/<namespace>_<claim>_<uid>/<request>/metadata.json
+ * (<uid> alone when that name is over 255 bytes)
  * holding a DeviceMetadata document (metadata.resource.k8s.io) written
  * twice, v1beta1 then v1alpha1, as a JSON stream (a reader takes the first
  * version it knows): the claim's name, namespace and UID, the files'

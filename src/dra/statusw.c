@@ -53,7 +53,7 @@ static int entries_of(const kdp__dra_rec *rec, bool remove, kdp__cstat_entry **r
     *n = 0;
     size_t m = 0;
     for (size_t i = 0; !remove && i < rec->n_devs; i++) {
-        m += rec->devs[i].status != NULL;
+        m += rec->devs[i].status || rec->devs[i].keep_entry;
     }
     kdp__cstat_entry *e = calloc(m ? m : 1, sizeof(*e));
     if (!e) {
@@ -62,14 +62,16 @@ static int entries_of(const kdp__dra_rec *rec, bool remove, kdp__cstat_entry **r
     size_t k = 0;
     for (size_t i = 0; !remove && i < rec->n_devs; i++) {
         const kdp__dra_rdev *d = &rec->devs[i];
-        if (!d->status) {
+        if (!d->status && !d->keep_entry) {
             continue;
         }
         e[k].device = strdup(d->device);
         e[k].share_id = d->share_id ? strdup(d->share_id) : NULL;
-        e[k].fields = strdup(d->status);
+        e[k].fields = d->keep_entry || !d->status ? NULL : strdup(d->status);
+        e[k].keep = d->keep_entry;
         k++;
-        if (!e[k - 1].device || !e[k - 1].fields || (d->share_id && !e[k - 1].share_id)) {
+        if (!e[k - 1].device || (d->status && !d->keep_entry && !e[k - 1].fields) ||
+            (d->share_id && !e[k - 1].share_id)) {
             entries_free(e, k);
             return -ENOMEM;
         }

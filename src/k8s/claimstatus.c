@@ -94,6 +94,13 @@ json_t *kdp__cstat_merge(const json_t *claim, const char *driver, const char *po
         }
     }
     for (size_t k = 0; !*err && k < n; k++) {
+        const json_t *before = e[k].keep ? same_in(old, driver, pool, &e[k]) : NULL;
+        if (e[k].keep) {
+            if (before && json_array_append(out, (json_t *)before) < 0) {
+                *err = -ENOMEM;
+            }
+            continue;
+        }
         json_t *o = entry_json(old, driver, pool, &e[k], err);
         if (o && json_array_append_new(out, o) < 0) {
             *err = -ENOMEM;
@@ -242,6 +249,7 @@ int kdp__cstat_write(kdp__api *a, const char *version, const char *ns, const cha
         r->e[i].device = strdup(e[i].device);
         r->e[i].share_id = e[i].share_id ? strdup(e[i].share_id) : NULL;
         r->e[i].fields = e[i].fields ? strdup(e[i].fields) : NULL;
+        r->e[i].keep = e[i].keep;
         oom = !r->e[i].device || (e[i].share_id && !r->e[i].share_id) ||
               (e[i].fields && !r->e[i].fields);
     }

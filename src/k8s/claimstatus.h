@@ -28,6 +28,9 @@ typedef struct kdp__cstat_entry {
     const char *device;
     const char *share_id; /* NULL: not shared */
     const char *fields;   /* the entry's own fields, a JSON object (text) */
+    /* fields unused: the claim's own entry for the device is left as it is
+     * (none if it has none) */
+    bool keep;
 } kdp__cstat_entry;
 
 /* claim's status.devices with driver/pool's entries replaced by e[0..n).

@@ -23,10 +23,11 @@ struct kdp__inf {
     kdp__api_req *req; /* a list page or the watch */
     kdp__timer *t;
     kdp__backoff bo;
-    char rv[128];    /* the last resourceVersion seen ("": list) */
-    char *cont;      /* the next page's continue token (NULL: first) */
-    unsigned page;   /* objects per list page */
-    uint64_t opened; /* when the watch was opened */
+    char rv[128];       /* the last resourceVersion seen ("": list) */
+    char *cont;         /* the next page's continue token (NULL: first) */
+    unsigned page;      /* objects per list page */
+    unsigned base_page; /* ... as set (a page past its bound makes page smaller for one list) */
+    uint64_t opened;    /* when the watch was opened */
 };
 
 static void step(kdp__inf *f);
@@ -96,8 +97,11 @@ static void list_done(int err, long code, json_t *obj, const char *why, void *ud
         retry(f, -ENOMEM, "out of memory");
         return;
     }
-    if (!f->cont && f->cbs.sync_end) {
-        f->cbs.sync_end(f->cbs.ud);
+    if (!f->cont) {
+        f->page = f->base_page; /* smaller pages for that list only */
+        if (f->cbs.sync_end) {
+            f->cbs.sync_end(f->cbs.ud);
+        }
     }
     step(f); /* the backoff is reset by a watch that lasts, not by a list */
 }
@@ -214,7 +218,7 @@ int kdp__inf_new(kdp__api *a, const char *path, const kdp__inf_cbs *cbs, kdp__in
     f->a = a;
     f->cbs = *cbs;
     f->path = strdup(path);
-    f->page = KDP__INF_PAGE;
+    f->page = f->base_page = KDP__INF_PAGE;
     kdp__backoff_init(&f->bo, MIN_BACKOFF_US, MAX_BACKOFF_US, 0);
     int r = f->path ? kdp__timer_new(kdp__api_loop(a), on_timer, f, &f->t) : -ENOMEM;
     if (r < 0) {
@@ -228,7 +232,7 @@ int kdp__inf_new(kdp__api *a, const char *path, const kdp__inf_cbs *cbs, kdp__in
 
 void kdp__inf_set_page(kdp__inf *f, unsigned n)
 {
-    f->page = n < 1 ? 1 : n > KDP__INF_PAGE ? KDP__INF_PAGE : n;
+    f->page = f->base_page = n < 1 ? 1 : n > KDP__INF_PAGE ? KDP__INF_PAGE : n;
 }
 
 void kdp__inf_free(kdp__inf *f)

@@ -77,6 +77,29 @@ static void test_replace_keep_others(void **state)
     json_decref(c);
 }
 
+/* keep: the claim's own entry for the device stays as it is (a binding
+ * condition another write set), ours for the other devices go. */
+static void test_keep(void **state)
+{
+    (void)state;
+    json_t *c =
+        claim("[{\"driver\": \"" DRV "\", \"pool\": \"node-a\", \"device\": \"gpu0\","
+              "  \"conditions\": [{\"type\": \"a/attached\", \"status\": \"True\","
+              "   \"reason\": \"Attached\", \"lastTransitionTime\": \"2020-01-01T00:00:00Z\"}]},"
+              " {\"driver\": \"" DRV "\", \"pool\": \"node-a\", \"device\": \"gpu1\"}]");
+    kdp__cstat_entry e[2] = {{.device = "gpu0", .keep = true}, {.device = "gpu2", .keep = true}};
+    bool changed = false;
+    int err = 1;
+    json_t *out = kdp__cstat_merge(c, DRV, "node-a", e, 2, &changed, &err);
+    assert_non_null(out);
+    assert_true(changed);
+    assert_int_equal(json_array_size(out), 1); /* gpu1 gone; gpu2 had none */
+    json_t *before = json_array_get(json_object_get(json_object_get(c, "status"), "devices"), 0);
+    assert_true(json_equal(json_array_get(out, 0), before));
+    json_decref(out);
+    json_decref(c);
+}
+
 static void test_empty_and_bad(void **state)
 {
     (void)state;
@@ -100,6 +123,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_replace_keep_others),
+        cmocka_unit_test(test_keep),
         cmocka_unit_test(test_empty_and_bad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

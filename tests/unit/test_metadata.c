@@ -212,6 +212,35 @@ static void test_names_checked(void **state)
     assert_int_equal(rmdir(dir), 0); /* nothing was made in it */
 }
 
+/* A namespace and name too long for one file name together: the UID alone
+ * names the claim's directory, made and removed. */
+static void test_long_names(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/kdp-md-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    kdp__dra_md md = {dir, "gpu.example.com", "node-a"};
+    char ns[64];
+    char name[254];
+    memset(ns, 'n', 63);
+    ns[63] = '\0';
+    for (size_t i = 0; i < 253; i++) {
+        name[i] = i % 64 == 63 ? '.' : 'c';
+    }
+    name[253] = '\0';
+    kdp__dra_rec *r = kdp__dra_rec_new(ns, name, "9f1c2d3e-0000-4000-8000-000000000001");
+    assert_int_equal(kdp__dra_rec_add_dev(r, "gpu", "gpu-0", NULL, false, NULL), 0);
+    r->md_gen = 1;
+    char why[300] = "";
+    assert_int_equal(kdp__dra_md_write(&md, r, why, sizeof(why)), 0);
+    char path[600];
+    snprintf(path, sizeof(path), "%s/9f1c2d3e-0000-4000-8000-000000000001/gpu/metadata.json", dir);
+    assert_int_equal(access(path, F_OK), 0);
+    assert_int_equal(kdp__dra_md_remove(&md, r), 1);
+    assert_int_equal(rmdir(dir), 0);
+    kdp__dra_rec_free(r);
+}
+
 static void test_attrs(void **state)
 {
     (void)state;
@@ -233,6 +262,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_documents),
         cmocka_unit_test(test_names_checked),
+        cmocka_unit_test(test_long_names),
         cmocka_unit_test(test_attrs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
