@@ -127,7 +127,6 @@ static int start_op(kdp__dra_binds *b, kdp__dra_bind *e)
     int r = copy ? b->cfg.start(b->cfg.ud, copy, e->seq, false) : -ENOMEM;
     if (r == 0) {
         e->to_start = false;
-        b->called++;
         log_info("%s: claim %s/%s (%s) waits for its binding conditions: bind op started",
                  b->cfg.driver, e->rec->ns, e->rec->name, e->uid);
     } else if (r != -EAGAIN) {
@@ -268,12 +267,6 @@ void kdp__dra_binds_sync_end(kdp__dra_binds *b)
     pthread_mutex_unlock(&b->mu);
 }
 
-/* Device i's status: s (NULL: none). Under mu. */
-static int set_dev(kdp__dra_rdev *d, const char *s)
-{
-    return kdp__dra_rec_set(&d->status, s);
-}
-
 void kdp__dra_binds_ended(kdp__dra_binds *b, const char *uid, uint64_t seq, const char *why)
 {
     pthread_mutex_lock(&b->mu);
@@ -293,7 +286,7 @@ void kdp__dra_binds_ended(kdp__dra_binds *b, const char *uid, uint64_t seq, cons
         char *json = NULL;
         char bad[300];
         if (kdp__dra_devstatus_json(&st, (int64_t)time(NULL), &json, bad, sizeof(bad)) == 0) {
-            (void)set_dev(d, json);
+            (void)kdp__dra_rec_set(&d->status, json);
         }
         free(json);
     }
@@ -320,7 +313,7 @@ int kdp__dra_binds_set_status(kdp__dra_binds *b, const char *uid, const char *de
         kdp__dra_rdev *d = &e->rec->devs[i];
         bool share = d->share_id ? share_id && strcmp(d->share_id, share_id) == 0 : !share_id;
         if (strcmp(d->device, device) == 0 && share) {
-            r = set_dev(d, status);
+            r = kdp__dra_rec_set(&d->status, status);
             *ret = r == 0 ? kdp__dra_rec_dup(e->rec, true) : NULL;
             r = r == 0 && !*ret ? -ENOMEM : r;
             break;

@@ -65,8 +65,7 @@ typedef struct kdp__dra_binds {
     pthread_mutex_t mu;
     kdp__dra_bind *v;
     size_t n;
-    size_t called; /* bind ops started, for tests and figures */
-    uint64_t seq;  /* allocations numbered */
+    uint64_t seq; /* allocations numbered */
     bool full_said;
 } kdp__dra_binds;
 

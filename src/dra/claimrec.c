@@ -449,6 +449,11 @@ static int push(char ***v, size_t *n, char *s)
     return 0;
 }
 
+int kdp__dra_rdev_add_cdi_id(kdp__dra_rdev *d, char *id)
+{
+    return push(&d->cdi_ids, &d->n_cdi_ids, id);
+}
+
 /* Device i's own device in kdp's spec and its CDI ID. */
 static int add_spec_device(kdp__dra_rec *r, size_t i, const char *kind)
 {

@@ -132,6 +132,9 @@ void kdp__dra_claimview_done(kdp__dra_claimview *v);
  * node), and r->prepared. An answer there before is replaced. Returns 0 or
  * -ENOMEM (r then holds no answer). */
 int kdp__dra_rec_merge(kdp__dra_rec *r, const kdp_dra_prepared *pr, const char *kind);
+/* Appends id (taken over: freed on a failure; NULL is -ENOMEM) to d's CDI
+ * IDs. Returns 0 or -ENOMEM. */
+int kdp__dra_rdev_add_cdi_id(kdp__dra_rdev *d, char *id);
 /* The CDI device name of device i in kdp's spec: <uid>-<device>,
  * <uid>-<device>-<share ID> for a share, or ..._<i> for a device named
  * again in the claim. Returns what asprintf returns. */

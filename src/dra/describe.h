@@ -49,5 +49,9 @@ int kdp__dra_default_name(const char *id, char out[64]);
 void kdp__dra_device_share_done(kdp_dra_device *d);
 /* Frees what describe_bind.c copied into d (binding conditions). */
 void kdp__dra_device_bind_done(kdp_dra_device *d);
+/* A copy of the strings v[0..n) (NULL for n 0; *oom set on a failed
+ * allocation: free what it holds), and its free (describe_share.c). */
+const char **kdp__dra_strv_dup(const char *const *v, size_t n, bool *oom);
+void kdp__dra_strv_free(const char *const *v, size_t n);
 
 #endif

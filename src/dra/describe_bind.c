@@ -11,33 +11,10 @@
 #include "dra/describe.h"
 #include "k8s/bindcheck.h"
 
-static void strv_free(const char **v, size_t n)
-{
-    for (size_t i = 0; v && i < n; i++) {
-        free((char *)v[i]);
-    }
-    free((void *)v);
-}
-
-/* A copy of v[0..n) (NULL for n 0); *oom on a failed allocation. */
-static const char **strv_dup(const char *const *v, size_t n, bool *oom)
-{
-    if (n == 0) {
-        return NULL;
-    }
-    const char **c = calloc(n, sizeof(*c));
-    *oom |= !c;
-    for (size_t i = 0; c && i < n; i++) {
-        c[i] = strdup(v[i]);
-        *oom |= !c[i];
-    }
-    return c;
-}
-
 void kdp__dra_device_bind_done(kdp_dra_device *d)
 {
-    strv_free(d->bind_conds, d->n_bind_conds);
-    strv_free(d->bind_fails, d->n_bind_fails);
+    kdp__dra_strv_free(d->bind_conds, d->n_bind_conds);
+    kdp__dra_strv_free(d->bind_fails, d->n_bind_fails);
     d->bind_conds = NULL;
     d->bind_fails = NULL;
     d->n_bind_conds = 0;
@@ -69,11 +46,11 @@ kdp_dra_device_set_binding_conditions(kdp_dra_device *d, const char *const *cond
         return -EINVAL;
     }
     bool oom = false;
-    const char **c = strv_dup(conditions, n_conditions, &oom);
-    const char **f = strv_dup(failure_conditions, n_failure_conditions, &oom);
+    const char **c = kdp__dra_strv_dup(conditions, n_conditions, &oom);
+    const char **f = kdp__dra_strv_dup(failure_conditions, n_failure_conditions, &oom);
     if (oom) {
-        strv_free(c, n_conditions);
-        strv_free(f, n_failure_conditions);
+        kdp__dra_strv_free(c, n_conditions);
+        kdp__dra_strv_free(f, n_failure_conditions);
         return -ENOMEM;
     }
     kdp__dra_device_bind_done(d);

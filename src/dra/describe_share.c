@@ -19,7 +19,7 @@ static char *dup_or_null(const char *s, bool *oom)
     return c;
 }
 
-static void strv_free(const char *const *v, size_t n)
+void kdp__dra_strv_free(const char *const *v, size_t n)
 {
     for (size_t i = 0; v && i < n; i++) {
         free((char *)v[i]);
@@ -27,7 +27,7 @@ static void strv_free(const char *const *v, size_t n)
     free((void *)v);
 }
 
-static const char **strv_dup(const char *const *v, size_t n, bool *oom)
+const char **kdp__dra_strv_dup(const char *const *v, size_t n, bool *oom)
 {
     if (n == 0) {
         return NULL;
@@ -43,7 +43,7 @@ static const char **strv_dup(const char *const *v, size_t n, bool *oom)
 static void consumption_free(kdp_dra_consumption *c)
 {
     kdp__share_quantities_free((kdp_dra_quantity *)c->counters, c->n_counters);
-    strv_free(c->compatibility_groups, c->n_compatibility_groups);
+    kdp__dra_strv_free(c->compatibility_groups, c->n_compatibility_groups);
     free((char *)c->counter_set);
 }
 
@@ -53,7 +53,7 @@ static void policy_free(kdp_dra_request_policy *p)
         return;
     }
     free((char *)p->default_value);
-    strv_free(p->valid_values, p->n_valid_values);
+    kdp__dra_strv_free(p->valid_values, p->n_valid_values);
     free((char *)p->min);
     free((char *)p->max);
     free((char *)p->step);
@@ -108,7 +108,8 @@ KDP_EXPORT int kdp_dra_device_add_consumption(kdp_dra_device *d, const kdp_dra_c
         .counter_set = dup_or_null(c->counter_set, &oom),
         .counters = kdp__share_quantities_dup(c->counters, c->n_counters),
         .n_counters = c->n_counters,
-        .compatibility_groups = strv_dup(c->compatibility_groups, c->n_compatibility_groups, &oom),
+        .compatibility_groups =
+            kdp__dra_strv_dup(c->compatibility_groups, c->n_compatibility_groups, &oom),
         .n_compatibility_groups = c->n_compatibility_groups,
     };
     if (oom || !copy.counters) {
@@ -160,7 +161,7 @@ KDP_EXPORT int kdp_dra_device_set_request_policy(kdp_dra_device *d, const char *
     bool oom = !p;
     if (p) {
         p->default_value = dup_or_null(policy->default_value, &oom);
-        p->valid_values = strv_dup(policy->valid_values, policy->n_valid_values, &oom);
+        p->valid_values = kdp__dra_strv_dup(policy->valid_values, policy->n_valid_values, &oom);
         p->n_valid_values = policy->n_valid_values;
         p->min = dup_or_null(policy->min, &oom);
         p->max = dup_or_null(policy->max, &oom);

@@ -258,9 +258,9 @@ bool kdp__dra_md_present(const kdp__dra_md *md, const kdp__dra_rec *r)
     return true;
 }
 
-/* Each entry of directory fd (closed here) unlinked (a directory there
- * fails: the files are one level down, no deeper). */
-static int empty_files(int fd)
+/* fn(dir, name) for each entry of directory fd (closed here) but "." and
+ * "..": the first error it returned. */
+static int each_entry(int fd, int (*fn)(int dir, const char *name))
 {
     DIR *dp = fdopendir(fd);
     if (!dp) {
@@ -271,48 +271,31 @@ static int empty_files(int fd)
     int err = 0;
     struct dirent *de;
     while ((de = readdir(dp)) != NULL) {
-        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
-            unlinkat(dirfd(dp), de->d_name, 0) < 0 && err == 0) {
-            err = -errno;
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+            int e = fn(dirfd(dp), de->d_name);
+            err = err ? err : e;
         }
     }
     closedir(dp);
     return err;
 }
 
-/* Each entry of directory fd (closed here) removed: with subdirs, a
- * directory among them emptied of its files (one level down, no deeper)
- * and removed; links and files unlinked, never followed. */
-static int empty_dir(int fd, bool subdirs)
+static int unlink_entry(int dir, const char *name)
 {
-    DIR *dp = fdopendir(fd);
-    if (!dp) {
-        int e = -errno;
-        close(fd);
-        return e;
+    return unlinkat(dir, name, 0) < 0 ? -errno : 0;
+}
+
+/* An entry of a claim's directory: a request's directory emptied of its
+ * files (a directory there fails: no deeper) and removed; a file or a link
+ * unlinked, never followed. */
+static int remove_entry(int dir, const char *name)
+{
+    int sub = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0) {
+        return unlink_entry(dir, name);
     }
-    int err = 0;
-    struct dirent *de;
-    while ((de = readdir(dp)) != NULL) {
-        const char *n = de->d_name;
-        if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0) {
-            continue;
-        }
-        int sub =
-            subdirs ? openat(dirfd(dp), n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-        int e = 0;
-        if (sub >= 0) {
-            e = empty_files(sub);
-            if (e == 0 && unlinkat(dirfd(dp), n, AT_REMOVEDIR) < 0) {
-                e = -errno;
-            }
-        } else if (unlinkat(dirfd(dp), n, 0) < 0) {
-            e = -errno;
-        }
-        err = err ? err : e;
-    }
-    closedir(dp);
-    return err;
+    int e = each_entry(sub, unlink_entry);
+    return e == 0 && unlinkat(dir, name, AT_REMOVEDIR) < 0 ? -errno : e;
 }
 
 int kdp__dra_md_remove(const kdp__dra_md *md, const kdp__dra_rec *r)
@@ -336,23 +319,11 @@ int kdp__dra_md_remove(const kdp__dra_md *md, const kdp__dra_rec *r)
         if (err == 1 && unlinkat(top, leaf, 0) < 0) {
             err = -errno; /* not a directory: removed as what it is */
         }
-    } else if ((err = empty_dir(fd, true)) == 0) {
+    } else if ((err = each_entry(fd, remove_entry)) == 0) {
         err = unlinkat(top, leaf, AT_REMOVEDIR) < 0 ? -errno : 1;
     }
     close(top);
     return err;
-}
-
-static int push(char ***v, size_t *n, char *s)
-{
-    char **nv = s ? realloc(*v, (*n + 1) * sizeof(*nv)) : NULL;
-    if (!nv) {
-        free(s);
-        return -ENOMEM;
-    }
-    *v = nv;
-    nv[(*n)++] = s;
-    return 0;
 }
 
 int kdp__dra_md_add_ids(kdp__dra_rec *r, const char *kind)
@@ -362,7 +333,7 @@ int kdp__dra_md_add_ids(kdp__dra_rec *r, const char *kind)
         char *id = NULL;
         if (kdp__dra_md_first(r, i) && (asprintf(&id, "%s=%s_metadata_%.*s", kind, r->uid,
                                                  (int)base_len(d->request), d->request) < 0 ||
-                                        push(&d->cdi_ids, &d->n_cdi_ids, id) < 0)) {
+                                        kdp__dra_rdev_add_cdi_id(d, id) < 0)) {
             return -ENOMEM;
         }
     }

@@ -59,15 +59,12 @@ int kdp__claim_read_binding(json_t *r, size_t idx, char ***ret, size_t *n_bind, 
     return 0;
 }
 
-/* status.devices' entry of driver, pool and device (and share_id unless
- * any_share), or NULL. */
-static json_t *status_entry(json_t *claim, const char *driver, const char *pool, const char *device,
-                            const char *share_id, bool any_share)
+json_t *kdp__claim_status_entry(const json_t *devices, const char *driver, const char *pool,
+                                const char *device, const char *share_id, bool any_share)
 {
-    json_t *devs = json_object_get(json_object_get(claim, "status"), "devices");
     size_t i;
     json_t *e;
-    json_array_foreach(devs, i, e)
+    json_array_foreach(devices, i, e)
     {
         const char *d = json_string_value(json_object_get(e, "driver"));
         const char *p = json_string_value(json_object_get(e, "pool"));
@@ -80,6 +77,12 @@ static json_t *status_entry(json_t *claim, const char *driver, const char *pool,
         }
     }
     return NULL;
+}
+
+/* The claim's status.devices. */
+static json_t *status_devices(json_t *claim)
+{
+    return json_object_get(json_object_get(claim, "status"), "devices");
 }
 
 /* Whether the entry has a condition of type t with status "True". */
@@ -101,7 +104,7 @@ static bool condition_true(json_t *entry, const char *t)
 int kdp__claim_binding_state(json_t *claim, const char *driver, const char *pool,
                              const char *device, char *const *bind, size_t n_bind, size_t n_fail)
 {
-    json_t *e = status_entry(claim, driver, pool, device, NULL, true);
+    json_t *e = kdp__claim_status_entry(status_devices(claim), driver, pool, device, NULL, true);
     for (size_t i = 0; i < n_fail; i++) {
         if (condition_true(e, bind[n_bind + i])) {
             return -1;
@@ -119,7 +122,8 @@ char *kdp__claim_status_fields(json_t *claim, const char *driver, const char *po
                                const char *device, const char *share_id, bool *oom)
 {
     static const char *const keys[] = {"driver", "pool", "device", "shareID"};
-    json_t *e = status_entry(claim, driver, pool, device, share_id, false);
+    json_t *e =
+        kdp__claim_status_entry(status_devices(claim), driver, pool, device, share_id, false);
     json_t *own = json_is_object(e) ? json_deep_copy(e) : NULL;
     for (size_t k = 0; own && k < sizeof(keys) / sizeof(keys[0]); k++) {
         (void)json_object_del(own, keys[k]);

@@ -4,7 +4,8 @@
  * result's bindingConditions and bindingFailureConditions (checked with
  * k8s/bindcheck's rules), this driver's entries in status.devices, and
  * whether a device's binding conditions are met, as the scheduler's PreBind
- * check decides it. For k8s/claims' parse. Pure.
+ * check decides it. For k8s/claims' parse and k8s/claimstatus' merge.
+ * Pure.
  */
 #ifndef KDP_K8S_CLAIMBIND_H
 #define KDP_K8S_CLAIMBIND_H
@@ -24,6 +25,10 @@ int kdp__claim_read_binding(json_t *r, size_t idx, char ***ret, size_t *n_bind, 
  * JSON text (malloc'd), or NULL (none, or *oom set). */
 char *kdp__claim_status_fields(json_t *claim, const char *driver, const char *pool,
                                const char *device, const char *share_id, bool *oom);
+/* The entry of driver, pool and device (and share_id, NULL: not shared,
+ * unless any_share) in a claim's status.devices list, or NULL. */
+json_t *kdp__claim_status_entry(const json_t *devices, const char *driver, const char *pool,
+                                const char *device, const char *share_id, bool any_share);
 /* Whether a device's binding conditions (bind[0..n_bind), then its failure
  * conditions bind[n_bind..n_bind+n_fail)) are met in the claim (the
  * scheduler's PreBind check: driver's status.devices entry for the pool

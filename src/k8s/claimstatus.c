@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/k8snames.h"
+#include "k8s/claimbind.h"
 
 static bool ours(const json_t *d, const char *driver, const char *pool)
 {
@@ -21,18 +22,7 @@ static bool ours(const json_t *d, const char *driver, const char *pool)
 static const json_t *same_in(const json_t *old, const char *driver, const char *pool,
                              const kdp__cstat_entry *e)
 {
-    size_t i;
-    const json_t *d;
-    json_array_foreach(old, i, d)
-    {
-        const char *dev = json_string_value(json_object_get(d, "device"));
-        const char *share = json_string_value(json_object_get(d, "shareID"));
-        if (ours(d, driver, pool) && dev && strcmp(dev, e->device) == 0 &&
-            (share ? e->share_id && strcmp(share, e->share_id) == 0 : !e->share_id)) {
-            return d;
-        }
-    }
-    return NULL;
+    return kdp__claim_status_entry(old, driver, pool, e->device, e->share_id, false);
 }
 
 /* Conditions whose type and status are as before keep their time. */

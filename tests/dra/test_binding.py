@@ -23,6 +23,16 @@ DECLARE = ["--binding-conditions", ATTACHED, "--binding-failure-conditions", FAI
 
 
 class Binding(Base):
+    def up(self, mode):
+        """The emulators and the driver with its bind op in mode, its
+        slices published."""
+        api = self.api()
+        kl = self.kubelet()
+        drv = self.start_proc(TestDriver(self, api, DECLARE + ["--bind", mode]))
+        kl.wait_dra_registered(DRV, T)
+        self.wait_slices(api, 4)
+        return api, kl, drv
+
     def claim(self, api, name, devices):
         return api.create_claim("default", name, DRV, NODE, "gpu", devices,
                                 binding_conditions=[ATTACHED], binding_failure_conditions=[FAILED])
@@ -50,11 +60,7 @@ class Binding(Base):
         for the scheduler; the kubelet's prepare and unprepare afterwards
         keep the condition; a claim without them gets no bind op; the claim
         deleted, the unbind op runs."""
-        api = self.api()
-        kl = self.kubelet()
-        drv = self.start_proc(TestDriver(self, api, DECLARE + ["--bind", "ok"]))
-        kl.wait_dra_registered(DRV, T)
-        self.wait_slices(api, 4)
+        api, kl, drv = self.up("ok")
         uid = self.claim(api, "c1", ["dev-0"])
         drv.wait_log("bind %s dev-0$" % uid, T)
         drv.wait_log(r"status bind dev-0: 0$", T)
@@ -90,11 +96,7 @@ class Binding(Base):
     def test_bind_op_fails(self):
         """A bind op that fails sets the device's first failure condition
         with its error: the scheduler's check says failed."""
-        api = self.api()
-        kl = self.kubelet()
-        drv = self.start_proc(TestDriver(self, api, DECLARE + ["--bind", "fail"]))
-        kl.wait_dra_registered(DRV, T)
-        self.wait_slices(api, 4)
+        api, kl, drv = self.up("fail")
         uid = self.claim(api, "c1", ["dev-2"])
         drv.wait_log("bind %s dev-2$" % uid, T)
         st = self.wait_state(api, "c1", "failed")
@@ -106,11 +108,7 @@ class Binding(Base):
     def test_pending_claim_after_a_restart(self):
         """A claim still pending when the driver restarts gets the bind op
         again (the watch lists it); one met already does not."""
-        api = self.api()
-        kl = self.kubelet()
-        drv = self.start_proc(TestDriver(self, api, DECLARE + ["--bind", "later"]))
-        kl.wait_dra_registered(DRV, T)
-        self.wait_slices(api, 4)
+        api, kl, drv = self.up("later")
         pending = self.claim(api, "c1", ["dev-0"])
         drv.wait_log("bind %s dev-0$" % pending, T)
         self.assertEqual(api.binding_state("default", "c1")["state"], "pending")
@@ -155,11 +153,7 @@ class Binding(Base):
         was (no list); ended with 410 Gone after the events were forgotten,
         the claims are listed again; a claim deleted meanwhile is dropped,
         and the claims after it are bound."""
-        api = self.api()
-        kl = self.kubelet()
-        drv = self.start_proc(TestDriver(self, api, DECLARE + ["--bind", "ok"]))
-        kl.wait_dra_registered(DRV, T)
-        self.wait_slices(api, 4)
+        api, kl, drv = self.up("ok")
         uid = self.claim(api, "c1", ["dev-0"])
         drv.wait_log("bind %s dev-0$" % uid, T)
         mark = api.mark()
@@ -188,11 +182,7 @@ class Binding(Base):
             role = [d for d in docs if d["kind"] == "ClusterRole"][0]
             granted[name] = {(v, res) for r in role["rules"] for res in r["resources"]
                              for v in r["verbs"]}
-        api = self.api()
-        kl = self.kubelet()
-        drv = self.start_proc(TestDriver(self, api, DECLARE + ["--bind", "ok"]))
-        kl.wait_dra_registered(DRV, T)
-        self.wait_slices(api, 4)
+        api, kl, drv = self.up("ok")
         uid = self.claim(api, "c1", ["dev-0"])
         self.wait_state(api, "c1", "ready")
         claim = ["default/c1/" + uid]
